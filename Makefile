@@ -1,0 +1,203 @@
+# Sluice — top-level Makefile (no cmake). Out-of-tree builds:
+#   build/                 host build        build-asan/   ASan+UBSan build
+#   build-<cross>/         cross build       build-fuzz/   libFuzzer targets
+# Source layout rules (so new files need no Makefile edit):
+#   gguf/ quant/ kernels/ io/ engine/ *.c  -> libsluice.{a,so}   (except engine/cli*.c)
+#   *_avx2.c *_avx512.c *_avx512vnni.c      -> x86 only, own -m flags
+#   *_neon.c *_dotprod.c                   -> aarch64 only
+#   engine/cli*.c perf/*.c                 -> the `sluice` command (perf/bin_X.c -> build/X)
+#   io/examples/*.c                        -> build/examples/* (use only io/sluice_stream.h)
+#   tests/test_*.c                         -> one Criterion binary each; a file that
+#                                             contains SL_HOST_ONLY is not cross-built
+
+CROSS   ?=
+CC      ?= cc
+ifneq ($(CROSS),)
+CC      := $(CROSS)gcc
+AR      := $(CROSS)ar
+BUILD   ?= build-$(patsubst %-,%,$(CROSS))
+else
+BUILD   ?= build
+endif
+SHARED  ?= $(abspath $(CURDIR)/../shared)
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+SOMAJOR := 0
+
+TARGET_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+IS_X86  := $(filter x86_64 i686 i386,$(TARGET_ARCH))
+IS_ARM  := $(filter aarch64 arm64,$(TARGET_ARCH))
+
+OPT     ?= -O2
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
+               -ffp-contract=off -pthread -MMD -MP -DSL_SHARED_DIR='"$(SHARED)"'
+CFLAGS  ?=
+ALL_CFLAGS = $(CFLAGS_BASE) $(SAN) $(CFLAGS)
+LDLIBS  := -lm -pthread
+
+# liburing: host builds use it when present; cross builds fall back to pread.
+ifeq ($(CROSS),)
+ifneq ($(wildcard /usr/include/liburing.h),)
+ALL_CFLAGS += -DSL_HAVE_LIBURING=1
+LDLIBS  += -luring
+endif
+endif
+
+LIB_DIRS := gguf quant kernels io engine
+LIB_SRCS := $(filter-out engine/cli%.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
+ifneq ($(IS_X86),)
+LIB_SRCS := $(filter-out %_neon.c %_dotprod.c,$(LIB_SRCS))
+else
+LIB_SRCS := $(filter-out %_avx2.c %_avx512.c %_avx512vnni.c,$(LIB_SRCS))
+endif
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+CLI_SRCS := $(wildcard engine/cli*.c) $(filter-out perf/bin_%.c,$(wildcard perf/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+PERF_BINS := $(patsubst perf/bin_%.c,$(BUILD)/%,$(wildcard perf/bin_*.c))
+EXAMPLES := $(patsubst io/examples/%.c,$(BUILD)/examples/%,$(wildcard io/examples/*.c))
+
+TEST_SRCS := $(wildcard tests/test_*.c)
+PORT_TEST_SRCS := $(shell grep -L SL_HOST_ONLY $(TEST_SRCS) /dev/null 2>/dev/null | grep -v /dev/null)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+PORT_TEST_BINS := $(PORT_TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+TEST_SUPPORT := $(filter-out tests/test_% tests/fuzz_% tests/mini_runner.c,$(wildcard tests/*.c))
+
+STATIC_LIB := $(BUILD)/libsluice.a
+SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
+
+.PHONY: all lib test check asan check-aarch64 fuzz fuzz-smoke deps demo install clean tests bench
+
+all: $(STATIC_LIB) $(SHARED_LIB) $(BUILD)/sluice $(PERF_BINS) $(EXAMPLES)
+
+lib: $(STATIC_LIB) $(SHARED_LIB)
+
+# Per-ISA flags.
+$(BUILD)/obj/%_avx2.o: ISAFLAGS = -mavx2 -mfma -mf16c -mbmi2
+$(BUILD)/obj/%_avx512.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c -mbmi2
+$(BUILD)/obj/%_avx512vnni.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c -mbmi2
+$(BUILD)/obj/%_dotprod.o: ISAFLAGS = -march=armv8.2-a+dotprod
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ISAFLAGS) -c $< -o $@
+
+$(STATIC_LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED_LIB): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libsluice.so.$(SOMAJOR) $(SAN) -o $@ $^ $(LDLIBS)
+	ln -sf libsluice.so.$(VERSION) $(BUILD)/libsluice.so.$(SOMAJOR)
+	ln -sf libsluice.so.$(SOMAJOR) $(BUILD)/libsluice.so
+
+$(BUILD)/sluice: $(CLI_OBJS) $(STATIC_LIB)
+	$(CC) $(SAN) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(LDLIBS)
+
+$(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(filter-out $(BUILD)/obj/engine/cli%,$(CLI_OBJS)) $(STATIC_LIB)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/examples/%: $(BUILD)/obj/io/examples/%.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+# ---- tests --------------------------------------------------------------
+TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/obj/%.o)
+ifeq ($(CROSS),)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJS) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ -lcriterion $(LDLIBS)
+else
+# Cross: the same test sources against the minimal runner, linked static for qemu.
+$(BUILD)/obj/tests/%.o: ALL_CFLAGS += -DSL_MINI_TEST
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(BUILD)/obj/tests/mini_runner.o $(TEST_SUPPORT_OBJS) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -static -o $@ $^ $(LDLIBS)
+endif
+
+tests: $(TEST_BINS)
+
+# `make test` installs what is missing first (quiet when all is there).
+test: deps
+	@$(MAKE) --no-print-directory check
+
+check: all $(TEST_BINS)
+	@fail=0; for t in $(TEST_BINS); do \
+	  echo "== $$t"; $$t --jobs 2 || { fail=1; echo "FAILED: $$t"; }; \
+	done; exit $$fail
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" check
+
+QEMU_CPUS ?= cortex-a53 cortex-a76 max
+check-aarch64:
+	@$(MAKE) --no-print-directory CROSS=aarch64-linux-gnu- tests-cross
+	@total_p=0; total_f=0; \
+	for t in $(PORT_TEST_SRCS:tests/%.c=build-aarch64-linux-gnu/tests/%); do \
+	  case $$t in *test_kern*) cpus="$(QEMU_CPUS)";; *) cpus=max;; esac; \
+	  for c in $$cpus; do \
+	    echo "== qemu-aarch64 -cpu $$c $$t"; \
+	    out=$$(qemu-aarch64 -cpu $$c $$t 2>&1); rc=$$?; echo "$$out" | tail -n 20; \
+	    line=$$(echo "$$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n1); \
+	    p=$$(echo "$$line" | awk '{print $$1}'); f=$$(echo "$$line" | awk '{print $$3}'); \
+	    [ -n "$$p" ] || { p=0; f=1; }; [ $$rc -eq 0 ] || [ "$$f" != 0 ] || f=1; \
+	    total_p=$$((total_p+p)); total_f=$$((total_f+f)); \
+	  done; \
+	done; \
+	echo "aarch64: $$total_p passed, $$total_f failed"; [ $$total_f -eq 0 ]
+
+tests-cross: $(STATIC_LIB) $(PORT_TEST_BINS) $(BUILD)/sluice
+
+# ---- fuzzing ------------------------------------------------------------
+FUZZ_SRCS := gguf/gguf_read.c gguf/sl_status.c $(filter-out gguf/gguf_write%.c,$(wildcard gguf/*.c))
+fuzz: build-fuzz/fuzz_gguf
+build-fuzz/fuzz_gguf: tests/fuzz_gguf.c $(wildcard gguf/*.c gguf/*.h)
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ tests/fuzz_gguf.c $(sort $(wildcard gguf/*.c))
+
+FUZZ_SECONDS ?= 60
+fuzz-smoke: fuzz
+	@rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
+	@for f in $(SHARED)/models/*.gguf $(SHARED)/models/vocab/*.gguf; do \
+	  [ -f "$$f" ] && head -c 65536 "$$f" > build-fuzz/corpus/$$(basename $$f); done; true
+	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	  -print_final_stats=1 build-fuzz/corpus 2>&1 | tail -n 25
+
+# ---- set-up, demo, install ----------------------------------------------
+DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
+        libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config
+deps:
+	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+	  grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing $$missing"; \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+DEMO_MODEL ?= $(SHARED)/models/stories260K.gguf
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/sluice info $(DEMO_MODEL)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sluice \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libsluice.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libsluice.so.$(SOMAJOR)
+	ln -sf libsluice.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libsluice.so
+	for h in engine/sluice.h io/sluice_stream.h gguf/gguf.h gguf/sl_status.h; do \
+	  [ -f $$h ] && install -m 644 $$h $(DESTDIR)$(PREFIX)/include/sluice/ || true; done
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice LLM engine and weight streamer\nVersion: %s\nLibs: -L$${libdir} -lsluice\nLibs.private: %s\nCflags: -I$${includedir}/sluice\n' \
+	  '$(PREFIX)' '$(VERSION)' '$(LDLIBS)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
+
+clean:
+	rm -rf build build-asan build-fuzz build-aarch64-linux-gnu
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

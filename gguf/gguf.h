@@ -1,0 +1,184 @@
+/* GGUF v2/v3 reader and streaming writer. Knows nothing of models.
+ *
+ * The reader pulls bytes through a pread-style callback (or an fd); it never
+ * needs the whole file in memory and never mmaps. It trusts no number in the
+ * file: every count, length, dimension and offset is checked (overflow-safe)
+ * before use, and a failure returns SL_E* with a message naming the field and
+ * its file offset (see sl_status.h, sl_gguf_errmsg()). Tensor data is NOT
+ * read: only its location is validated; io/ reads it. */
+#ifndef SL_GGUF_H
+#define SL_GGUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "sl_status.h"
+
+/* ggml tensor type ids (the on-disk numbers). */
+enum sl_ggml_type {
+    SL_GGML_F32 = 0, SL_GGML_F16 = 1, SL_GGML_Q4_0 = 2, SL_GGML_Q4_1 = 3,
+    SL_GGML_Q5_0 = 6, SL_GGML_Q5_1 = 7, SL_GGML_Q8_0 = 8, SL_GGML_Q8_1 = 9,
+    SL_GGML_Q2_K = 10, SL_GGML_Q3_K = 11, SL_GGML_Q4_K = 12, SL_GGML_Q5_K = 13,
+    SL_GGML_Q6_K = 14, SL_GGML_Q8_K = 15, SL_GGML_BF16 = 30,
+};
+
+/* Metadata value types (the on-disk numbers). */
+enum sl_gguf_vtype {
+    SL_GGUF_U8 = 0, SL_GGUF_I8 = 1, SL_GGUF_U16 = 2, SL_GGUF_I16 = 3,
+    SL_GGUF_U32 = 4, SL_GGUF_I32 = 5, SL_GGUF_F32 = 6, SL_GGUF_BOOL = 7,
+    SL_GGUF_STRING = 8, SL_GGUF_ARRAY = 9, SL_GGUF_U64 = 10, SL_GGUF_I64 = 11,
+    SL_GGUF_F64 = 12,
+};
+
+#define SL_GGUF_MAX_DIMS 4
+#define SL_GGUF_DEFAULT_ALIGNMENT 32
+
+/* Caps on hostile sizes (a real file is far below all of them). */
+#define SL_GGUF_MAX_STRING   (1u << 24)   /* 16 MiB per string */
+#define SL_GGUF_MAX_NAME     256          /* tensor name bytes (ggml: 64) */
+#define SL_GGUF_MAX_ARRAY_DEPTH 4
+
+/* Returns bytes read (may be short only at end of file) or a negative errno. */
+typedef int64_t (*sl_gguf_read_fn)(void *ctx, void *buf, size_t len, uint64_t offset);
+
+typedef struct sl_gguf sl_gguf;
+
+typedef struct sl_gguf_tensor {
+    const char *name;             /* NUL-terminated, owned by the reader */
+    uint32_t n_dims;              /* 1..SL_GGUF_MAX_DIMS */
+    uint64_t ne[SL_GGUF_MAX_DIMS];/* ne[0] = row length (innermost); unused dims = 1 */
+    uint32_t type;                /* enum sl_ggml_type */
+    uint64_t offset;              /* relative to the data section, as stored */
+    uint64_t file_offset;         /* absolute: data_offset + offset */
+    uint64_t nbytes;              /* exact byte size from type and dims */
+    int32_t  layer;               /* N for "blk.N.*", else -1 */
+} sl_gguf_tensor;
+
+/* Byte range covering a set of tensors: [begin, end) in the file. */
+typedef struct sl_gguf_extent {
+    uint64_t begin, end;          /* end - begin includes alignment padding */
+    uint64_t bytes;               /* sum of the tensors' nbytes */
+    uint32_t n_tensors;
+} sl_gguf_extent;
+
+/* ---- type table ------------------------------------------------------- */
+/* Name ("q4_K") or NULL for an id this build does not know. */
+const char *sl_gguf_type_name(uint32_t type);
+/* Block geometry; SL_EUNSUPPORTED for unknown types. */
+int sl_gguf_type_block(uint32_t type, uint32_t *elems_per_block, uint32_t *bytes_per_block);
+/* Bytes of a tensor; SL_EFORMAT if ne[0] is not a multiple of the block,
+ * SL_ERANGE on overflow, SL_EUNSUPPORTED for unknown types. */
+int sl_gguf_tensor_size(uint32_t type, uint32_t n_dims, const uint64_t *ne, uint64_t *out);
+const char *sl_gguf_vtype_name(uint32_t vtype);
+
+/* ---- reader ----------------------------------------------------------- */
+/* name: used in messages (usually the path). The fd/callback must outlive the reader. */
+int sl_gguf_open_cb(sl_gguf **out, sl_gguf_read_fn fn, void *ctx, uint64_t file_size,
+                    const char *name);
+int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name);
+/* Opens the file itself (O_RDONLY|O_CLOEXEC) and closes it in sl_gguf_close. */
+int sl_gguf_open_path(sl_gguf **out, const char *path);
+void sl_gguf_close(sl_gguf *g);
+
+/* Message of the last failure on this handle, or of a failed open (thread-local). */
+const char *sl_gguf_errmsg(const sl_gguf *g);
+
+uint32_t sl_gguf_version(const sl_gguf *g);
+uint64_t sl_gguf_file_size(const sl_gguf *g);
+uint64_t sl_gguf_alignment(const sl_gguf *g);
+uint64_t sl_gguf_data_offset(const sl_gguf *g);   /* start of the tensor data section */
+const char *sl_gguf_name(const sl_gguf *g);
+
+/* Metadata, by index 0..n_kv-1 in file order. */
+int64_t sl_gguf_n_kv(const sl_gguf *g);
+const char *sl_gguf_kv_key(const sl_gguf *g, int64_t i);
+uint32_t sl_gguf_kv_type(const sl_gguf *g, int64_t i);     /* enum sl_gguf_vtype */
+int64_t sl_gguf_find_key(const sl_gguf *g, const char *key);   /* -1 if absent */
+
+/* Typed getters by key. SL_ENOENT if absent, SL_ETYPE if of another type
+ * (integers: any integer type whose value fits; floats: F32 or F64). */
+int sl_gguf_get_u32(const sl_gguf *g, const char *key, uint32_t *out);
+int sl_gguf_get_i64(const sl_gguf *g, const char *key, int64_t *out);
+int sl_gguf_get_u64(const sl_gguf *g, const char *key, uint64_t *out);
+int sl_gguf_get_f32(const sl_gguf *g, const char *key, float *out);
+int sl_gguf_get_f64(const sl_gguf *g, const char *key, double *out);
+int sl_gguf_get_bool(const sl_gguf *g, const char *key, bool *out);
+/* String: pointer owned by the reader, NUL-terminated (len excludes NUL; the
+ * string may itself contain NULs). */
+int sl_gguf_get_str(const sl_gguf *g, const char *key, const char **s, uint64_t *len);
+
+/* Arrays. elem_type is the element vtype; for numeric/bool elements *data
+ * points at n packed little-endian host values of that type. For strings and
+ * nested arrays *data is NULL: use sl_gguf_arr_str / sl_gguf_arr_sub. */
+int sl_gguf_get_arr(const sl_gguf *g, const char *key, uint32_t *elem_type, uint64_t *n,
+                    const void **data);
+int sl_gguf_kv_arr(const sl_gguf *g, int64_t kv, uint32_t *elem_type, uint64_t *n,
+                   const void **data);
+/* i-th string of a string array at kv index. */
+int sl_gguf_arr_str(const sl_gguf *g, int64_t kv, uint64_t i, const char **s, uint64_t *len);
+
+/* Generic value access by kv index for printing (sluice info) and copying. */
+typedef struct sl_gguf_value sl_gguf_value;   /* opaque node of the value tree */
+const sl_gguf_value *sl_gguf_kv_value(const sl_gguf *g, int64_t i);
+uint32_t sl_gguf_value_type(const sl_gguf_value *v);
+/* scalar getters: valid only for the matching type */
+uint64_t sl_gguf_value_u64(const sl_gguf_value *v);    /* U8..U64, BOOL */
+int64_t  sl_gguf_value_i64(const sl_gguf_value *v);    /* I8..I64 */
+double   sl_gguf_value_f64(const sl_gguf_value *v);    /* F32, F64 */
+const char *sl_gguf_value_str(const sl_gguf_value *v, uint64_t *len);
+/* arrays: element type, length, i-th element as a value node */
+uint32_t sl_gguf_value_arr_type(const sl_gguf_value *v);
+uint64_t sl_gguf_value_arr_len(const sl_gguf_value *v);
+int sl_gguf_value_arr_at(const sl_gguf_value *v, uint64_t i, sl_gguf_value *tmp,
+                         const sl_gguf_value **elem);
+
+/* Tensors, in file order. */
+int64_t sl_gguf_n_tensors(const sl_gguf *g);
+const sl_gguf_tensor *sl_gguf_tensor_at(const sl_gguf *g, int64_t i);
+const sl_gguf_tensor *sl_gguf_find_tensor(const sl_gguf *g, const char *name); /* NULL if absent */
+
+/* Layers: n_layers = 1 + highest N of "blk.N.*" (0 if none). An extent of a
+ * layer with no tensors has n_tensors == 0. */
+int32_t sl_gguf_n_layers(const sl_gguf *g);
+int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out);
+/* All tensors that are not in a layer (token_embd, output_norm, output, ...). */
+int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out);
+uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g);
+
+/* Read raw bytes through the reader's callback (checked against file size). */
+int sl_gguf_read(const sl_gguf *g, void *buf, size_t len, uint64_t offset);
+
+/* ---- writer ----------------------------------------------------------- */
+/* Build metadata and tensor infos in memory, then write header + tensor data
+ * streaming, in tensor order, in as many chunks as the caller likes. */
+typedef struct sl_gguf_writer sl_gguf_writer;
+
+int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, uint32_t version /*2|3*/);
+const char *sl_gguf_writer_errmsg(const sl_gguf_writer *w);
+int sl_gguf_writer_set_alignment(sl_gguf_writer *w, uint32_t alignment);  /* power of 2 */
+int sl_gguf_writer_set_u32(sl_gguf_writer *w, const char *key, uint32_t v);
+int sl_gguf_writer_set_i32(sl_gguf_writer *w, const char *key, int32_t v);
+int sl_gguf_writer_set_u64(sl_gguf_writer *w, const char *key, uint64_t v);
+int sl_gguf_writer_set_f32(sl_gguf_writer *w, const char *key, float v);
+int sl_gguf_writer_set_bool(sl_gguf_writer *w, const char *key, bool v);
+int sl_gguf_writer_set_str(sl_gguf_writer *w, const char *key, const char *s);
+/* Numeric array: n elements of elem_type, packed. */
+int sl_gguf_writer_set_arr(sl_gguf_writer *w, const char *key, uint32_t elem_type,
+                           const void *data, uint64_t n);
+int sl_gguf_writer_set_arr_str(sl_gguf_writer *w, const char *key, const char *const *s,
+                               uint64_t n);
+/* Copy one key (any type, nested arrays included) from a reader. */
+int sl_gguf_writer_copy_kv(sl_gguf_writer *w, const sl_gguf *g, int64_t kv);
+/* Declare a tensor; offsets are assigned in declaration order with alignment. */
+int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, uint32_t type,
+                              uint32_t n_dims, const uint64_t *ne);
+/* Writes header, metadata, tensor infos and padding; no more set_/add_ after. */
+int sl_gguf_writer_begin_data(sl_gguf_writer *w);
+/* Appends data of the current tensor; moves to the next once it is complete. */
+int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len);
+/* Checks every tensor was written, flushes, fsyncs nothing, closes; frees w. */
+int sl_gguf_writer_close(sl_gguf_writer *w);
+/* Frees without finishing (on error paths); removes nothing. */
+void sl_gguf_writer_abort(sl_gguf_writer *w);
+
+#endif

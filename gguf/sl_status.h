@@ -1,0 +1,41 @@
+/* Status codes and error messages shared by every Sluice module.
+ *
+ * Every public function returns int: 0 on success, a negative SL_E* code on
+ * failure. Codes that have a POSIX errno twin ARE that errno negated, so a
+ * module that may not include this header (kernels/, quant/) can still return
+ * -ENOMEM and mean SL_ENOMEM. The human message ("tensor 'x': data ... past end
+ * of file") is kept per thread; handles copy it so it survives later calls. */
+#ifndef SL_STATUS_H
+#define SL_STATUS_H
+
+#include <errno.h>
+#include <stdarg.h>
+
+#define SL_OK          0
+#define SL_EINVAL      (-EINVAL)   /* bad argument or flag */
+#define SL_ENOMEM      (-ENOMEM)   /* allocation failed */
+#define SL_EIO         (-EIO)      /* read/write failed (errno in the message) */
+#define SL_ENOENT      (-ENOENT)   /* file, key or tensor not found */
+#define SL_ENOSYS      (-ENOSYS)   /* feature unavailable here (io_uring, ISA) */
+#define SL_ERANGE      (-ERANGE)   /* value out of range / overflow */
+#define SL_EFORMAT     (-1001)     /* malformed or hostile file contents */
+#define SL_EVERSION    (-1002)     /* unsupported file version */
+#define SL_ETYPE       (-1003)     /* value of an unexpected type */
+#define SL_EUNSUPPORTED (-1004)    /* valid but not supported (arch, tensor type) */
+#define SL_ESHAPE      (-1005)     /* tensor shape does not match the model */
+#define SL_ETRUNC      (-1006)     /* file shorter than its contents claim */
+#define SL_ECTX        (-1007)     /* context window exhausted */
+
+/* Static description of a status code ("malformed file"). Never NULL. */
+const char *sl_strerror(int status);
+
+/* The calling thread's last error message ("" if none). */
+const char *sl_last_error(void);
+
+/* Library-internal: record a message for this thread and return status. */
+int sl_err_set(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int sl_err_vset(int status, const char *fmt, va_list ap);
+void sl_err_clear(void);
+
+#endif

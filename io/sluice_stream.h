@@ -1,0 +1,136 @@
+/* Sluice streamer: give me layer N's tensors, in RAM, now.
+ *
+ * Usable without the engine (only gguf/ below it). A model is cut into units:
+ * units 0..L-1 are the transformer layers (all "blk.N.*" tensors), followed by
+ * the lm head ("output.weight", or token_embd when tied) split into row chunks
+ * no larger than the largest layer. The small non-layer tensors (output_norm,
+ * ...) are "globals", always resident. token_embd rows are read on demand
+ * unless pinned. acquire(u) blocks until unit u is in RAM and returns tensor
+ * views into its slot; release(u) hands the slot back and the eager prefetch
+ * queue (depth D, default 3) refills it with the next unit of the cyclic
+ * schedule 0..U-1, 0..U-1, ... Backends: io_uring (O_DIRECT, fixed buffers),
+ * a pread thread pool, and mmap+madvise (baseline). */
+#ifndef SLUICE_STREAM_H
+#define SLUICE_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_stream sl_stream;
+
+enum sl_stream_io   { SL_IO_AUTO = 0, SL_IO_URING, SL_IO_PREAD };
+enum sl_stream_mode { SL_MODE_AUTO = 0, SL_MODE_RESIDENT, SL_MODE_STREAM, SL_MODE_MMAP };
+enum sl_unit_kind   { SL_UNIT_LAYER = 0, SL_UNIT_HEAD };
+
+/* Fault injection / custom storage: replaces the data read of one request.
+ * Must behave like pread: bytes read, or -errno (EIO, EAGAIN, EINTR). */
+typedef int64_t (*sl_stream_read_hook)(void *ctx, int fd, void *buf, size_t len,
+                                       uint64_t offset);
+
+typedef struct sl_stream_config {
+    int io;                  /* enum sl_stream_io */
+    int mode;                /* enum sl_stream_mode */
+    uint64_t mem_budget;     /* bytes for everything the planner counts; 0 = MemAvailable - margin */
+    uint64_t reserve_bytes;  /* bytes the caller needs outside the streamer (KV cache, arena) */
+    int depth;               /* prefetch depth, 0 = default 3 */
+    uint32_t req_bytes;      /* bytes per read request, 0 = default */
+    int queue_depth;         /* requests in flight, 0 = default */
+    int n_io_threads;        /* pread pool size, 0 = default */
+    bool mlock;              /* lock resident/pinned memory */
+    bool no_direct;          /* buffered reads instead of O_DIRECT */
+    int32_t max_pinned;      /* -1 = planner decides; else cap on pinned layers */
+    sl_stream_read_hook read_hook; void *read_hook_ctx;
+} sl_stream_config;
+
+typedef struct sl_stream_tensor {
+    const char *name;        /* full GGUF name, e.g. "blk.3.attn_q.weight" */
+    uint32_t type;           /* ggml type id */
+    uint32_t n_dims;
+    uint64_t ne[4];
+    const void *data;        /* valid between acquire and release (globals: until close) */
+    uint64_t nbytes;
+} sl_stream_tensor;
+
+typedef struct sl_stream_unit {
+    int kind;                /* enum sl_unit_kind */
+    int32_t layer;           /* layer index, or -1 for head chunks */
+    uint64_t row_begin, row_end;   /* head chunks: rows of the lm head in this unit */
+    uint64_t bytes;          /* bytes read from disk when streamed */
+    bool pinned;             /* resident: never re-read */
+} sl_stream_unit;
+
+typedef struct sl_stream_view {
+    int32_t unit;
+    uint32_t n_tensors;
+    const sl_stream_tensor *tensors;
+} sl_stream_view;
+
+typedef struct sl_stream_stats {
+    uint64_t bytes_read;        /* from disk since open / reset */
+    uint64_t n_reads;           /* requests completed */
+    uint64_t n_retries;         /* short reads / EAGAIN resubmitted */
+    double   stall_ms;          /* time blocked in acquire */
+    double   io_busy_ms;        /* wall time with reads in flight */
+    uint64_t acquires;
+} sl_stream_stats;
+
+typedef struct sl_stream_plan {
+    int mode;                   /* chosen mode */
+    int io;                     /* chosen backend */
+    uint64_t budget;            /* bytes the plan fits in */
+    uint64_t model_bytes;       /* all tensor bytes */
+    uint64_t globals_bytes, embd_bytes, head_bytes;
+    uint64_t reserve_bytes;     /* caller's KV + arena */
+    uint64_t slot_bytes;        /* one slot */
+    int32_t n_slots;
+    int32_t n_units, n_layers, n_head_chunks, n_pinned;
+    bool embd_pinned, head_pinned;
+    uint64_t pinned_bytes;
+    uint64_t streamed_bytes_per_token;
+    uint64_t peak_bytes;        /* predicted peak of what the streamer holds + reserve */
+} sl_stream_plan;
+
+/* Defaults for every field. */
+void sl_stream_config_init(sl_stream_config *c);
+/* Plan only (no buffers): the decision `sluice plan` prints. */
+int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
+                         char *err, size_t err_len);
+
+int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c);
+void sl_stream_close(sl_stream *s);
+const char *sl_stream_errmsg(const sl_stream *s);   /* last failure; open failures: sl_stream_open_errmsg */
+const char *sl_stream_open_errmsg(void);            /* thread-local message of a failed open */
+
+const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
+/* The GGUF metadata reader (type: const struct sl_gguf *), for the engine. */
+const void *sl_stream_gguf(const sl_stream *s);
+
+int32_t sl_stream_n_units(const sl_stream *s);
+int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out);
+
+/* Blocks until unit's reads completed (or failed: status < 0, message says
+ * unit, file offset, length, errno). At most one acquire per unit at a time. */
+int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view);
+int sl_stream_release(sl_stream *s, int32_t unit);
+/* Tensor of an acquired view by suffix ("attn_q.weight") or full name; NULL if absent. */
+const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
+/* Hint: the next unit to be acquired will be `unit` (restarts the cyclic schedule there). */
+int sl_stream_prefetch(sl_stream *s, int32_t unit);
+
+/* Globals (non-layer tensors other than the lm head), resident until close. */
+const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
+/* One row of a non-layer matrix (token_embd): from RAM if resident, else one small read. */
+int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
+
+void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out);
+void sl_stream_reset_stats(sl_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,91 @@
+/* Quantized dot/matvec/matmul and the float ops of the forward pass, in
+ * scalar C (the oracle) and hand-written SIMD (AVX2+FMA, AVX-512 [+VNNI],
+ * NEON [+dotprod]). One source file per ISA level (foo_avx2.c, foo_avx512.c,
+ * foo_avx512vnni.c, foo_neon.c, foo_dotprod.c), each built with its own -m flags;
+ * the level is picked at run time from cpuid / AT_HWCAP, and SLUICE_ISA=
+ * scalar|avx2|avx512|avx512vnni|neon|dotprod forces one (tests cover all).
+ * Depends on quant/ only. Failures return negative errno values (== SL_E*). */
+#ifndef SL_KERNELS_H
+#define SL_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../quant/quant.h"
+
+enum sl_isa {
+    SL_ISA_SCALAR = 0, SL_ISA_AVX2, SL_ISA_AVX512, SL_ISA_AVX512VNNI,
+    SL_ISA_NEON, SL_ISA_DOTPROD, SL_ISA_COUNT
+};
+
+/* ---- thread pool: persistent workers, spin briefly then sleep ---------- */
+typedef struct sl_pool sl_pool;
+/* fn runs on every thread (ith = 0..nth-1; the caller is ith 0). */
+typedef void (*sl_pool_fn)(void *ctx, int ith, int nth);
+int  sl_pool_create(sl_pool **out, int n_threads);   /* n_threads >= 1, incl. caller */
+void sl_pool_destroy(sl_pool *p);
+int  sl_pool_n_threads(const sl_pool *p);
+void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx);  /* returns when all are done */
+
+/* s = dot(n elements of weight row x, activation row y in vec_dot_type). */
+typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+
+typedef struct sl_kern {
+    int isa;
+    const char *name;
+    sl_vec_dot_fn vec_dot[SL_Q_COUNT];          /* NULL: type not supported */
+    /* y = x / sqrt(mean(x^2) + eps) * w */
+    void (*rmsnorm)(float *y, const float *x, const float *w, int64_t n, float eps);
+    /* In place over n_head heads of head_dim: rotate the first n_rot dims of
+     * each head by angle pos * inv_freq[i] (i = 0..n_rot/2-1); neox: pairs
+     * (i, i + n_rot/2), else (2i, 2i+1). */
+    void (*rope)(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
+                 const float *inv_freq, int neox);
+    void (*softmax)(float *x, int64_t n);                  /* in place */
+    void (*silu_mul)(float *y, const float *g, const float *u, int64_t n); /* y=silu(g)*u */
+    void (*add)(float *y, const float *a, const float *b, int64_t n);
+    void (*f32_to_f16)(sl_f16 *y, const float *x, int64_t n);
+} sl_kern;
+
+/* Best level for this CPU, or the one SLUICE_ISA names (NULL + errno-style
+ * failure if SLUICE_ISA names one this CPU/build lacks: see sl_kern_best_checked). */
+const sl_kern *sl_kern_best(void);
+int sl_kern_best_checked(const sl_kern **out);
+/* A specific level; NULL if not compiled in or the CPU lacks it. */
+const sl_kern *sl_kern_for(int isa);
+const char *sl_isa_name(int isa);
+
+/* ---- matvec / matmul ------------------------------------------------- */
+/* Activation buffer size for n_rows rows of `cols` elements, for weight type wtype. */
+size_t sl_kern_act_bytes(int wtype, int64_t cols, int64_t n_rows);
+/* Quantize n_rows float rows (stride cols) into wtype's vec_dot_type. */
+void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t cols,
+                          int64_t n_rows, void *act);
+/* y[r] = dot(W row r, act) for r in [0, rows); W rows are sl_quant_row_bytes(wtype, cols).
+ * Split over the pool's threads by row ranges. */
+int sl_kern_matvec(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
+                   int64_t cols, const void *act, float *y);
+/* Y[i][r] = dot(W row r, act row i) for i < n_act; Y row stride = ldy floats.
+ * Tiled so each weight block is loaded once per tile of activation rows. */
+int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
+                   int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy);
+
+/* ---- attention over an F16 KV cache --------------------------------- */
+/* Query row i (i < n_q) sits at position pos0 + i and attends to cache
+ * positions 0..pos0+i (causal). q: [n_q][n_head*head_dim] f32 (stride q_stride);
+ * k, v: [position][n_head_kv*head_dim] f16 (stride kv_stride elements);
+ * out: [n_q][n_head*head_dim] (stride out_stride). Head h uses kv head
+ * h / (n_head / n_head_kv). Numerics as llama.cpp: q rounded to f16 for q.k,
+ * softmax in f32 after scale, probabilities rounded to f16 for p.v.
+ * scratch: at least sl_kern_attn_scratch(...) bytes. */
+typedef struct sl_attn {
+    const float *q; int64_t q_stride;
+    const sl_f16 *k, *v; int64_t kv_stride;
+    float *out; int64_t out_stride;
+    int n_q, n_head, n_head_kv, head_dim;
+    int32_t pos0;
+    float scale;
+} sl_attn;
+size_t sl_kern_attn_scratch(int n_threads, int head_dim, int32_t n_ctx);
+int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scratch);
+
+#endif

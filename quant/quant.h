@@ -1,0 +1,87 @@
+/* Block formats of GGUF tensors and activations: layouts, scalar dequantize,
+ * reference quantize, activation quantizers. Depends on nothing (libc only).
+ * The scalar code here is the oracle that every SIMD kernel is tested against. */
+#ifndef SL_QUANT_H
+#define SL_QUANT_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Type ids: identical to ggml's on-disk numbers (gguf.h enum sl_ggml_type). */
+enum sl_qtype {
+    SL_Q_F32 = 0, SL_Q_F16 = 1, SL_Q_Q4_0 = 2, SL_Q_Q4_1 = 3,
+    SL_Q_Q5_0 = 6, SL_Q_Q5_1 = 7, SL_Q_Q8_0 = 8, SL_Q_Q8_1 = 9,
+    SL_Q_Q2_K = 10, SL_Q_Q3_K = 11, SL_Q_Q4_K = 12, SL_Q_Q5_K = 13,
+    SL_Q_Q6_K = 14, SL_Q_Q8_K = 15, SL_Q_BF16 = 30,
+    SL_Q_COUNT = 31
+};
+
+#define SL_QK   32    /* elements per block of the legacy formats */
+#define SL_QKK  256   /* elements per K-quant super-block */
+
+typedef uint16_t sl_f16;   /* IEEE half bits */
+typedef uint16_t sl_bf16;  /* bfloat16 bits */
+
+typedef struct { sl_f16 d; uint8_t qs[SL_QK / 2]; } sl_block_q4_0;
+typedef struct { sl_f16 d, m; uint8_t qs[SL_QK / 2]; } sl_block_q4_1;
+typedef struct { sl_f16 d; uint8_t qh[4]; uint8_t qs[SL_QK / 2]; } sl_block_q5_0;
+typedef struct { sl_f16 d, m; uint8_t qh[4]; uint8_t qs[SL_QK / 2]; } sl_block_q5_1;
+typedef struct { sl_f16 d; int8_t qs[SL_QK]; } sl_block_q8_0;
+typedef struct { sl_f16 d, s; int8_t qs[SL_QK]; } sl_block_q8_1;
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; sl_f16 d, dmin; } sl_block_q2_k;
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; sl_f16 d; } sl_block_q3_k;
+typedef struct { sl_f16 d, dmin; uint8_t scales[12]; uint8_t qs[128]; } sl_block_q4_k;
+typedef struct { sl_f16 d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } sl_block_q5_k;
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; sl_f16 d; } sl_block_q6_k;
+typedef struct { float d; int8_t qs[SL_QKK]; int16_t bsums[SL_QKK / 16]; } sl_block_q8_k;
+
+static_assert(sizeof(sl_block_q4_0) == 18, "q4_0 layout");
+static_assert(sizeof(sl_block_q4_1) == 20, "q4_1 layout");
+static_assert(sizeof(sl_block_q5_0) == 22, "q5_0 layout");
+static_assert(sizeof(sl_block_q5_1) == 24, "q5_1 layout");
+static_assert(sizeof(sl_block_q8_0) == 34, "q8_0 layout");
+static_assert(sizeof(sl_block_q8_1) == 36, "q8_1 layout");
+static_assert(sizeof(sl_block_q2_k) == 84, "q2_K layout");
+static_assert(sizeof(sl_block_q3_k) == 110, "q3_K layout");
+static_assert(sizeof(sl_block_q4_k) == 144, "q4_K layout");
+static_assert(sizeof(sl_block_q5_k) == 176, "q5_K layout");
+static_assert(sizeof(sl_block_q6_k) == 210, "q6_K layout");
+static_assert(sizeof(sl_block_q8_k) == 292, "q8_K layout");
+
+/* ---- scalar conversions ---------------------------------------------- */
+float  sl_f16_to_f32(sl_f16 h);
+sl_f16 sl_f32_to_f16(float f);          /* round to nearest even */
+float  sl_bf16_to_f32(sl_bf16 h);
+sl_bf16 sl_f32_to_bf16(float f);        /* round to nearest even; NaN stays NaN */
+
+/* ---- type table -------------------------------------------------------- */
+/* 0 for ids this build does not know. */
+int sl_quant_block_elems(int type);     /* 1 for F32/F16/BF16, 32 or 256 else */
+int sl_quant_block_bytes(int type);
+const char *sl_quant_type_name(int type);
+/* Bytes of a row of n elements (n a multiple of the block), 0 if invalid. */
+size_t sl_quant_row_bytes(int type, int64_t n);
+/* Activation type the weight type is dotted with: Q8_K for Q2_K..Q6_K,
+ * Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16/BF16/F32 for themselves. */
+int sl_quant_vec_dot_type(int type);
+/* True if the type is a known weight type with a dequantizer. */
+int sl_quant_is_supported(int type);
+
+/* ---- dequantize (bit-exact with the golden to_float: no FMA contraction) */
+/* n must be a multiple of the type's block; returns 0 or -EINVAL. */
+int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
+
+/* ---- quantize (reference; RMSE within a few % of ggml's reference) ----- */
+/* Returns bytes written or -EINVAL. Works for every weight type and for the
+ * activation types Q8_0, Q8_1, Q8_K (same as the functions below). */
+int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n);
+
+/* ---- activation quantizers (exact reference semantics, see golden README) */
+void sl_quant_row_q8_0(const float *x, sl_block_q8_0 *y, int64_t n);
+void sl_quant_row_q8_1(const float *x, sl_block_q8_1 *y, int64_t n);
+void sl_quant_row_q8_k(const float *x, sl_block_q8_k *y, int64_t n);
+void sl_quant_row_f16(const float *x, sl_f16 *y, int64_t n);
+void sl_quant_row_bf16(const float *x, sl_bf16 *y, int64_t n);
+
+#endif
