@@ -1,5 +1,5 @@
 /* The `sluice` command's subcommand table. Subcommands live next to their
- * code (engine/cli_*.c, perf/*.c) and register themselves at start-up, so
+ * code (engine/cli_X.c, perf/X.c) and register themselves at start-up, so
  * perf/ can add commands without engine/ including perf/. */
 #ifndef SL_CLI_H
 #define SL_CLI_H
