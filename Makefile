@@ -119,7 +119,9 @@ endif
 tests: $(TEST_BINS)
 
 # `make test` installs what is missing first (quiet when all is there).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all tests
 	@$(MAKE) --no-print-directory check
 
 check: all $(TEST_BINS)
@@ -127,13 +129,16 @@ check: all $(TEST_BINS)
 	  echo "== $$t"; $$t --jobs 2 || { fail=1; echo "FAILED: $$t"; }; \
 	done; exit $$fail
 
-asan:
+ASAN_MAKE = $(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+asan: deps
+	@$(ASAN_MAKE) -j$(JOBS) all tests
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" check
 
 QEMU_CPUS ?= cortex-a53 cortex-a76 max
-check-aarch64:
-	@$(MAKE) --no-print-directory CROSS=aarch64-linux-gnu- tests-cross
+check-aarch64: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) CROSS=aarch64-linux-gnu- tests-cross
 	@total_p=0; total_f=0; \
 	for t in $(PORT_TEST_SRCS:tests/%.c=build-aarch64-linux-gnu/tests/%); do \
 	  case $$t in *test_kern*) cpus="$(QEMU_CPUS)";; *) cpus=max;; esac; \
@@ -152,7 +157,8 @@ tests-cross: $(STATIC_LIB) $(PORT_TEST_BINS) $(BUILD)/sluice
 
 # ---- fuzzing ------------------------------------------------------------
 FUZZ_SRCS := gguf/gguf_read.c gguf/sl_status.c $(filter-out gguf/gguf_write%.c,$(wildcard gguf/*.c))
-fuzz: build-fuzz/fuzz_gguf
+fuzz: deps
+	@$(MAKE) --no-print-directory build-fuzz/fuzz_gguf
 build-fuzz/fuzz_gguf: tests/fuzz_gguf.c $(wildcard gguf/*.c gguf/*.h)
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
