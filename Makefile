@@ -21,6 +21,7 @@ BUILD   ?= build
 endif
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 PREFIX  ?= /usr/local
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 VERSION := 0.1.0
 SOMAJOR := 0
 
@@ -119,22 +120,20 @@ endif
 tests: $(TEST_BINS)
 
 # `make test` installs what is missing first (quiet when all is there).
-JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all tests
 	@$(MAKE) --no-print-directory check
 
 check: all $(TEST_BINS)
 	@fail=0; for t in $(TEST_BINS); do \
-	  echo "== $$t"; $$t --jobs 2 || { fail=1; echo "FAILED: $$t"; }; \
+	  echo "== $$t"; $$t --jobs $(JOBS) || { fail=1; echo "FAILED: $$t"; }; \
 	done; exit $$fail
 
 ASAN_MAKE = $(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 asan: deps
 	@$(ASAN_MAKE) -j$(JOBS) all tests
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" check
+	@$(ASAN_MAKE) check
 
 QEMU_CPUS ?= cortex-a53 cortex-a76 max
 check-aarch64: deps
@@ -169,8 +168,9 @@ fuzz-smoke: fuzz
 	@rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
 	@for f in $(SHARED)/models/*.gguf $(SHARED)/models/vocab/*.gguf; do \
 	  [ -f "$$f" ] && head -c 65536 "$$f" > build-fuzz/corpus/$$(basename $$f); done; true
-	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-	  -print_final_stats=1 build-fuzz/corpus 2>&1 | tail -n 25
+	@rc=0; build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	  -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus > build-fuzz/fuzz.log 2>&1 || rc=$$?; \
+	  tail -n 25 build-fuzz/fuzz.log; exit $$rc
 
 # ---- set-up, demo, install ----------------------------------------------
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
