@@ -25,9 +25,9 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 VERSION := 0.1.0
 SOMAJOR := 0
 
-TARGET_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
-IS_X86  := $(filter x86_64 i686 i386,$(TARGET_ARCH))
-IS_ARM  := $(filter aarch64 arm64,$(TARGET_ARCH))
+SL_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+IS_X86  := $(filter x86_64 i686 i386,$(SL_ARCH))
+IS_ARM  := $(filter aarch64 arm64,$(SL_ARCH))
 
 OPT     ?= -O2
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
