@@ -80,11 +80,21 @@ static size_t add_word(seg_out *o, size_t end)
 
 #define OUT_OF_RANGE 0xFFFFFFFFu
 
+/* Code point / flags at p, or OUT_OF_RANGE / 0 outside [ini, end). */
+static inline uint32_t cpt_at(const uint32_t *cps, size_t ini, size_t end, size_t p)
+{
+    return p >= ini && p < end ? cps[p] : OUT_OF_RANGE;
+}
+static inline uint16_t flg_at(const uint32_t *cps, size_t ini, size_t end, size_t p)
+{
+    return p >= ini && p < end ? sl_ucd_flags(cps[p]) : 0;
+}
+#define CPT(p) cpt_at(cps, ini, end, (p))
+#define FLG(p) flg_at(cps, ini, end, (p))
+
 /* ---- gpt-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 static void split_gpt2(const uint32_t *cps, size_t ini, size_t end, seg_out *o)
 {
-#define CPT(p) ((p) >= ini && (p) < end ? cps[p] : OUT_OF_RANGE)
-#define FLG(p) ((p) >= ini && (p) < end ? sl_ucd_flags(cps[p]) : 0)
     o->prev_end = ini;
     for (size_t pos = ini; pos < end;) {
         uint32_t c = CPT(pos);
