@@ -1,0 +1,7 @@
+/* Float ops, neon level (in progress: scalar ops until the SIMD ones land). */
+#include "kern_internal.h"
+
+void sl_ops_fill_neon(sl_kern *k)
+{
+    sl_ops_fill_scalar(k);
+}
