@@ -9,18 +9,23 @@
  * on every level so all levels rotate by bit-identical factors). */
 void sl_rope_cs(float *c, float *s, int32_t pos, const float *inv_freq, int n);
 
-/* Attention: one work item = query row `row`, heads h0..h0+ng-1 (all sharing
- * kv head kvh, ng <= SL_ATTN_GMAX). ws: this thread's scratch. */
+/* Attention: one work item = query row `row`, heads h0..h0+ng-1, all sharing
+ * kv head kvh (ng <= SL_ATTN_GMAX), so K/V rows are read once for the group.
+ * ws: this thread's scratch: qf [GMAX][head_dim] (q rounded to f16, as f32),
+ * s [GMAX][L] (scores, then probabilities rounded to f16, as f32),
+ * acc [GMAX][head_dim]. */
 #define SL_ATTN_GMAX 8
-typedef void (*sl_attn_item_fn)(const sl_attn *a, int row, int kvh, int h0, int ng,
-                                void *ws);
-void sl_attn_item_scalar(const sl_attn *a, int row, int kvh, int h0, int ng, void *ws);
+typedef struct sl_attn_ws { float *qf, *s, *acc; } sl_attn_ws;
+#define SL_ATTN_ITEM_ARGS const sl_attn *a, int row, int kvh, int h0, int ng, \
+                          const sl_attn_ws *ws
+typedef void (*sl_attn_item_fn)(SL_ATTN_ITEM_ARGS);
+void sl_attn_item_scalar(SL_ATTN_ITEM_ARGS);
 #if defined(__x86_64__) || defined(__i386__)
-void sl_attn_item_avx2(const sl_attn *a, int row, int kvh, int h0, int ng, void *ws);
-void sl_attn_item_avx512(const sl_attn *a, int row, int kvh, int h0, int ng, void *ws);
+void sl_attn_item_avx2(SL_ATTN_ITEM_ARGS);
+void sl_attn_item_avx512(SL_ATTN_ITEM_ARGS);
 #endif
 #if defined(__aarch64__)
-void sl_attn_item_neon(const sl_attn *a, int row, int kvh, int h0, int ng, void *ws);
+void sl_attn_item_neon(SL_ATTN_ITEM_ARGS);
 #endif
 
 #endif
