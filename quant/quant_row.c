@@ -24,8 +24,11 @@ int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n)
     case SL_Q_Q8_0: sl_quant_row_q8_0(src, dst, n); break;
     case SL_Q_Q8_1: sl_quant_row_q8_1(src, dst, n); break;
     case SL_Q_Q8_K: sl_quant_row_q8_k(src, dst, n); break;
-    case SL_Q_Q2_K: case SL_Q_Q3_K: case SL_Q_Q4_K: case SL_Q_Q5_K: case SL_Q_Q6_K:
-        return -ENOSYS;   /* K-quant weight quantizers: next commit */
+    case SL_Q_Q2_K: sl_quant_q2_k_blocks(src, dst, nb); break;
+    case SL_Q_Q3_K: sl_quant_q3_k_blocks(src, dst, nb); break;
+    case SL_Q_Q4_K: sl_quant_q4_k_blocks(src, dst, nb); break;
+    case SL_Q_Q5_K: sl_quant_q5_k_blocks(src, dst, nb); break;
+    case SL_Q_Q6_K: sl_quant_q6_k_blocks(src, dst, nb); break;
     default: return -EINVAL;
     }
     return (int64_t)bytes;

@@ -352,3 +352,51 @@ Test(quant_args, bad_arguments)
     cr_assert_eq(sl_quant_dequantize_row(SL_Q_COUNT, buf, y, 32), -EINVAL);
     cr_assert_eq(sl_quant_quantize_row(99, x, buf, 32), -EINVAL);
 }
+
+/* ---- weight quantizers: reconstruction error vs ggml's ---------------- */
+
+/* Thresholds: overall RMSE <= 1.03x ggml's, every row <= 1.10x ggml's (plus
+ * an absolute floor of 1e-6 of the row's RMS for rows ggml gets ~exact). */
+#define RMSE_OVERALL_MAX 1.03
+#define RMSE_ROW_MAX 1.10
+
+static double rms_err(const float *a, const float *b, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) { double d = (double)a[i] - b[i]; s += d * d; }
+    return sqrt(s / n);
+}
+
+Test(quant_rmse, no_worse_than_ggml, .timeout = 60)
+{
+    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *deq = malloc(sizeof(float) * ROWS * COLS);
+    uint8_t *qb = malloc(2048);
+    for (int i = 0; i < NGOLDEN; i++) {
+        const struct gtype *g = &k_golden[i];
+        char name[64];
+        snprintf(name, sizeof name, "%s.deq.f32", g->file);
+        float *gold = load(name, sizeof(float) * ROWS * COLS);
+        double se_me = 0, se_gold = 0, worst = 0;
+        int worst_row = -1;
+        for (int r = 0; r < ROWS; r++) {
+            const float *xr = x + r * COLS;
+            cr_assert_eq(sl_quant_quantize_row(g->type, xr, qb, COLS), (int64_t)g->row_bytes);
+            cr_assert_eq(sl_quant_dequantize_row(g->type, qb, deq + r * COLS, COLS), 0);
+            for (int j = 0; j < COLS; j++) cr_assert(isfinite(deq[r * COLS + j]), "%s row %d: non-finite", g->file, r);
+            double me = rms_err(deq + r * COLS, xr, COLS), gd = rms_err(gold + r * COLS, xr, COLS);
+            double rms = 0;
+            for (int j = 0; j < COLS; j++) rms += (double)xr[j] * xr[j];
+            rms = sqrt(rms / COLS);
+            cr_assert(me <= RMSE_ROW_MAX * gd + 1e-6 * rms, "%s row %d: rmse %g vs ggml %g (x%.3f)",
+                      g->file, r, me, gd, gd > 0 ? me / gd : 0.0);
+            se_me += me * me; se_gold += gd * gd;
+            if (gd > 0 && me / gd > worst) { worst = me / gd; worst_row = r; }
+        }
+        double ratio = sqrt(se_me / se_gold);
+        cr_log_info("rmse %-5s overall %.4f x ggml, worst row %d: %.4f x", g->file, ratio, worst_row, worst);
+        cr_assert(ratio <= RMSE_OVERALL_MAX, "%s: overall rmse ratio %.4f", g->file, ratio);
+        free(gold);
+    }
+    free(x); free(deq); free(qb);
+}
