@@ -132,12 +132,12 @@ static int rd_str(parser *p, uint64_t cap, const char *field, const char **s, ui
     uint64_t off = p->pos, n;
     int st = rd_u64(p, &n, field);
     if (st) return st;
-    if (n > cap)
-        return fail(p, SL_EFORMAT, "%s length %llu at offset 0x%llx exceeds the limit of %llu",
-                    field, U64(n), U64(off), U64(cap));
     if (n > remaining(p))
         return fail(p, SL_ETRUNC, "%s length %llu at offset 0x%llx exceeds remaining file (%llu bytes)",
                     field, U64(n), U64(off), U64(remaining(p)));
+    if (n > cap)
+        return fail(p, SL_EFORMAT, "%s length %llu at offset 0x%llx exceeds the limit of %llu",
+                    field, U64(n), U64(off), U64(cap));
     char *buf = sl_arena_alloc(&p->g->arena, (size_t)n + 1);
     if (!buf) return fail(p, SL_ENOMEM, "out of memory for a %llu-byte %s", U64(n), field);
     if ((st = take(p, buf, n))) return st;

@@ -66,8 +66,9 @@ int sl_gguf_tensor_size(uint32_t type, uint32_t n_dims, const uint64_t *ne, uint
     if (ne[0] % t->blck)
         return sl_err_set(SL_EFORMAT, "ne[0] = %llu is not a multiple of the %s block size %u",
                           (unsigned long long)ne[0], t->name, t->blck);
-    uint64_t row_bytes = ne[0] / t->blck * t->bytes, total;
-    if (__builtin_mul_overflow(row_bytes, rows, &total))
+    uint64_t row_bytes, total;
+    if (__builtin_mul_overflow(ne[0] / t->blck, (uint64_t)t->bytes, &row_bytes) ||
+        __builtin_mul_overflow(row_bytes, rows, &total))
         return sl_err_set(SL_ERANGE, "byte size overflows (%llu rows of %llu bytes)",
                           (unsigned long long)rows, (unsigned long long)row_bytes);
     if (out) *out = total;

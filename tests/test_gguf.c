@@ -410,6 +410,8 @@ Test(gguf_types, sizes)
     cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 2, big, &out), SL_ERANGE);
     uint64_t huge[4] = { 1ull << 32, 1ull << 32, 1, 1 };
     cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 2, huge, &out), SL_ERANGE);
+    uint64_t wide[1] = { 1ull << 62 };                       /* one row of 2^64 bytes */
+    cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 1, wide, &out), SL_ERANGE);
     uint64_t zero[4] = { 32, 0, 1, 1 };
     cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 2, zero, &out), SL_EFORMAT);
     cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 0, zero, &out), SL_EINVAL);
