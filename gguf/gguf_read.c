@@ -130,8 +130,13 @@ static int rd_u64(parser *p, uint64_t *v, const char *field)
 static int rd_str(parser *p, uint64_t cap, const char *field, const char **s, uint64_t *len)
 {
     uint64_t off = p->pos, n;
-    int st = rd_u64(p, &n, field);
+    uint8_t b[8];
+    if (remaining(p) < 8)
+        return fail(p, SL_ETRUNC, "%s length at offset 0x%llx needs 8 bytes, file has %llu left "
+                    "(size %llu)", field, U64(off), U64(remaining(p)), U64(p->g->file_size));
+    int st = take(p, b, 8);
     if (st) return st;
+    n = le(b, 8);
     if (n > remaining(p))
         return fail(p, SL_ETRUNC, "%s length %llu at offset 0x%llx exceeds remaining file (%llu bytes)",
                     field, U64(n), U64(off), U64(remaining(p)));
