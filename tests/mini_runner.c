@@ -22,10 +22,10 @@ void sl_mt_register(const char *suite, const char *name, sl_mt_fn fn)
     }
 }
 
-void sl_mt_fail(const char *file, int line, int fatal, const char *fmt, ...)
+void sl_mt_fail(const char *file, int line, int fatal, const char *cond, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s:%d: assertion failed: ", file, line);
+    fprintf(stderr, "%s:%d: assertion failed: %s", file, line, cond);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -38,9 +38,9 @@ void sl_mt_skip(void) { cur_skipped = 1; }
 
 int main(int argc, char **argv)
 {
-    int passed = 0, failed = 0, skipped = 0;
+    volatile int passed = 0, failed = 0, skipped = 0;   /* live across longjmp */
     const char *only = argc > 1 ? argv[1] : NULL;
-    for (int i = 0; i < n_tests; i++) {
+    for (volatile int i = 0; i < n_tests; i++) {
         if (only && strcmp(only, tests[i].suite) != 0) continue;
         cur_failed = cur_skipped = 0;
         if (setjmp(cur_jmp) == 0) tests[i].fn();
