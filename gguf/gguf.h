@@ -38,7 +38,7 @@ enum sl_gguf_vtype {
 #define SL_GGUF_MAX_NAME     256          /* tensor name bytes (ggml: 64) */
 #define SL_GGUF_MAX_ARRAY_DEPTH 4
 #define SL_GGUF_MAX_KEY      65535        /* metadata key bytes (GGUF spec) */
-#define SL_GGUF_MAX_ARRAY_LEN (1ull << 28) /* elements in one array */
+#define SL_GGUF_MAX_ARRAY_LEN (1ull << 26) /* elements in one array (real vocabs: < 1M) */
 #define SL_GGUF_MAX_LAYERS   65536        /* N in "blk.N." must be below this */
 
 /* Returns bytes read (may be short only at end of file) or a negative errno. */

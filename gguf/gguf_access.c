@@ -10,15 +10,16 @@
 
 #define ARENA_CHUNK (256u * 1024)
 
-void *sl_arena_alloc(sl_arena *a, size_t n)
+void *sl_arena_alloc(sl_arena *a, size_t n, size_t align)
 {
-    n = (n + 15) & ~(size_t)15;
-    if (n == 0) n = 16;
     sl_arena_chunk *c = a->head;
-    if (c && c->cap - c->used >= n) {
-        void *r = c->mem + c->used;
-        c->used += n;
-        return r;
+    if (n == 0) n = 1;
+    if (c) {
+        size_t at = (c->used + align - 1) & ~(align - 1);
+        if (at <= c->cap && c->cap - at >= n) {
+            c->used = at + n;
+            return c->mem + at;
+        }
     }
     /* Big requests get their own chunk behind the head, so the head keeps filling. */
     size_t cap = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;
@@ -34,7 +35,7 @@ void *sl_arena_alloc(sl_arena *a, size_t n)
         nc->next = c;
         a->head = nc;
     }
-    return nc->mem;
+    return nc->mem;   /* chunk memory is 16-aligned */
 }
 
 void sl_arena_free(sl_arena *a)

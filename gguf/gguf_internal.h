@@ -15,7 +15,8 @@ typedef struct sl_arena_chunk {
 
 typedef struct { sl_arena_chunk *head; } sl_arena;
 
-void *sl_arena_alloc(sl_arena *a, size_t n);
+/* align: a power of two <= 16 */
+void *sl_arena_alloc(sl_arena *a, size_t n, size_t align);
 void sl_arena_free(sl_arena *a);
 
 typedef struct sl_gguf_kv {

@@ -70,6 +70,9 @@ static int cb_read(parser *p, void *dst, uint64_t n, uint64_t off)
 static int take(parser *p, void *dst, uint64_t n)
 {
     uint8_t *d = dst;
+    if (n > remaining(p))   /* callers check first; this keeps the loop finite regardless */
+        return fail(p, SL_ETRUNC, "%llu bytes at offset 0x%llx run past end of file (size %llu)",
+                    U64(n), U64(p->pos), U64(p->g->file_size));
     while (n > 0) {
         if (p->pos >= p->boff && p->pos < p->boff + p->blen) {
             uint64_t in = p->boff + p->blen - p->pos;
@@ -143,7 +146,7 @@ static int rd_str(parser *p, uint64_t cap, const char *field, const char **s, ui
     if (n > cap)
         return fail(p, SL_EFORMAT, "%s length %llu at offset 0x%llx exceeds the limit of %llu",
                     field, U64(n), U64(off), U64(cap));
-    char *buf = sl_arena_alloc(&p->g->arena, (size_t)n + 1);
+    char *buf = sl_arena_alloc(&p->g->arena, (size_t)n + 1, 1);
     if (!buf) return fail(p, SL_ENOMEM, "out of memory for a %llu-byte %s", U64(n), field);
     if ((st = take(p, buf, n))) return st;
     buf[n] = '\0';
@@ -197,7 +200,7 @@ static int parse_array(parser *p, sl_gguf_value *out, int depth)
     out->v.data = NULL;
     if (n == 0) return SL_OK;
     if (esz) {
-        uint8_t *d = sl_arena_alloc(&p->g->arena, (size_t)(n * esz));
+        uint8_t *d = sl_arena_alloc(&p->g->arena, (size_t)(n * esz), 8);
         if (!d) return fail(p, SL_ENOMEM, "out of memory for an array of %llu elements", U64(n));
         if ((st = take(p, d, n * esz))) return st;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -209,7 +212,7 @@ static int parse_array(parser *p, sl_gguf_value *out, int depth)
         out->v.data = d;
         return SL_OK;
     }
-    sl_gguf_value *el = sl_arena_alloc(&p->g->arena, (size_t)n * sizeof *el);
+    sl_gguf_value *el = sl_arena_alloc(&p->g->arena, (size_t)n * sizeof *el, 8);
     if (!el) return fail(p, SL_ENOMEM, "out of memory for an array of %llu elements", U64(n));
     memset(el, 0, (size_t)n * sizeof *el);
     out->v.elems = el;
