@@ -4,6 +4,9 @@
 #include "../gguf/gguf.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,4 +419,40 @@ Test(gguf_types, sizes)
     cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 2, zero, &out), SL_EFORMAT);
     cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 0, zero, &out), SL_EINVAL);
     cr_assert_eq(sl_gguf_tensor_size(SL_GGML_F32, 5, zero, &out), SL_EINVAL);
+}
+
+/* The reader pulls the metadata through a bounded window: opening a 19 MB
+ * model touches only its header region, in reads of at most 64 KiB except
+ * big numeric arrays, which go straight into their storage (here the 32000
+ * f32 scores / i32 token types: 128000 bytes each). */
+typedef struct { int fd; uint64_t bytes, calls, max_len, max_end; } counting;
+
+static int64_t count_read(void *ctx, void *buf, size_t len, uint64_t off)
+{
+    counting *c = ctx;
+    c->bytes += len;
+    c->calls++;
+    if (len > c->max_len) c->max_len = len;
+    if (off + len > c->max_end) c->max_end = off + len;
+    ssize_t r = pread(c->fd, buf, len, (off_t)off);
+    return r < 0 ? -errno : r;
+}
+
+Test(gguf_models, reads_only_the_header_region)
+{
+    const char *path = MODELS "synth-tiny-q8_0.gguf";
+    counting c = { 0 };
+    c.fd = open(path, O_RDONLY);
+    cr_assert_geq(c.fd, 0);
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_cb(&g, count_read, &c, 19809728, path), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_gguf_data_offset(g), 725440);
+    cr_log_info("open: %llu reads, %llu bytes, max read %llu, furthest byte %llu",
+                (unsigned long long)c.calls, (unsigned long long)c.bytes,
+                (unsigned long long)c.max_len, (unsigned long long)c.max_end);
+    cr_assert_leq(c.max_len, 128000);
+    cr_assert_leq(c.max_end, 725440 + 65536);
+    cr_assert_leq(c.bytes, 725440 + 65536);
+    sl_gguf_close(g);
+    close(c.fd);
 }

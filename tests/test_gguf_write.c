@@ -363,3 +363,72 @@ Test(gguf_write, misuse_is_reported)
     sl_gguf_writer_abort(w);
     unlink(path);
 }
+
+/* Thousands of tensors and keys: hash lookups after many index growths,
+ * per-layer extents with layers out of order. */
+Test(gguf_write, many_tensors_and_keys)
+{
+    char path[256], name[64];
+    tmp_path(path, sizeof path, "many");
+    sl_gguf_writer *w;
+    cr_assert_eq(sl_gguf_writer_open(&w, path, 3), 0);
+    for (int k = 0; k < 3000; k++) {
+        snprintf(name, sizeof name, "key.%d", k);
+        cr_assert_eq(sl_gguf_writer_set_u32(w, name, (uint32_t)k * 3), 0);
+    }
+    const int L = 80, per = 12;
+    /* layers written in reverse so extents do not follow file order of ids */
+    for (int l = L - 1; l >= 0; l--)
+        for (int t = 0; t < per; t++) {
+            snprintf(name, sizeof name, "blk.%d.t%d.weight", l, t);
+            uint64_t ne[2] = { 8, (uint64_t)(1 + t) };
+            cr_assert_eq(sl_gguf_writer_add_tensor(w, name, SL_GGML_F32, 2, ne), 0);
+        }
+    uint64_t ne1[1] = { 16 };
+    cr_assert_eq(sl_gguf_writer_add_tensor(w, "output_norm.weight", SL_GGML_F32, 1, ne1), 0);
+    cr_assert_eq(sl_gguf_writer_begin_data(w), 0);
+    unsigned char buf[512] = { 0 };
+    for (int l = L - 1; l >= 0; l--)
+        for (int t = 0; t < per; t++) cr_assert_eq(sl_gguf_writer_write(w, buf, 32u * (uint64_t)(1 + t)), 0);
+    cr_assert_eq(sl_gguf_writer_write(w, buf, 64), 0);
+    cr_assert_eq(sl_gguf_writer_close(w), 0, "%s", sl_last_error());
+
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_gguf_n_kv(g), 3000);
+    for (int k = 0; k < 3000; k++) {
+        snprintf(name, sizeof name, "key.%d", k);
+        uint32_t v;
+        cr_assert_eq(sl_gguf_get_u32(g, name, &v), 0);
+        cr_assert_eq(v, (uint32_t)k * 3);
+    }
+    cr_assert_eq(sl_gguf_n_tensors(g), L * per + 1);
+    cr_assert_eq(sl_gguf_n_layers(g), L);
+    uint64_t layer_bytes = 0;
+    for (int t = 0; t < per; t++) layer_bytes += 32u * (uint64_t)(1 + t);
+    for (int l = 0; l < L; l++) {
+        sl_gguf_extent e;
+        cr_assert_eq(sl_gguf_layer_extent(g, l, &e), 0);
+        cr_assert_eq(e.n_tensors, (uint32_t)per);
+        cr_assert_eq(e.bytes, layer_bytes);
+        cr_assert_eq(e.end - e.begin, layer_bytes);   /* 32-byte multiples: no padding */
+        snprintf(name, sizeof name, "blk.%d.t0.weight", l);
+        const sl_gguf_tensor *t0 = sl_gguf_find_tensor(g, name);
+        cr_assert_not_null(t0);
+        cr_assert_eq(t0->layer, l);
+        cr_assert_eq(e.begin, t0->file_offset);
+        for (int t = 0; t < per; t++) {
+            snprintf(name, sizeof name, "blk.%d.t%d.weight", l, t);
+            const sl_gguf_tensor *tt = sl_gguf_find_tensor(g, name);
+            cr_assert_not_null(tt, "%s", name);
+            cr_assert_eq(tt->ne[1], (uint64_t)(1 + t));
+        }
+    }
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.80.t0.weight"));
+    sl_gguf_extent e;
+    cr_assert_eq(sl_gguf_nonlayer_extent(g, &e), 0);
+    cr_assert_eq(e.n_tensors, 1);
+    cr_assert_eq(e.end, sl_gguf_file_size(g));
+    sl_gguf_close(g);
+    unlink(path);
+}
