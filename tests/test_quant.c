@@ -633,3 +633,31 @@ Test(quant_weights, nonfinite_input_is_block_local)
         }
     }
 }
+
+/* The pieces together: the weight row and the activation quantized to the
+ * table's vec_dot_type, both dequantized, dotted in double = ggml's f64 dot. */
+Test(quant_golden, dequantized_dot_matches_f64)
+{
+    float *a = load("act.f32", sizeof(float) * COLS);
+    float ad[COLS], wd[COLS];
+    uint8_t abuf[2048];
+    for (int i = 0; i < NGOLDEN; i++) {
+        const struct gtype *g = &k_golden[i];
+        int vdt = sl_quant_vec_dot_type(g->type);
+        cr_assert_geq(sl_quant_quantize_row(vdt, a, abuf, COLS), 0);
+        cr_assert_eq(sl_quant_dequantize_row(vdt, abuf, ad, COLS), 0);
+        char name[64];
+        snprintf(name, sizeof name, "%s.q", g->file);
+        uint8_t *q = load(name, (size_t)ROWS * g->row_bytes);
+        snprintf(name, sizeof name, "%s.dot.f64", g->file);
+        double *want = load(name, sizeof(double) * ROWS);
+        for (int r = 0; r < ROWS; r++) {
+            cr_assert_eq(sl_quant_dequantize_row(g->type, q + (size_t)r * g->row_bytes, wd, COLS), 0);
+            double dot = 0, mag = 0;
+            for (int j = 0; j < COLS; j++) { dot += (double)wd[j] * ad[j]; mag += fabs((double)wd[j] * ad[j]); }
+            cr_assert(fabs(dot - want[r]) <= 1e-13 * mag, "%s row %d: %.17g vs %.17g", g->file, r, dot, want[r]);
+        }
+        free(q); free(want);
+    }
+    free(a);
+}
