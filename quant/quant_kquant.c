@@ -345,7 +345,7 @@ void sl_quant_q2_k_blocks(const float *x, sl_block_q2_k *y, int64_t nb)
 
 void sl_quant_q3_k_blocks(const float *x, sl_block_q3_k *y, int64_t nb)
 {
-    struct sym_sb s = { .N = 4, .S = 32, .nstep = 12, .span = 0.6f };
+    struct sym_sb s = { .N = 4, .S = 32, .nstep = 4, .span = 0.6f };
     for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
         sym_superblock(x, &s);
         sl_block_q3_k *b = &y[i];
