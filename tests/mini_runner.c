@@ -22,10 +22,10 @@ void sl_mt_register(const char *suite, const char *name, sl_mt_fn fn)
     }
 }
 
-void sl_mt_fail(const char *file, int line, int fatal, const char *cond, const char *fmt, ...)
+void sl_mt_fail(const char *file, int line, int fatal, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s:%d: assertion failed: %s", file, line, cond);
+    fprintf(stderr, "%s:%d: assertion failed: ", file, line);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -38,7 +38,8 @@ void sl_mt_skip(void) { cur_skipped = 1; }
 
 int main(int argc, char **argv)
 {
-    volatile int passed = 0, failed = 0, skipped = 0;   /* live across longjmp */
+    /* volatile: live across the longjmp of a fatal assertion */
+    volatile int passed = 0, failed = 0, skipped = 0;
     const char *only = argc > 1 ? argv[1] : NULL;
     for (volatile int i = 0; i < n_tests; i++) {
         if (only && strcmp(only, tests[i].suite) != 0) continue;

@@ -22,9 +22,8 @@
 
 typedef void (*sl_mt_fn)(void);
 void sl_mt_register(const char *suite, const char *name, sl_mt_fn fn);
-/* cond is passed apart from fmt: the message's own arguments follow fmt. */
-void sl_mt_fail(const char *file, int line, int fatal, const char *cond, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+void sl_mt_fail(const char *file, int line, int fatal, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void sl_mt_skip(void);
 
 struct sl_mt_opts { double timeout; int disabled; };
@@ -33,18 +32,21 @@ struct sl_mt_opts { double timeout; int disabled; };
     static void sl_mt_##suite##_##name(void);                                    \
     __attribute__((constructor)) static void sl_mt_reg_##suite##_##name(void)    \
     {                                                                            \
-        struct sl_mt_opts o = {0, 0, ##__VA_ARGS__}; (void)o;                    \
+        struct sl_mt_opts o = { __VA_ARGS__ }; (void)o; /* {} ok in GNU C */ \
         if (!o.disabled) sl_mt_register(#suite, #name, sl_mt_##suite##_##name);  \
     }                                                                            \
     static void sl_mt_##suite##_##name(void)
 
 #define SL_MT_MSG(...) "" __VA_ARGS__
+/* The condition is printed first, separately: the message's own arguments
+ * must not be consumed by the "%s" of the condition. */
 #define sl_mt_check(fatal, cond, ...)                                            \
-    do { if (!(cond)) sl_mt_fail(__FILE__, __LINE__, fatal, #cond, " " SL_MT_MSG(__VA_ARGS__)); } while (0)
+    do { if (!(cond)) { sl_mt_fail(__FILE__, __LINE__, 0, "%s", #cond);          \
+                        sl_mt_fail(__FILE__, __LINE__, fatal, "  " SL_MT_MSG(__VA_ARGS__)); } } while (0)
 
 #define cr_assert(cond, ...)          sl_mt_check(1, (cond), __VA_ARGS__)
 #define cr_expect(cond, ...)          sl_mt_check(0, (cond), __VA_ARGS__)
-#define cr_assert_fail(...)           sl_mt_fail(__FILE__, __LINE__, 1, "cr_assert_fail", " " SL_MT_MSG(__VA_ARGS__))
+#define cr_assert_fail(...)           sl_mt_fail(__FILE__, __LINE__, 1, "failed " SL_MT_MSG(__VA_ARGS__))
 #define cr_assert_eq(a, b, ...)       cr_assert((a) == (b), __VA_ARGS__)
 #define cr_assert_neq(a, b, ...)      cr_assert((a) != (b), __VA_ARGS__)
 #define cr_assert_lt(a, b, ...)       cr_assert((a) < (b), __VA_ARGS__)
