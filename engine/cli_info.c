@@ -113,6 +113,14 @@ static const char *human(char *buf, size_t n, uint64_t b)
     return buf;
 }
 
+/* Printable ASCII without spaces or quotes: shown as is. */
+static int plain(const char *s)
+{
+    for (; *s; s++)
+        if (*s <= 0x20 || *s >= 0x7f || *s == '"') return 0;
+    return 1;
+}
+
 static void print_text(FILE *f, const sl_gguf *g)
 {
     char h[32];
@@ -126,10 +134,8 @@ static void print_text(FILE *f, const sl_gguf *g)
     for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) {
         const sl_gguf_value *v = sl_gguf_kv_value(g, i);
         const char *key = sl_gguf_kv_key(g, i);
-        int plain = 1;
-        for (const char *c = key; *c; c++) plain &= *c > 0x20 && *c < 0x7f && *c != '"';
         fputs("  ", f);
-        if (plain) fputs(key, f);
+        if (plain(key)) fputs(key, f);
         else text_str(f, key, strlen(key), 200);
         if (sl_gguf_value_type(v) == SL_GGUF_ARRAY) fputs(": ", f);
         else fprintf(f, ": %s = ", sl_gguf_vtype_name(sl_gguf_value_type(v)));
@@ -143,8 +149,11 @@ static void print_text(FILE *f, const sl_gguf *g)
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         char shape[96];
         shape_str(shape, sizeof shape, t);
-        fprintf(f, "  %5lld  %-32s %-5s %-22s %#12llx %12llu\n", (long long)i, t->name,
-                sl_gguf_type_name(t->type), shape, (ull)t->file_offset, (ull)t->nbytes);
+        fprintf(f, "  %5lld  ", (long long)i);
+        if (plain(t->name)) fprintf(f, "%-32s", t->name);
+        else text_str(f, t->name, strlen(t->name), 200);   /* no raw control bytes on a tty */
+        fprintf(f, " %-5s %-22s %#12llx %12llu\n", sl_gguf_type_name(t->type), shape,
+                (ull)t->file_offset, (ull)t->nbytes);
     }
     int32_t nl = sl_gguf_n_layers(g);
     sl_gguf_extent e;

@@ -152,6 +152,8 @@ const char *sl_gguf_value_str(const sl_gguf_value *v, uint64_t *len);
 /* arrays: element type, length, i-th element as a value node */
 uint32_t sl_gguf_value_arr_type(const sl_gguf_value *v);
 uint64_t sl_gguf_value_arr_len(const sl_gguf_value *v);
+/* String/array elements: *elem points into the tree (tmp unused, may be NULL).
+ * Numeric/BOOL elements: decoded into *tmp and *elem = tmp. */
 int sl_gguf_value_arr_at(const sl_gguf_value *v, uint64_t i, sl_gguf_value *tmp,
                          const sl_gguf_value **elem);
 
@@ -161,7 +163,9 @@ const sl_gguf_tensor *sl_gguf_tensor_at(const sl_gguf *g, int64_t i);
 const sl_gguf_tensor *sl_gguf_find_tensor(const sl_gguf *g, const char *name); /* NULL if absent */
 
 /* Layers: n_layers = 1 + highest N of "blk.N.*" (0 if none). An extent of a
- * layer with no tensors has n_tensors == 0. */
+ * layer with no tensors has n_tensors == 0. [begin, end) runs from the first
+ * byte of the layer's lowest tensor to the last byte of its highest one (no
+ * trailing padding); if the file interleaves layers it also covers others'. */
 int32_t sl_gguf_n_layers(const sl_gguf *g);
 int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out);
 /* All tensors that are not in a layer (token_embd, output_norm, output, ...). */
