@@ -46,12 +46,16 @@ static inline int clamp_rint(float v, int lo, int hi)
 
 /* ======================= affine: value = a*q - b ======================= */
 
-/* Least-squares a, c (value a*q + c) with c <= 0 for the given levels. */
-static double affine_lsq(const float *x, const uint8_t *q, int n, float *a, float *c)
+/* Levels q = clamp(round((x - c0) * ia)) and, for them, the least-squares
+ * a, c (value a*q + c) with c <= 0. Returns the squared error. */
+static double affine_levels_lsq(const float *x, int n, int nmax, float c0, float ia, uint8_t *q,
+                                float *a, float *c)
 {
     double sq = 0, sqq = 0, sx = 0, sqx = 0, sxx = 0;
     for (int i = 0; i < n; i++) {
-        double qi = q[i], xi = x[i];
+        int l = clamp_rint((x[i] - c0) * ia, 0, nmax);
+        double qi = l, xi = x[i];
+        q[i] = (uint8_t)l;
         sq += qi; sqq += qi * qi; sx += xi; sqx += qi * xi; sxx += xi * xi;
     }
     double det = n * sqq - sq * sq, A, C;
@@ -64,17 +68,14 @@ static double affine_lsq(const float *x, const uint8_t *q, int n, float *a, floa
     return err > 0 ? err : 0;
 }
 
-static void affine_levels(const float *x, int n, int nmax, float a, float c, uint8_t *q)
-{
-    float ia = a > 0 ? 1.0f / a : 0.0f;
-    for (int i = 0; i < n; i++) q[i] = (uint8_t)clamp_rint((x[i] - c) * ia, 0, nmax);
-}
-
 /* Float scale a >= 0 and min b >= 0 of one sub-block (value a*q - b). */
 static void affine_fit(const float *x, int n, int nmax, int nstep, float *a_out, float *b_out)
 {
-    float lo = 0.0f, hi = x[0];
-    for (int i = 0; i < n; i++) { lo = fminf(lo, x[i]); hi = fmaxf(hi, x[i]); }
+    float lo = 0.0f, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {          /* nan is skipped (compares false) */
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+    }
     if (!(hi > lo)) { *a_out = 0.0f; *b_out = -lo; return; }
     uint8_t q[SL_QK];
     float best_a = (hi - lo) / nmax, best_c = lo, a, c;
@@ -82,14 +83,12 @@ static void affine_fit(const float *x, int n, int nmax, int nstep, float *a_out,
     /* step sizes from a bit coarser to a bit finer than the min..max span */
     for (int t = 0; t <= nstep; t++) {
         float is = ((float)nmax - 0.5f + (float)t * (1.5f / (float)nstep)) / (hi - lo);
-        for (int i = 0; i < n; i++) q[i] = (uint8_t)clamp_rint((x[i] - lo) * is, 0, nmax);
-        double e = affine_lsq(x, q, n, &a, &c);
+        double e = affine_levels_lsq(x, n, nmax, lo, is, q, &a, &c);
         /* Lloyd iterations from every start: a few well-refined starts beat
          * many unrefined ones (tested: 4 refined < 13 with one refined) */
         for (int it = 0; it < 4 && a > 0; it++) {
             float a3, c3;
-            affine_levels(x, n, nmax, a, c, q);
-            double e3 = affine_lsq(x, q, n, &a3, &c3);
+            double e3 = affine_levels_lsq(x, n, nmax, c, 1.0f / a, q, &a3, &c3);
             if (!(e3 < e)) break;
             e = e3; a = a3; c = c3;
         }
