@@ -16,14 +16,18 @@ static inline __m256 ld_h8(const sl_f16 *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-/* s[j] = scale * dot(qf, k_j) for j < L. */
-static void scores(float *s, const float *qf, const sl_f16 *kb, int64_t ks, int hd, int32_t L,
-                   float scale)
+/* s[g][j] = scale * dot(q_g, k_j) for g < ng, j < L; all ng heads per block
+ * of 8 positions so each K row is fetched from memory once for the group. */
+static void scores(float *s0, const float *qf0, int ng, const sl_f16 *kb, int64_t ks, int hd,
+                   int32_t L, float scale)
 {
     const int d8 = hd & ~7;
     const __m256 vsc = _mm256_set1_ps(scale);
     int32_t j = 0;
-    for (; j + 8 <= L; j += 8) {
+    for (; j + 8 <= L; j += 8)
+    for (int g = 0; g < ng; g++) {
+        const float *qf = qf0 + g * hd;
+        float *s = s0 + (int64_t)g * L;
         const sl_f16 *k0 = kb + (int64_t)j * ks;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
         for (int d = 0; d < d8; d += 8) {
@@ -50,7 +54,10 @@ static void scores(float *s, const float *qf, const sl_f16 *kb, int64_t ks, int 
         }
         _mm256_storeu_ps(s + j, _mm256_mul_ps(r, vsc));
     }
-    for (; j < L; j++) {
+    for (; j < L; j++)
+    for (int g = 0; g < ng; g++) {
+        const float *qf = qf0 + g * hd;
+        float *s = s0 + (int64_t)g * L;
         const sl_f16 *kj = kb + (int64_t)j * ks;
         __m256 a = _mm256_setzero_ps();
         for (int d = 0; d < d8; d += 8)
@@ -162,11 +169,9 @@ void sl_attn_item_avx2(SL_ATTN_ITEM_ARGS)
                                                                      _MM_FROUND_TO_NEAREST_INT)));
     for (; i < nq; i++)
         ws->qf[i] = sl_f16_to_f32(sl_f32_to_f16(q[i]));
-    for (int g = 0; g < ng; g++) {
-        float *s = ws->s + (int64_t)g * L;
-        scores(s, ws->qf + g * hd, kb, ks, hd, L, a->scale);
-        softmax_f16(s, L);
-    }
+    scores(ws->s, ws->qf, ng, kb, ks, hd, L, a->scale);
+    for (int g = 0; g < ng; g++)
+        softmax_f16(ws->s + (int64_t)g * L, L);
     memset(ws->acc, 0, (size_t)nq * sizeof(float));
     for (int32_t j0 = 0; j0 < L; j0 += JB) {
         int32_t j1 = j0 + JB < L ? j0 + JB : L;

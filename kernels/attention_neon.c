@@ -15,12 +15,17 @@ static inline float32x4_t hsum4x4(float32x4_t a0, float32x4_t a1, float32x4_t a2
     return vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3));
 }
 
-static void scores(float *s, const float *qf, const sl_f16 *kb, int64_t ks, int hd, int32_t L,
-                   float scale)
+/* s[g][j] = scale * dot(q_g, k_j) for g < ng, j < L; all ng heads per block
+ * of 8 positions so each K row is fetched from memory once for the group. */
+static void scores(float *s0, const float *qf0, int ng, const sl_f16 *kb, int64_t ks, int hd,
+                   int32_t L, float scale)
 {
     const int d4 = hd & ~3;
     int32_t j = 0;
-    for (; j + 8 <= L; j += 8) {
+    for (; j + 8 <= L; j += 8)
+    for (int g = 0; g < ng; g++) {
+        const float *qf = qf0 + g * hd;
+        float *s = s0 + (int64_t)g * L;
         const sl_f16 *k0 = kb + (int64_t)j * ks;
         float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
         for (int d = 0; d < d4; d += 4) {
@@ -49,7 +54,10 @@ static void scores(float *s, const float *qf, const sl_f16 *kb, int64_t ks, int 
         vst1q_f32(s + j, vmulq_n_f32(r0, scale));
         vst1q_f32(s + j + 4, vmulq_n_f32(r1, scale));
     }
-    for (; j < L; j++) {
+    for (; j < L; j++)
+    for (int g = 0; g < ng; g++) {
+        const float *qf = qf0 + g * hd;
+        float *s = s0 + (int64_t)g * L;
         const sl_f16 *kj = kb + (int64_t)j * ks;
         float32x4_t a = vdupq_n_f32(0);
         for (int d = 0; d < d4; d += 4)
@@ -153,11 +161,9 @@ void sl_attn_item_neon(SL_ATTN_ITEM_ARGS)
         vst1q_f32(ws->qf + i, vcvt_f32_f16(vcvt_f16_f32(vld1q_f32(q + i))));
     for (; i < nq; i++)
         ws->qf[i] = sl_f16_to_f32(sl_f32_to_f16(q[i]));
-    for (int g = 0; g < ng; g++) {
-        float *s = ws->s + (int64_t)g * L;
-        scores(s, ws->qf + g * hd, kb, ks, hd, L, a->scale);
-        softmax_f16(s, L);
-    }
+    scores(ws->s, ws->qf, ng, kb, ks, hd, L, a->scale);
+    for (int g = 0; g < ng; g++)
+        softmax_f16(ws->s + (int64_t)g * L, L);
     memset(ws->acc, 0, (size_t)nq * sizeof(float));
     for (int32_t j0 = 0; j0 < L; j0 += JB) {
         int32_t j1 = j0 + JB < L ? j0 + JB : L;
