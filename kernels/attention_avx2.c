@@ -24,48 +24,50 @@ static void scores(float *s0, const float *qf0, int ng, const sl_f16 *kb, int64_
     const int d8 = hd & ~7;
     const __m256 vsc = _mm256_set1_ps(scale);
     int32_t j = 0;
-    for (; j + 8 <= L; j += 8)
-    for (int g = 0; g < ng; g++) {
-        const float *qf = qf0 + g * hd;
-        float *s = s0 + (int64_t)g * L;
-        const sl_f16 *k0 = kb + (int64_t)j * ks;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        for (int d = 0; d < d8; d += 8) {
-            __m256 q = _mm256_loadu_ps(qf + d);
-            a0 = _mm256_fmadd_ps(q, ld_h8(k0 + d), a0);
-            a1 = _mm256_fmadd_ps(q, ld_h8(k0 + ks + d), a1);
-            a2 = _mm256_fmadd_ps(q, ld_h8(k0 + 2 * ks + d), a2);
-            a3 = _mm256_fmadd_ps(q, ld_h8(k0 + 3 * ks + d), a3);
-            a4 = _mm256_fmadd_ps(q, ld_h8(k0 + 4 * ks + d), a4);
-            a5 = _mm256_fmadd_ps(q, ld_h8(k0 + 5 * ks + d), a5);
-            a6 = _mm256_fmadd_ps(q, ld_h8(k0 + 6 * ks + d), a6);
-            a7 = _mm256_fmadd_ps(q, ld_h8(k0 + 7 * ks + d), a7);
-        }
-        __m256 r = sl_hsum8x8(a0, a1, a2, a3, a4, a5, a6, a7);
-        if (d8 < hd) {
-            float t[8];
-            for (int jj = 0; jj < 8; jj++) {
-                float acc = 0.0f;
-                for (int d = d8; d < hd; d++)
-                    acc += qf[d] * sl_f16_to_f32(k0[jj * ks + d]);
-                t[jj] = acc;
+    for (; j + 8 <= L; j += 8) {
+        for (int g = 0; g < ng; g++) {
+            const float *qf = qf0 + g * hd;
+            float *s = s0 + (int64_t)g * L;
+            const sl_f16 *k0 = kb + (int64_t)j * ks;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+            for (int d = 0; d < d8; d += 8) {
+                __m256 q = _mm256_loadu_ps(qf + d);
+                a0 = _mm256_fmadd_ps(q, ld_h8(k0 + d), a0);
+                a1 = _mm256_fmadd_ps(q, ld_h8(k0 + ks + d), a1);
+                a2 = _mm256_fmadd_ps(q, ld_h8(k0 + 2 * ks + d), a2);
+                a3 = _mm256_fmadd_ps(q, ld_h8(k0 + 3 * ks + d), a3);
+                a4 = _mm256_fmadd_ps(q, ld_h8(k0 + 4 * ks + d), a4);
+                a5 = _mm256_fmadd_ps(q, ld_h8(k0 + 5 * ks + d), a5);
+                a6 = _mm256_fmadd_ps(q, ld_h8(k0 + 6 * ks + d), a6);
+                a7 = _mm256_fmadd_ps(q, ld_h8(k0 + 7 * ks + d), a7);
             }
-            r = _mm256_add_ps(r, _mm256_loadu_ps(t));
+            __m256 r = sl_hsum8x8(a0, a1, a2, a3, a4, a5, a6, a7);
+            if (d8 < hd) {
+                float t[8];
+                for (int jj = 0; jj < 8; jj++) {
+                    float acc = 0.0f;
+                    for (int d = d8; d < hd; d++)
+                        acc += qf[d] * sl_f16_to_f32(k0[jj * ks + d]);
+                    t[jj] = acc;
+                }
+                r = _mm256_add_ps(r, _mm256_loadu_ps(t));
+            }
+            _mm256_storeu_ps(s + j, _mm256_mul_ps(r, vsc));
         }
-        _mm256_storeu_ps(s + j, _mm256_mul_ps(r, vsc));
     }
-    for (; j < L; j++)
-    for (int g = 0; g < ng; g++) {
-        const float *qf = qf0 + g * hd;
-        float *s = s0 + (int64_t)g * L;
-        const sl_f16 *kj = kb + (int64_t)j * ks;
-        __m256 a = _mm256_setzero_ps();
-        for (int d = 0; d < d8; d += 8)
-            a = _mm256_fmadd_ps(_mm256_loadu_ps(qf + d), ld_h8(kj + d), a);
-        float acc = sl_hsum8(a);
-        for (int d = d8; d < hd; d++)
-            acc += qf[d] * sl_f16_to_f32(kj[d]);
-        s[j] = acc * scale;
+    for (; j < L; j++) {
+        for (int g = 0; g < ng; g++) {
+            const float *qf = qf0 + g * hd;
+            float *s = s0 + (int64_t)g * L;
+            const sl_f16 *kj = kb + (int64_t)j * ks;
+            __m256 a = _mm256_setzero_ps();
+            for (int d = 0; d < d8; d += 8)
+                a = _mm256_fmadd_ps(_mm256_loadu_ps(qf + d), ld_h8(kj + d), a);
+            float acc = sl_hsum8(a);
+            for (int d = d8; d < hd; d++)
+                acc += qf[d] * sl_f16_to_f32(kj[d]);
+            s[j] = acc * scale;
+        }
     }
 }
 

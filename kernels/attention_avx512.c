@@ -27,39 +27,41 @@ static void scores(float *s0, const float *qf0, int ng, const sl_f16 *kb, int64_
 {
     const __m256 vsc = _mm256_set1_ps(scale);
     int32_t j = 0;
-    for (; j + 8 <= L; j += 8)
-    for (int g = 0; g < ng; g++) {
-        const float *qf = qf0 + g * hd;
-        float *s = s0 + (int64_t)g * L;
-        const sl_f16 *k0 = kb + (int64_t)j * ks;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        for (int d = 0; d < hd; d += 16) {
-            __mmask16 m = sl_tail16(hd - d);
-            __m512 q = _mm512_maskz_loadu_ps(m, qf + d);
-            a0 = _mm512_fmadd_ps(q, ld_h16(m, k0 + d), a0);
-            a1 = _mm512_fmadd_ps(q, ld_h16(m, k0 + ks + d), a1);
-            a2 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 2 * ks + d), a2);
-            a3 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 3 * ks + d), a3);
-            a4 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 4 * ks + d), a4);
-            a5 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 5 * ks + d), a5);
-            a6 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 6 * ks + d), a6);
-            a7 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 7 * ks + d), a7);
+    for (; j + 8 <= L; j += 8) {
+        for (int g = 0; g < ng; g++) {
+            const float *qf = qf0 + g * hd;
+            float *s = s0 + (int64_t)g * L;
+            const sl_f16 *k0 = kb + (int64_t)j * ks;
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+            for (int d = 0; d < hd; d += 16) {
+                __mmask16 m = sl_tail16(hd - d);
+                __m512 q = _mm512_maskz_loadu_ps(m, qf + d);
+                a0 = _mm512_fmadd_ps(q, ld_h16(m, k0 + d), a0);
+                a1 = _mm512_fmadd_ps(q, ld_h16(m, k0 + ks + d), a1);
+                a2 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 2 * ks + d), a2);
+                a3 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 3 * ks + d), a3);
+                a4 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 4 * ks + d), a4);
+                a5 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 5 * ks + d), a5);
+                a6 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 6 * ks + d), a6);
+                a7 = _mm512_fmadd_ps(q, ld_h16(m, k0 + 7 * ks + d), a7);
+            }
+            __m256 r = sl_hsum8x8(fold(a0), fold(a1), fold(a2), fold(a3), fold(a4), fold(a5), fold(a6),
+                                  fold(a7));
+            _mm256_storeu_ps(s + j, _mm256_mul_ps(r, vsc));
         }
-        __m256 r = sl_hsum8x8(fold(a0), fold(a1), fold(a2), fold(a3), fold(a4), fold(a5), fold(a6),
-                              fold(a7));
-        _mm256_storeu_ps(s + j, _mm256_mul_ps(r, vsc));
     }
-    for (; j < L; j++)
-    for (int g = 0; g < ng; g++) {
-        const float *qf = qf0 + g * hd;
-        float *s = s0 + (int64_t)g * L;
-        const sl_f16 *kj = kb + (int64_t)j * ks;
-        __m512 a = _mm512_setzero_ps();
-        for (int d = 0; d < hd; d += 16) {
-            __mmask16 m = sl_tail16(hd - d);
-            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qf + d), ld_h16(m, kj + d), a);
+    for (; j < L; j++) {
+        for (int g = 0; g < ng; g++) {
+            const float *qf = qf0 + g * hd;
+            float *s = s0 + (int64_t)g * L;
+            const sl_f16 *kj = kb + (int64_t)j * ks;
+            __m512 a = _mm512_setzero_ps();
+            for (int d = 0; d < hd; d += 16) {
+                __mmask16 m = sl_tail16(hd - d);
+                a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qf + d), ld_h16(m, kj + d), a);
+            }
+            s[j] = _mm512_reduce_add_ps(a) * scale;
         }
-        s[j] = _mm512_reduce_add_ps(a) * scale;
     }
 }
 

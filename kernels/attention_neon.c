@@ -22,50 +22,52 @@ static void scores(float *s0, const float *qf0, int ng, const sl_f16 *kb, int64_
 {
     const int d4 = hd & ~3;
     int32_t j = 0;
-    for (; j + 8 <= L; j += 8)
-    for (int g = 0; g < ng; g++) {
-        const float *qf = qf0 + g * hd;
-        float *s = s0 + (int64_t)g * L;
-        const sl_f16 *k0 = kb + (int64_t)j * ks;
-        float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        for (int d = 0; d < d4; d += 4) {
-            float32x4_t q = vld1q_f32(qf + d);
-            a0 = vfmaq_f32(a0, q, sl_ld_h4(k0 + d));
-            a1 = vfmaq_f32(a1, q, sl_ld_h4(k0 + ks + d));
-            a2 = vfmaq_f32(a2, q, sl_ld_h4(k0 + 2 * ks + d));
-            a3 = vfmaq_f32(a3, q, sl_ld_h4(k0 + 3 * ks + d));
-            a4 = vfmaq_f32(a4, q, sl_ld_h4(k0 + 4 * ks + d));
-            a5 = vfmaq_f32(a5, q, sl_ld_h4(k0 + 5 * ks + d));
-            a6 = vfmaq_f32(a6, q, sl_ld_h4(k0 + 6 * ks + d));
-            a7 = vfmaq_f32(a7, q, sl_ld_h4(k0 + 7 * ks + d));
-        }
-        float32x4_t r0 = hsum4x4(a0, a1, a2, a3), r1 = hsum4x4(a4, a5, a6, a7);
-        if (d4 < hd) {
-            float t[8];
-            for (int jj = 0; jj < 8; jj++) {
-                float acc = 0.0f;
-                for (int d = d4; d < hd; d++)
-                    acc += qf[d] * sl_f16_to_f32(k0[jj * ks + d]);
-                t[jj] = acc;
+    for (; j + 8 <= L; j += 8) {
+        for (int g = 0; g < ng; g++) {
+            const float *qf = qf0 + g * hd;
+            float *s = s0 + (int64_t)g * L;
+            const sl_f16 *k0 = kb + (int64_t)j * ks;
+            float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+            for (int d = 0; d < d4; d += 4) {
+                float32x4_t q = vld1q_f32(qf + d);
+                a0 = vfmaq_f32(a0, q, sl_ld_h4(k0 + d));
+                a1 = vfmaq_f32(a1, q, sl_ld_h4(k0 + ks + d));
+                a2 = vfmaq_f32(a2, q, sl_ld_h4(k0 + 2 * ks + d));
+                a3 = vfmaq_f32(a3, q, sl_ld_h4(k0 + 3 * ks + d));
+                a4 = vfmaq_f32(a4, q, sl_ld_h4(k0 + 4 * ks + d));
+                a5 = vfmaq_f32(a5, q, sl_ld_h4(k0 + 5 * ks + d));
+                a6 = vfmaq_f32(a6, q, sl_ld_h4(k0 + 6 * ks + d));
+                a7 = vfmaq_f32(a7, q, sl_ld_h4(k0 + 7 * ks + d));
             }
-            r0 = vaddq_f32(r0, vld1q_f32(t));
-            r1 = vaddq_f32(r1, vld1q_f32(t + 4));
+            float32x4_t r0 = hsum4x4(a0, a1, a2, a3), r1 = hsum4x4(a4, a5, a6, a7);
+            if (d4 < hd) {
+                float t[8];
+                for (int jj = 0; jj < 8; jj++) {
+                    float acc = 0.0f;
+                    for (int d = d4; d < hd; d++)
+                        acc += qf[d] * sl_f16_to_f32(k0[jj * ks + d]);
+                    t[jj] = acc;
+                }
+                r0 = vaddq_f32(r0, vld1q_f32(t));
+                r1 = vaddq_f32(r1, vld1q_f32(t + 4));
+            }
+            vst1q_f32(s + j, vmulq_n_f32(r0, scale));
+            vst1q_f32(s + j + 4, vmulq_n_f32(r1, scale));
         }
-        vst1q_f32(s + j, vmulq_n_f32(r0, scale));
-        vst1q_f32(s + j + 4, vmulq_n_f32(r1, scale));
     }
-    for (; j < L; j++)
-    for (int g = 0; g < ng; g++) {
-        const float *qf = qf0 + g * hd;
-        float *s = s0 + (int64_t)g * L;
-        const sl_f16 *kj = kb + (int64_t)j * ks;
-        float32x4_t a = vdupq_n_f32(0);
-        for (int d = 0; d < d4; d += 4)
-            a = vfmaq_f32(a, vld1q_f32(qf + d), sl_ld_h4(kj + d));
-        float acc = vaddvq_f32(a);
-        for (int d = d4; d < hd; d++)
-            acc += qf[d] * sl_f16_to_f32(kj[d]);
-        s[j] = acc * scale;
+    for (; j < L; j++) {
+        for (int g = 0; g < ng; g++) {
+            const float *qf = qf0 + g * hd;
+            float *s = s0 + (int64_t)g * L;
+            const sl_f16 *kj = kb + (int64_t)j * ks;
+            float32x4_t a = vdupq_n_f32(0);
+            for (int d = 0; d < d4; d += 4)
+                a = vfmaq_f32(a, vld1q_f32(qf + d), sl_ld_h4(kj + d));
+            float acc = vaddvq_f32(a);
+            for (int d = d4; d < hd; d++)
+                acc += qf[d] * sl_f16_to_f32(kj[d]);
+            s[j] = acc * scale;
+        }
     }
 }
 
