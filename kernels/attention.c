@@ -40,7 +40,7 @@ void sl_attn_item_scalar(SL_ATTN_ITEM_ARGS)
     const int hd = a->head_dim;
     const int32_t L = a->pos0 + row + 1;
     const float *q = a->q + (int64_t)row * a->q_stride + (int64_t)h0 * hd;
-    const sl_f16 *kb = a->k + (int64_t)kvh * hd, *vb = a->v + (int64_t)kvh * hd;
+    const sl_f16 *kb = a->k + kvh * sl_attn_khs(a), *vb = a->v + kvh * sl_attn_khs(a);
     float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
 
     for (int i = 0; i < ng * hd; i++)
@@ -135,7 +135,9 @@ int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scra
         a->pos0 < 0 || a->n_head % a->n_head_kv != 0 ||
         a->q_stride < (int64_t)a->n_head * a->head_dim ||
         a->out_stride < (int64_t)a->n_head * a->head_dim ||
-        a->kv_stride < (int64_t)a->n_head_kv * a->head_dim)
+        a->kv_stride < a->head_dim || a->kv_head_stride < 0 ||
+        (a->kv_head_stride == 0 && a->kv_stride < (int64_t)a->n_head_kv * a->head_dim) ||
+        (a->kv_head_stride > 0 && a->kv_head_stride < a->head_dim))
         return -EINVAL;
     if (a->n_q == 0)
         return 0;

@@ -161,7 +161,7 @@ void sl_attn_item_avx2(SL_ATTN_ITEM_ARGS)
     const int32_t L = a->pos0 + row + 1;
     const int64_t ks = a->kv_stride;
     const float *q = a->q + (int64_t)row * a->q_stride + (int64_t)h0 * hd;
-    const sl_f16 *kb = a->k + (int64_t)kvh * hd, *vb = a->v + (int64_t)kvh * hd;
+    const sl_f16 *kb = a->k + kvh * sl_attn_khs(a), *vb = a->v + kvh * sl_attn_khs(a);
     float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
     const int nq = ng * hd;
 

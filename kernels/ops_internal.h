@@ -15,6 +15,10 @@ void sl_rope_cs(float *c, float *s, int32_t pos, const float *inv_freq, int n);
  * s [GMAX][L] (scores, then probabilities rounded to f16, as f32),
  * acc [GMAX][head_dim]. */
 #define SL_ATTN_GMAX 8
+static inline int64_t sl_attn_khs(const sl_attn *a)
+{
+    return a->kv_head_stride ? a->kv_head_stride : a->head_dim;
+}
 typedef struct sl_attn_ws { float *qf, *s, *acc; } sl_attn_ws;
 #define SL_ATTN_ITEM_ARGS const sl_attn *a, int row, int kvh, int h0, int ng, \
                           const sl_attn_ws *ws

@@ -51,6 +51,7 @@ typedef struct {
     int32_t pos0;
     int q_pad, kv_pad;     /* extra elements per row (strides > packed) */
     float q_amp;
+    int head_major;        /* cache as [n_head_kv][n_ctx][head_dim + kv_pad] */
 } shape;
 
 typedef struct {
@@ -59,7 +60,14 @@ typedef struct {
     float *q, *out;
     sl_f16 *k, *v;
     int32_t n_ctx;
+    int64_t kv_elems;
 } prob;
+
+/* Element offset of (position j, kv head g, dim d) in the cache. */
+static int64_t kv_at(const sl_attn *a, int32_t j, int g, int d)
+{
+    return j * a->kv_stride + g * (a->kv_head_stride ? a->kv_head_stride : a->head_dim) + d;
+}
 
 static void prob_make(prob *P, const shape *sh)
 {
@@ -67,19 +75,21 @@ static void prob_make(prob *P, const shape *sh)
     int hd = sh->head_dim;
     P->n_ctx = sh->pos0 + sh->n_q;
     int64_t qs = (int64_t)sh->n_head * hd + sh->q_pad;
-    int64_t ks = (int64_t)sh->n_head_kv * hd + sh->kv_pad;
+    int64_t ks = sh->head_major ? hd + sh->kv_pad : (int64_t)sh->n_head_kv * hd + sh->kv_pad;
+    int64_t khs = sh->head_major ? ks * P->n_ctx + 3 : 0;
     P->q = malloc((size_t)(qs * sh->n_q) * sizeof(float));
     P->out = malloc((size_t)(qs * sh->n_q) * sizeof(float));
-    P->k = malloc((size_t)(ks * P->n_ctx) * sizeof(sl_f16));
-    P->v = malloc((size_t)(ks * P->n_ctx) * sizeof(sl_f16));
+    P->kv_elems = sh->head_major ? khs * sh->n_head_kv : ks * P->n_ctx;
+    P->k = malloc((size_t)P->kv_elems * sizeof(sl_f16));
+    P->v = malloc((size_t)P->kv_elems * sizeof(sl_f16));
     cr_assert(P->q && P->out && P->k && P->v, "alloc");
     for (int64_t i = 0; i < qs * sh->n_q; i++) P->q[i] = frand(-sh->q_amp, sh->q_amp);
-    for (int64_t i = 0; i < ks * P->n_ctx; i++) {
+    for (int64_t i = 0; i < P->kv_elems; i++) {
         P->k[i] = sl_f32_to_f16(frand(-1, 1));
         P->v[i] = sl_f32_to_f16(frand(-2, 2));
     }
     sl_attn a = { P->q, qs, P->k, P->v, ks, P->out, qs, sh->n_q, sh->n_head, sh->n_head_kv, hd,
-                  sh->pos0, 1.0f / sqrtf((float)hd) };
+                  sh->pos0, 1.0f / sqrtf((float)hd), khs };
     P->a = a;
 }
 
@@ -116,7 +126,7 @@ static void check_ref(const prob *P, const char *lvl)
             int kvh = h / grp;
             double mx = -INFINITY, sum = 0;
             for (int32_t j = 0; j < L; j++) {
-                const sl_f16 *kj = a->k + j * a->kv_stride + kvh * hd;
+                const sl_f16 *kj = a->k + kv_at(a, j, kvh, 0);
                 double acc = 0;
                 for (int d = 0; d < hd; d++) acc += (double)f16r(q[d]) * sl_f16_to_f32(kj[d]);
                 s[j] = acc * a->scale;
@@ -127,7 +137,7 @@ static void check_ref(const prob *P, const char *lvl)
             for (int d = 0; d < hd; d++) {
                 double o = 0, P_d = 0, vmax = 0;
                 for (int32_t j = 0; j < L; j++) {
-                    double vv = sl_f16_to_f32(a->v[j * a->kv_stride + kvh * hd + d]);
+                    double vv = sl_f16_to_f32(a->v[kv_at(a, j, kvh, d)]);
                     o += p16[j] * vv;
                     P_d += s[j] * fabs(vv);
                     vmax = fabs(vv) > vmax ? fabs(vv) : vmax;
@@ -148,19 +158,21 @@ static void check_ref(const prob *P, const char *lvl)
 
 static const shape shapes[] = {
     /* nh nkv hd  nq  pos0 qpad kvpad amp */
-    {  4,  4, 64,  1,    0, 0, 0, 2.0f },   /* single position */
-    {  4,  4, 64,  1,   37, 0, 0, 2.0f },   /* GQA 1, decode */
-    {  8,  4, 64,  1,  100, 0, 0, 4.0f },   /* GQA 2 */
-    {  8,  2, 128, 1,  300, 3, 5, 3.0f },   /* GQA 4, padded strides */
-    { 16,  4, 64,  7,   13, 0, 0, 2.0f },   /* many rows, pos0 > 0 */
-    {  8,  8, 16, 33,    0, 0, 0, 6.0f },   /* prefill from 0 */
-    {  4,  1, 32,  5,    9, 0, 0, 2.0f },   /* MQA-like GQA 4 */
-    { 24,  2, 8,   3,    4, 1, 1, 2.0f },   /* group 12 > pack of 8 */
-    {  6,  2, 20,  4,   11, 0, 0, 3.0f },   /* head_dim with SIMD tails */
-    {  2,  1, 72,  2,   30, 0, 0, 2.0f },
-    {  4,  2, 256, 2,   61, 0, 0, 2.0f },
-    {  2,  2, 3,   3,    2, 0, 0, 1.0f },
-    {  8,  2, 128, 1, 2047, 0, 0, 3.0f },   /* long context */
+    {  4,  4, 64,  1,    0, 0, 0, 2.0f, 0 },   /* single position */
+    {  4,  4, 64,  1,   37, 0, 0, 2.0f, 0 },   /* GQA 1, decode */
+    {  8,  4, 64,  1,  100, 0, 0, 4.0f, 0 },   /* GQA 2 */
+    {  8,  2, 128, 1,  300, 3, 5, 3.0f, 0 },   /* GQA 4, padded strides */
+    { 16,  4, 64,  7,   13, 0, 0, 2.0f, 0 },   /* many rows, pos0 > 0 */
+    {  8,  8, 16, 33,    0, 0, 0, 6.0f, 0 },   /* prefill from 0 */
+    {  4,  1, 32,  5,    9, 0, 0, 2.0f, 0 },   /* MQA-like GQA 4 */
+    { 24,  2, 8,   3,    4, 1, 1, 2.0f, 0 },   /* group 12 > pack of 8 */
+    {  6,  2, 20,  4,   11, 0, 0, 3.0f, 0 },   /* head_dim with SIMD tails */
+    {  2,  1, 72,  2,   30, 0, 0, 2.0f, 0 },
+    {  4,  2, 256, 2,   61, 0, 0, 2.0f, 0 },
+    {  2,  2, 3,   3,    2, 0, 0, 1.0f, 0 },
+    {  8,  2, 128, 1, 2047, 0, 0, 3.0f, 0 },   /* long context */
+    {  8,  2, 64,  3,   50, 0, 0, 3.0f, 1 }, /* head-major cache */
+    { 12,  4, 20,  5,    7, 2, 3, 2.0f, 1 }, /* head-major, padded, tails */
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
@@ -184,29 +196,30 @@ Test(kern_attn, causal_mask)
 {
     sl_kern lv[4];
     int nl = get_levels(lv);
-    shape sh = { 8, 2, 64, 9, 5, 0, 0, 3.0f };
-    for (int l = 0; l < nl; l++) {
+    for (int l = 0; l < 2 * nl; l++) {
+        shape sh = { 8, 2, 64, 9, 5, 0, 0, 3.0f, l % 2 };
         prob P;
         prob_make(&P, &sh);
         int64_t osz = P.a.out_stride * sh.n_q;
         float *o0 = malloc((size_t)osz * sizeof(float));
         cr_assert_not_null(o0);
-        cr_assert_eq(run(&lv[l], NULL, &P), 0);
+        cr_assert_eq(run(&lv[l / 2], NULL, &P), 0);
         memcpy(o0, P.out, (size_t)osz * sizeof(float));
         for (int r = sh.n_q - 1; r >= 0; r--) {
             /* perturb position pos0 + r: rows < r must stay bit-identical, row r must move */
             int32_t j = sh.pos0 + r;
-            for (int64_t e = 0; e < P.a.kv_stride; e++) {
-                P.k[j * P.a.kv_stride + e] = sl_f32_to_f16(frand(-1, 1));
-                P.v[j * P.a.kv_stride + e] = sl_f32_to_f16(frand(-2, 2));
-            }
-            cr_assert_eq(run(&lv[l], NULL, &P), 0);
+            for (int g = 0; g < sh.n_head_kv; g++)
+                for (int d = 0; d < sh.head_dim; d++) {
+                    P.k[kv_at(&P.a, j, g, d)] = sl_f32_to_f16(frand(-1, 1));
+                    P.v[kv_at(&P.a, j, g, d)] = sl_f32_to_f16(frand(-2, 2));
+                }
+            cr_assert_eq(run(&lv[l / 2], NULL, &P), 0);
             cr_assert(memcmp(P.out, o0, (size_t)(r * P.a.out_stride) * sizeof(float)) == 0,
                       "a row changed when a later position's K/V changed");
             cr_assert(memcmp(P.out + r * P.a.out_stride, o0 + r * P.a.out_stride,
                              (size_t)P.a.out_stride * sizeof(float)) != 0,
                       "a row ignored its own position's K/V");
-            check_ref(&P, lv[l].name);
+            check_ref(&P, lv[l / 2].name);
             memcpy(o0, P.out, (size_t)osz * sizeof(float));
         }
         free(o0);
@@ -221,7 +234,7 @@ Test(kern_attn, threads_match_single)
     int nl = get_levels(lv);
     sl_pool *pool;
     cr_assert_eq(sl_pool_create(&pool, 2), 0);
-    shape sh = { 8, 2, 64, 17, 40, 0, 0, 3.0f };
+    shape sh = { 8, 2, 64, 17, 40, 0, 0, 3.0f, 0 };
     prob P;
     prob_make(&P, &sh);
     int64_t osz = P.a.out_stride * sh.n_q;
@@ -242,7 +255,7 @@ Test(kern_attn, bad_args)
 {
     sl_kern k;
     memset(&k, 0, sizeof k);
-    shape sh = { 4, 3, 16, 1, 0, 0, 0, 1.0f };   /* 4 heads over 3 kv heads */
+    shape sh = { 4, 3, 16, 1, 0, 0, 0, 1.0f, 0 };   /* 4 heads over 3 kv heads */
     prob P;
     prob_make(&P, &sh);
     char ws[1 << 14];
