@@ -81,7 +81,11 @@ int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
  * out: [n_q][n_head*head_dim] (stride out_stride). Head h uses kv head
  * h / (n_head / n_head_kv). Numerics as llama.cpp: q rounded to f16 for q.k,
  * softmax in f32 after scale, probabilities rounded to f16 for p.v.
- * scratch: at least sl_kern_attn_scratch(...) bytes. */
+ * scratch: at least sl_kern_attn_scratch(n_threads, head_dim, n_ctx) bytes
+ * (any alignment) with n_threads = sl_pool_n_threads(p) (1 if p is NULL)
+ * and n_ctx >= pos0 + n_q; reused across calls, never allocated per call.
+ * p == NULL runs single-threaded on the caller. Work is split over (query
+ * row, kv head) items, longest first; returns 0 or -EINVAL (bad shape). */
 typedef struct sl_attn {
     const float *q; int64_t q_stride;
     const sl_f16 *k, *v; int64_t kv_stride;
