@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -132,7 +133,7 @@ int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scra
     if (!k || !a || !scratch || !a->q || !a->k || !a->v || !a->out)
         return -EINVAL;
     if (a->n_q < 0 || a->n_head < 1 || a->n_head_kv < 1 || a->head_dim < 1 ||
-        a->pos0 < 0 || a->n_head % a->n_head_kv != 0 ||
+        a->pos0 < 0 || a->pos0 > INT32_MAX - a->n_q || a->n_head % a->n_head_kv != 0 ||
         a->q_stride < (int64_t)a->n_head * a->head_dim ||
         a->out_stride < (int64_t)a->n_head * a->head_dim ||
         a->kv_stride < a->head_dim || a->kv_head_stride < 0 ||

@@ -9,6 +9,7 @@
  * + 1e-5 * P_d + 1e-6   f32 dot/exp/sum/accumulation errors (scores are O(10),
  *                    head_dim <= 256 terms, L <= 2048 terms: far below this). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +262,8 @@ Test(kern_attn, bad_args)
     char ws[1 << 14];
     cr_assert_eq(sl_kern_attention(&k, NULL, &P.a, ws), -22);
     P.a.n_head_kv = 4; P.a.pos0 = -1;
+    cr_assert_eq(sl_kern_attention(&k, NULL, &P.a, ws), -22);
+    P.a.pos0 = INT32_MAX;
     cr_assert_eq(sl_kern_attention(&k, NULL, &P.a, ws), -22);
     P.a.pos0 = 0; P.a.kv_stride = 1;
     cr_assert_eq(sl_kern_attention(&k, NULL, &P.a, ws), -22);
