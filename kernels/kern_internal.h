@@ -22,4 +22,12 @@ void sl_ops_fill_neon(sl_kern *k);
 void sl_dot_fill_dotprod(sl_kern *k);      /* may reuse neon ops */
 #endif
 
+/* Scalar oracle helpers (dot_scalar.c), shared with the SIMD files and tests. */
+/* Sum over blocks of |a| + |b|, where each block adds a - b to the dot (a, b =
+ * float scale products of exact integer sums): bounds the rounding difference
+ * between levels, which differ only in how the per-block terms are summed. */
+float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
+void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
+void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);  /* q4_K/q5_K */
+
 #endif
