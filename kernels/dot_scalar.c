@@ -7,41 +7,57 @@
  * double. sl_dot_scalar_mag() returns sum(|a| + |b|) so tests can derive a
  * rounding bound (see tests/test_kern_dot.c). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kern_internal.h"
 
-typedef void (*blk_fn)(const void *x, const void *y, int64_t i, float *a, float *b);
+typedef void (*blk_fn)(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+
+/* "am" (absolute mode, for sl_dot_scalar_mag): every integer factor is
+ * replaced by its magnitude, and the quant value q by |q| + 2*offset, which
+ * also bounds SIMD forms that use the unsigned q + offset and subtract the
+ * offset via bsums. Scale products are taken in magnitude too. */
+#define AQ(q, off) (am ? abs(q) + 2 * (off) : (q))
+#define AY(v) (am ? abs(v) : (v))
+#define AF(f) (am ? fabsf(f) : (f))
+static int bsum_abs(const sl_block_q8_k *y, int s)
+{
+    int t = 0;
+    for (int l = 0; l < 16; l++) t += abs(y->qs[16 * s + l]);
+    return t;
+}
+#define BS(y, s) (am ? bsum_abs(y, s) : (y)->bsums[s])
 
 static inline float h2f(sl_f16 h) { return sl_f16_to_f32(h); }
 
 /* ---- legacy 32-element formats ------------------------------------- */
 
-static void blk_q4_0(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q4_0(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q4_0 *x = (const sl_block_q4_0 *)vx + i;
     const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
     int32_t s = 0;
     for (int j = 0; j < 16; j++)
-        s += ((x->qs[j] & 15) - 8) * y->qs[j] + ((x->qs[j] >> 4) - 8) * y->qs[j + 16];
-    *a = (float)s * (h2f(x->d) * h2f(y->d));
+        s += AQ((x->qs[j] & 15) - 8, 8) * AY(y->qs[j]) + AQ((x->qs[j] >> 4) - 8, 8) * AY(y->qs[j + 16]);
+    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
     *b = 0.0f;
 }
 
-static void blk_q4_1(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q4_1(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q4_1 *x = (const sl_block_q4_1 *)vx + i;
     const sl_block_q8_1 *y = (const sl_block_q8_1 *)vy + i;
     int32_t s = 0;
     for (int j = 0; j < 16; j++)
-        s += (x->qs[j] & 15) * y->qs[j] + (x->qs[j] >> 4) * y->qs[j + 16];
-    *a = (float)s * (h2f(x->d) * h2f(y->d));
-    *b = -(h2f(x->m) * h2f(y->s));      /* min term uses the stored f16 s */
+        s += (x->qs[j] & 15) * AY(y->qs[j]) + (x->qs[j] >> 4) * AY(y->qs[j + 16]);
+    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
+    *b = -AF(h2f(x->m) * h2f(y->s));     /* min term uses the stored f16 s */
 }
 
 static inline uint32_t load_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
-static void blk_q5_0(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q5_0(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q5_0 *x = (const sl_block_q5_0 *)vx + i;
     const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
@@ -50,13 +66,13 @@ static void blk_q5_0(const void *vx, const void *vy, int64_t i, float *a, float 
     for (int j = 0; j < 16; j++) {
         int lo = (int)((x->qs[j] & 15) | (((qh >> j) & 1) << 4)) - 16;
         int hi = (int)((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16;
-        s += lo * y->qs[j] + hi * y->qs[j + 16];
+        s += AQ(lo, 16) * AY(y->qs[j]) + AQ(hi, 16) * AY(y->qs[j + 16]);
     }
-    *a = (float)s * (h2f(x->d) * h2f(y->d));
+    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
     *b = 0.0f;
 }
 
-static void blk_q5_1(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q5_1(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q5_1 *x = (const sl_block_q5_1 *)vx + i;
     const sl_block_q8_1 *y = (const sl_block_q8_1 *)vy + i;
@@ -65,40 +81,40 @@ static void blk_q5_1(const void *vx, const void *vy, int64_t i, float *a, float 
     for (int j = 0; j < 16; j++) {
         int lo = (int)((x->qs[j] & 15) | (((qh >> j) & 1) << 4));
         int hi = (int)((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
-        s += lo * y->qs[j] + hi * y->qs[j + 16];
+        s += lo * AY(y->qs[j]) + hi * AY(y->qs[j + 16]);
     }
-    *a = (float)s * (h2f(x->d) * h2f(y->d));
-    *b = -(h2f(x->m) * h2f(y->s));
+    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
+    *b = -AF(h2f(x->m) * h2f(y->s));
 }
 
-static void blk_q8_0(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q8_0(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q8_0 *x = (const sl_block_q8_0 *)vx + i;
     const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
     int32_t s = 0;
-    for (int j = 0; j < 32; j++) s += x->qs[j] * y->qs[j];
-    *a = (float)s * (h2f(x->d) * h2f(y->d));
+    for (int j = 0; j < 32; j++) s += AY(x->qs[j]) * AY(y->qs[j]);
+    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
     *b = 0.0f;
 }
 
 /* ---- K-quants (256-element super-blocks, Q8_K activations) ----------- */
 
-static void blk_q2_k(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q2_k(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q2_k *x = (const sl_block_q2_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
     int32_t isum = 0, msum = 0;
-    for (int s = 0; s < 16; s++) msum += (x->scales[s] >> 4) * y->bsums[s];
+    for (int s = 0; s < 16; s++) msum += (x->scales[s] >> 4) * BS(y, s);
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 4; k++)
             for (int half = 0; half < 2; half++) {
                 int s = 8 * h + 2 * k + half, sub = 0;
                 for (int l = 16 * half; l < 16 * half + 16; l++)
-                    sub += ((x->qs[32 * h + l] >> (2 * k)) & 3) * y->qs[128 * h + 32 * k + l];
+                    sub += ((x->qs[32 * h + l] >> (2 * k)) & 3) * AY(y->qs[128 * h + 32 * k + l]);
                 isum += (x->scales[s] & 15) * sub;
             }
-    *a = (h2f(x->d) * y->d) * (float)isum;
-    *b = (h2f(x->dmin) * y->d) * (float)msum;
+    *a = AF(h2f(x->d) * y->d) * (float)isum;
+    *b = AF(h2f(x->dmin) * y->d) * (float)msum;
 }
 
 /* 16 six-bit scales of q3_K, +32 bias removed. */
@@ -114,7 +130,7 @@ void sl_q3k_scales(const uint8_t *sc12, int8_t out[16])
     for (int j = 0; j < 16; j++) out[j] = (int8_t)((int)((w[j / 4] >> (8 * (j % 4))) & 0xff) - 32);
 }
 
-static void blk_q3_k(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q3_k(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q3_k *x = (const sl_block_q3_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -128,11 +144,11 @@ static void blk_q3_k(const void *vx, const void *vy, int64_t i, float *a, float 
                 for (int l = 16 * half; l < 16 * half + 16; l++) {
                     int q = ((x->qs[32 * h + l] >> (2 * k)) & 3)
                           - ((x->hmask[l] & (1 << (4 * h + k))) ? 0 : 4);
-                    sub += q * y->qs[128 * h + 32 * k + l];
+                    sub += AQ(q, 4) * AY(y->qs[128 * h + 32 * k + l]);
                 }
-                isum += sc[s] * sub;
+                isum += AY(sc[s]) * sub;
             }
-    *a = (h2f(x->d) * y->d) * (float)isum;
+    *a = AF(h2f(x->d) * y->d) * (float)isum;
     *b = 0.0f;
 }
 
@@ -146,7 +162,7 @@ void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m)
     }
 }
 
-static void blk_q4_k(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q4_k(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q4_k *x = (const sl_block_q4_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -156,18 +172,18 @@ static void blk_q4_k(const void *vx, const void *vy, int64_t i, float *a, float 
         sl_q4k_scale_min(x->scales, 2 * p, &sc0, &m0);
         sl_q4k_scale_min(x->scales, 2 * p + 1, &sc1, &m1);
         for (int l = 0; l < 32; l++) {
-            s0 += (x->qs[32 * p + l] & 15) * y->qs[64 * p + l];
-            s1 += (x->qs[32 * p + l] >> 4) * y->qs[64 * p + 32 + l];
+            s0 += (x->qs[32 * p + l] & 15) * AY(y->qs[64 * p + l]);
+            s1 += (x->qs[32 * p + l] >> 4) * AY(y->qs[64 * p + 32 + l]);
         }
         isum += sc0 * s0 + sc1 * s1;
-        msum += m0 * (y->bsums[4 * p] + y->bsums[4 * p + 1])
-              + m1 * (y->bsums[4 * p + 2] + y->bsums[4 * p + 3]);
+        msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
+              + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
     }
-    *a = (h2f(x->d) * y->d) * (float)isum;
-    *b = (h2f(x->dmin) * y->d) * (float)msum;
+    *a = AF(h2f(x->d) * y->d) * (float)isum;
+    *b = AF(h2f(x->dmin) * y->d) * (float)msum;
 }
 
-static void blk_q5_k(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q5_k(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q5_k *x = (const sl_block_q5_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -179,18 +195,18 @@ static void blk_q5_k(const void *vx, const void *vy, int64_t i, float *a, float 
         for (int l = 0; l < 32; l++) {
             int q0 = (x->qs[32 * p + l] & 15) | (((x->qh[l] >> (2 * p)) & 1) << 4);
             int q1 = (x->qs[32 * p + l] >> 4) | (((x->qh[l] >> (2 * p + 1)) & 1) << 4);
-            s0 += q0 * y->qs[64 * p + l];
-            s1 += q1 * y->qs[64 * p + 32 + l];
+            s0 += q0 * AY(y->qs[64 * p + l]);
+            s1 += q1 * AY(y->qs[64 * p + 32 + l]);
         }
         isum += sc0 * s0 + sc1 * s1;
-        msum += m0 * (y->bsums[4 * p] + y->bsums[4 * p + 1])
-              + m1 * (y->bsums[4 * p + 2] + y->bsums[4 * p + 3]);
+        msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
+              + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
     }
-    *a = (h2f(x->d) * y->d) * (float)isum;
-    *b = (h2f(x->dmin) * y->d) * (float)msum;
+    *a = AF(h2f(x->d) * y->d) * (float)isum;
+    *b = AF(h2f(x->dmin) * y->d) * (float)msum;
 }
 
-static void blk_q6_k(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_q6_k(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q6_k *x = (const sl_block_q6_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -204,32 +220,32 @@ static void blk_q6_k(const void *vx, const void *vy, int64_t i, float *a, float 
                 for (int l = 16 * half; l < 16 * half + 16; l++) {
                     int lo = (g & 1) ? L[l + 32] : L[l];
                     int q = ((g & 2) ? (lo >> 4) : (lo & 15)) | (((H[l] >> (2 * g)) & 3) << 4);
-                    sub += (q - 32) * Y[32 * g + l];
+                    sub += AQ(q - 32, 32) * AY(Y[32 * g + l]);
                 }
-                isum += S[half + 2 * g] * sub;
+                isum += AY(S[half + 2 * g]) * sub;
             }
     }
-    *a = (h2f(x->d) * y->d) * (float)isum;
+    *a = AF(h2f(x->d) * y->d) * (float)isum;
     *b = 0.0f;
 }
 
 /* ---- float types: one "block" per element ------------------------------ */
 
-static void blk_f32(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_f32(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
-    *a = ((const float *)vx)[i] * ((const float *)vy)[i];
+    *a = AF(((const float *)vx)[i] * ((const float *)vy)[i]);
     *b = 0.0f;
 }
 
-static void blk_f16(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_f16(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
-    *a = h2f(((const sl_f16 *)vx)[i]) * h2f(((const sl_f16 *)vy)[i]);
+    *a = AF(h2f(((const sl_f16 *)vx)[i]) * h2f(((const sl_f16 *)vy)[i]));
     *b = 0.0f;
 }
 
-static void blk_bf16(const void *vx, const void *vy, int64_t i, float *a, float *b)
+static void blk_bf16(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
-    *a = sl_bf16_to_f32(((const sl_bf16 *)vx)[i]) * sl_bf16_to_f32(((const sl_bf16 *)vy)[i]);
+    *a = AF(sl_bf16_to_f32(((const sl_bf16 *)vx)[i]) * sl_bf16_to_f32(((const sl_bf16 *)vy)[i]));
     *b = 0.0f;
 }
 
@@ -259,7 +275,7 @@ static inline float run(blk_fn f, int type, int64_t n, const void *x, const void
     double s = 0.0;
     for (int64_t i = 0; i < nb; i++) {
         float a, b;
-        f(x, y, i, &a, &b);
+        f(x, y, i, &a, &b, 0);
         s += (double)a - (double)b;
     }
     return (float)s;
@@ -273,7 +289,7 @@ float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y)
     double s = 0.0;
     for (int64_t i = 0; i < nb; i++) {
         float a, b;
-        f(x, y, i, &a, &b);
+        f(x, y, i, &a, &b, 1);
         s += fabs((double)a) + fabs((double)b);
     }
     return (float)s;

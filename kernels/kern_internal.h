@@ -23,9 +23,9 @@ void sl_dot_fill_dotprod(sl_kern *k);      /* may reuse neon ops */
 #endif
 
 /* Scalar oracle helpers (dot_scalar.c), shared with the SIMD files and tests. */
-/* Sum over blocks of |a| + |b|, where each block adds a - b to the dot (a, b =
- * float scale products of exact integer sums): bounds the rounding difference
- * between levels, which differ only in how the per-block terms are summed. */
+/* sum over elements of |d sc| (|q| + 2 offset) |y| + |dmin m| |y|: bounds the
+ * magnitude of every float term any level forms from its exact integer sums,
+ * so rounding differences between levels are <= c * u * mag (see tests). */
 float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
 void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
 void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);  /* q4_K/q5_K */

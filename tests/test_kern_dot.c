@@ -2,15 +2,19 @@
  * many shapes, every level against ggml's golden dot products, and the
  * activation quantizer wrapper against the golden activation bytes.
  *
- * Tolerance (derived, not tuned): every level computes each block's term
- * a - b from EXACT integer sums and at most 3 float roundings per product
- * (e.g. (d_x*d_y) * (float)isum), then adds the nb block terms in its own
- * order. With u = 2^-24, each result is within (nb + 4) u mag of the exact
- * value of the same terms, where mag = sum |a| + |b| (sl_dot_scalar_mag);
- * two levels therefore differ by at most 2 (nb + 5) u mag (one extra u for
- * the final rounding). Float types (F32/F16/BF16) are the case of 1-element
- * blocks. The golden values were computed by ggml with the same kind of
- * terms, so the same bound applies to them. */
+ * Tolerance (derived, not tuned): every level computes exact integer sums
+ * (per block, per sub-block or per vector lane, possibly with q stored as
+ * q + offset and the offset removed through the activation block sums), turns
+ * each into float with at most 3 roundings (convert, scale product, multiply)
+ * and adds these terms in its own order: per lane over the nb blocks, then a
+ * lane reduction of depth <= 4, then the min/offset part (depth 1). With
+ * u = 2^-24 each result is within (nb + 12) u M of the exact dot, where M
+ * bounds the sum of |term| for any such grouping: M = sum over elements of
+ * |d sc| (|q| + 2 offset) |y| + |dmin m| |y| (sl_dot_scalar_mag). Two levels
+ * therefore differ by at most 2 (nb + 12) u M. Float types are the case of
+ * 1-element blocks. ggml's golden values are sums of the same kind of terms,
+ * so the same bound applies to them.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +35,7 @@ static const int types[] = {
 static double bound(int t, int64_t n, const void *x, const void *y)
 {
     int64_t nb = n / sl_quant_block_elems(t);
-    return 2.0 * (double)(nb + 5) * U * (double)sl_dot_scalar_mag(t, n, x, y) + 1e-30;
+    return 2.0 * (double)(nb + 12) * U * (double)sl_dot_scalar_mag(t, n, x, y) + 1e-30;
 }
 
 Test(kern_dot, levels_present)
