@@ -67,6 +67,14 @@ static void mm_worker(void *ctx, int ith, int nth)
     for (int64_t r = r0; r < r1; r += SL_GEMM_MAX) {
         int nx = r1 - r < SL_GEMM_MAX ? (int)(r1 - r) : SL_GEMM_MAX;
         const char *w = j->W + (size_t)r * j->wrb;
+        /* The next tile's weight rows are contiguous: pull them towards L2
+         * now. Rows are only a few KiB, too short for the hardware
+         * prefetcher to follow nx interleaved streams. */
+        if (r + SL_GEMM_MAX < r1) {
+            int64_t nn = r1 - r - SL_GEMM_MAX < SL_GEMM_MAX ? r1 - r - SL_GEMM_MAX : SL_GEMM_MAX;
+            const char *nw = w + (size_t)nx * j->wrb;
+            for (size_t off = 0; off < (size_t)nn * j->wrb; off += 64) __builtin_prefetch(nw + off, 0, 2);
+        }
         /* The nx weight rows stay in L1/L2 while all activation rows pass. */
         for (int64_t i = 0; i < j->n_act; i += SL_GEMM_MAX) {
             int ny = j->n_act - i < SL_GEMM_MAX ? (int)(j->n_act - i) : SL_GEMM_MAX;
