@@ -81,7 +81,7 @@ Test(kern_dot, env_forces_level)
 }
 
 /* Random rows of many lengths: each level vs the scalar oracle. */
-Test(kern_dot, simd_equals_scalar_random, .timeout = 60)
+Test(kern_dot, simd_equals_scalar_random)
 {
     static const int nblocks[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 56};
     static const int nfloat[] = {1, 3, 8, 15, 16, 17, 31, 32, 33, 64, 100, 255, 1000, 4097};

@@ -49,7 +49,7 @@ static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_
     free(W); free(A); free(Y); free(y1);
 }
 
-Test(kern_matvec, equals_vec_dot_every_level, .timeout = 60)
+Test(kern_matvec, equals_vec_dot_every_level)
 {
     sl_pool *p = NULL;
     cr_assert_eq(sl_pool_create(&p, 2), 0);

@@ -51,7 +51,7 @@ static void run_many(int nthreads, int njobs, int sleep_every)
 Test(pool, single_thread) { run_many(1, 1000, 0); }
 Test(pool, two_threads_many_jobs) { run_many(2, 20000, 0); }
 Test(pool, sleeping_workers) { run_many(2, 40, 1); }
-Test(pool, oversubscribed, .timeout = 30) { run_many(5, 2000, 500); }
+Test(pool, oversubscribed) { run_many(5, 2000, 500); }
 
 Test(pool, bad_arguments)
 {
