@@ -32,7 +32,7 @@ struct sl_mt_opts { double timeout; int disabled; };
     static void sl_mt_##suite##_##name(void);                                    \
     __attribute__((constructor)) static void sl_mt_reg_##suite##_##name(void)    \
     {                                                                            \
-        struct sl_mt_opts o = {0, 0, ##__VA_ARGS__}; (void)o;                    \
+        struct sl_mt_opts o = { __VA_ARGS__ }; (void)o; /* {} ok in GNU C */ \
         if (!o.disabled) sl_mt_register(#suite, #name, sl_mt_##suite##_##name);  \
     }                                                                            \
     static void sl_mt_##suite##_##name(void)

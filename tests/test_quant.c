@@ -400,3 +400,264 @@ Test(quant_rmse, no_worse_than_ggml, .timeout = 60)
     }
     free(x); free(deq); free(qb);
 }
+
+/* ---- edge cases, round trips ------------------------------------------ */
+
+static const int k_weight_types[] = {
+    SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q2_K,
+    SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F16, SL_Q_BF16, SL_Q_F32,
+};
+#define NWT (int)(sizeof k_weight_types / sizeof k_weight_types[0])
+
+/* Relative RMSE bound per type on N(0,1) data (ggml's are ~0.6x these). */
+static double rel_tol(int t)
+{
+    switch (t) {
+    case SL_Q_Q2_K: return 0.45;
+    case SL_Q_Q3_K: return 0.25;
+    case SL_Q_Q4_0: case SL_Q_Q4_1: case SL_Q_Q4_K: return 0.15;
+    case SL_Q_Q5_0: case SL_Q_Q5_1: case SL_Q_Q5_K: return 0.08;
+    case SL_Q_Q6_K: return 0.04;
+    case SL_Q_Q8_0: return 0.01;
+    case SL_Q_F16: return 1e-3;
+    case SL_Q_BF16: return 6e-3;
+    default: return 0;
+    }
+}
+
+static uint64_t rng_state;
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float rng_normal(void)
+{
+    double u1 = ((rng_next() >> 11) + 1) * 0x1p-53, u2 = (rng_next() >> 11) * 0x1p-53;
+    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static double quant_roundtrip(int t, const float *x, float *y, int n)
+{
+    size_t rb = sl_quant_row_bytes(t, n);
+    uint8_t *q = malloc(rb + 64);
+    memset(q + rb, 0x5a, 64);
+    cr_assert_eq(sl_quant_quantize_row(t, x, q, n), (int64_t)rb, "%s n=%d", sl_quant_type_name(t), n);
+    for (int i = 0; i < 64; i++) cr_assert_eq(q[rb + i], 0x5a, "%s wrote past the row", sl_quant_type_name(t));
+    cr_assert_eq(sl_quant_dequantize_row(t, q, y, n), 0);
+    free(q);
+    return rms_err(x, y, n);
+}
+
+Test(quant_weights, random_roundtrip_and_lengths)
+{
+    rng_state = 42;
+    static const int lens[] = { 256, 512, 1024, 4096 };
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int n = lens[li];
+        float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+        for (int s = 0; s < 3; s++) {
+            float scale = s == 0 ? 1.0f : s == 1 ? 0.02f : 300.0f;
+            for (int i = 0; i < n; i++) x[i] = scale * rng_normal();
+            for (int k = 0; k < NWT; k++) {
+                int t = k_weight_types[k];
+                double e = quant_roundtrip(t, x, y, n) / scale;
+                cr_assert(e <= rel_tol(t), "%s n=%d scale %g: rel rmse %g", sl_quant_type_name(t), n, scale, e);
+            }
+        }
+        free(x); free(y);
+    }
+}
+
+/* Many blocks in one call give the same bytes as block by block. */
+Test(quant_weights, long_row_equals_blockwise)
+{
+    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    for (int k = 0; k < NWT; k++) {
+        int t = k_weight_types[k], be = sl_quant_block_elems(t), bb = sl_quant_block_bytes(t);
+        size_t rb = sl_quant_row_bytes(t, ROWS * COLS);
+        uint8_t *a = malloc(rb), *b = malloc(rb);
+        cr_assert_eq(sl_quant_quantize_row(t, x, a, ROWS * COLS), (int64_t)rb);
+        int step = be < 256 ? 256 : be;   /* keep it quick for 1-element "blocks" */
+        for (int i = 0; i < ROWS * COLS; i += step)
+            cr_assert_eq(sl_quant_quantize_row(t, x + i, b + (size_t)i / be * bb, step), (int64_t)step / be * bb);
+        cr_assert_eq(memcmp(a, b, rb), 0, "%s", sl_quant_type_name(t));
+        free(a); free(b);
+    }
+    free(x);
+}
+
+/* Legacy formats: requantizing a dequantized row reproduces it. */
+Test(quant_weights, legacy_idempotent)
+{
+    static const int types[] = { SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_F16, SL_Q_BF16 };
+    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *y = malloc(sizeof(float) * ROWS * COLS), *z = malloc(sizeof(float) * ROWS * COLS);
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        quant_roundtrip(types[k], x, y, ROWS * COLS);
+        double e = quant_roundtrip(types[k], y, z, ROWS * COLS);
+        double e0 = rms_err(x, y, ROWS * COLS);
+        cr_assert(e <= 1e-3 * e0, "%s: second pass moved values (%g vs first %g)", sl_quant_type_name(types[k]), e, e0);
+    }
+    free(x); free(y); free(z);
+}
+
+static void fill_case(int c, float *x, int n)
+{
+    for (int i = 0; i < n; i++) {
+        switch (c) {
+        case 0: x[i] = 0.0f; break;                                   /* zeros */
+        case 1: x[i] = -3.5f; break;                                  /* negative constant */
+        case 2: x[i] = 0.25f; break;                                  /* positive constant */
+        case 3: x[i] = i % 97 == 5 ? 1000.0f : 0.0f; break;           /* lone spikes */
+        case 4: x[i] = (i & 1) ? 65504.0f : -65504.0f; break;         /* f16 extremes */
+        case 5: x[i] = 1e-7f * rng_normal(); break;                   /* f16-subnormal scales */
+        case 6: x[i] = -fabsf(rng_normal()) - 4.0f; break;            /* all negative */
+        case 7: x[i] = fabsf(rng_normal()) + 4.0f; break;             /* all positive, offset */
+        case 8: x[i] = rng_normal() * (i % 256 < 16 ? 1e4f : 1e-3f); break; /* one loud sub-block */
+        case 9: x[i] = 1e-30f * rng_normal(); break;                  /* below f16 entirely */
+        case 10: x[i] = -0.0f; break;
+        }
+    }
+}
+#define NCASES 11
+
+Test(quant_weights, edge_cases_finite_and_bounded)
+{
+    rng_state = 7;
+    const int n = 512;
+    float x[512], y[512];
+    for (int c = 0; c < NCASES; c++) {
+        fill_case(c, x, n);
+        double rms = 0, amax = 0;
+        for (int i = 0; i < n; i++) { rms += (double)x[i] * x[i]; amax = fmax(amax, fabs(x[i])); }
+        rms = sqrt(rms / n);
+        for (int k = 0; k < NWT; k++) {
+            int t = k_weight_types[k];
+            double e = quant_roundtrip(t, x, y, n);
+            for (int i = 0; i < n; i++) cr_assert(isfinite(y[i]), "%s case %d el %d: %g", sl_quant_type_name(t), c, i, y[i]);
+            if (c == 0 || c == 10) for (int i = 0; i < n; i++) cr_assert_eq(y[i], 0.0f, "%s zeros", sl_quant_type_name(t));
+            /* flat rows are (nearly) exact: within f16 resolution */
+            if (c == 1 || c == 2) cr_assert(e <= 1e-3 * rms, "%s case %d: rmse %g", sl_quant_type_name(t), c, e);
+            /* no value further off than the row's magnitude (plus the f16
+             * subnormal quantum times a few levels: scales are f16) */
+            for (int i = 0; i < n; i++)
+                cr_assert(fabs((double)y[i] - x[i]) <= 1.01 * amax + 64 * 0x1p-24, "%s case %d el %d: %g vs %g",
+                          sl_quant_type_name(t), c, i, y[i], x[i]);
+            if (c == 5 || c == 8 || c == 9 || c == 3) continue;   /* f16 range limits dominate */
+            if (t != SL_Q_F32) cr_assert(e <= 1.5 * rel_tol(t) * rms + 1e-30, "%s case %d: rel rmse %g",
+                                         sl_quant_type_name(t), c, e / rms);
+        }
+    }
+}
+
+/* Hostile bytes (nan/inf scales, any bit pattern) dequantize without faults. */
+Test(quant_weights, dequantize_random_bytes)
+{
+    rng_state = 99;
+    uint8_t buf[4 * 292];
+    float y[1024];
+    int types[] = { SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q8_1, SL_Q_Q2_K, SL_Q_Q3_K,
+                    SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_Q8_K, SL_Q_F16, SL_Q_BF16, SL_Q_F32 };
+    for (int it = 0; it < 20; it++) {
+        for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)rng_next();
+        for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+            int64_t n = (int64_t)(sizeof buf / (size_t)sl_quant_block_bytes(types[k])) * sl_quant_block_elems(types[k]);
+            if (n > 1024) n = 1024 / sl_quant_block_elems(types[k]) * sl_quant_block_elems(types[k]);
+            cr_assert_eq(sl_quant_dequantize_row(types[k], buf, y, n), 0);
+        }
+    }
+}
+
+/* q8_0 / q8_1 reference semantics on every golden input row. */
+Test(quant_act, q8_0_q8_1_semantics)
+{
+    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    sl_block_q8_0 b0[16];
+    sl_block_q8_1 b1[16];
+    for (int r = 0; r < ROWS; r++) {
+        sl_quant_row_q8_0(x + r * COLS, b0, COLS);
+        sl_quant_row_q8_1(x + r * COLS, b1, COLS);
+        for (int k = 0; k < 16; k++) {
+            const float *xs = x + r * COLS + 32 * k;
+            float amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xs[j]));
+            float d = amax / 127, id = d ? 1 / d : 0;
+            cr_assert_eq(b0[k].d, sl_f32_to_f16(d));
+            cr_assert_eq(b1[k].d, sl_f32_to_f16(d));
+            int sum = 0;
+            for (int j = 0; j < 32; j++) {
+                int q = (int)roundf(xs[j] * id);
+                cr_assert_eq(b0[k].qs[j], q, "row %d blk %d el %d", r, k, j);
+                cr_assert_eq(b1[k].qs[j], q);
+                sum += q;
+            }
+            cr_assert_eq(b1[k].s, sl_f32_to_f16((float)sum * d));
+        }
+    }
+    free(x);
+}
+
+/* inf / nan input: no fault, and every block without one is quantized
+ * exactly as on its own (damage stays inside the block). */
+Test(quant_weights, nonfinite_input_is_block_local)
+{
+    rng_state = 1234;
+    const int n = 1024;
+    float x[1024], clean[256];
+    int types[] = { SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q8_1, SL_Q_Q8_K, SL_Q_Q2_K,
+                    SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F16, SL_Q_BF16 };
+    const float bad[] = { INFINITY, -INFINITY, NAN, 3e38f };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        for (int i = 0; i < n; i++) x[i] = rng_normal();
+        x[300] = bad[b];            /* in K super-block 1, legacy block 9 */
+        for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+            int t = types[k], be = sl_quant_block_elems(t), bb = sl_quant_block_bytes(t);
+            size_t rb = sl_quant_row_bytes(t, n);
+            uint8_t *q = malloc(rb), *one = malloc((size_t)bb * 256);
+            cr_assert_eq(sl_quant_quantize_row(t, x, q, n), (int64_t)rb);
+            int unit = be < 256 ? 256 : be;
+            for (int s = 0; s < n; s += unit) {
+                memcpy(clean, x + s, sizeof(float) * unit);
+                cr_assert_eq(sl_quant_quantize_row(t, clean, one, unit), (int64_t)unit / be * bb);
+                for (int blk = 0; blk < unit / be; blk++) {
+                    int e0 = s + blk * be;
+                    if (300 >= e0 && 300 < e0 + be) continue;
+                    cr_assert_eq(memcmp(q + (size_t)e0 / be * bb, one + (size_t)blk * bb, (size_t)bb), 0,
+                                 "%s bad=%g block at %d", sl_quant_type_name(t), bad[b], e0);
+                }
+            }
+            free(q); free(one);
+        }
+    }
+}
+
+/* The pieces together: the weight row and the activation quantized to the
+ * table's vec_dot_type, both dequantized, dotted in double = ggml's f64 dot. */
+Test(quant_golden, dequantized_dot_matches_f64)
+{
+    float *a = load("act.f32", sizeof(float) * COLS);
+    float ad[COLS], wd[COLS];
+    uint8_t abuf[2048];
+    for (int i = 0; i < NGOLDEN; i++) {
+        const struct gtype *g = &k_golden[i];
+        int vdt = sl_quant_vec_dot_type(g->type);
+        cr_assert_geq(sl_quant_quantize_row(vdt, a, abuf, COLS), 0);
+        cr_assert_eq(sl_quant_dequantize_row(vdt, abuf, ad, COLS), 0);
+        char name[64];
+        snprintf(name, sizeof name, "%s.q", g->file);
+        uint8_t *q = load(name, (size_t)ROWS * g->row_bytes);
+        snprintf(name, sizeof name, "%s.dot.f64", g->file);
+        double *want = load(name, sizeof(double) * ROWS);
+        for (int r = 0; r < ROWS; r++) {
+            cr_assert_eq(sl_quant_dequantize_row(g->type, q + (size_t)r * g->row_bytes, wd, COLS), 0);
+            double dot = 0, mag = 0;
+            for (int j = 0; j < COLS; j++) { dot += (double)wd[j] * ad[j]; mag += fabs((double)wd[j] * ad[j]); }
+            cr_assert(fabs(dot - want[r]) <= 1e-13 * mag, "%s row %d: %.17g vs %.17g", g->file, r, dot, want[r]);
+        }
+        free(q); free(want);
+    }
+    free(a);
+}
