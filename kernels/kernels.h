@@ -29,10 +29,18 @@ void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx);  /* returns when all are
 /* s = dot(n elements of weight row x, activation row y in vec_dot_type). */
 typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
+/* Tile of dots sharing loads: s[i*lds + j] = dot(x row j, y row i) for
+ * j < nx, i < ny (1 <= nx, ny <= SL_GEMM_MAX); x rows bx bytes apart, y rows
+ * by bytes apart. Each result is bit-identical to vec_dot on that pair. */
+#define SL_GEMM_MAX 4
+typedef void (*sl_gemm_fn)(int64_t n, const void *x, size_t bx, int nx,
+                           const void *y, size_t by, int ny, float *s, int64_t lds);
+
 typedef struct sl_kern {
     int isa;
     const char *name;
     sl_vec_dot_fn vec_dot[SL_Q_COUNT];          /* NULL: type not supported */
+    sl_gemm_fn gemm[SL_Q_COUNT];                /* NULL: matvec/matmul loop vec_dot */
     /* y = x / sqrt(mean(x^2) + eps) * w */
     void (*rmsnorm)(float *y, const float *x, const float *w, int64_t n, float eps);
     /* In place over n_head heads of head_dim: rotate the first n_rot dims of
