@@ -26,7 +26,8 @@ typedef struct sl_chat_msg {
 /* Family of a Jinja template source. SL_EUNSUPPORTED (with a message) if none
  * is recognised, SL_EINVAL for NULL. */
 int sl_chat_detect(const char *jinja, enum sl_chat_tmpl *out);
-/* By name: "llama3", "chatml", "qwen2", "qwen2.5", "llama2", "mistral".
+/* By name: "llama3", "chatml", "qwen2" (or "qwen"), "qwen2.5", "llama2",
+ * "mistral".
  * SL_EUNSUPPORTED for others. */
 int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out);
 const char *sl_chat_name(enum sl_chat_tmpl t);

@@ -8,7 +8,7 @@
 #include "../gguf/sl_status.h"
 
 static const struct { const char *name; enum sl_chat_tmpl t; } names[] = {
-    {"llama3", SL_CHAT_LLAMA3}, {"chatml", SL_CHAT_CHATML}, {"qwen2", SL_CHAT_QWEN2},
+    {"llama3", SL_CHAT_LLAMA3}, {"chatml", SL_CHAT_CHATML}, {"qwen2", SL_CHAT_QWEN2}, {"qwen", SL_CHAT_QWEN2},
     {"qwen2.5", SL_CHAT_QWEN25}, {"qwen25", SL_CHAT_QWEN25}, {"llama2", SL_CHAT_LLAMA2},
     {"mistral", SL_CHAT_MISTRAL},
 };

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../engine/tokenizer.h"
+#include "../engine/tok_internal.h"
 #include "../gguf/gguf.h"
 
 #define MODELS SL_SHARED_DIR "/models/"
@@ -541,4 +542,33 @@ Test(tokenizer, bad_metadata)
     cr_assert_eq(rc, SL_EFORMAT);
     cr_assert(strstr(sl_last_error(), "scores") != NULL, "message: %s", sl_last_error());
     cr_assert_eq(sl_tok_load(NULL, NULL), SL_EINVAL);
+}
+
+/* ---- generated Unicode tables ------------------------------------------------ */
+
+Test(tokenizer, unicode_tables)
+{
+    cr_assert(sl_ucd_flags('A') & SL_UCF_LETTER);
+    cr_assert(sl_ucd_flags(0xE9) & SL_UCF_LETTER);            /* e acute */
+    cr_assert(sl_ucd_flags(0x4E00) & SL_UCF_LETTER);          /* CJK, inside a First/Last range */
+    cr_assert(sl_ucd_flags(0xAC01) & SL_UCF_LETTER);          /* Hangul syllable range */
+    cr_assert(sl_ucd_flags('7') & SL_UCF_NUMBER);
+    cr_assert(sl_ucd_flags(0x0663) & SL_UCF_NUMBER);          /* Arabic-Indic three */
+    cr_assert(sl_ucd_flags(0x00B2) & SL_UCF_NUMBER);          /* superscript two (No) */
+    cr_assert(sl_ucd_flags(',') & SL_UCF_PUNCT);
+    cr_assert(sl_ucd_flags('$') & SL_UCF_SYMBOL);
+    cr_assert(sl_ucd_flags(0x1F999) & SL_UCF_SYMBOL);         /* llama emoji (So) */
+    cr_assert(sl_ucd_flags(0x0301) & SL_UCF_MARK);            /* combining acute */
+    cr_assert_eq(sl_ucd_flags(' '), SL_UCF_SEPARATOR | SL_UCF_WHITESPACE);
+    cr_assert_eq(sl_ucd_flags('\n'), SL_UCF_CONTROL | SL_UCF_WHITESPACE);
+    cr_assert_eq(sl_ucd_flags(0x3000), SL_UCF_SEPARATOR | SL_UCF_WHITESPACE);
+    cr_assert_eq(sl_ucd_flags(0x0085), SL_UCF_CONTROL | SL_UCF_WHITESPACE);
+    cr_assert_eq(sl_ucd_flags(0x200B), SL_UCF_CONTROL);       /* ZWSP is Cf, not White_Space */
+    cr_assert_eq(sl_ucd_flags(0x0378), SL_UCF_UNDEF);         /* unassigned */
+    cr_assert_eq(sl_ucd_flags(0xE000), SL_UCF_CONTROL);       /* private use */
+    cr_assert_eq(sl_ucd_flags(0x10FFFF), SL_UCF_UNDEF);
+    cr_assert_eq(sl_ucd_flags(0x110000), SL_UCF_UNDEF);
+    cr_assert_eq(sl_ucd_range_start[0], 0u);
+    for (uint32_t i = 1; i < sl_ucd_n_ranges; i++)
+        cr_assert_lt(sl_ucd_range_start[i - 1], sl_ucd_range_start[i]);
 }
