@@ -145,11 +145,6 @@ static int bpe_word(const sl_tok *t, work *k, size_t wlen, sl_ids *out)
 int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out)
 {
     if (len == 0) return 0;
-    /* byte -> UTF-8 of its byte-level character */
-    char map[256][2];
-    unsigned char mlen[256];
-    for (unsigned b = 0; b < 256; b++) mlen[b] = (unsigned char)sl_utf8_encode(byte_to_cp(b), map[b]);
-
     uint32_t *cps = malloc(len * sizeof *cps);
     size_t *lens = malloc(len * sizeof *lens);
     size_t *scratch = malloc(len * sizeof *scratch);
@@ -170,8 +165,8 @@ int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out
             size_t ul = sl_utf8_encode(cps[j], u);
             for (size_t q = 0; q < ul; q++) {
                 unsigned char b = (unsigned char)u[q];
-                memcpy(k.w + wl, map[b], mlen[b]);
-                wl += mlen[b];
+                memcpy(k.w + wl, t->bmap[b], t->bmap_len[b]);
+                wl += t->bmap_len[b];
             }
         }
         pos += lens[i];

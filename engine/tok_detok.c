@@ -6,16 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Byte for a GPT-2 byte-level code point, -1 if cp is not one. */
-static int cp_to_byte(uint32_t cp)
-{
-    if (cp < 0x100) return sl_bpe_byte_cp(cp) == cp ? (int)cp : -1;
-    if (cp >= 0x144) return -1;
-    for (unsigned b = 0; b < 256; b++)
-        if (sl_bpe_byte_cp(b) == cp) return (int)b;
-    return -1;
-}
-
 /* Writes the piece into buf if it fits; returns its full length. */
 static size_t piece(const sl_tok *t, int32_t id, bool special, char *buf, size_t cap)
 {
@@ -59,7 +49,7 @@ static size_t piece(const sl_tok *t, int32_t id, bool special, char *buf, size_t
             while (chunk < n - i && chunk > 1 && ((unsigned char)s[i + chunk] & 0xc0) == 0x80) chunk--;
             size_t nc = sl_utf8_decode_lenient(s + i, chunk, cps);
             for (size_t k = 0; k < nc; k++) {
-                int b = cp_to_byte(cps[k]);
+                int b = cps[k] < 0x144 ? t->brev[cps[k]] : -1;
                 if (b >= 0) {
                     PUT(b);
                 } else {   /* not a byte-level character: keep its UTF-8 */

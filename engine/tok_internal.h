@@ -74,7 +74,11 @@ struct sl_tok {
     int32_t n_special;
     int32_t *eog;
     int32_t n_eog;
-    int32_t byte_tok[256];       /* SPM: <0xXX> (or raw byte) token; -1 if none */
+    int32_t byte_tok[256];
+    char bmap[256][2];           /* BPE: byte -> UTF-8 of its byte-level character */
+    uint8_t bmap_len[256];
+    int16_t brev[0x144];         /* BPE: byte-level code point -> byte, -1 if none */
+    size_t max_text;             /* longest token text */       /* SPM: <0xXX> (or raw byte) token; -1 if none */
     int32_t bos, eos, unk, pad, eot, eom;
     bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
 };

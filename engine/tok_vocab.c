@@ -342,6 +342,16 @@ static int setup_special(sl_tok *t, const sl_gguf *g)
         }
     }
 
+    /* byte-level BPE character tables */
+    for (int i = 0; i < 0x144; i++) t->brev[i] = -1;
+    for (unsigned b = 0; b < 256; b++) {
+        uint32_t cp = sl_bpe_byte_cp(b);
+        t->bmap_len[b] = (uint8_t)sl_utf8_encode(cp, t->bmap[b]);
+        t->brev[cp] = (int16_t)b;
+    }
+    for (int32_t i = 0; i < t->n_vocab; i++)
+        if (t->text_len[i] > t->max_text) t->max_text = t->text_len[i];
+
     /* SPM byte fallback tokens */
     for (int b = 0; b < 256; b++) {
         char buf[8];
@@ -479,6 +489,13 @@ const char *sl_tok_text(const sl_tok *t, int32_t id, size_t *len)
     }
     if (len) *len = t->text_len[id];
     return t->pool + t->text_off[id];
+}
+
+size_t sl_tok_max_out(const sl_tok *t)
+{
+    /* a piece is at most the token text (byte-level decoding only shrinks;
+     * SPM "\u2581" -> " " too) */
+    return 3 * (t->max_text + 3);
 }
 
 int32_t sl_tok_find(const sl_tok *t, const char *text, size_t len)

@@ -81,13 +81,17 @@ typedef struct sl_detok {
 } sl_detok;
 
 void sl_detok_init(sl_detok *d, bool special);
-/* Appends the text completed by id to out (at most cap bytes; a piece is
- * never longer than SL_DETOK_MAX_OUT when cap is at least that). *len = bytes
- * written. SL_ERANGE if cap is too small (state unchanged). */
+/* Appends the text completed by id to out; *len = bytes written, at most
+ * 3 * (piece length + 3) (invalid bytes expand to U+FFFD), so a buffer of
+ * sl_tok_max_out(t) bytes always suffices; SL_DETOK_MAX_OUT does for every
+ * vocabulary whose longest piece is at most 330 bytes (all real ones seen).
+ * SL_ERANGE if cap is too small (state unchanged). */
 #define SL_DETOK_MAX_OUT 1024
 int sl_detok_push(sl_detok *d, const sl_tok *t, int32_t id, char *out, size_t cap,
                   size_t *len);
-/* Emits held bytes as U+FFFD each (end of stream). */
+/* Output buffer size that sl_detok_push never exceeds for this vocabulary. */
+size_t sl_tok_max_out(const sl_tok *t);
+/* Emits held bytes as one U+FFFD (end of stream). */
 int sl_detok_flush(sl_detok *d, char *out, size_t cap, size_t *len);
 
 #endif
