@@ -217,6 +217,20 @@ Test(tokenizer, stories260k_text_prompts)
     sl_tok_free(t);
 }
 
+/* TinyStories-656K's vocabulary has all scores -1000, so llama.cpp's SPM
+ * algorithm does not reproduce the model's own (HF BPE) tokenization; the
+ * golden README records what llama.cpp produces, and we must match that. */
+Test(tokenizer, tinystories656k_llamacpp_tokenization)
+{
+    sl_tok *t = load_tok(MODELS "TinyStories-656K-Q8_0.gguf");
+    const int32_t want[] = {1, 80, 247, 158, 420, 177, 604};
+    int32_t ids[32];
+    int64_t n = sl_tok_encode(t, "The little dog", 14, true, false, ids, 32);
+    cr_assert_eq(n, 7);
+    for (int i = 0; i < 7; i++) cr_assert_eq(ids[i], want[i], "token %d: %d, llama.cpp %d", i, ids[i], want[i]);
+    sl_tok_free(t);
+}
+
 /* greedy_text = concatenated pieces (special = false); full_text =
  * llama_detokenize(prompt + greedy, remove_special = false, unparse = false). */
 static void check_detok(const char *model, const char *golden)
