@@ -314,6 +314,8 @@ static int open_stream(sl_stream *s)
     int rc = make_loader(s, iov, n_fixed);
     free(iov);
     if (rc) return rc;
+    if (n_fixed > 0 && sl_loader_backend(s->L) == SL_IO_URING && !sl_loader_fixed(s->L) && !s->cfg.read_hook)
+        add_notice(s, "io_uring fixed buffers not registered (RLIMIT_MEMLOCK?): plain reads");
 
     /* pinned units and the embedding table: all submitted, then waited */
     s->pmem = calloc((size_t)(U ? U : 1), sizeof *s->pmem);
