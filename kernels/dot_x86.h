@@ -18,6 +18,7 @@
 #define X86_CAT2(a, b) a##_##b
 #define X86_CAT(a, b) X86_CAT2(a, b)
 #define FN(name) X86_CAT(name, X86_SUFFIX)
+#define UNROLL _Pragma("GCC unroll 16")
 
 static inline float hsum8(__m256 v)
 {
@@ -62,6 +63,14 @@ static inline __m256i split16(int lo, int hi)
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
 
+/* w16 holds 16 words; returns w[2k] in all words of the low 128 bits and
+ * w[2k+1] in the high 128 bits (scales of two 16-element sub-blocks). */
+static inline __m256i pair_bcast(__m256i w16, int k)
+{
+    __m256i p = _mm256_permutevar8x32_epi32(w16, _mm256_set1_epi32(k));
+    return _mm256_shuffle_epi8(p, _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)));
+}
+
 static inline __m256i loadu(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 typedef struct { __m256 a, b; float s; } acc_t;
@@ -83,6 +92,7 @@ static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m128i s8 = _mm_cvtsi64_si128((long long)(((uint64_t)sc[1] << 32) | sc[0]));
     __m128i s16 = _mm_cvtepu8_epi16(s8);
+    UNROLL
     for (int p = 0; p < 4; p++) {
         __m256i q = loadu(x->qs + 32 * p);
         u->q[2 * p] = _mm256_and_si256(q, m4);
@@ -90,6 +100,7 @@ static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
     }
     /* broadcast scale j to all 16 words: permute words across the vector */
     __m256i s16x2 = _mm256_broadcastsi128_si256(s16);
+    UNROLL
     for (int j = 0; j < 8; j++)
         u->sc[j] = _mm256_shuffle_epi8(s16x2, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
     __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
@@ -101,6 +112,7 @@ static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
     for (int p = 0; p < 4; p++) {
         i0 = madd_scaled(i0, u->q[2 * p], loadu(y->qs + 64 * p), u->sc[2 * p]);
         i1 = madd_scaled(i1, u->q[2 * p + 1], loadu(y->qs + 64 * p + 32), u->sc[2 * p + 1]);
@@ -122,6 +134,7 @@ static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     __m256i hb = loadu(x->qh);
     __m256i isum = _mm256_setzero_si256();
+    UNROLL
     for (int p = 0; p < 4; p++) {
         __m256i q = loadu(x->qs + 32 * p);
         __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p), one), 4);
@@ -146,9 +159,9 @@ typedef struct { __m256i q[8], sc[8], sc16; float d; } u_q6_k;
 static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    UNROLL
     for (int h = 0; h < 2; h++) {
         const uint8_t *L = x->ql + 64 * h;
-        const int8_t *S = x->scales + 8 * h;
         __m256i l0 = loadu(L), l1 = loadu(L + 32), H = loadu(x->qh + 32 * h);
         __m256i *q = u->q + 4 * h;
         q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
@@ -158,15 +171,17 @@ static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
         q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
-        for (int g = 0; g < 4; g++) u->sc[4 * h + g] = split16(S[2 * g], S[2 * g + 1]);
     }
     u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    UNROLL
+    for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(u->sc16, k);
     u->d = f16s(x->d);
 }
 
 static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
     for (int k = 0; k < 8; k += 2) {
         i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
         i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
@@ -184,15 +199,16 @@ typedef struct { __m256i q[8], sc[8], m16; float d, dmin; } u_q2_k;
 static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 {
     const __m256i m3 = _mm256_set1_epi8(3);
+    UNROLL
     for (int h = 0; h < 2; h++) {
         __m256i q = loadu(x->qs + 32 * h);
-        const uint8_t *sc = x->scales + 8 * h;
-        for (int k = 0; k < 4; k++) {
-            u->q[4 * h + k] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
-            u->sc[4 * h + k] = split16(sc[2 * k] & 15, sc[2 * k + 1] & 15);
-        }
+        UNROLL
+        for (int k = 0; k < 4; k++) u->q[4 * h + k] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
     }
     __m128i s8 = _mm_loadu_si128((const __m128i *)x->scales);
+    __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(s8, _mm_set1_epi8(15)));
+    UNROLL
+    for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(sc16, k);
     u->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15)));
     u->d = f16s(x->d);
     u->dmin = f16s(x->dmin);
@@ -201,6 +217,7 @@ static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
     for (int k = 0; k < 8; k += 2) {
         i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
         i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
@@ -222,34 +239,30 @@ static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
     w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
     w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
     w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
-    __m128i s8 = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)w), _mm_set1_epi8(32));
-    __m256i s16x2 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));            /* scales 0..7 */
-    __m256i s16y2 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8))); /* 8..15 */
+    /* from GPRs: a 128-bit load of w[] just stored would stall store forwarding */
+    __m128i s8 = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-    /* word-broadcast pattern: scale 2j in the low 128 bits, 2j+1 in the high */
-    for (int j = 0; j < 8; j++) {
-        __m256i src = j < 4 ? s16x2 : s16y2;
-        int a0 = 2 * (2 * j % 8), a1 = 2 * ((2 * j + 1) % 8);
-        __m256i idx = _mm256_set_m128i(_mm_set1_epi16((short)(0x0100 * (a1 + 1) + a1)),
-                                       _mm_set1_epi16((short)(0x0100 * (a0 + 1) + a0)));
-        u->sc[j] = _mm256_shuffle_epi8(src, idx);
-    }
+    u->sc16 = _mm256_cvtepi8_epi16(s8);
+    UNROLL
+    for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(u->sc16, k);
     __m256i hm = loadu(x->hmask);
+    UNROLL
     for (int h = 0; h < 2; h++) {
         __m256i q = loadu(x->qs + 32 * h);
+        UNROLL
         for (int k = 0; k < 4; k++) {
             __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
             u->q[4 * h + k] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
         }
     }
-    u->sc16 = _mm256_cvtepi8_epi16(s8);
     u->d = f16s(x->d);
 }
 
 static inline void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
     for (int k = 0; k < 8; k += 2) {
         i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
         i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
@@ -345,18 +358,18 @@ FN(tile_##T)(int NX, int NY, int64_t nb, const char *vx, size_t bx, const char *
              size_t by, float *s, int64_t lds)                                          \
 {                                                                                        \
     acc_t acc[SL_GEMM_MAX][SL_GEMM_MAX];                                                 \
-    for (int i = 0; i < NX; i++)                                                         \
-        for (int j = 0; j < NY; j++)                                                     \
+    UNROLL for (int i = 0; i < NX; i++)                                                  \
+        UNROLL for (int j = 0; j < NY; j++)                                              \
             acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
     for (int64_t b = 0; b < nb; b++)                                                     \
-        for (int i = 0; i < NX; i++) {                                                   \
+        UNROLL for (int i = 0; i < NX; i++) {                                            \
             u_##T u;                                                                     \
             unp_##T((const XB *)(vx + (size_t)i * bx) + b, &u);                          \
-            for (int j = 0; j < NY; j++)                                                 \
+            UNROLL for (int j = 0; j < NY; j++)                                          \
                 pair_##T(&u, (const YB *)(vy + (size_t)j * by) + b, &acc[i][j]);         \
         }                                                                                \
-    for (int i = 0; i < NX; i++)                                                         \
-        for (int j = 0; j < NY; j++)                                                     \
+    UNROLL for (int i = 0; i < NX; i++)                                                  \
+        UNROLL for (int j = 0; j < NY; j++)                                              \
             s[j * lds + i] = hsum8(acc[i][j].a) - hsum8(acc[i][j].b) + acc[i][j].s;      \
 }                                                                                        \
 static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
