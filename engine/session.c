@@ -197,6 +197,28 @@ bool sl_model_token_is_eog(const sl_model *m, int32_t id)
     return m->tok && sl_tok_is_eog(m->tok, id);
 }
 
+int sl_model_token_text(const sl_model *m, int32_t id, char *buf, size_t cap)
+{
+    size_t len = 0;
+    int rc = need_tok(m);
+    if (rc) return rc;
+    if (id < 0 || id >= sl_tok_n_vocab(m->tok))
+        return sl_err_set(SL_EINVAL, "token id %d out of range", id);
+    const char *t = sl_tok_text(m->tok, id, &len);
+    if (!t || len + 1 > cap) return sl_err_set(SL_ERANGE, "token %d text does not fit", id);
+    memcpy(buf, t, len);
+    buf[len] = 0;
+    return (int)len;
+}
+
+const char *sl_model_meta_str(const sl_model *m, const char *key)
+{
+    const char *s = NULL;
+    uint64_t len;
+    if (sl_gguf_get_str(sl_stream_gguf(m->st), key, &s, &len)) return NULL;
+    return s;
+}
+
 int sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap)
 {
     int rc = need_tok(m);
@@ -360,6 +382,14 @@ int sl_session_sample(sl_session *s, int32_t *token)
     return 0;
 }
 
+int sl_session_accept(sl_session *s, int32_t token)
+{
+    int rc = run(s, &token, 1, SL_LOGITS_LAST, s->logits, true);
+    if (rc) s->have_logits = false;
+    else s->have_logits = true;
+    return rc;
+}
+
 int sl_session_step(sl_session *s, int32_t *token)
 {
     if (s->kv.n_past >= s->kv.n_ctx)
@@ -367,9 +397,7 @@ int sl_session_step(sl_session *s, int32_t *token)
                                        s->kv.n_ctx));
     int rc = sl_session_sample(s, token);
     if (rc) return rc;
-    rc = run(s, token, 1, SL_LOGITS_LAST, s->logits, true);
-    if (rc) s->have_logits = false;
-    return rc;
+    return sl_session_accept(s, *token);
 }
 
 int sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap)

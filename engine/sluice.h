@@ -83,6 +83,11 @@ void *sl_model_stream(const sl_model *m);
 int  sl_model_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
                        int32_t *ids, int cap);
 bool sl_model_token_is_eog(const sl_model *m, int32_t id);
+/* Vocabulary text of a token as stored ("<s>", "<|im_end|>"), NUL-terminated;
+ * returns its length, SL_ERANGE if cap is too small, SL_EINVAL for a bad id. */
+int sl_model_token_text(const sl_model *m, int32_t id, char *buf, size_t cap);
+/* A string metadata value (e.g. "tokenizer.chat_template"); NULL if absent. */
+const char *sl_model_meta_str(const sl_model *m, const char *key);
 /* Raw piece of a token (bytes, not necessarily valid UTF-8 alone); length or < 0. */
 int  sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap);
 
@@ -125,6 +130,8 @@ const float *sl_session_logits(const sl_session *s);
 int  sl_session_step(sl_session *s, int32_t *token);
 /* Sample only (no feed): the token the sampler picks from the current logits. */
 int  sl_session_sample(sl_session *s, int32_t *token);
+/* Feed one generated token (a decode step: counted in the decode statistics). */
+int  sl_session_accept(sl_session *s, int32_t token);
 /* Positions used / available. */
 int32_t sl_session_n_past(const sl_session *s);
 int32_t sl_session_n_ctx(const sl_session *s);
