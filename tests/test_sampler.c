@@ -165,7 +165,7 @@ Test(sampler, repetition_penalty)
     /* window = last 2 (ids 1, 2): id 0 unpenalized stays best */
     cr_assert_eq(sl_sampler_sample(&s, l, hist, 3), 0);
     /* id 0 penalized: 2.0 / 1.1 = 1.818 < 1.9 */
-    int32_t h2[2] = { 1, 0 };
+    int32_t h2[2] = { 2, 0 };
     cr_assert_eq(sl_sampler_sample(&s, l, h2, 2), 1);
     /* negative logits get multiplied (more negative), never promoted */
     float l2[2] = { -1.0f, -1.05f };
