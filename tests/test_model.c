@@ -239,12 +239,14 @@ Test(model, rope_scaling_llama3)
     cr_assert_eq(broken("llama3", &mu, &d, NULL, NULL, 0), 0, "%s", sl_last_error());
     cr_assert_eq(d.rope_scaling, SL_ROPE_SCALE_LLAMA3);
     /* head dim 8, base 1e4: wavelengths 2pi*{1, 10, 100, 1000}; original ctx 8192,
-     * low 1, high 4: high-frequency bound 2048, low 8192: all four keep their
-     * frequency (wavelen < 2048) */
+     * low 1, high 4: bounds 2048 and 8192: the first three keep their
+     * frequency, the last (6283) is in the smoothed band */
     float inv[4];
     sl_model_rope_inv_freq(&d, NULL, inv);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         cr_assert_float_eq(inv[i], pow(10000.0, -2.0 * i / 8), 1e-6);
+    double sm = (8192 / (2 * M_PI * 1000) - 1) / 3;
+    cr_assert_float_eq(inv[3], (1 - sm) * 1e-3 / 8 + sm * 1e-3, 1e-8);
     /* per-dimension divisors from a rope_freqs tensor take precedence */
     float ff[4] = { 1, 2, 4, 8 };
     sl_model_rope_inv_freq(&d, ff, inv);
