@@ -88,7 +88,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     /* Metadata first: the planner needs our KV + arena sizes before it plans. */
     sl_gguf *g = NULL;
     int rc = sl_gguf_open_path(&g, path);
-    if (rc) { free(m); return sl_err_set(rc, "%s", sl_gguf_errmsg(NULL)); }
+    if (rc) { free(m); return rc; }   /* message names the path */
     rc = sl_model_desc_load(&m->d, g);
     if (rc) { sl_gguf_close(g); free(m); return rc; }
     m->model_bytes = sl_gguf_total_tensor_bytes(g);
@@ -109,7 +109,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     if (m->n_batch > m->n_ctx) m->n_batch = m->n_ctx;
 
     rc = sl_kern_best_checked(&m->k);
-    if (rc) { rc = sl_err_set(rc, "kernels: %s", sl_last_error()); goto fail; }
+    if (rc) goto fail;
     if ((rc = sl_pool_create(&m->pool, nth))) {
         rc = sl_err_set(rc, "thread pool of %d threads: %s", nth, sl_strerror(rc));
         goto fail;
@@ -126,7 +126,13 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
                        sl_forward_arena_bytes(&m->d, m->n_batch, m->n_ctx, nth) +
                        (uint64_t)m->d.n_vocab * (4 + 4 + 8 + 1) + (uint64_t)m->n_ctx * 4;
     rc = sl_stream_open(&m->st, path, &sc);
-    if (rc) { rc = sl_err_set(rc, "%s", sl_stream_open_errmsg()); m->st = NULL; goto fail; }
+    if (rc) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", sl_stream_open_errmsg());
+        rc = sl_err_set(rc, "%s", msg);
+        m->st = NULL;
+        goto fail;
+    }
     rc = sl_forward_init(&m->fw, &m->d, m->st, m->k, m->pool, m->n_batch, m->n_ctx);
     if (rc) goto fail;
     *out = m;
