@@ -109,7 +109,9 @@ int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m)
 {
     int rc = sl_model_open(m, o->path, &o->mp);
     if (rc) {
-        fprintf(stderr, "sluice %s: %s: %s\n", cmd, o->path, sl_last_error());
+        const char *msg = sl_last_error();
+        if (strstr(msg, o->path)) fprintf(stderr, "sluice %s: %s\n", cmd, msg);
+        else fprintf(stderr, "sluice %s: %s: %s\n", cmd, o->path, msg);
         return 1;
     }
     return 0;
