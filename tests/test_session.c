@@ -157,10 +157,12 @@ Test(session, reset_and_seeded_sampling)
 }
 
 /* ---- identical output across streamer modes ------------------------------- */
-typedef struct mode_cfg { const char *name; int mode, io; int32_t max_pinned; uint64_t budget; } mode_cfg;
+typedef struct mode_cfg { const char *name; int mode, io; int32_t max_pinned; uint64_t budget; int32_t n_batch; } mode_cfg;
 
+/* eval (all logits) + greedy decode, then reset and a plain feed (lm head only
+ * for the last chunk: the streamer's schedule restarts at layer 0). */
 static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int n, float *lg, int32_t *greedy,
-                    int n_greedy, char *why, size_t why_len)
+                    int n_greedy, float *last, char *why, size_t why_len)
 {
     sl_model_params mp;
     sl_model_params_init(&mp);
@@ -170,6 +172,7 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     mp.io = c->io;
     mp.max_pinned = c->max_pinned;
     mp.mem_budget = c->budget;
+    mp.n_batch = c->n_batch;
     sl_model *m;
     int rc = sl_model_open(&m, path, &mp);
     if (rc) { snprintf(why, why_len, "%s", sl_last_error()); return rc; }
@@ -182,6 +185,9 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
         greedy[k] = sl_sampler_greedy(sl_session_logits(s), mi.n_vocab);
         cr_assert_eq(sl_session_feed_tokens(s, &greedy[k], 1), 0, "%s: %s", c->name, sl_session_errmsg(s));
     }
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0, "%s: %s", c->name, sl_session_errmsg(s));
+    memcpy(last, sl_session_logits(s), (size_t)mi.n_vocab * sizeof(float));
     if (c->mode) cr_expect_eq(mi.mode, c->mode, "%s: planner chose mode %d", c->name, mi.mode);
     sl_session_free(s);
     sl_model_free(m);
@@ -192,29 +198,38 @@ static void modes_identical(const char *path, int32_t n_vocab)
 {
     enum { N = 12, G = 8 };
     const mode_cfg cfgs[] = {
-        { "resident", SL_MODE_RESIDENT, SL_IO_AUTO, -1, 0 },
-        { "stream, 1 pinned", SL_MODE_STREAM, SL_IO_AUTO, 1, 0 },
-        { "stream, none pinned", SL_MODE_STREAM, SL_IO_AUTO, 0, 0 },
-        { "mmap", SL_MODE_MMAP, SL_IO_AUTO, -1, 0 },
-        { "stream, pread", SL_MODE_STREAM, SL_IO_PREAD, 0, 0 },
-        { "resident, pread", SL_MODE_RESIDENT, SL_IO_PREAD, -1, 0 },
+        { "resident", SL_MODE_RESIDENT, SL_IO_AUTO, -1, 0, 0 },
+        { "stream, 1 pinned", SL_MODE_STREAM, SL_IO_AUTO, 1, 0, 0 },
+        { "stream, none pinned", SL_MODE_STREAM, SL_IO_AUTO, 0, 0, 0 },
+        { "stream, none pinned, chunks of 5", SL_MODE_STREAM, SL_IO_AUTO, 0, 0, 5 },
+        { "stream, 1 pinned, chunks of 3", SL_MODE_STREAM, SL_IO_AUTO, 1, 0, 3 },
+        { "mmap", SL_MODE_MMAP, SL_IO_AUTO, -1, 0, 0 },
+        { "stream, pread", SL_MODE_STREAM, SL_IO_PREAD, 0, 0, 0 },
+        { "resident, pread", SL_MODE_RESIDENT, SL_IO_PREAD, -1, 0, 0 },
     };
     int32_t ids[N];
     some_ids(ids, N, n_vocab);
     float *ref = malloc((size_t)N * n_vocab * sizeof(float)), *lg = malloc((size_t)N * n_vocab * sizeof(float));
+    float *lref = malloc((size_t)n_vocab * sizeof(float)), *last = malloc((size_t)n_vocab * sizeof(float));
     int32_t gref[G], g[G];
     char why[512];
-    int rc = run_mode(path, &cfgs[0], ids, N, ref, gref, G, why, sizeof why);
+    int rc = run_mode(path, &cfgs[0], ids, N, ref, gref, G, lref, why, sizeof why);
     cr_assert_eq(rc, 0, "resident: %s", why);
+    cr_assert(!memcmp(lref, ref + (size_t)(N - 1) * n_vocab, (size_t)n_vocab * sizeof(float)),
+              "feed and eval disagree on the last row");
     for (size_t c = 1; c < sizeof cfgs / sizeof cfgs[0]; c++) {
-        rc = run_mode(path, &cfgs[c], ids, N, lg, g, G, why, sizeof why);
+        rc = run_mode(path, &cfgs[c], ids, N, lg, g, G, last, why, sizeof why);
         cr_assert_eq(rc, 0, "%s: %s", cfgs[c].name, why);
         cr_expect(!memcmp(lg, ref, (size_t)N * n_vocab * sizeof(float)), "%s: logits differ from resident",
                   cfgs[c].name);
         cr_expect(!memcmp(g, gref, sizeof g), "%s: greedy tokens differ from resident", cfgs[c].name);
+        cr_expect(!memcmp(last, lref, (size_t)n_vocab * sizeof(float)), "%s: fed logits differ from resident",
+                  cfgs[c].name);
     }
     free(ref);
     free(lg);
+    free(lref);
+    free(last);
 }
 
 Test(session, modes_identical_q4k, .timeout = 120) { modes_identical(Q4K, 32000); }
