@@ -156,6 +156,29 @@ Test(session, reset_and_seeded_sampling)
     sl_model_free(m);
 }
 
+/* Invalid UTF-8 in a prompt is tokenized byte-wise (as llama.cpp), never a crash;
+ * the detokenizer emits only complete UTF-8. */
+Test(session, invalid_utf8_prompt)
+{
+    sl_model *m = open_model(S260, 64, 0);
+    sl_session *s;
+    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_feed_text(s, "Once \xff\xfe upon \xc3", false), 0, "%s", sl_session_errmsg(s));
+    cr_assert_gt(sl_session_n_past(s), 3);
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.seed = 5;
+    cr_assert_eq(sl_session_set_sampling(s, &sp), 0);
+    for (int i = 0; i < 10; i++) {
+        int32_t t;
+        char piece[256];
+        cr_assert_eq(sl_session_step(s, &t), 0, "%s", sl_session_errmsg(s));
+        cr_assert_geq(sl_session_detok(s, t, piece, sizeof piece), 0, "%s", sl_session_errmsg(s));
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
 /* ---- identical output across streamer modes ------------------------------- */
 typedef struct mode_cfg { const char *name; int mode, io; int32_t max_pinned; uint64_t budget; int32_t n_batch; } mode_cfg;
 
@@ -269,6 +292,34 @@ Test(cli, bad_flags_exit_2)
     cr_assert_eq(sluice_cmd("eval -m " S260 " --tokens 1,2 --mode fast", out, sizeof out), 2, "%s", out);
     cr_assert_eq(sluice_cmd("eval -m " S260 " --tokens 1,2 --mem-budget 12Q", out, sizeof out), 2, "%s", out);
     cr_assert_eq(sluice_cmd("chat -m " S260 " --chat-template nope", out, sizeof out), 2, "%s", out);
+}
+
+Test(cli, run_and_chat)
+{
+    char out[16384];
+    int rc = sluice_cmd("run -m " S260 " -p 'Once upon a time' -n 64 --temp 0 -t 2", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    /* golden text_once greedy_text starts like this (its first 5 steps are binding) */
+    cr_assert_not_null(strstr(out, "Once upon a time, there was a little girl"), "%s", out);
+    cr_assert_not_null(strstr(out, "decode: 64 tokens"), "%s", out);
+    rc = sluice_cmd("chat -m " S260 " --chat-template chatml -n 8 --seed 1 -t 2 --stats < /dev/null", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    char in[64], cmd[512];
+    snprintf(in, sizeof in, "/tmp/sl_test_chat_%d.txt", (int)getpid());
+    FILE *f = fopen(in, "w");
+    cr_assert_not_null(f);
+    fputs("Hello there\n\nTell me a story\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "chat -m %s --chat-template llama2 -n 8 --seed 1 -t 2 < %s", S260, in);
+    rc = sluice_cmd(cmd, out, sizeof out);
+    unlink(in);
+    cr_assert_eq(rc, 0, "%s", out);
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    cr_assert_geq(lines, 2, "one reply per non-empty input line: %s", out);
+    rc = sluice_cmd("chat -m " S260 " -n 4 -t 2 < /dev/null", out, sizeof out);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert_not_null(strstr(out, "no tokenizer.chat_template"), "%s", out);
 }
 
 Test(cli, model_errors_exit_1)
