@@ -190,7 +190,7 @@ deps:
 DEMO_MODEL ?= $(SHARED)/models/stories260K.gguf
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(BUILD)/sluice info $(DEMO_MODEL)
+	$(BUILD)/sluice run -m $(DEMO_MODEL) -p "Once upon a time" -n 64
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sluice \
