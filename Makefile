@@ -96,7 +96,9 @@ $(SHARED_LIB): $(LIB_OBJS)
 $(BUILD)/sluice: $(CLI_OBJS) $(STATIC_LIB)
 	$(CC) $(SAN) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(LDLIBS)
 
-$(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(filter-out $(BUILD)/obj/engine/cli%,$(CLI_OBJS)) $(STATIC_LIB)
+# Standalone perf tools are self-contained (perf/*.c register `sluice` subcommands,
+# whose table lives in engine/cli_main.c, so they cannot link without it).
+$(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(STATIC_LIB)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/examples/%: $(BUILD)/obj/io/examples/%.o $(STATIC_LIB)
