@@ -13,6 +13,7 @@
 #include "../engine/cli.h"
 #include "../gguf/gguf.h"
 #include "../quant/quant.h"
+#include "perf.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -302,17 +303,11 @@ static int gen_rows(mk_gen *g, const mk_model *m, int ti, uint64_t r0, uint64_t 
 }
 
 /* ---- progress ---------------------------------------------------------------- */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void progress(bool tty, uint64_t done, uint64_t total, double t0, bool final)
 {
     if (!tty) return;
-    double el = now_s() - t0, frac = total ? (double)done / (double)total : 1.0;
+    double el = perf_now() - t0, frac = total ? (double)done / (double)total : 1.0;
     int w = 30, k = (int)(frac * w);
     char bar[32];
     for (int i = 0; i < w; i++) bar[i] = i < k ? '#' : '.';
@@ -378,7 +373,7 @@ static int parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
-static int cmd_mkmodel(int argc, char **argv)
+int perf_mkmodel_main(int argc, char **argv)
 {
     const char *preset = NULL, *arch = "llama", *tname = "q4_k", *hname = NULL, *vocab = NULL, *out = NULL;
     uint64_t seed = 1;
@@ -543,7 +538,7 @@ static int cmd_mkmodel(int argc, char **argv)
         return 1;
     }
     g->seed = seed;
-    double t0 = now_s(), last = 0;
+    double t0 = perf_now(), last = 0;
     uint64_t done = 0;
     for (int ti = 0; ti < m.n_tensors && !rc; ti++) {
         const mk_tensor *t = &m.t[ti];
@@ -560,7 +555,7 @@ static int cmd_mkmodel(int argc, char **argv)
             rc = sl_gguf_writer_write(w, buf, nr * row_bytes);
             if (rc) { fprintf(stderr, "mkmodel: %s: %s\n", out, sl_gguf_writer_errmsg(w)); break; }
             done += nr * row_bytes;
-            double tn = now_s();
+            double tn = perf_now();
             if (tn - last > 0.2) { progress(tty, done, total, t0, false); last = tn; }
         }
     }
@@ -571,7 +566,7 @@ static int cmd_mkmodel(int argc, char **argv)
     progress(tty, done, total, t0, true);
     rc = sl_gguf_writer_close(w);
     if (rc) { fprintf(stderr, "mkmodel: %s: %s\n", out, sl_last_error()); return 1; }
-    double tw = now_s() - t0;
+    double tw = perf_now() - t0;
     if (!keep_cache) {
         /* Write back and drop this file's pages so it does not crowd the page cache
          * (posix_fadvise only; nothing system-wide). */
@@ -588,4 +583,4 @@ static int cmd_mkmodel(int argc, char **argv)
 }
 
 SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight llama/qwen2 GGUF of any shape and quantization",
-               cmd_mkmodel)
+               perf_mkmodel_main)
