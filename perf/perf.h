@@ -37,6 +37,10 @@ typedef struct perf_disk_result {
 int perf_disk_read(const char *path, uint32_t req_bytes, int queue_depth, double max_s,
                    uint64_t max_bytes, perf_disk_result *out, char *err, size_t err_len);
 
+/* Reads [begin, end) of a file once, sequentially (no eviction: the caller's job). */
+int perf_disk_read_range(const char *path, uint64_t begin, uint64_t end, uint32_t req_bytes,
+                         int queue_depth, perf_disk_result *out, char *err, size_t err_len);
+
 /* Memory read bandwidth with n_threads over a buffer of `bytes`: best of reps. */
 double perf_mem_read_bw(void *buf, uint64_t bytes, int n_threads, int reps);
 

@@ -31,9 +31,9 @@ static void *alloc_buf(size_t len)
 
 typedef struct {
     int fd;
-    uint64_t end;              /* readable extent, multiple of 4096 */
+    uint64_t begin, end;       /* [begin, end), 4096-aligned */
     uint32_t req;
-    int qd, idx;
+    int qd, idx, once;
     double deadline;
     uint64_t max_bytes;
     uint8_t *buf;
@@ -41,13 +41,22 @@ typedef struct {
     int err;
 } pread_job;
 
+/* Request k of a range cut into req-sized pieces (the last may be shorter). */
+static void req_at(uint64_t begin, uint64_t end, uint32_t req, uint64_t k, uint64_t *off, uint32_t *len)
+{
+    uint64_t nreq = (end - begin + req - 1) / req;
+    *off = begin + (k % nreq) * req;
+    *len = (uint32_t)(end - *off < req ? end - *off : req);
+}
+
 static void *pread_worker(void *arg)
 {
     pread_job *j = arg;
-    uint64_t nreq = (j->end + j->req - 1) / j->req;
+    uint64_t nreq = (j->end - j->begin + j->req - 1) / j->req;
     for (uint64_t k = (uint64_t)j->idx;; k += (uint64_t)j->qd) {
-        uint64_t off = (k % nreq) * j->req;
-        uint64_t len = j->end - off < j->req ? j->end - off : j->req;
+        if (j->once && k >= nreq) break;
+        uint64_t off; uint32_t len;
+        req_at(j->begin, j->end, j->req, k, &off, &len);
         ssize_t n = pread(j->fd, j->buf, len, (off_t)off);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
@@ -55,20 +64,20 @@ static void *pread_worker(void *arg)
             break;
         }
         j->bytes += (uint64_t)n;
-        if (j->bytes * (uint64_t)j->qd >= j->max_bytes || perf_now() >= j->deadline) break;
+        if (!j->once && (j->bytes * (uint64_t)j->qd >= j->max_bytes || perf_now() >= j->deadline)) break;
     }
     return NULL;
 }
 
-int perf_disk_read(const char *path, uint32_t req, int qd, double max_s, uint64_t max_bytes,
-                   perf_disk_result *out, char *err, size_t err_len)
+/* once: read [begin, end) exactly once; else loop over it until max_s / max_bytes. */
+static int disk_core(const char *path, uint64_t begin, uint64_t end, int once, uint32_t req, int qd,
+                     double max_s, uint64_t max_bytes, perf_disk_result *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
     if (req < 4096 || req % 4096 || qd < 1 || qd > 256) {
         snprintf(err, err_len, "bad request size %u / queue depth %d", req, qd);
         return -EINVAL;
     }
-    perf_evict(path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
     out->direct = fd >= 0;
     if (fd < 0 && errno == EINVAL) fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -76,16 +85,12 @@ int perf_disk_read(const char *path, uint32_t req, int qd, double max_s, uint64_
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         return -errno;
     }
-    uint64_t size = perf_file_size(path), end = size & ~4095ull;
-    if (end < req) {
-        snprintf(err, err_len, "%s: file too small (%llu bytes)", path, (unsigned long long)size);
-        close(fd);
-        return -EINVAL;
-    }
+    begin &= ~4095ull;
+    end = (end + 4095) & ~4095ull;   /* reads past EOF come back short: fine */
+    if (end <= begin) { close(fd); snprintf(err, err_len, "%s: empty range", path); return -EINVAL; }
     uint8_t *buf = alloc_buf((size_t)req * (size_t)qd);
     if (!buf) { close(fd); snprintf(err, err_len, "out of memory"); return -ENOMEM; }
-    uint64_t nreq = end / req;   /* whole requests only: every request the same size */
-    end = nreq * req;
+    uint64_t nreq = (end - begin + req - 1) / req;
     int rc = 0;
     double t0 = perf_now();
     uint64_t bytes = 0;
@@ -96,38 +101,46 @@ int perf_disk_read(const char *path, uint32_t req, int qd, double max_s, uint64_
         out->engine = "io_uring";
         uint64_t next = 0, inflight = 0, issued = 0;
         double deadline = t0 + max_s;
-        int stop = 0;
-        for (int i = 0; i < qd; i++) {
-            struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-            io_uring_prep_read(sqe, fd, buf + (size_t)i * req, req, (next % nreq) * req);
-            io_uring_sqe_set_data64(sqe, (uint64_t)i);
-            next++; inflight++; issued += req;
-        }
-        io_uring_submit(&ring);
-        while (inflight) {
+        int stop = 0, nfree = qd;
+        uint64_t free_slot[256];
+        for (int i = 0; i < qd; i++) free_slot[i] = (uint64_t)(qd - 1 - i);
+        while (!rc) {
+            /* keep qd requests in flight */
+            while (!stop && inflight < (uint64_t)qd) {
+                if (once && next >= nreq) { stop = 1; break; }
+                uint64_t off; uint32_t len;
+                req_at(begin, end, req, next, &off, &len);
+                struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+                if (!sqe) break;
+                uint64_t slot = free_slot[--nfree];
+                io_uring_prep_read(sqe, fd, buf + slot * req, len, off);
+                io_uring_sqe_set_data64(sqe, slot);
+                next++; inflight++; issued += len;
+                if (!once && (issued >= max_bytes || perf_now() >= deadline)) stop = 1;
+            }
+            if (!inflight) break;
+            io_uring_submit(&ring);
             struct io_uring_cqe *cqe;
             int w = io_uring_wait_cqe(&ring, &cqe);
             if (w == -EINTR) continue;
-            if (w < 0) { rc = w; break; }
+            if (w < 0) { rc = w; snprintf(err, err_len, "%s: io_uring wait: %s", path, strerror(-w)); break; }
             int res = cqe->res;
-            uint64_t slot = io_uring_cqe_get_data64(cqe);
+            free_slot[nfree++] = io_uring_cqe_get_data64(cqe);
             io_uring_cqe_seen(&ring, cqe);
             inflight--;
             if (res < 0 && res != -EAGAIN && res != -EINTR) {
                 snprintf(err, err_len, "%s: read failed: %s", path, strerror(-res));
                 rc = res;
-                stop = 1;
             } else if (res > 0) {
                 bytes += (uint64_t)res;
             }
-            if (!stop && (issued >= max_bytes || perf_now() >= deadline)) stop = 1;
-            if (!stop) {
-                struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-                io_uring_prep_read(sqe, fd, buf + slot * req, req, (next % nreq) * req);
-                io_uring_sqe_set_data64(sqe, slot);
-                next++; inflight++; issued += req;
-                io_uring_submit(&ring);
-            }
+        }
+        /* drain what is still in flight after an error */
+        while (inflight) {
+            struct io_uring_cqe *cqe;
+            if (io_uring_wait_cqe(&ring, &cqe) < 0) break;
+            io_uring_cqe_seen(&ring, cqe);
+            inflight--;
         }
         io_uring_queue_exit(&ring);
     } else
@@ -138,10 +151,10 @@ int perf_disk_read(const char *path, uint32_t req, int qd, double max_s, uint64_
         pthread_t *th = calloc((size_t)qd, sizeof *th);
         if (!jobs || !th) { free(jobs); free(th); free(buf); close(fd); return -ENOMEM; }
         for (int i = 0; i < qd; i++) {
-            jobs[i] = (pread_job){ .fd = fd, .end = end, .req = req, .qd = qd, .idx = i,
-                                   .deadline = t0 + max_s, .max_bytes = max_bytes,
+            jobs[i] = (pread_job){ .fd = fd, .begin = begin, .end = end, .req = req, .qd = qd, .idx = i,
+                                   .once = once, .deadline = t0 + max_s, .max_bytes = max_bytes,
                                    .buf = buf + (size_t)i * req };
-            if (pthread_create(&th[i], NULL, pread_worker, &jobs[i])) { jobs[i].err = EAGAIN; th[i] = 0; }
+            if (pthread_create(&th[i], NULL, pread_worker, &jobs[i])) { th[i] = 0; pread_worker(&jobs[i]); }
         }
         for (int i = 0; i < qd; i++) {
             if (th[i]) pthread_join(th[i], NULL);
@@ -159,8 +172,23 @@ int perf_disk_read(const char *path, uint32_t req, int qd, double max_s, uint64_
     out->bytes_per_s = out->seconds > 0 ? (double)bytes / out->seconds : 0;
     free(buf);
     close(fd);
+    return rc;
+}
+
+int perf_disk_read(const char *path, uint32_t req, int qd, double max_s, uint64_t max_bytes,
+                   perf_disk_result *out, char *err, size_t err_len)
+{
+    uint64_t size = perf_file_size(path);
+    perf_evict(path);
+    int rc = disk_core(path, 0, size & ~4095ull, 0, req, qd, max_s, max_bytes, out, err, err_len);
     if (!out->direct) perf_evict(path);
     return rc;
+}
+
+int perf_disk_read_range(const char *path, uint64_t begin, uint64_t end, uint32_t req, int qd,
+                         perf_disk_result *out, char *err, size_t err_len)
+{
+    return disk_core(path, begin, end, 1, req, qd, 1e9, UINT64_MAX, out, err, err_len);
 }
 
 /* ---- memory bandwidth -------------------------------------------------- */
