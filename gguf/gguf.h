@@ -37,6 +37,9 @@ enum sl_gguf_vtype {
 #define SL_GGUF_MAX_STRING   (1u << 24)   /* 16 MiB per string */
 #define SL_GGUF_MAX_NAME     256          /* tensor name bytes (ggml: 64) */
 #define SL_GGUF_MAX_ARRAY_DEPTH 4
+#define SL_GGUF_MAX_KEY      65535        /* metadata key bytes (GGUF spec) */
+#define SL_GGUF_MAX_ARRAY_LEN (1ull << 26) /* elements in one array (real vocabs: < 1M) */
+#define SL_GGUF_MAX_LAYERS   65536        /* N in "blk.N." must be below this */
 
 /* Returns bytes read (may be short only at end of file) or a negative errno. */
 typedef int64_t (*sl_gguf_read_fn)(void *ctx, void *buf, size_t len, uint64_t offset);
@@ -61,6 +64,9 @@ typedef struct sl_gguf_extent {
     uint32_t n_tensors;
 } sl_gguf_extent;
 
+/* Size of one scalar of vtype on disk (1,2,4,8), 0 for STRING/ARRAY/unknown. */
+size_t sl_gguf_vtype_size(uint32_t vtype);
+
 /* ---- type table ------------------------------------------------------- */
 /* Name ("q4_K") or NULL for an id this build does not know. */
 const char *sl_gguf_type_name(uint32_t type);
@@ -80,7 +86,9 @@ int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name);
 int sl_gguf_open_path(sl_gguf **out, const char *path);
 void sl_gguf_close(sl_gguf *g);
 
-/* Message of the last failure on this handle, or of a failed open (thread-local). */
+/* Message of the last failure on this handle, or of a failed open. Getters
+ * are safe to call from several threads at once, so their messages are kept
+ * per thread: this returns the calling thread's last message. */
 const char *sl_gguf_errmsg(const sl_gguf *g);
 
 uint32_t sl_gguf_version(const sl_gguf *g);
@@ -117,8 +125,23 @@ int sl_gguf_kv_arr(const sl_gguf *g, int64_t kv, uint32_t *elem_type, uint64_t *
 /* i-th string of a string array at kv index. */
 int sl_gguf_arr_str(const sl_gguf *g, int64_t kv, uint64_t i, const char **s, uint64_t *len);
 
-/* Generic value access by kv index for printing (sluice info) and copying. */
-typedef struct sl_gguf_value sl_gguf_value;   /* opaque node of the value tree */
+/* Generic value access by kv index for printing (sluice info) and copying.
+ * A node of the value tree. Declared (not opaque) so callers can provide the
+ * tmp node of sl_gguf_value_arr_at and build trees for
+ * sl_gguf_writer_set_value; read it through the accessors below. */
+typedef struct sl_gguf_value {
+    uint32_t type;               /* enum sl_gguf_vtype */
+    uint32_t arr_type;           /* ARRAY: element vtype */
+    uint64_t n;                  /* STRING: byte length; ARRAY: element count */
+    union {
+        uint64_t u;              /* U8..U64, BOOL (0/1) */
+        int64_t i;               /* I8..I64 */
+        double f;                /* F32 (exactly widened), F64 */
+        const char *s;           /* STRING: n bytes + NUL */
+        const void *data;        /* ARRAY of numeric/BOOL: n packed host values */
+        const struct sl_gguf_value *elems;  /* ARRAY of STRING or ARRAY: n nodes */
+    } v;
+} sl_gguf_value;
 const sl_gguf_value *sl_gguf_kv_value(const sl_gguf *g, int64_t i);
 uint32_t sl_gguf_value_type(const sl_gguf_value *v);
 /* scalar getters: valid only for the matching type */
@@ -129,6 +152,8 @@ const char *sl_gguf_value_str(const sl_gguf_value *v, uint64_t *len);
 /* arrays: element type, length, i-th element as a value node */
 uint32_t sl_gguf_value_arr_type(const sl_gguf_value *v);
 uint64_t sl_gguf_value_arr_len(const sl_gguf_value *v);
+/* String/array elements: *elem points into the tree (tmp unused, may be NULL).
+ * Numeric/BOOL elements: decoded into *tmp and *elem = tmp. */
 int sl_gguf_value_arr_at(const sl_gguf_value *v, uint64_t i, sl_gguf_value *tmp,
                          const sl_gguf_value **elem);
 
@@ -138,7 +163,9 @@ const sl_gguf_tensor *sl_gguf_tensor_at(const sl_gguf *g, int64_t i);
 const sl_gguf_tensor *sl_gguf_find_tensor(const sl_gguf *g, const char *name); /* NULL if absent */
 
 /* Layers: n_layers = 1 + highest N of "blk.N.*" (0 if none). An extent of a
- * layer with no tensors has n_tensors == 0. */
+ * layer with no tensors has n_tensors == 0. [begin, end) runs from the first
+ * byte of the layer's lowest tensor to the last byte of its highest one (no
+ * trailing padding); if the file interleaves layers it also covers others'. */
 int32_t sl_gguf_n_layers(const sl_gguf *g);
 int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out);
 /* All tensors that are not in a layer (token_embd, output_norm, output, ...). */
@@ -162,6 +189,11 @@ int sl_gguf_writer_set_u64(sl_gguf_writer *w, const char *key, uint64_t v);
 int sl_gguf_writer_set_f32(sl_gguf_writer *w, const char *key, float v);
 int sl_gguf_writer_set_bool(sl_gguf_writer *w, const char *key, bool v);
 int sl_gguf_writer_set_str(sl_gguf_writer *w, const char *key, const char *s);
+/* Any scalar type: *val is a host value of vtype (BOOL: a bool). */
+int sl_gguf_writer_set_scalar(sl_gguf_writer *w, const char *key, uint32_t vtype,
+                              const void *val);
+/* Any value tree (nested arrays included), e.g. built by hand or from a reader. */
+int sl_gguf_writer_set_value(sl_gguf_writer *w, const char *key, const sl_gguf_value *v);
 /* Numeric array: n elements of elem_type, packed. */
 int sl_gguf_writer_set_arr(sl_gguf_writer *w, const char *key, uint32_t elem_type,
                            const void *data, uint64_t n);

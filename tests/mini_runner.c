@@ -38,9 +38,10 @@ void sl_mt_skip(void) { cur_skipped = 1; }
 
 int main(int argc, char **argv)
 {
-    int passed = 0, failed = 0, skipped = 0;
+    /* volatile: live across the longjmp of a fatal assertion */
+    volatile int passed = 0, failed = 0, skipped = 0;
     const char *only = argc > 1 ? argv[1] : NULL;
-    for (int i = 0; i < n_tests; i++) {
+    for (volatile int i = 0; i < n_tests; i++) {
         if (only && strcmp(only, tests[i].suite) != 0) continue;
         cur_failed = cur_skipped = 0;
         if (setjmp(cur_jmp) == 0) tests[i].fn();

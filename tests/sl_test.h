@@ -32,14 +32,17 @@ struct sl_mt_opts { double timeout; int disabled; };
     static void sl_mt_##suite##_##name(void);                                    \
     __attribute__((constructor)) static void sl_mt_reg_##suite##_##name(void)    \
     {                                                                            \
-        struct sl_mt_opts o = {0, 0, ##__VA_ARGS__}; (void)o;                    \
+        struct sl_mt_opts o = { __VA_ARGS__ }; (void)o; /* {} ok in GNU C */ \
         if (!o.disabled) sl_mt_register(#suite, #name, sl_mt_##suite##_##name);  \
     }                                                                            \
     static void sl_mt_##suite##_##name(void)
 
 #define SL_MT_MSG(...) "" __VA_ARGS__
+/* The condition is printed first, separately: the message's own arguments
+ * must not be consumed by the "%s" of the condition. */
 #define sl_mt_check(fatal, cond, ...)                                            \
-    do { if (!(cond)) sl_mt_fail(__FILE__, __LINE__, fatal, "%s " SL_MT_MSG(__VA_ARGS__), #cond); } while (0)
+    do { if (!(cond)) { sl_mt_fail(__FILE__, __LINE__, 0, "%s", #cond);          \
+                        sl_mt_fail(__FILE__, __LINE__, fatal, "  " SL_MT_MSG(__VA_ARGS__)); } } while (0)
 
 #define cr_assert(cond, ...)          sl_mt_check(1, (cond), __VA_ARGS__)
 #define cr_expect(cond, ...)          sl_mt_check(0, (cond), __VA_ARGS__)

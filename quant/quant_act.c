@@ -1,0 +1,81 @@
+/* Activation quantizers: f32 -> Q8_0 / Q8_1 / Q8_K / F16 / BF16 with exactly
+ * the reference semantics the dot kernels are validated against (golden
+ * README): bytes equal ggml's reference from_float. */
+#include <math.h>
+#include <string.h>
+
+#include "quant_internal.h"
+
+/* roundf'ed value to int8 without UB on inf/nan input (garbage in, 0 out). */
+static int8_t to_i8(float r)
+{
+    if (!(r >= -128.0f && r <= 127.0f)) return r > 0.0f ? 127 : r < 0.0f ? -128 : 0;
+    return (int8_t)r;
+}
+
+/* d = amax/127 (float); q = roundf(x / d) computed as x * (1/d), ties away. */
+void sl_quant_row_q8_0(const float *x, sl_block_q8_0 *y, int64_t n)
+{
+    for (int64_t i = 0; i < n / SL_QK; i++, x += SL_QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < SL_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = sl_f32_to_f16(d);
+        for (int j = 0; j < SL_QK; j++) y[i].qs[j] = to_i8(roundf(x[j] * id));
+    }
+}
+
+/* As q8_0 plus s = d * sum(q) with the float d, stored as f16. */
+void sl_quant_row_q8_1(const float *x, sl_block_q8_1 *y, int64_t n)
+{
+    for (int64_t i = 0; i < n / SL_QK; i++, x += SL_QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < SL_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < SL_QK; j++) {
+            int q = to_i8(roundf(x[j] * id));
+            y[i].qs[j] = (int8_t)q;
+            sum += q;
+        }
+        y[i].d = sl_f32_to_f16(d);
+        y[i].s = sl_f32_to_f16((float)sum * d);
+    }
+}
+
+/* The signed element of largest magnitude (first on ties) maps to -127. */
+void sl_quant_row_q8_k(const float *x, sl_block_q8_k *y, int64_t n)
+{
+    for (int64_t i = 0; i < n / SL_QKK; i++, x += SL_QKK) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < SL_QKK; j++) {
+            float a = fabsf(x[j]);
+            if (a > amax) { amax = a; max = x[j]; }
+        }
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        float iscale = -127.0f / max;
+        for (int j = 0; j < SL_QKK; j++) {
+            int q = sl_rint(iscale * x[j]);
+            y[i].qs[j] = (int8_t)(q < 127 ? q : 127);
+        }
+        for (int g = 0; g < SL_QKK / 16; g++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += y[i].qs[16 * g + l];
+            y[i].bsums[g] = (int16_t)s;
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+void sl_quant_row_f16(const float *x, sl_f16 *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = sl_f32_to_f16(x[i]);
+}
+
+void sl_quant_row_bf16(const float *x, sl_bf16 *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = sl_f32_to_bf16(x[i]);
+}

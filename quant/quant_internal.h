@@ -1,0 +1,28 @@
+/* Helpers shared by the quant/ sources (not part of the public API). */
+#ifndef SL_QUANT_INTERNAL_H
+#define SL_QUANT_INTERNAL_H
+
+#include "quant.h"
+
+/* Round to nearest, ties to even, for |x| < 2^22: adding 1.5*2^23 leaves
+ * no fraction bits, so the FPU's default rounding does the work. Exact and
+ * independent of libm (lrintf would be a call without -fno-math-errno).
+ * Strict IEEE evaluation (no -ffast-math) keeps the compiler from folding it. */
+static inline int sl_rint(float x)
+{
+    float t = (x + 12582912.0f) - 12582912.0f;
+    return (int)t;
+}
+
+/* Weight quantizers over nb whole blocks (x holds nb * block elements). */
+void sl_quant_q4_0_blocks(const float *x, sl_block_q4_0 *y, int64_t nb);
+void sl_quant_q4_1_blocks(const float *x, sl_block_q4_1 *y, int64_t nb);
+void sl_quant_q5_0_blocks(const float *x, sl_block_q5_0 *y, int64_t nb);
+void sl_quant_q5_1_blocks(const float *x, sl_block_q5_1 *y, int64_t nb);
+void sl_quant_q2_k_blocks(const float *x, sl_block_q2_k *y, int64_t nb);
+void sl_quant_q3_k_blocks(const float *x, sl_block_q3_k *y, int64_t nb);
+void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb);
+void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb);
+void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb);
+
+#endif

@@ -1,0 +1,409 @@
+/* Reference quantizers of the K-quant super-blocks (Q2_K..Q6_K).
+ *
+ * Our own scheme, minimising the plain squared reconstruction error:
+ *  1. per sub-block, a float scale (and offset for the affine types) from a
+ *     small grid of candidate step sizes, each followed by a least-squares
+ *     refit, then a few quantize/refit (Lloyd) iterations on the best;
+ *  2. the super-block scale(s) from the largest sub-block scale, rounded to f16;
+ *  3. alternating: for fixed super scales, each sub-block picks the integer
+ *     scale (and min) among the nearest candidates with its optimal levels;
+ *     for fixed integers, the super scales are refit by least squares over the
+ *     whole super-block (a 1- or 2-parameter linear problem).
+ * Levels are always chosen as the nearest representable value, so the final
+ * step is optimal for the stored scales. */
+#include <math.h>
+#include <string.h>
+
+#include "quant_internal.h"
+
+#define F16_MAX 65504.0f
+
+static float f16_round(float v)
+{
+    if (!(fabsf(v) <= F16_MAX)) v = v != v ? 0.0f : copysignf(F16_MAX, v);
+    return sl_f16_to_f32(sl_f32_to_f16(v));
+}
+
+/* The f16 value one code away from v (v f16-representable, dir = +-1). */
+static float f16_step(float v, int dir)
+{
+    sl_f16 h = sl_f32_to_f16(v);
+    int mag = (h & 0x7fff) + ((h & 0x8000) ? -dir : dir);
+    if (mag < 0 || mag >= 0x7c00) return v;
+    return sl_f16_to_f32((sl_f16)((h & 0x8000) | mag));
+}
+
+/* Nearest integer of v clamped to [lo, hi]; nan -> lo. */
+static int clamp_rint(float v, int lo, int hi)
+{
+    if (!(v > (float)lo)) return lo;
+    if (v >= (float)hi) return hi;
+    return sl_rint(v);
+}
+
+/* ======================= affine: value = a*q - b ======================= */
+
+/* Least-squares a, c (value a*q + c) with c <= 0 for the given levels. */
+static double affine_lsq(const float *x, const uint8_t *q, int n, float *a, float *c)
+{
+    double sq = 0, sqq = 0, sx = 0, sqx = 0, sxx = 0;
+    for (int i = 0; i < n; i++) {
+        double qi = q[i], xi = x[i];
+        sq += qi; sqq += qi * qi; sx += xi; sqx += qi * xi; sxx += xi * xi;
+    }
+    double det = n * sqq - sq * sq, A, C;
+    if (det <= 0) { A = 0; C = sx / n; }
+    else { A = (n * sqx - sq * sx) / det; C = (sqq * sx - sq * sqx) / det; }
+    if (C > 0) { C = 0; A = sqq > 0 ? sqx / sqq : 0; }
+    if (A < 0) { A = 0; C = sx / n < 0 ? sx / n : 0; }
+    *a = (float)A; *c = (float)C;
+    double err = sxx + A * A * sqq + n * C * C + 2 * A * C * sq - 2 * A * sqx - 2 * C * sx;
+    return err > 0 ? err : 0;
+}
+
+static void affine_levels(const float *x, int n, int nmax, float a, float c, uint8_t *q)
+{
+    float ia = a > 0 ? 1.0f / a : 0.0f;
+    for (int i = 0; i < n; i++) q[i] = (uint8_t)clamp_rint((x[i] - c) * ia, 0, nmax);
+}
+
+/* Float scale a >= 0 and min b >= 0 of one sub-block (value a*q - b). */
+static void affine_fit(const float *x, int n, int nmax, int nstep, float *a_out, float *b_out)
+{
+    float lo = 0.0f, hi = x[0];
+    for (int i = 0; i < n; i++) { lo = fminf(lo, x[i]); hi = fmaxf(hi, x[i]); }
+    if (!(hi > lo)) { *a_out = 0.0f; *b_out = -lo; return; }
+    uint8_t q[SL_QK];
+    float best_a = (hi - lo) / nmax, best_c = lo, a, c;
+    double best = HUGE_VAL;
+    /* step sizes from a bit coarser to a bit finer than the min..max span */
+    for (int t = 0; t <= nstep; t++) {
+        float is = ((float)nmax - 0.5f + (float)t * (1.5f / (float)nstep)) / (hi - lo);
+        for (int i = 0; i < n; i++) q[i] = (uint8_t)clamp_rint((x[i] - lo) * is, 0, nmax);
+        double e = affine_lsq(x, q, n, &a, &c);
+        /* on ties (flat blocks) the finest step, which uses the top levels */
+        if (e <= best) { best = e; best_a = a; best_c = c; }
+    }
+    for (int it = 0; it < 4 && best_a > 0; it++) {
+        affine_levels(x, n, nmax, best_a, best_c, q);
+        double e = affine_lsq(x, q, n, &a, &c);
+        if (!(e < best)) break;
+        best = e; best_a = a; best_c = c;
+    }
+    *a_out = best_a; *b_out = -best_c;
+}
+
+/* Error of one sub-block with stored d1 = D*sc, m1 = M*m, levels chosen
+ * optimally (written to q). Same float ops as the dequantizer. */
+static float affine_eval(const float *x, int n, int nmax, float d1, float m1, uint8_t *q)
+{
+    float id = d1 != 0.0f ? 1.0f / d1 : 0.0f, err = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = clamp_rint((x[i] + m1) * id, 0, nmax);
+        float r = d1 * (float)l - m1 - x[i];
+        q[i] = (uint8_t)l;
+        err += r * r;
+    }
+    return err;
+}
+
+struct affine_sb {
+    int nsub, sublen, nmax, smax, nstep;
+    float D, M;                /* f16-representable super scales */
+    uint8_t sc[16], m[16];
+    uint8_t q[SL_QKK];
+};
+
+/* Best integer (sc, m) near a/D, b/M for every sub-block, and their levels. */
+static float affine_choose(const float *x, struct affine_sb *s, const float *a, const float *b)
+{
+    float total = 0.0f;
+    uint8_t qt[SL_QK];
+    for (int j = 0; j < s->nsub; j++) {
+        const float *xs = x + j * s->sublen;
+        int rs = s->D > 0 ? clamp_rint(a[j] / s->D, 0, s->smax) : 0;
+        int rm = s->M != 0 ? clamp_rint(b[j] / s->M, 0, s->smax) : 0;
+        float best = HUGE_VALF;
+        for (int ds = -1; ds <= 1; ds++) {
+            int sc = rs + ds;
+            if (sc < 0 || sc > s->smax || (s->D <= 0 && sc)) continue;
+            for (int dm = -1; dm <= 1; dm++) {
+                int mm = rm + dm;
+                if (mm < 0 || mm > s->smax || (s->M == 0 && mm)) continue;
+                float e = affine_eval(xs, s->sublen, s->nmax, s->D * (float)sc, s->M * (float)mm, qt);
+                if (e < best) {
+                    best = e; s->sc[j] = (uint8_t)sc; s->m[j] = (uint8_t)mm;
+                    memcpy(s->q + j * s->sublen, qt, (size_t)s->sublen);
+                }
+            }
+        }
+        total += best;
+    }
+    return total;
+}
+
+/* Least-squares D, M for fixed integers: x ~ D*(sc*q) - M*m. */
+static void affine_refit(const float *x, struct affine_sb *s)
+{
+    double aa = 0, ab = 0, bb = 0, ax = 0, bx = 0;
+    for (int j = 0; j < s->nsub; j++)
+        for (int i = 0; i < s->sublen; i++) {
+            int e = j * s->sublen + i;
+            double A = (double)s->sc[j] * s->q[e], B = -(double)s->m[j], xi = x[e];
+            aa += A * A; ab += A * B; bb += B * B; ax += A * xi; bx += B * xi;
+        }
+    double det = aa * bb - ab * ab, D, M;
+    if (bb == 0) { if (aa == 0) return; D = ax / aa; M = s->M; }
+    else if (aa == 0) { D = s->D; M = bx / bb; }
+    else if (det <= 1e-12 * aa * bb) return;
+    else { D = (ax * bb - bx * ab) / det; M = (aa * bx - ab * ax) / det; }
+    if (!(D > 0) || !isfinite(D) || !isfinite(M)) return;
+    s->D = f16_round((float)D);
+    if (bb != 0) s->M = f16_round((float)M);
+}
+
+static void affine_superblock(const float *x, struct affine_sb *s)
+{
+    float a[16], b[16], amax = 0.0f, bmax = 0.0f;
+    for (int j = 0; j < s->nsub; j++) {
+        affine_fit(x + j * s->sublen, s->sublen, s->nmax, s->nstep, &a[j], &b[j]);
+        amax = fmaxf(amax, a[j]);
+        bmax = fmaxf(bmax, b[j]);
+    }
+    s->D = f16_round(amax / (float)s->smax);
+    s->M = f16_round(bmax / (float)s->smax);
+    if (amax > 0 && s->D == 0.0f) s->D = sl_f16_to_f32(1);   /* below f16 range */
+    float err = affine_choose(x, s, a, b);
+    for (int it = 0; it < 2; it++) {
+        struct affine_sb t = *s;
+        affine_refit(x, &t);
+        /* the new super scales move the ideal integers: re-aim at the same
+         * effective sub-block scales */
+        float a2[16], b2[16];
+        for (int j = 0; j < s->nsub; j++) { a2[j] = s->D * s->sc[j]; b2[j] = s->M * s->m[j]; }
+        float e2 = affine_choose(x, &t, a2, b2);
+        if (!(e2 < err)) break;
+        *s = t; err = e2;
+    }
+    /* f16 rounding of D and M costs up to 2^-11 relative: try the
+     * neighbouring codes of each (matters for flat and sparse blocks). */
+    for (int which = 0; which < 2; which++)
+        for (int dir = -1; dir <= 1; dir += 2) {
+            struct affine_sb t = *s;
+            float *v = which ? &t.M : &t.D;
+            if (*v == 0.0f) continue;
+            *v = f16_step(*v, dir);
+            if (which == 0 && !(t.D > 0)) continue;
+            float a2[16], b2[16];
+            for (int j = 0; j < s->nsub; j++) { a2[j] = s->D * s->sc[j]; b2[j] = s->M * s->m[j]; }
+            float e2 = affine_choose(x, &t, a2, b2);
+            if (e2 < err) { *s = t; err = e2; }
+        }
+}
+
+/* ======================= symmetric: value = a*q ======================== */
+
+/* Float scale of one sub-block, levels in [-N, N-1]. */
+static float sym_fit(const float *x, int n, int N, int nstep, float span)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < n; i++) if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); max = x[i]; }
+    if (!(amax > 0)) return 0.0f;
+    double sxx = 0;
+    for (int i = 0; i < n; i++) sxx += (double)x[i] * x[i];
+    double best = HUGE_VAL;
+    float best_a = max / (float)-N;
+    for (int sign = -1; sign <= 1; sign += 2)
+        for (int t = 0; t <= nstep; t++) {
+            float lev = (float)N + 0.5f - span * (float)N * (float)t / (float)nstep;
+            float is = (float)sign * lev / max;
+            double sqx = 0, sqq = 0;
+            for (int i = 0; i < n; i++) {
+                int l = clamp_rint(x[i] * is, -N, N - 1);
+                sqx += (double)l * x[i]; sqq += (double)l * l;
+            }
+            if (sqq == 0) continue;
+            double e = sxx - sqx * sqx / sqq;
+            if (e < best) { best = e; best_a = (float)(sqx / sqq); }
+        }
+    for (int it = 0; it < 4; it++) {
+        float is = 1.0f / best_a;
+        double sqx = 0, sqq = 0;
+        for (int i = 0; i < n; i++) {
+            int l = clamp_rint(x[i] * is, -N, N - 1);
+            sqx += (double)l * x[i]; sqq += (double)l * l;
+        }
+        if (sqq == 0) break;
+        double e = sxx - sqx * sqx / sqq;
+        if (!(e < best)) break;
+        best = e; best_a = (float)(sqx / sqq);
+    }
+    return best_a;
+}
+
+static float sym_eval(const float *x, int n, int N, float d1, int8_t *q)
+{
+    float id = d1 != 0.0f ? 1.0f / d1 : 0.0f, err = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = clamp_rint(x[i] * id, -N, N - 1);
+        float r = d1 * (float)l - x[i];
+        q[i] = (int8_t)l;
+        err += r * r;
+    }
+    return err;
+}
+
+struct sym_sb {
+    int N, S, nstep;       /* levels [-N, N-1], scales [-S, S-1] */
+    float span;            /* grid: top level from N+0.5 down by span*N */
+    float D;
+    int8_t sc[16];
+    int8_t q[SL_QKK];
+};
+
+static float sym_choose(const float *x, struct sym_sb *s, const float *a)
+{
+    float total = 0.0f;
+    int8_t qt[16];
+    for (int j = 0; j < 16; j++) {
+        int r = s->D != 0 ? clamp_rint(a[j] / s->D, -s->S, s->S - 1) : 0;
+        float best = HUGE_VALF;
+        for (int ds = -1; ds <= 1; ds++) {
+            int sc = r + ds;
+            if (sc < -s->S || sc > s->S - 1 || (s->D == 0 && sc)) continue;
+            float e = sym_eval(x + 16 * j, 16, s->N, s->D * (float)sc, qt);
+            if (e < best) { best = e; s->sc[j] = (int8_t)sc; memcpy(s->q + 16 * j, qt, 16); }
+        }
+        total += best;
+    }
+    return total;
+}
+
+static void sym_superblock(const float *x, struct sym_sb *s)
+{
+    float a[16], amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 16; j++) {
+        a[j] = sym_fit(x + 16 * j, 16, s->N, s->nstep, s->span);
+        if (fabsf(a[j]) > amax) { amax = fabsf(a[j]); max = a[j]; }
+    }
+    s->D = f16_round(max / (float)-s->S);
+    if (amax > 0 && s->D == 0.0f) s->D = sl_f16_to_f32(max > 0 ? 0x8001 : 1);
+    float err = sym_choose(x, s, a);
+    for (int it = 0; it < 2; it++) {
+        double ax = 0, aa = 0;
+        for (int e = 0; e < SL_QKK; e++) {
+            double A = (double)s->sc[e / 16] * s->q[e];
+            ax += A * x[e]; aa += A * A;
+        }
+        if (aa == 0) break;
+        struct sym_sb t = *s;
+        t.D = f16_round((float)(ax / aa));
+        if (t.D == 0.0f || t.D == s->D) break;
+        float a2[16];
+        for (int j = 0; j < 16; j++) a2[j] = s->D * s->sc[j];
+        float e2 = sym_choose(x, &t, a2);
+        if (!(e2 < err)) break;
+        *s = t; err = e2;
+    }
+}
+
+/* ============================== packing ================================ */
+
+void sl_quant_q2_k_blocks(const float *x, sl_block_q2_k *y, int64_t nb)
+{
+    struct affine_sb s = { .nsub = 16, .sublen = 16, .nmax = 3, .smax = 15, .nstep = 15 };
+    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
+        affine_superblock(x, &s);
+        sl_block_q2_k *b = &y[i];
+        for (int j = 0; j < 16; j++) b->scales[j] = (uint8_t)(s.sc[j] | s.m[j] << 4);
+        memset(b->qs, 0, sizeof b->qs);
+        for (int e = 0; e < SL_QKK; e++) {
+            int h = e / 128, k = (e / 32) & 3, l = e & 31;
+            b->qs[32 * h + l] |= (uint8_t)(s.q[e] << (2 * k));
+        }
+        b->d = sl_f32_to_f16(s.D);
+        b->dmin = sl_f32_to_f16(s.M);
+    }
+}
+
+void sl_quant_q3_k_blocks(const float *x, sl_block_q3_k *y, int64_t nb)
+{
+    struct sym_sb s = { .N = 4, .S = 32, .nstep = 12, .span = 0.6f };
+    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
+        sym_superblock(x, &s);
+        sl_block_q3_k *b = &y[i];
+        memset(b, 0, sizeof *b);
+        for (int j = 0; j < 16; j++) {
+            int v = s.sc[j] + 32;
+            if (j < 8) b->scales[j] |= (uint8_t)(v & 15);
+            else b->scales[j - 8] |= (uint8_t)((v & 15) << 4);
+            b->scales[8 + (j & 3)] |= (uint8_t)((v >> 4) << (2 * (j >> 2)));
+        }
+        for (int e = 0; e < SL_QKK; e++) {
+            int h = e / 128, k = (e / 32) & 3, l = e & 31, u = s.q[e] + 4;
+            b->qs[32 * h + l] |= (uint8_t)((u & 3) << (2 * k));
+            if (u & 4) b->hmask[l] |= (uint8_t)(1u << (4 * h + k));
+        }
+        b->d = sl_f32_to_f16(s.D);
+    }
+}
+
+static void pack_k4_scales(const uint8_t *sc, const uint8_t *m, uint8_t out[12])
+{
+    for (int j = 0; j < 4; j++) {
+        out[j] = (uint8_t)((sc[j] & 63) | (sc[j + 4] >> 4) << 6);
+        out[j + 4] = (uint8_t)((m[j] & 63) | (m[j + 4] >> 4) << 6);
+        out[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+    }
+}
+
+void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb)
+{
+    struct affine_sb s = { .nsub = 8, .sublen = 32, .nmax = 15, .smax = 63, .nstep = 12 };
+    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
+        affine_superblock(x, &s);
+        sl_block_q4_k *b = &y[i];
+        pack_k4_scales(s.sc, s.m, b->scales);
+        for (int p = 0; p < 4; p++)
+            for (int l = 0; l < 32; l++)
+                b->qs[32 * p + l] = (uint8_t)(s.q[64 * p + l] | s.q[64 * p + 32 + l] << 4);
+        b->d = sl_f32_to_f16(s.D);
+        b->dmin = sl_f32_to_f16(s.M);
+    }
+}
+
+void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb)
+{
+    struct affine_sb s = { .nsub = 8, .sublen = 32, .nmax = 31, .smax = 63, .nstep = 12 };
+    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
+        affine_superblock(x, &s);
+        sl_block_q5_k *b = &y[i];
+        pack_k4_scales(s.sc, s.m, b->scales);
+        memset(b->qh, 0, sizeof b->qh);
+        for (int p = 0; p < 4; p++)
+            for (int l = 0; l < 32; l++)
+                b->qs[32 * p + l] = (uint8_t)((s.q[64 * p + l] & 15) | (s.q[64 * p + 32 + l] & 15) << 4);
+        for (int e = 0; e < SL_QKK; e++)
+            b->qh[e & 31] |= (uint8_t)((s.q[e] >> 4) << (e / 32));
+        b->d = sl_f32_to_f16(s.D);
+        b->dmin = sl_f32_to_f16(s.M);
+    }
+}
+
+void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb)
+{
+    struct sym_sb s = { .N = 32, .S = 128, .nstep = 8, .span = 0.15f };
+    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
+        sym_superblock(x, &s);
+        sl_block_q6_k *b = &y[i];
+        memset(b->qh, 0, sizeof b->qh);
+        memset(b->ql, 0, sizeof b->ql);
+        for (int j = 0; j < 16; j++) b->scales[j] = s.sc[j];
+        for (int e = 0; e < SL_QKK; e++) {
+            int h = e / 128, g = (e / 32) & 3, l = e & 31, u = s.q[e] + 32;
+            b->ql[64 * h + l + 32 * (g & 1)] |= (uint8_t)((u & 15) << (4 * (g >> 1)));
+            b->qh[32 * h + l] |= (uint8_t)((u >> 4) << (2 * g));
+        }
+        b->d = sl_f32_to_f16(s.D);
+    }
+}
