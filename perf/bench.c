@@ -104,7 +104,7 @@ static pid_t balloon_start(uint64_t leave, char *err, size_t err_len)
     char *slash = strrchr(self, '/');
     if (slash) *slash = 0;
     snprintf(bin, sizeof bin, "%s/balloon", self);
-    if (access(bin, X_OK)) { snprintf(err, err_len, "%s not found (make builds it)", bin); return -1; }
+    if (access(bin, X_OK)) { snprintf(err, err_len, "%.200s not found (make builds it)", bin); return -1; }
     int pfd[2];
     if (pipe(pfd)) { snprintf(err, err_len, "pipe: %s", strerror(errno)); return -1; }
     char leave_s[32], fd_s[16];

@@ -489,7 +489,7 @@ int perf_mkmodel_main(int argc, char **argv)
     }
     char key[128], gname[128];
     const char *A = m.arch;
-    snprintf(gname, sizeof gname, "sluice-synth-%s-%s%s-%s", preset, qwen2 ? "qwen2-" : "", td->name,
+    snprintf(gname, sizeof gname, "sluice-synth-%s-%s%s%s", preset, qwen2 ? "qwen2-" : "", td->name,
              tied ? "-tied" : "");
 #define KEY(fmt) (snprintf(key, sizeof key, fmt, A), key)
     rc |= sl_gguf_writer_set_str(w, "general.architecture", A);

@@ -15,12 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char sluice_bin[PATH_MAX];
+static char sluice_bin[PATH_MAX + 16];
 static char tmpdir[64];
 
 static void setup_paths(void)
 {
-    char self[PATH_MAX];
+    char self[PATH_MAX - 32];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     cr_assert_gt(n, 0);
     self[n] = 0;
