@@ -22,4 +22,12 @@ void sl_ops_fill_neon(sl_kern *k);
 void sl_dot_fill_dotprod(sl_kern *k);      /* may reuse neon ops */
 #endif
 
+/* Scalar oracle helpers (dot_scalar.c), shared with the SIMD files and tests. */
+/* sum over elements of |d sc| (|q| + 2 offset) |y| + |dmin m| |y|: bounds the
+ * magnitude of every float term any level forms from its exact integer sums,
+ * so rounding differences between levels are <= c * u * mag (see tests). */
+float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
+void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
+void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);  /* q4_K/q5_K */
+
 #endif

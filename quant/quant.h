@@ -59,13 +59,15 @@ sl_bf16 sl_f32_to_bf16(float f);        /* round to nearest even; NaN stays NaN 
 /* 0 for ids this build does not know. */
 int sl_quant_block_elems(int type);     /* 1 for F32/F16/BF16, 32 or 256 else */
 int sl_quant_block_bytes(int type);
-const char *sl_quant_type_name(int type);
+const char *sl_quant_type_name(int type); /* "unknown" for unknown ids */
 /* Bytes of a row of n elements (n a multiple of the block), 0 if invalid. */
 size_t sl_quant_row_bytes(int type, int64_t n);
 /* Activation type the weight type is dotted with: Q8_K for Q2_K..Q6_K,
- * Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16/BF16/F32 for themselves. */
+ * Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16/BF16/F32 for themselves;
+ * -1 for unknown ids and the activation-only Q8_1 / Q8_K. */
 int sl_quant_vec_dot_type(int type);
-/* True if the type is a known weight type with a dequantizer. */
+/* True if the type is a known weight type with a dequantizer (Q8_1 / Q8_K
+ * dequantize too but are activation-only: 0). */
 int sl_quant_is_supported(int type);
 
 /* ---- dequantize (bit-exact with the golden to_float: no FMA contraction) */
@@ -77,7 +79,8 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
  * activation types Q8_0, Q8_1, Q8_K (same as the functions below). */
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n);
 
-/* ---- activation quantizers (exact reference semantics, see golden README) */
+/* ---- activation quantizers (exact reference semantics, see golden README)
+ * n must be a multiple of the block (32 / 256); a partial tail is not written. */
 void sl_quant_row_q8_0(const float *x, sl_block_q8_0 *y, int64_t n);
 void sl_quant_row_q8_1(const float *x, sl_block_q8_1 *y, int64_t n);
 void sl_quant_row_q8_k(const float *x, sl_block_q8_k *y, int64_t n);

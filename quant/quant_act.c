@@ -58,8 +58,12 @@ void sl_quant_row_q8_k(const float *x, sl_block_q8_k *y, int64_t n)
         }
         float iscale = -127.0f / max;
         for (int j = 0; j < SL_QKK; j++) {
-            int q = sl_rint(iscale * x[j]);
-            y[i].qs[j] = (int8_t)(q < 127 ? q : 127);
+            /* min(127, round(v)) == round(min(127, v)); clamping first also
+             * keeps inf/nan input away from an undefined conversion */
+            float v = iscale * x[j];
+            v = v < 127.0f ? v : 127.0f;
+            v = v > -128.0f ? v : -128.0f;
+            y[i].qs[j] = (int8_t)sl_rint(v);
         }
         for (int g = 0; g < SL_QKK / 16; g++) {
             int s = 0;

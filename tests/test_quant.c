@@ -599,3 +599,65 @@ Test(quant_act, q8_0_q8_1_semantics)
     }
     free(x);
 }
+
+/* inf / nan input: no fault, and every block without one is quantized
+ * exactly as on its own (damage stays inside the block). */
+Test(quant_weights, nonfinite_input_is_block_local)
+{
+    rng_state = 1234;
+    const int n = 1024;
+    float x[1024], clean[256];
+    int types[] = { SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q8_1, SL_Q_Q8_K, SL_Q_Q2_K,
+                    SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F16, SL_Q_BF16 };
+    const float bad[] = { INFINITY, -INFINITY, NAN, 3e38f };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        for (int i = 0; i < n; i++) x[i] = rng_normal();
+        x[300] = bad[b];            /* in K super-block 1, legacy block 9 */
+        for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+            int t = types[k], be = sl_quant_block_elems(t), bb = sl_quant_block_bytes(t);
+            size_t rb = sl_quant_row_bytes(t, n);
+            uint8_t *q = malloc(rb), *one = malloc((size_t)bb * 256);
+            cr_assert_eq(sl_quant_quantize_row(t, x, q, n), (int64_t)rb);
+            int unit = be < 256 ? 256 : be;
+            for (int s = 0; s < n; s += unit) {
+                memcpy(clean, x + s, sizeof(float) * unit);
+                cr_assert_eq(sl_quant_quantize_row(t, clean, one, unit), (int64_t)unit / be * bb);
+                for (int blk = 0; blk < unit / be; blk++) {
+                    int e0 = s + blk * be;
+                    if (300 >= e0 && 300 < e0 + be) continue;
+                    cr_assert_eq(memcmp(q + (size_t)e0 / be * bb, one + (size_t)blk * bb, (size_t)bb), 0,
+                                 "%s bad=%g block at %d", sl_quant_type_name(t), bad[b], e0);
+                }
+            }
+            free(q); free(one);
+        }
+    }
+}
+
+/* The pieces together: the weight row and the activation quantized to the
+ * table's vec_dot_type, both dequantized, dotted in double = ggml's f64 dot. */
+Test(quant_golden, dequantized_dot_matches_f64)
+{
+    float *a = load("act.f32", sizeof(float) * COLS);
+    float ad[COLS], wd[COLS];
+    uint8_t abuf[2048];
+    for (int i = 0; i < NGOLDEN; i++) {
+        const struct gtype *g = &k_golden[i];
+        int vdt = sl_quant_vec_dot_type(g->type);
+        cr_assert_geq(sl_quant_quantize_row(vdt, a, abuf, COLS), 0);
+        cr_assert_eq(sl_quant_dequantize_row(vdt, abuf, ad, COLS), 0);
+        char name[64];
+        snprintf(name, sizeof name, "%s.q", g->file);
+        uint8_t *q = load(name, (size_t)ROWS * g->row_bytes);
+        snprintf(name, sizeof name, "%s.dot.f64", g->file);
+        double *want = load(name, sizeof(double) * ROWS);
+        for (int r = 0; r < ROWS; r++) {
+            cr_assert_eq(sl_quant_dequantize_row(g->type, q + (size_t)r * g->row_bytes, wd, COLS), 0);
+            double dot = 0, mag = 0;
+            for (int j = 0; j < COLS; j++) { dot += (double)wd[j] * ad[j]; mag += fabs((double)wd[j] * ad[j]); }
+            cr_assert(fabs(dot - want[r]) <= 1e-13 * mag, "%s row %d: %.17g vs %.17g", g->file, r, dot, want[r]);
+        }
+        free(q); free(want);
+    }
+    free(a);
+}

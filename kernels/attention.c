@@ -1,0 +1,161 @@
+/* Grouped-query causal attention over an F16 KV cache: work split, scratch
+ * layout and the scalar oracle. The per-ISA work-item kernels live in
+ * attention_<isa>.c; sl_kern_attention picks one by the table's isa. */
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ops_internal.h"
+
+#define ALIGN64(x) (((x) + 63) & ~(size_t)63)
+
+static size_t ws_bytes(int head_dim, int32_t n_ctx)
+{
+    return 2 * ALIGN64((size_t)SL_ATTN_GMAX * (size_t)head_dim * sizeof(float)) +
+           ALIGN64((size_t)SL_ATTN_GMAX * (size_t)n_ctx * sizeof(float));
+}
+
+size_t sl_kern_attn_scratch(int n_threads, int head_dim, int32_t n_ctx)
+{
+    if (n_threads < 1 || head_dim < 1 || n_ctx < 1)
+        return 0;
+    /* + 64: the caller's buffer need not be aligned */
+    return (size_t)n_threads * ws_bytes(head_dim, n_ctx) + 64;
+}
+
+static void ws_carve(sl_attn_ws *ws, char *base, int head_dim, int32_t n_ctx)
+{
+    size_t qb = ALIGN64((size_t)SL_ATTN_GMAX * (size_t)head_dim * sizeof(float));
+    ws->qf = (float *)base;
+    ws->acc = (float *)(base + qb);
+    ws->s = (float *)(base + 2 * qb);
+    (void)n_ctx;
+}
+
+/* The oracle: straight loops, dots accumulated in order in f32, softmax with
+ * libm expf and a double sum. */
+void sl_attn_item_scalar(SL_ATTN_ITEM_ARGS)
+{
+    const int hd = a->head_dim;
+    const int32_t L = a->pos0 + row + 1;
+    const float *q = a->q + (int64_t)row * a->q_stride + (int64_t)h0 * hd;
+    const sl_f16 *kb = a->k + kvh * sl_attn_khs(a), *vb = a->v + kvh * sl_attn_khs(a);
+    float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
+
+    for (int i = 0; i < ng * hd; i++)
+        ws->qf[i] = sl_f16_to_f32(sl_f32_to_f16(q[i]));
+    for (int g = 0; g < ng; g++) {
+        const float *qf = ws->qf + g * hd;
+        float *s = ws->s + (int64_t)g * L;
+        float mx = -INFINITY;
+        for (int32_t j = 0; j < L; j++) {
+            const sl_f16 *kj = kb + (int64_t)j * a->kv_stride;
+            float acc = 0.0f;
+            for (int d = 0; d < hd; d++)
+                acc += qf[d] * sl_f16_to_f32(kj[d]);
+            s[j] = acc * a->scale;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        double sum = 0.0;
+        for (int32_t j = 0; j < L; j++) {
+            s[j] = expf(s[j] - mx);
+            sum += s[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int32_t j = 0; j < L; j++)
+            s[j] = sl_f16_to_f32(sl_f32_to_f16(s[j] * inv));
+        float *acc = ws->acc;
+        memset(acc, 0, (size_t)hd * sizeof(float));
+        for (int32_t j = 0; j < L; j++) {
+            const sl_f16 *vj = vb + (int64_t)j * a->kv_stride;
+            for (int d = 0; d < hd; d++)
+                acc[d] += s[j] * sl_f16_to_f32(vj[d]);
+        }
+        memcpy(out + g * hd, acc, (size_t)hd * sizeof(float));
+    }
+}
+
+typedef struct {
+    const sl_attn *a;
+    sl_attn_item_fn fn;
+    char *scratch;
+    size_t per_thread;
+    int32_t n_ctx;
+    int group, n_pack, per_row, n_items;
+    atomic_int next;
+} attn_job;
+
+/* Items are handed out longest first (the last query rows see the most
+ * positions) from a shared counter, so uneven causal lengths balance. */
+static void attn_worker(void *ctx, int ith, int nth)
+{
+    attn_job *jb = ctx;
+    const sl_attn *a = jb->a;
+    sl_attn_ws ws;
+    (void)nth;
+    ws_carve(&ws, jb->scratch + (size_t)ith * jb->per_thread, a->head_dim, jb->n_ctx);
+    for (;;) {
+        int it = atomic_fetch_add_explicit(&jb->next, 1, memory_order_relaxed);
+        if (it >= jb->n_items)
+            break;
+        int row = a->n_q - 1 - it / jb->per_row;
+        int rest = it % jb->per_row;
+        int kvh = rest / jb->n_pack, pk = rest % jb->n_pack;
+        int h0 = kvh * jb->group + pk * SL_ATTN_GMAX;
+        int ng = jb->group - pk * SL_ATTN_GMAX;
+        jb->fn(a, row, kvh, h0, ng < SL_ATTN_GMAX ? ng : SL_ATTN_GMAX, &ws);
+    }
+}
+
+static sl_attn_item_fn pick_item(int isa)
+{
+    switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+    case SL_ISA_AVX2: return sl_attn_item_avx2;
+    case SL_ISA_AVX512:
+    case SL_ISA_AVX512VNNI: return sl_attn_item_avx512;
+#endif
+#if defined(__aarch64__)
+    case SL_ISA_NEON:
+    case SL_ISA_DOTPROD: return sl_attn_item_neon;
+#endif
+    default: return sl_attn_item_scalar;
+    }
+}
+
+/* p may be NULL: runs on the calling thread only (scratch for 1 thread).
+ * Otherwise scratch must be sl_kern_attn_scratch(sl_pool_n_threads(p),
+ * head_dim, n_ctx) bytes with n_ctx >= pos0 + n_q. */
+int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scratch)
+{
+    if (!k || !a || !scratch || !a->q || !a->k || !a->v || !a->out)
+        return -EINVAL;
+    if (a->n_q < 0 || a->n_head < 1 || a->n_head_kv < 1 || a->head_dim < 1 ||
+        a->pos0 < 0 || a->pos0 > INT32_MAX - a->n_q || a->n_head % a->n_head_kv != 0 ||
+        a->q_stride < (int64_t)a->n_head * a->head_dim ||
+        a->out_stride < (int64_t)a->n_head * a->head_dim ||
+        a->kv_stride < a->head_dim || a->kv_head_stride < 0 ||
+        (a->kv_head_stride == 0 && a->kv_stride < (int64_t)a->n_head_kv * a->head_dim) ||
+        (a->kv_head_stride > 0 && a->kv_head_stride < a->head_dim))
+        return -EINVAL;
+    if (a->n_q == 0)
+        return 0;
+    attn_job jb;
+    jb.a = a;
+    jb.fn = pick_item(k->isa);
+    jb.n_ctx = a->pos0 + a->n_q;
+    jb.per_thread = ws_bytes(a->head_dim, jb.n_ctx);
+    jb.scratch = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    jb.group = a->n_head / a->n_head_kv;
+    jb.n_pack = (jb.group + SL_ATTN_GMAX - 1) / SL_ATTN_GMAX;
+    jb.per_row = a->n_head_kv * jb.n_pack;
+    jb.n_items = a->n_q * jb.per_row;
+    atomic_init(&jb.next, 0);
+    if (p)
+        sl_pool_run(p, attn_worker, &jb);
+    else
+        attn_worker(&jb, 0, 1);
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* Run-time ISA selection. One sl_kern table per level, built once (pthread_once)
+ * and read-only afterwards: scalar first, then each level overrides what it
+ * implements, so a level never has a NULL where scalar has a kernel.
+ * x86: cpuid feature bits plus xgetbv (the OS must save the YMM/ZMM state).
+ * aarch64: getauxval(AT_HWCAP) ASIMD / ASIMDDP. SLUICE_ISA forces a level. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
+
+static const char *const isa_names[SL_ISA_COUNT] = {
+    "scalar", "avx2", "avx512", "avx512vnni", "neon", "dotprod"
+};
+
+const char *sl_isa_name(int isa)
+{
+    return isa >= 0 && isa < SL_ISA_COUNT ? isa_names[isa] : "unknown";
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static uint64_t xgetbv0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+/* Bit mask of the levels this CPU (and OS) can run. */
+static unsigned detect(void)
+{
+    unsigned m = 1u << SL_ISA_SCALAR;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return m;
+    int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !avx) return m;
+    uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) return m;                   /* XMM + YMM state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return m;
+    int avx2 = (b >> 5) & 1, bmi2 = (b >> 8) & 1;
+    int f512 = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
+    int vnni = (c >> 11) & 1;
+    if (avx2 && fma && f16c && bmi2) {
+        m |= 1u << SL_ISA_AVX2;
+        if (f512 && dq && bw && vl && (xcr0 & 0xe0) == 0xe0) {  /* opmask + ZMM state */
+            m |= 1u << SL_ISA_AVX512;
+            if (vnni) m |= 1u << SL_ISA_AVX512VNNI;
+        }
+    }
+#elif defined(__aarch64__)
+    unsigned long hw = getauxval(AT_HWCAP);
+    if (hw & HWCAP_ASIMD) {
+        m |= 1u << SL_ISA_NEON;
+        if (hw & HWCAP_ASIMDDP) m |= 1u << SL_ISA_DOTPROD;
+    }
+#endif
+    return m;
+}
+
+static sl_kern tables[SL_ISA_COUNT];
+static unsigned avail;
+static int best_isa;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init(void)
+{
+    avail = detect();
+    for (int i = 0; i < SL_ISA_COUNT; i++) {
+        sl_kern *k = &tables[i];
+        k->isa = i;
+        k->name = isa_names[i];
+        if (!(avail & (1u << i))) continue;
+        sl_dot_fill_scalar(k);
+        sl_ops_fill_scalar(k);
+        switch (i) {
+#if defined(__x86_64__) || defined(__i386__)
+        case SL_ISA_AVX2:
+            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
+            break;
+        case SL_ISA_AVX512:
+            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
+            sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
+            break;
+        case SL_ISA_AVX512VNNI:
+            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
+            sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
+            sl_dot_fill_avx512vnni(k);
+            break;
+#endif
+#if defined(__aarch64__)
+        case SL_ISA_NEON:
+            sl_dot_fill_neon(k); sl_ops_fill_neon(k);
+            break;
+        case SL_ISA_DOTPROD:
+            sl_dot_fill_neon(k); sl_ops_fill_neon(k);
+            sl_dot_fill_dotprod(k);
+            break;
+#endif
+        default:
+            break;
+        }
+        best_isa = i;     /* levels are ordered: the last available one is best */
+    }
+}
+
+const sl_kern *sl_kern_for(int isa)
+{
+    pthread_once(&once, init);
+    if (isa < 0 || isa >= SL_ISA_COUNT || !(avail & (1u << isa))) return NULL;
+    return &tables[isa];
+}
+
+int sl_kern_best_checked(const sl_kern **out)
+{
+    pthread_once(&once, init);
+    *out = NULL;
+    const char *env = getenv("SLUICE_ISA");
+    if (env && *env) {
+        for (int i = 0; i < SL_ISA_COUNT; i++)
+            if (strcmp(env, isa_names[i]) == 0) {
+                if (!(avail & (1u << i))) return -ENOSYS;   /* CPU or build lacks it */
+                *out = &tables[i];
+                return 0;
+            }
+        return -EINVAL;                                      /* unknown name */
+    }
+    *out = &tables[best_isa];
+    return 0;
+}
+
+const sl_kern *sl_kern_best(void)
+{
+    const sl_kern *k;
+    return sl_kern_best_checked(&k) == 0 ? k : NULL;
+}

@@ -1,0 +1,333 @@
+/* aarch64 dot kernels, included by dot_neon.c (armv8.0 ASIMD) and
+ * dot_dotprod.c (armv8.2-a+dotprod); each defines before inclusion:
+ *   ARM_SUFFIX    name suffix (neon, dotprod)
+ *   ARM_DOTPROD   1: 16 int8 products per vdotq_s32, else vmull_s8 + vpadalq_s16
+ * Quant values are formed as signed int8 (q - offset where the format has
+ * one), 16-byte chunks are dotted exactly into 4 int32 lanes, scaled by the
+ * sub-block scale in the integer domain (vmlaq_n_s32), converted once per
+ * block and accumulated with one FMA by d_x*d_y. Min terms go through the
+ * activation block sums (exact ints) into a scalar float accumulator.
+ * gemm_T runs nx weight rows x ny activation rows with the same per-pair
+ * sequence as vec_dot (bit-identical). */
+#include <arm_neon.h>
+#include <string.h>
+
+#include "kern_internal.h"
+
+#define ARM_CAT2(a, b) a##_##b
+#define ARM_CAT(a, b) ARM_CAT2(a, b)
+#define FN(name) ARM_CAT(name, ARM_SUFFIX)
+
+static inline float f16s(sl_f16 h)
+{
+    __fp16 v;
+    memcpy(&v, &h, 2);
+    return (float)v;
+}
+
+static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+#if ARM_DOTPROD
+    return vdotq_s32(acc, a, b);
+#else
+    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    return vpadalq_s16(acc, vmull_high_s8(a, b));
+#endif
+}
+
+static inline int32x4_t dot32(int8x16_t a0, int8x16_t a1, int8x16_t b0, int8x16_t b1)
+{
+    return dot16(dot16(vdupq_n_s32(0), a0, b0), a1, b1);
+}
+
+typedef struct { float32x4_t a; float s; } acc_t;
+
+#define S8(v) vreinterpretq_s8_u8(v)
+
+static inline void unpack_q4k(const uint8_t *scales, uint8_t sc[8], uint8_t mn[8])
+{
+    uint32_t u[3], s[2], m[2];
+    memcpy(u, scales, 12);
+    s[0] = u[0] & 0x3f3f3f3f;
+    m[0] = u[1] & 0x3f3f3f3f;
+    s[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+    m[1] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+    memcpy(sc, s, 8);
+    memcpy(mn, m, 8);
+}
+
+static inline int32_t min_sum8(const uint8_t mn[8], const int16_t *bs)
+{
+    int32_t t = 0;
+    for (int j = 0; j < 8; j++) t += mn[j] * (bs[2 * j] + bs[2 * j + 1]);
+    return t;
+}
+
+static inline void blk_q4_k(const sl_block_q4_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    uint8_t sc[8], mn[8];
+    unpack_q4k(x->scales, sc, mn);
+    const uint8x16_t m4 = vdupq_n_u8(15);
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int p = 0; p < 4; p++) {
+        uint8x16_t q0 = vld1q_u8(x->qs + 32 * p), q1 = vld1q_u8(x->qs + 32 * p + 16);
+        const int8_t *Y = y->qs + 64 * p;
+        int32x4_t s0 = dot32(S8(vandq_u8(q0, m4)), S8(vandq_u8(q1, m4)), vld1q_s8(Y), vld1q_s8(Y + 16));
+        int32x4_t s1 = dot32(S8(vshrq_n_u8(q0, 4)), S8(vshrq_n_u8(q1, 4)), vld1q_s8(Y + 32), vld1q_s8(Y + 48));
+        isum = vmlaq_n_s32(isum, s0, sc[2 * p]);
+        isum = vmlaq_n_s32(isum, s1, sc[2 * p + 1]);
+    }
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
+    acc->s -= (f16s(x->dmin) * y->d) * (float)min_sum8(mn, y->bsums);
+}
+
+static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    uint8_t sc[8], mn[8];
+    unpack_q4k(x->scales, sc, mn);
+    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1);
+    uint8x16_t h0 = vld1q_u8(x->qh), h1 = vld1q_u8(x->qh + 16);
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int p = 0; p < 4; p++) {
+        uint8x16_t q0 = vld1q_u8(x->qs + 32 * p), q1 = vld1q_u8(x->qs + 32 * p + 16);
+        int8x16_t sh0 = vdupq_n_s8((int8_t)(-2 * p)), sh1 = vdupq_n_s8((int8_t)(-2 * p - 1));
+        uint8x16_t a0 = vorrq_u8(vandq_u8(q0, m4), vshlq_n_u8(vandq_u8(vshlq_u8(h0, sh0), one), 4));
+        uint8x16_t a1 = vorrq_u8(vandq_u8(q1, m4), vshlq_n_u8(vandq_u8(vshlq_u8(h1, sh0), one), 4));
+        uint8x16_t b0 = vorrq_u8(vshrq_n_u8(q0, 4), vshlq_n_u8(vandq_u8(vshlq_u8(h0, sh1), one), 4));
+        uint8x16_t b1 = vorrq_u8(vshrq_n_u8(q1, 4), vshlq_n_u8(vandq_u8(vshlq_u8(h1, sh1), one), 4));
+        const int8_t *Y = y->qs + 64 * p;
+        isum = vmlaq_n_s32(isum, dot32(S8(a0), S8(a1), vld1q_s8(Y), vld1q_s8(Y + 16)), sc[2 * p]);
+        isum = vmlaq_n_s32(isum, dot32(S8(b0), S8(b1), vld1q_s8(Y + 32), vld1q_s8(Y + 48)), sc[2 * p + 1]);
+    }
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
+    acc->s -= (f16s(x->dmin) * y->d) * (float)min_sum8(mn, y->bsums);
+}
+
+static inline void blk_q6_k(const sl_block_q6_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
+    const int8x16_t o32 = vdupq_n_s8(32);
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *L = x->ql + 64 * h, *H = x->qh + 32 * h;
+        const int8_t *S = x->scales + 8 * h, *Y = y->qs + 128 * h;
+        for (int half = 0; half < 2; half++) {
+            uint8x16_t l0 = vld1q_u8(L + 16 * half), l1 = vld1q_u8(L + 32 + 16 * half);
+            uint8x16_t hh = vld1q_u8(H + 16 * half);
+            uint8x16_t g[4] = {
+                vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4)),
+                vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4)),
+                vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4)),
+                vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4)),
+            };
+            for (int k = 0; k < 4; k++) {
+                int32x4_t d = dot16(vdupq_n_s32(0), vsubq_s8(S8(g[k]), o32), vld1q_s8(Y + 32 * k + 16 * half));
+                isum = vmlaq_n_s32(isum, d, S[half + 2 * k]);
+            }
+        }
+    }
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
+}
+
+static inline void blk_q2_k(const sl_block_q2_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int h = 0; h < 2; h++) {
+        uint8x16_t q0 = vld1q_u8(x->qs + 32 * h), q1 = vld1q_u8(x->qs + 32 * h + 16);
+        const uint8_t *sc = x->scales + 8 * h;
+        const int8_t *Y = y->qs + 128 * h;
+        for (int k = 0; k < 4; k++) {
+            int8x16_t sh = vdupq_n_s8((int8_t)(-2 * k));
+            uint8x16_t v0 = vandq_u8(vshlq_u8(q0, sh), m3), v1 = vandq_u8(vshlq_u8(q1, sh), m3);
+            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), S8(v0), vld1q_s8(Y + 32 * k)), sc[2 * k] & 15);
+            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), S8(v1), vld1q_s8(Y + 32 * k + 16)), sc[2 * k + 1] & 15);
+        }
+    }
+    int32_t msum = 0;
+    for (int s = 0; s < 16; s++) msum += (x->scales[s] >> 4) * y->bsums[s];
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
+    acc->s -= (f16s(x->dmin) * y->d) * (float)msum;
+}
+
+static inline void blk_q3_k(const sl_block_q3_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    uint32_t a[3], w[4];
+    memcpy(a, x->scales, 12);
+    w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
+    w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
+    w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
+    w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    uint8_t sc[16];
+    memcpy(sc, w, 16);
+    const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+    const int8x16_t o4 = vdupq_n_s8(4);
+    uint8x16_t hm0 = vld1q_u8(x->hmask), hm1 = vld1q_u8(x->hmask + 16);
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int h = 0; h < 2; h++) {
+        uint8x16_t q0 = vld1q_u8(x->qs + 32 * h), q1 = vld1q_u8(x->qs + 32 * h + 16);
+        const int8_t *Y = y->qs + 128 * h;
+        for (int k = 0; k < 4; k++) {
+            int8x16_t sh = vdupq_n_s8((int8_t)(-2 * k)), shh = vdupq_n_s8((int8_t)(-(4 * h + k)));
+            uint8x16_t v0 = vorrq_u8(vandq_u8(vshlq_u8(q0, sh), m3), vshlq_n_u8(vandq_u8(vshlq_u8(hm0, shh), one), 2));
+            uint8x16_t v1 = vorrq_u8(vandq_u8(vshlq_u8(q1, sh), m3), vshlq_n_u8(vandq_u8(vshlq_u8(hm1, shh), one), 2));
+            int s = 8 * h + 2 * k;
+            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), vsubq_s8(S8(v0), o4), vld1q_s8(Y + 32 * k)), (int)sc[s] - 32);
+            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), vsubq_s8(S8(v1), o4), vld1q_s8(Y + 32 * k + 16)), (int)sc[s + 1] - 32);
+        }
+    }
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
+}
+
+/* ---- legacy ------------------------------------------------------------ */
+
+/* 0x10 in byte j (j = 0..15 of half `part`) where bit 16*part + j of qh is set */
+static inline uint8x16_t bit4_16(uint32_t qh, int part)
+{
+    static const uint8_t bits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)(qh >> (16 * part))),
+                               vdup_n_u8((uint8_t)(qh >> (16 * part + 8))));
+    return vandq_u8(vtstq_u8(v, vld1q_u8(bits)), vdupq_n_u8(0x10));
+}
+
+static inline void fin_legacy(int32x4_t isum, float d, acc_t *acc)
+{
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(d));
+}
+
+static inline void blk_q4_0(const sl_block_q4_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+{
+    uint8x16_t q = vld1q_u8(x->qs);
+    const int8x16_t o8 = vdupq_n_s8(8);
+    int8x16_t lo = vsubq_s8(S8(vandq_u8(q, vdupq_n_u8(15))), o8), hi = vsubq_s8(S8(vshrq_n_u8(q, 4)), o8);
+    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
+}
+
+static inline void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+{
+    uint8x16_t q = vld1q_u8(x->qs);
+    int8x16_t lo = S8(vandq_u8(q, vdupq_n_u8(15))), hi = S8(vshrq_n_u8(q, 4));
+    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
+    acc->s += f16s(x->m) * f16s(y->s);
+}
+
+static inline void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+{
+    uint32_t qh;
+    memcpy(&qh, x->qh, 4);
+    uint8x16_t q = vld1q_u8(x->qs);
+    const int8x16_t o16 = vdupq_n_s8(16);
+    int8x16_t lo = vsubq_s8(S8(vorrq_u8(vandq_u8(q, vdupq_n_u8(15)), bit4_16(qh, 0))), o16);
+    int8x16_t hi = vsubq_s8(S8(vorrq_u8(vshrq_n_u8(q, 4), bit4_16(qh, 1))), o16);
+    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
+}
+
+static inline void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+{
+    uint32_t qh;
+    memcpy(&qh, x->qh, 4);
+    uint8x16_t q = vld1q_u8(x->qs);
+    int8x16_t lo = S8(vorrq_u8(vandq_u8(q, vdupq_n_u8(15)), bit4_16(qh, 0)));
+    int8x16_t hi = S8(vorrq_u8(vshrq_n_u8(q, 4), bit4_16(qh, 1)));
+    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
+    acc->s += f16s(x->m) * f16s(y->s);
+}
+
+static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+{
+    fin_legacy(dot32(vld1q_s8(x->qs), vld1q_s8(x->qs + 16), vld1q_s8(y->qs), vld1q_s8(y->qs + 16)),
+               f16s(x->d) * f16s(y->d), acc);
+}
+
+#define DEF_GEMM(T, XB, YB, BE)                                                          \
+static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
+                         const void *vy, size_t by, int ny, float *s, int64_t lds)      \
+{                                                                                        \
+    int64_t nb = n / (BE);                                                               \
+    acc_t acc[SL_GEMM_MAX][SL_GEMM_MAX];                                                 \
+    for (int i = 0; i < nx; i++)                                                         \
+        for (int j = 0; j < ny; j++) acc[i][j] = (acc_t){vdupq_n_f32(0.0f), 0.0f};       \
+    for (int64_t b = 0; b < nb; b++)                                                     \
+        for (int i = 0; i < nx; i++) {                                                   \
+            const XB *x = (const XB *)((const char *)vx + (size_t)i * bx) + b;           \
+            for (int j = 0; j < ny; j++)                                                 \
+                blk_##T(x, (const YB *)((const char *)vy + (size_t)j * by) + b, &acc[i][j]); \
+        }                                                                                \
+    for (int i = 0; i < nx; i++)                                                         \
+        for (int j = 0; j < ny; j++) s[j * lds + i] = vaddvq_f32(acc[i][j].a) + acc[i][j].s; \
+}                                                                                        \
+static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)              \
+{                                                                                        \
+    FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
+}
+
+DEF_GEMM(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q5_k, sl_block_q5_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q6_k, sl_block_q6_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q2_k, sl_block_q2_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q3_k, sl_block_q3_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q4_0, sl_block_q4_0, sl_block_q8_0, SL_QK)
+DEF_GEMM(q4_1, sl_block_q4_1, sl_block_q8_1, SL_QK)
+DEF_GEMM(q5_0, sl_block_q5_0, sl_block_q8_0, SL_QK)
+DEF_GEMM(q5_1, sl_block_q5_1, sl_block_q8_1, SL_QK)
+DEF_GEMM(q8_0, sl_block_q8_0, sl_block_q8_0, SL_QK)
+
+/* ---- float types ------------------------------------------------------- */
+
+static void FN(dot_f32)(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const float *x = vx, *y = vy;
+    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
+        a1 = vfmaq_f32(a1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
+    }
+    float t = vaddvq_f32(vaddq_f32(a0, a1));
+    for (; i < n; i++) t += x[i] * y[i];
+    *s = t;
+}
+
+static inline float32x4_t f16x4(const sl_f16 *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+static inline float32x4_t bf16x4(const sl_bf16 *p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+
+static void FN(dot_f16)(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_f16 *x = vx, *y = vy;
+    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        a0 = vfmaq_f32(a0, f16x4(x + i), f16x4(y + i));
+        a1 = vfmaq_f32(a1, f16x4(x + i + 4), f16x4(y + i + 4));
+    }
+    float t = vaddvq_f32(vaddq_f32(a0, a1));
+    for (; i < n; i++) t += f16s(x[i]) * f16s(y[i]);
+    *s = t;
+}
+
+static void FN(dot_bf16)(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_bf16 *x = vx, *y = vy;
+    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        a0 = vfmaq_f32(a0, bf16x4(x + i), bf16x4(y + i));
+        a1 = vfmaq_f32(a1, bf16x4(x + i + 4), bf16x4(y + i + 4));
+    }
+    float t = vaddvq_f32(vaddq_f32(a0, a1));
+    for (; i < n; i++) t += sl_bf16_to_f32(x[i]) * sl_bf16_to_f32(y[i]);
+    *s = t;
+}
+
+#define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T)
+static void FN(arm_fill)(sl_kern *k)
+{
+    SET(q4_k, SL_Q_Q4_K); SET(q5_k, SL_Q_Q5_K); SET(q6_k, SL_Q_Q6_K);
+    SET(q2_k, SL_Q_Q2_K); SET(q3_k, SL_Q_Q3_K);
+    SET(q4_0, SL_Q_Q4_0); SET(q4_1, SL_Q_Q4_1); SET(q5_0, SL_Q_Q5_0);
+    SET(q5_1, SL_Q_Q5_1); SET(q8_0, SL_Q_Q8_0);
+    k->vec_dot[SL_Q_F32] = FN(dot_f32);
+    k->vec_dot[SL_Q_F16] = FN(dot_f16);
+    k->vec_dot[SL_Q_BF16] = FN(dot_bf16);
+}
+#undef SET

@@ -1,0 +1,7 @@
+/* Dot kernels for the dotprod level: the shared aarch64 scheme (dot_arm.h),
+ * built with -march=armv8.2-a+dotprod: 16 int8 products per vdotq_s32. */
+#define ARM_SUFFIX dotprod
+#define ARM_DOTPROD 1
+#include "dot_arm.h"
+
+void sl_dot_fill_dotprod(sl_kern *k) { arm_fill_dotprod(k); }

@@ -1,0 +1,374 @@
+/* x86 dot kernels, included by dot_avx2.c, dot_avx512.c and dot_avx512vnni.c;
+ * each file is compiled with its own -m flags and defines before inclusion:
+ *   X86_SUFFIX     name suffix (avx2, avx512, avx512vnni)
+ *   X86_VNNI       1: integer dot-accumulate with vpdpbusd / vpdpwssd
+ * Scheme (every type): exact integer sums per 32-byte chunk in 8 int32 lanes,
+ * scaled in the integer domain by the sub-block scales (madd / dpwssd with an
+ * i16 scale vector), converted once per block and accumulated in float lanes
+ * with one FMA by d_x*d_y; min / offset terms go through the activation's
+ * block sums into a second float accumulator. No horizontal sum per block.
+ * gemm_T runs nx weight rows x ny activation rows block by block, so one
+ * block of each weight row is loaded from memory once per tile; each pair
+ * uses the same instruction sequence as vec_dot (bit-identical results). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kern_internal.h"
+
+#define X86_CAT2(a, b) a##_##b
+#define X86_CAT(a, b) X86_CAT2(a, b)
+#define FN(name) X86_CAT(name, X86_SUFFIX)
+
+static inline float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float f16s(sl_f16 h) { return _cvtsh_ss(h); }
+
+/* acc += sum over byte pairs (u8 a * s8 b) * w16, per int32 lane. */
+static inline __m256i madd_scaled(__m256i acc, __m256i a, __m256i b, __m256i w16)
+{
+    __m256i p = _mm256_maddubs_epi16(a, b);
+#if X86_VNNI
+    return _mm256_dpwssd_epi32(acc, p, w16);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, w16));
+#endif
+}
+
+/* acc += sum of u8 a * s8 b per int32 lane (4 bytes each). */
+static inline __m256i dot_u8s8(__m256i acc, __m256i a, __m256i b)
+{
+#if X86_VNNI
+    return _mm256_dpbusd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b),
+                                                   _mm256_set1_epi16(1)));
+#endif
+}
+
+/* signed x signed via |x| and sign(y, x) */
+static inline __m256i dot_s8s8(__m256i acc, __m256i x, __m256i y)
+{
+    return dot_u8s8(acc, _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+static inline __m256i split16(int lo, int hi)
+{
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+static inline __m256i loadu(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+typedef struct { __m256 a, b; float s; } acc_t;
+
+/* ---- block kernels: one block of x with one block of y ---------------- */
+
+static inline void blk_q4_k(const sl_block_q4_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    uint32_t u[3], sc[2], mn[2];
+    memcpy(u, x->scales, 12);
+    sc[0] = u[0] & 0x3f3f3f3f;
+    mn[0] = u[1] & 0x3f3f3f3f;
+    sc[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+    mn[1] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+    const uint8_t *s8 = (const uint8_t *)sc;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i isum = _mm256_setzero_si256();
+    for (int p = 0; p < 4; p++) {
+        __m256i q = loadu(x->qs + 32 * p);
+        __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        isum = madd_scaled(isum, lo, loadu(y->qs + 64 * p), _mm256_set1_epi16(s8[2 * p]));
+        isum = madd_scaled(isum, hi, loadu(y->qs + 64 * p + 32), _mm256_set1_epi16(s8[2 * p + 1]));
+    }
+    /* mins: m_j * (bsums[2j] + bsums[2j+1]) via madd with m duplicated per pair */
+    __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
+    __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), m16);
+    float dd = f16s(x->d) * y->d, dm = f16s(x->dmin) * y->d;
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dm), acc->b);
+}
+
+static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    uint32_t u[3], sc[2], mn[2];
+    memcpy(u, x->scales, 12);
+    sc[0] = u[0] & 0x3f3f3f3f;
+    mn[0] = u[1] & 0x3f3f3f3f;
+    sc[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+    mn[1] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+    const uint8_t *s8 = (const uint8_t *)sc;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256i hb = loadu(x->qh);
+    __m256i isum = _mm256_setzero_si256();
+    for (int p = 0; p < 4; p++) {
+        __m256i q = loadu(x->qs + 32 * p);
+        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p), one), 4);
+        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p + 1), one), 4);
+        __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), h0);
+        __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), h1);
+        isum = madd_scaled(isum, lo, loadu(y->qs + 64 * p), _mm256_set1_epi16(s8[2 * p]));
+        isum = madd_scaled(isum, hi, loadu(y->qs + 64 * p + 32), _mm256_set1_epi16(s8[2 * p + 1]));
+    }
+    __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
+    __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), m16);
+    float dd = f16s(x->d) * y->d, dm = f16s(x->dmin) * y->d;
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dm), acc->b);
+}
+
+/* q6_K: q + 32 (0..63) times y, the 32 * sum(sc * bsums) goes to acc->b. */
+static inline void blk_q6_k(const sl_block_q6_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *L = x->ql + 64 * h;
+        const int8_t *S = x->scales + 8 * h, *Y = y->qs + 128 * h;
+        __m256i l0 = loadu(L), l1 = loadu(L + 32), H = loadu(x->qh + 32 * h);
+        __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                     _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+        __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+        __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+        __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+        isum = madd_scaled(isum, q0, loadu(Y), split16(S[0], S[1]));
+        isum = madd_scaled(isum, q1, loadu(Y + 32), split16(S[2], S[3]));
+        isum = madd_scaled(isum, q2, loadu(Y + 64), split16(S[4], S[5]));
+        isum = madd_scaled(isum, q3, loadu(Y + 96), split16(S[6], S[7]));
+    }
+    __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), sc16);
+    float dd = f16s(x->d) * y->d;
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), _mm256_set1_ps(32.0f * dd), acc->b);
+}
+
+/* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
+static inline void blk_q2_k(const sl_block_q2_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        __m256i q = loadu(x->qs + 32 * h);
+        const uint8_t *sc = x->scales + 8 * h;
+        const int8_t *Y = y->qs + 128 * h;
+        for (int k = 0; k < 4; k++) {
+            __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+            isum = madd_scaled(isum, v, loadu(Y + 32 * k), split16(sc[2 * k] & 15, sc[2 * k + 1] & 15));
+        }
+    }
+    __m128i s8 = _mm_loadu_si128((const __m128i *)x->scales);
+    __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15)));
+    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), m16);
+    float dd = f16s(x->d) * y->d, dm = f16s(x->dmin) * y->d;
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dm), acc->b);
+}
+
+/* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
+static inline void blk_q3_k(const sl_block_q3_k *x, const sl_block_q8_k *y, acc_t *acc)
+{
+    uint32_t a[3], w[4];
+    memcpy(a, x->scales, 12);
+    w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
+    w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
+    w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
+    w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    __m128i s8 = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)w), _mm_set1_epi8(32));
+    int8_t sc[16];
+    _mm_storeu_si128((__m128i *)sc, s8);
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256i hm = loadu(x->hmask);
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        __m256i q = loadu(x->qs + 32 * h);
+        const int8_t *Y = y->qs + 128 * h;
+        for (int k = 0; k < 4; k++) {
+            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
+            __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+            int s = 8 * h + 2 * k;
+            isum = madd_scaled(isum, v, loadu(Y + 32 * k), split16(sc[s], sc[s + 1]));
+        }
+    }
+    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), _mm256_cvtepi8_epi16(s8));
+    float dd = f16s(x->d) * y->d;
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), _mm256_set1_ps(4.0f * dd), acc->b);
+}
+
+/* ---- legacy 32-element blocks ------------------------------------------- */
+
+static inline __m256i nibbles32(const uint8_t *qs)
+{
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+/* 0x10 in byte j where bit j of the 32-bit qh is set */
+static inline __m256i bit4_32(const uint8_t *qh)
+{
+    uint32_t b;
+    memcpy(&b, qh, 4);
+    __m256i v = _mm256_set1_epi32((int)b);
+    v = _mm256_shuffle_epi8(v, _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                                 0x0101010101010101LL, 0x0000000000000000LL));
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+static inline void fin_legacy(__m256i isum, float d, acc_t *acc)
+{
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc->a);
+}
+
+static inline void blk_q4_0(const sl_block_q4_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+{
+    __m256i q = _mm256_sub_epi8(nibbles32(x->qs), _mm256_set1_epi8(8));
+    fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
+}
+
+static inline void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+{
+    fin_legacy(dot_u8s8(_mm256_setzero_si256(), nibbles32(x->qs), loadu(y->qs)),
+               f16s(x->d) * f16s(y->d), acc);
+    acc->s += f16s(x->m) * f16s(y->s);
+}
+
+static inline void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+{
+    __m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(x->qs), bit4_32(x->qh)), _mm256_set1_epi8(16));
+    fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
+}
+
+static inline void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+{
+    __m256i q = _mm256_or_si256(nibbles32(x->qs), bit4_32(x->qh));
+    fin_legacy(dot_u8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
+    acc->s += f16s(x->m) * f16s(y->s);
+}
+
+static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+{
+    fin_legacy(dot_s8s8(_mm256_setzero_si256(), loadu(x->qs), loadu(y->qs)),
+               f16s(x->d) * f16s(y->d), acc);
+}
+
+/* ---- gemm tile + vec_dot per type -------------------------------------- */
+
+#define PF_AHEAD 4   /* blocks of each weight row prefetched ahead */
+
+#define DEF_GEMM(T, XB, YB, BE)                                                          \
+static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
+                         const void *vy, size_t by, int ny, float *s, int64_t lds)      \
+{                                                                                        \
+    int64_t nb = n / (BE);                                                               \
+    acc_t acc[SL_GEMM_MAX][SL_GEMM_MAX];                                                 \
+    for (int i = 0; i < nx; i++)                                                         \
+        for (int j = 0; j < ny; j++)                                                     \
+            acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
+    for (int64_t b = 0; b < nb; b++)                                                     \
+        for (int i = 0; i < nx; i++) {                                                   \
+            const XB *x = (const XB *)((const char *)vx + (size_t)i * bx) + b;           \
+            _mm_prefetch((const char *)(x + PF_AHEAD), _MM_HINT_T0);                     \
+            for (int j = 0; j < ny; j++)                                                 \
+                blk_##T(x, (const YB *)((const char *)vy + (size_t)j * by) + b, &acc[i][j]); \
+        }                                                                                \
+    for (int i = 0; i < nx; i++)                                                         \
+        for (int j = 0; j < ny; j++)                                                     \
+            s[j * lds + i] = hsum8(acc[i][j].a) - hsum8(acc[i][j].b) + acc[i][j].s;      \
+}                                                                                        \
+static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)              \
+{                                                                                        \
+    FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
+}
+
+DEF_GEMM(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q5_k, sl_block_q5_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q6_k, sl_block_q6_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q2_k, sl_block_q2_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q3_k, sl_block_q3_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM(q4_0, sl_block_q4_0, sl_block_q8_0, SL_QK)
+DEF_GEMM(q4_1, sl_block_q4_1, sl_block_q8_1, SL_QK)
+DEF_GEMM(q5_0, sl_block_q5_0, sl_block_q8_0, SL_QK)
+DEF_GEMM(q5_1, sl_block_q5_1, sl_block_q8_1, SL_QK)
+DEF_GEMM(q8_0, sl_block_q8_0, sl_block_q8_0, SL_QK)
+
+/* ---- float types: 8 lanes of FMA, scalar tail -------------------------- */
+
+static void FN(dot_f32)(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const float *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+    }
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+    float t = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) t += x[i] * y[i];
+    *s = t;
+}
+
+static void FN(dot_f16)(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_f16 *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+#define LD16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(LD16(x + i), LD16(y + i), a0);
+        a1 = _mm256_fmadd_ps(LD16(x + i + 8), LD16(y + i + 8), a1);
+    }
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(LD16(x + i), LD16(y + i), a0);
+#undef LD16
+    float t = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) t += f16s(x[i]) * f16s(y[i]);
+    *s = t;
+}
+
+static inline __m256 bf16x8(const sl_bf16 *p)
+{
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+static void FN(dot_bf16)(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const sl_bf16 *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(bf16x8(x + i), bf16x8(y + i), a0);
+        a1 = _mm256_fmadd_ps(bf16x8(x + i + 8), bf16x8(y + i + 8), a1);
+    }
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(bf16x8(x + i), bf16x8(y + i), a0);
+    float t = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) t += sl_bf16_to_f32(x[i]) * sl_bf16_to_f32(y[i]);
+    *s = t;
+}
+
+#define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T)
+static void FN(x86_fill)(sl_kern *k)
+{
+    SET(q4_k, SL_Q_Q4_K); SET(q5_k, SL_Q_Q5_K); SET(q6_k, SL_Q_Q6_K);
+    SET(q2_k, SL_Q_Q2_K); SET(q3_k, SL_Q_Q3_K);
+    SET(q4_0, SL_Q_Q4_0); SET(q4_1, SL_Q_Q4_1); SET(q5_0, SL_Q_Q5_0);
+    SET(q5_1, SL_Q_Q5_1); SET(q8_0, SL_Q_Q8_0);
+    k->vec_dot[SL_Q_F32] = FN(dot_f32);
+    k->vec_dot[SL_Q_F16] = FN(dot_f16);
+    k->vec_dot[SL_Q_BF16] = FN(dot_bf16);
+}
+#undef SET

@@ -1,0 +1,127 @@
+/* matvec (decode) and matmul (prefill) on top of the per-level dot kernels,
+ * split over the pool by weight-row ranges (each thread streams its own part
+ * of W exactly once). Tiles use the level's gemm kernel when it has one:
+ * SL_GEMM_MAX weight rows x SL_GEMM_MAX activation rows share every load. */
+#include <errno.h>
+#include <string.h>
+
+#include "kern_internal.h"
+
+size_t sl_kern_act_bytes(int wtype, int64_t cols, int64_t n_rows)
+{
+    if (cols <= 0 || n_rows < 0 || !sl_quant_is_supported(wtype)) return 0;
+    int vdt = sl_quant_vec_dot_type(wtype);
+    size_t rb = sl_quant_row_bytes(vdt, cols);
+    if (rb == 0 || (n_rows > 0 && rb > SIZE_MAX / (size_t)n_rows)) return 0;
+    return rb * (size_t)n_rows;
+}
+
+void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t cols,
+                          int64_t n_rows, void *act)
+{
+    (void)k;
+    size_t rb = sl_kern_act_bytes(wtype, cols, 1);
+    if (rb == 0) return;
+    int vdt = sl_quant_vec_dot_type(wtype);
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * cols;
+        void *dst = (char *)act + (size_t)r * rb;
+        switch (vdt) {
+        case SL_Q_Q8_0: sl_quant_row_q8_0(xr, dst, cols); break;
+        case SL_Q_Q8_1: sl_quant_row_q8_1(xr, dst, cols); break;
+        case SL_Q_Q8_K: sl_quant_row_q8_k(xr, dst, cols); break;
+        case SL_Q_F16:  sl_quant_row_f16(xr, dst, cols); break;
+        case SL_Q_BF16: sl_quant_row_bf16(xr, dst, cols); break;
+        case SL_Q_F32:  memcpy(dst, xr, (size_t)cols * sizeof(float)); break;
+        default: break;
+        }
+    }
+}
+
+struct mm_job {
+    const sl_kern *k;
+    int wtype;
+    const char *W;
+    size_t wrb, arb;           /* weight / activation row bytes */
+    int64_t rows, cols, n_act, ldy;
+    const char *act;
+    float *Y;
+};
+
+/* Thread ith's share of the rows, in multiples of 4 so tiles stay whole. */
+static void share(int64_t rows, int ith, int nth, int64_t *r0, int64_t *r1)
+{
+    int64_t units = (rows + 3) / 4;
+    int64_t a = units * ith / nth, b = units * (ith + 1) / nth;
+    *r0 = a * 4 < rows ? a * 4 : rows;
+    *r1 = b * 4 < rows ? b * 4 : rows;
+}
+
+static void mm_worker(void *ctx, int ith, int nth)
+{
+    const struct mm_job *j = ctx;
+    int64_t r0, r1;
+    share(j->rows, ith, nth, &r0, &r1);
+    sl_gemm_fn g = j->k->gemm[j->wtype];
+    sl_vec_dot_fn dot = j->k->vec_dot[j->wtype];
+    for (int64_t r = r0; r < r1; r += SL_GEMM_MAX) {
+        int nx = r1 - r < SL_GEMM_MAX ? (int)(r1 - r) : SL_GEMM_MAX;
+        const char *w = j->W + (size_t)r * j->wrb;
+        /* The next tile's weight rows are contiguous: pull them towards L2
+         * now. Rows are only a few KiB, too short for the hardware
+         * prefetcher to follow nx interleaved streams. */
+        if (r + SL_GEMM_MAX < r1) {
+            int64_t nn = r1 - r - SL_GEMM_MAX < SL_GEMM_MAX ? r1 - r - SL_GEMM_MAX : SL_GEMM_MAX;
+            const char *nw = w + (size_t)nx * j->wrb;
+            for (size_t off = 0; off < (size_t)nn * j->wrb; off += 64) __builtin_prefetch(nw + off, 0, 2);
+        }
+        /* The nx weight rows stay in L1/L2 while all activation rows pass. */
+        for (int64_t i = 0; i < j->n_act; i += SL_GEMM_MAX) {
+            int ny = j->n_act - i < SL_GEMM_MAX ? (int)(j->n_act - i) : SL_GEMM_MAX;
+            const char *a = j->act + (size_t)i * j->arb;
+            float *y = j->Y + i * j->ldy + r;
+            if (g) {
+                g(j->cols, w, j->wrb, nx, a, j->arb, ny, y, j->ldy);
+            } else {
+                for (int yi = 0; yi < ny; yi++)
+                    for (int xi = 0; xi < nx; xi++)
+                        dot(j->cols, y + yi * j->ldy + xi, w + (size_t)xi * j->wrb,
+                            a + (size_t)yi * j->arb);
+            }
+        }
+    }
+}
+
+static int check(const sl_kern *k, int wtype, const void *W, int64_t rows, int64_t cols,
+                 const void *act, const void *y)
+{
+    if (!k || !W || !act || !y || rows < 0 || cols <= 0) return -EINVAL;
+    if (wtype < 0 || wtype >= SL_Q_COUNT || !k->vec_dot[wtype]) return -EINVAL;
+    if (sl_quant_row_bytes(wtype, cols) == 0 || sl_kern_act_bytes(wtype, cols, 1) == 0)
+        return -EINVAL;                      /* cols not a multiple of the block */
+    return 0;
+}
+
+int sl_kern_matvec(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
+                   int64_t cols, const void *act, float *y)
+{
+    return sl_kern_matmul(k, p, wtype, W, rows, cols, act, 1, y, rows);
+}
+
+int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
+                   int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy)
+{
+    int rc = check(k, wtype, W, rows, cols, act, Y);
+    if (rc) return rc;
+    if (n_act < 0 || (n_act > 1 && ldy < rows)) return -EINVAL;
+    if (rows == 0 || n_act == 0) return 0;
+    struct mm_job j = {
+        .k = k, .wtype = wtype, .W = W, .wrb = sl_quant_row_bytes(wtype, cols),
+        .arb = sl_kern_act_bytes(wtype, cols, 1), .rows = rows, .cols = cols,
+        .n_act = n_act, .ldy = ldy, .act = act, .Y = Y,
+    };
+    int nth = sl_pool_n_threads(p);
+    if (nth > 1 && rows >= 8) sl_pool_run(p, mm_worker, &j);
+    else mm_worker(&j, 0, 1);
+    return 0;
+}

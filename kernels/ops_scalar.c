@@ -1,0 +1,94 @@
+/* Float ops of the forward pass in plain C: the oracle for every SIMD level. */
+#include <math.h>
+
+#include "kern_internal.h"
+#include "ops_internal.h"
+
+void sl_rope_cs(float *c, float *s, int32_t pos, const float *inv_freq, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float th = (float)pos * inv_freq[i];
+        c[i] = cosf(th);
+        s[i] = sinf(th);
+    }
+}
+
+/* Squares summed in double (as llama.cpp's ggml_float sum) so long rows keep
+ * full float accuracy; then (x * scale) * w in float. */
+static void rmsnorm_scalar(float *y, const float *x, const float *w, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    float mean = (float)(sum / (double)n);
+    float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (x[i] * scale) * w[i];
+}
+
+static void rope_scalar(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
+                        const float *inv_freq, int neox)
+{
+    int half = n_rot / 2;
+    for (int i0 = 0; i0 < half; i0 += 64) {
+        float c[64], s[64];
+        int m = half - i0 < 64 ? half - i0 : 64;
+        sl_rope_cs(c, s, pos, inv_freq + i0, m);
+        for (int h = 0; h < n_head; h++) {
+            float *xh = x + (int64_t)h * head_dim;
+            for (int i = 0; i < m; i++) {
+                int a = neox ? i0 + i : 2 * (i0 + i);
+                int b = neox ? i0 + i + half : a + 1;
+                float x0 = xh[a], x1 = xh[b];
+                xh[a] = x0 * c[i] - x1 * s[i];
+                xh[b] = x0 * s[i] + x1 * c[i];
+            }
+        }
+    }
+}
+
+/* Max-subtracted; the sum in double, then one multiply by (float)(1/sum). */
+static void softmax_scalar(float *x, int64_t n)
+{
+    if (n <= 0)
+        return;
+    float mx = x[0];
+    for (int64_t i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= inv;
+}
+
+static void silu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void add_scalar(float *y, const float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+static void f32_to_f16_scalar(sl_f16 *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = sl_f32_to_f16(x[i]);
+}
+
+void sl_ops_fill_scalar(sl_kern *k)
+{
+    k->rmsnorm = rmsnorm_scalar;
+    k->rope = rope_scalar;
+    k->softmax = softmax_scalar;
+    k->silu_mul = silu_mul_scalar;
+    k->add = add_scalar;
+    k->f32_to_f16 = f32_to_f16_scalar;
+}

@@ -1,0 +1,246 @@
+/* kbench: kernel throughput against this machine's memory bandwidth, in one run.
+ *   1. streaming read bandwidth over a buffer far larger than the caches
+ *      (1 and N threads);
+ *   2. matvec GB/s of weight bytes per weight type on ROWSxCOLS matrices,
+ *      cycling through enough of them that the total is >> L3, as a fraction
+ *      of the N-thread read bandwidth;
+ *   3. matmul of a 64-row batch: GFLOP/s and activation rows/s vs matvec.
+ * All figures are medians of several repetitions.
+ * Usage: kbench [-t threads] [-r reps] [-m MiB of weights per type] [-b MiB buffer]
+ *               [-T type,type,...] (SLUICE_ISA picks the kernel level). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+#include "../kernels/kernels.h"
+
+#define ROWS 14336
+#define COLS 4096
+#define BATCH 64
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- read bandwidth ------------------------------------------------------ */
+struct rd { const uint8_t *buf; size_t len; uint64_t sink[64]; };
+
+static void rd_fn(void *ctx, int ith, int nth)
+{
+    struct rd *r = ctx;
+    size_t chunk = (r->len / (size_t)nth) & ~(size_t)63;
+    const uint8_t *p = r->buf + chunk * (size_t)ith;
+#if defined(__x86_64__)
+    __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < chunk; i += 64) {
+        a0 = _mm_xor_si128(a0, _mm_load_si128((const __m128i *)(p + i)));
+        a1 = _mm_xor_si128(a1, _mm_load_si128((const __m128i *)(p + i + 16)));
+        a2 = _mm_xor_si128(a2, _mm_load_si128((const __m128i *)(p + i + 32)));
+        a3 = _mm_xor_si128(a3, _mm_load_si128((const __m128i *)(p + i + 48)));
+    }
+    a0 = _mm_xor_si128(_mm_xor_si128(a0, a1), _mm_xor_si128(a2, a3));
+    r->sink[ith] = (uint64_t)_mm_cvtsi128_si64(a0);
+#else
+    const uint64_t *q = (const uint64_t *)p;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (size_t i = 0; i < chunk / 8; i += 8) {
+        a0 ^= q[i] ^ q[i + 4]; a1 ^= q[i + 1] ^ q[i + 5];
+        a2 ^= q[i + 2] ^ q[i + 6]; a3 ^= q[i + 3] ^ q[i + 7];
+    }
+    r->sink[ith] = a0 ^ a1 ^ a2 ^ a3;
+#endif
+}
+
+static double read_bw(size_t len, int nth, int reps)
+{
+    uint8_t *buf = aligned_alloc(4096, len);
+    if (!buf) return 0;
+    for (size_t i = 0; i < len; i += 8) { uint64_t v = i * 0x9e37ull; memcpy(buf + i, &v, 8); }
+    sl_pool *p = NULL;
+    if (sl_pool_create(&p, nth) != 0) { free(buf); return 0; }
+    struct rd r = {.buf = buf, .len = len};
+    double t[32];
+    sl_pool_run(p, rd_fn, &r);                           /* warm-up */
+    for (int k = 0; k < reps; k++) {
+        double t0 = now();
+        sl_pool_run(p, rd_fn, &r);
+        t[k] = now() - t0;
+    }
+    sl_pool_destroy(p);
+    free(buf);
+    return (double)(len / (size_t)nth * (size_t)nth) / median(t, reps) / 1e9;
+}
+
+/* ---- weights ------------------------------------------------------------ */
+static void put_f16(uint8_t *p, float v) { sl_f16 h = sl_f32_to_f16(v); memcpy(p, &h, 2); }
+
+static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
+{
+    for (size_t i = 0; i + 8 <= bytes; i += 8) { uint64_t v = rng(seed); memcpy(w + i, &v, 8); }
+    if (t == SL_Q_F32) {
+        for (size_t i = 0; i < bytes / 4; i++) ((float *)w)[i] = (float)(int)(rng(seed) % 2001 - 1000) * 1e-3f;
+        return;
+    }
+    if (t == SL_Q_F16 || t == SL_Q_BF16) {
+        for (size_t i = 0; i < bytes / 2; i++) {
+            float v = (float)(int)(rng(seed) % 2001 - 1000) * 1e-3f;
+            if (t == SL_Q_F16) put_f16(w + 2 * i, v);
+            else { sl_bf16 b = sl_f32_to_bf16(v); memcpy(w + 2 * i, &b, 2); }
+        }
+        return;
+    }
+    int off[2] = {-1, -1};                     /* the f16 scale fields: keep them sane */
+    switch (t) {
+    case SL_Q_Q4_0: case SL_Q_Q5_0: case SL_Q_Q8_0: off[0] = 0; break;
+    case SL_Q_Q4_1: case SL_Q_Q5_1: case SL_Q_Q4_K: case SL_Q_Q5_K: off[0] = 0; off[1] = 2; break;
+    case SL_Q_Q2_K: off[0] = 80; off[1] = 82; break;
+    case SL_Q_Q3_K: off[0] = 108; break;
+    case SL_Q_Q6_K: off[0] = 208; break;
+    }
+    size_t bb = (size_t)sl_quant_block_bytes(t);
+    for (size_t b = 0; b < bytes / bb; b++)
+        for (int k = 0; k < 2; k++)
+            if (off[k] >= 0) put_f16(w + b * bb + (size_t)off[k], 0.01f);
+}
+
+static const int all_types[] = {
+    SL_Q_Q2_K, SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_Q4_0, SL_Q_Q4_1,
+    SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_F16, SL_Q_BF16, SL_Q_F32,
+};
+
+static int type_by_name(const char *s)
+{
+    for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++)
+        if (strcasecmp(s, sl_quant_type_name(all_types[i])) == 0) return all_types[i];
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    int nth = 2, reps = 7;
+    size_t wmib = 320, bmib = 1024;
+    int types[32], ntypes = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc) nth = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-m") && i + 1 < argc) wmib = (size_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "-b") && i + 1 < argc) bmib = (size_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "-T") && i + 1 < argc) {
+            char *list = argv[++i];
+            for (char *tok = strtok(list, ","); tok && ntypes < 32; tok = strtok(NULL, ",")) {
+                int t = type_by_name(tok);
+                if (t < 0) { fprintf(stderr, "kbench: unknown type %s\n", tok); return 2; }
+                types[ntypes++] = t;
+            }
+        } else {
+            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-m MiB weights/type] "
+                            "[-b MiB read buffer] [-T q4_K,q6_K,...]\n");
+            return 2;
+        }
+    }
+    if (nth < 1 || reps < 1 || reps > 31 || wmib < 1 || bmib < 16) { fprintf(stderr, "kbench: bad option\n"); return 2; }
+    if (!ntypes) {
+        ntypes = (int)(sizeof all_types / sizeof *all_types);
+        memcpy(types, all_types, sizeof all_types);
+    }
+    const sl_kern *k = NULL;
+    int rc = sl_kern_best_checked(&k);
+    if (rc) { fprintf(stderr, "kbench: SLUICE_ISA: level not available (%d)\n", rc); return 1; }
+
+    printf("kbench: kernels %s, %d threads, medians of %d reps\n", k->name, nth, reps);
+    size_t blen = bmib << 20;
+    double bw1 = read_bw(blen, 1, reps);
+    double bwn = read_bw(blen, nth, reps);
+    printf("memory read bandwidth (%zu MiB buffer): 1 thread %.2f GB/s, %d threads %.2f GB/s\n\n",
+           bmib, bw1, nth, bwn);
+
+    sl_pool *pool = NULL;
+    if ((rc = sl_pool_create(&pool, nth)) != 0) { fprintf(stderr, "kbench: pool: %d\n", rc); return 1; }
+    uint64_t seed = 42;
+    float *xf = malloc((size_t)BATCH * COLS * sizeof *xf);
+    float *Y = malloc((size_t)BATCH * ROWS * sizeof *Y);
+    if (!xf || !Y) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
+    for (size_t i = 0; i < (size_t)BATCH * COLS; i++) xf[i] = (float)(int)(rng(&seed) % 2001 - 1000) * 1e-3f;
+
+    printf("matvec %dx%d (rows x cols), weights cycled over >= %zu MiB; matmul batch %d on one matrix\n",
+           ROWS, COLS, wmib, BATCH);
+    printf("%-6s %8s %5s | %9s %7s %9s | %9s %10s %10s %7s\n", "type", "MiB/mat", "nmat",
+           "mv GB/s", "% bw", "mv rows/s", "mm GFLOP/s", "mm rows/s", "mv rows/s", "mm/mv");
+    for (int ti = 0; ti < ntypes; ti++) {
+        int t = types[ti];
+        if (!k->vec_dot[t]) { printf("%-6s  (no kernel)\n", sl_quant_type_name(t)); continue; }
+        size_t mb = sl_quant_row_bytes(t, COLS) * ROWS;
+        int nmat = (int)(((wmib << 20) + mb - 1) / mb);
+        if (nmat < 2) nmat = 2;
+        uint8_t *W = malloc(mb * (size_t)nmat);
+        void *act = malloc(sl_kern_act_bytes(t, COLS, BATCH));
+        if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
+        fill_weights(t, W, mb * (size_t)nmat, &seed);
+        sl_kern_quantize_act(k, t, xf, COLS, BATCH, act);
+
+        double tv[32], tm[32];
+        for (int m = 0; m < nmat; m++) sl_kern_matvec(k, pool, t, W + m * mb, ROWS, COLS, act, Y);
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            for (int m = 0; m < nmat; m++)
+                if ((rc = sl_kern_matvec(k, pool, t, W + m * mb, ROWS, COLS, act, Y)) != 0) {
+                    fprintf(stderr, "kbench: matvec %d\n", rc); return 1;
+                }
+            tv[r] = (now() - t0) / nmat;
+        }
+        double tmv = median(tv, reps);
+        int mreps = reps < 3 ? reps : 3;
+        for (int r = 0; r < mreps; r++) {
+            const uint8_t *Wm = W + (size_t)(r % nmat) * mb;    /* not the matrix just used */
+            double t0 = now();
+            if ((rc = sl_kern_matmul(k, pool, t, Wm, ROWS, COLS, act, BATCH, Y, ROWS)) != 0) {
+                fprintf(stderr, "kbench: matmul %d\n", rc); return 1;
+            }
+            tm[r] = now() - t0;
+        }
+        double tmm = median(tm, mreps);
+        double gbs = (double)mb / tmv / 1e9;
+        double mv_rows = 1.0 / tmv, mm_rows = BATCH / tmm;
+        printf("%-6s %8.1f %5d | %9.2f %6.1f%% %9.1f | %9.1f %10.1f %10.1f %6.2fx\n",
+               sl_quant_type_name(t), (double)mb / 1048576.0, nmat, gbs, 100.0 * gbs / bwn, mv_rows,
+               2.0 * ROWS * COLS * BATCH / tmm / 1e9, mm_rows, mv_rows, mm_rows / mv_rows);
+        fflush(stdout);
+        free(W);
+        free(act);
+    }
+    printf("\nmv rows/s = activation rows per second through one %dx%d matrix (matvec: 1 row per pass)\n",
+           ROWS, COLS);
+    sl_pool_destroy(pool);
+    free(xf);
+    free(Y);
+    return 0;
+}

@@ -1,0 +1,184 @@
+/* kernels/dot_*: every SIMD level against the scalar oracle on random data of
+ * many shapes, every level against ggml's golden dot products, and the
+ * activation quantizer wrapper against the golden activation bytes.
+ *
+ * Tolerance (derived, not tuned): every level computes exact integer sums
+ * (per block, per sub-block or per vector lane, possibly with q stored as
+ * q + offset and the offset removed through the activation block sums), turns
+ * each into float with at most 3 roundings (convert, scale product, multiply)
+ * and adds these terms in its own order: per lane over the nb blocks, then a
+ * lane reduction of depth <= 4, then the min/offset part (depth 1). With
+ * u = 2^-24 each result is within (nb + 12) u M of the exact dot, where M
+ * bounds the sum of |term| for any such grouping: M = sum over elements of
+ * |d sc| (|q| + 2 offset) |y| + |dmin m| |y| (sl_dot_scalar_mag). Two levels
+ * therefore differ by at most 2 (nb + 12) u M. Float types are the case of
+ * 1-element blocks. ggml's golden values are sums of the same kind of terms,
+ * so the same bound applies to them.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kern_internal.h"
+#include "kern_rand.h"
+#include "sl_test.h"
+
+#define U (1.0 / 16777216.0)
+
+static const int types[] = {
+    SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q2_K, SL_Q_Q3_K,
+    SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F32, SL_Q_F16, SL_Q_BF16,
+};
+#define NTYPES (int)(sizeof types / sizeof types[0])
+
+static double bound(int t, int64_t n, const void *x, const void *y)
+{
+    int64_t nb = n / sl_quant_block_elems(t);
+    return 2.0 * (double)(nb + 12) * U * (double)sl_dot_scalar_mag(t, n, x, y) + 1e-30;
+}
+
+Test(kern_dot, levels_present)
+{
+    const sl_kern *s = sl_kern_for(SL_ISA_SCALAR);
+    cr_assert_not_null(s);
+    for (int i = 0; i < NTYPES; i++) cr_assert_not_null(s->vec_dot[types[i]]);
+    const sl_kern *b = sl_kern_best();
+    cr_assert_not_null(b);
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k) continue;
+        cr_log_info("level %s available", k->name);
+        cr_assert_eq(k->isa, isa);
+        for (int i = 0; i < NTYPES; i++) cr_assert_not_null(k->vec_dot[types[i]]);
+    }
+#if defined(__aarch64__)
+    cr_assert_not_null(sl_kern_for(SL_ISA_NEON));
+#endif
+    cr_assert_null(sl_kern_for(-1));
+    cr_assert_null(sl_kern_for(SL_ISA_COUNT));
+}
+
+Test(kern_dot, env_forces_level)
+{
+    const sl_kern *k = NULL;
+    setenv("SLUICE_ISA", "scalar", 1);
+    cr_assert_eq(sl_kern_best_checked(&k), 0);
+    cr_assert_eq(k, sl_kern_for(SL_ISA_SCALAR));
+    setenv("SLUICE_ISA", "no-such-isa", 1);
+    cr_assert_lt(sl_kern_best_checked(&k), 0);
+    cr_assert_null(k);
+    cr_assert_null(sl_kern_best());
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        setenv("SLUICE_ISA", sl_isa_name(isa), 1);
+        int rc = sl_kern_best_checked(&k);
+        if (sl_kern_for(isa)) { cr_assert_eq(rc, 0); cr_assert_eq(k, sl_kern_for(isa)); }
+        else { cr_assert_lt(rc, 0, "%s unavailable must fail", sl_isa_name(isa)); cr_assert_null(k); }
+    }
+    unsetenv("SLUICE_ISA");
+    cr_assert_eq(sl_kern_best_checked(&k), 0);
+    cr_assert_not_null(k);
+}
+
+/* Random rows of many lengths: each level vs the scalar oracle. */
+Test(kern_dot, simd_equals_scalar_random)
+{
+    static const int nblocks[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 56};
+    static const int nfloat[] = {1, 3, 8, 15, 16, 17, 31, 32, 33, 64, 100, 255, 1000, 4097};
+    const sl_kern *sc = sl_kern_for(SL_ISA_SCALAR);
+    uint64_t seed = 12345;
+    for (int ti = 0; ti < NTYPES; ti++) {
+        int t = types[ti];
+        int be = sl_quant_block_elems(t);
+        int nn = be == 1 ? (int)(sizeof nfloat / sizeof *nfloat) : (int)(sizeof nblocks / sizeof *nblocks);
+        for (int si = 0; si < nn; si++) {
+            int64_t n = be == 1 ? nfloat[si] : (int64_t)nblocks[si] * be;
+            for (int rep = 0; rep < 3; rep++) {
+                void *x = kr_weights(t, 1, n, &seed);
+                void *y = kr_act(sc, t, 1, n, &seed);
+                cr_assert(x && y);
+                float ref;
+                sc->vec_dot[t](n, &ref, x, y);
+                double tol = bound(t, n, x, y);
+                cr_assert(isfinite(ref), "%s n=%lld", sl_quant_type_name(t), (long long)n);
+                for (int isa = 1; isa < SL_ISA_COUNT; isa++) {
+                    const sl_kern *k = sl_kern_for(isa);
+                    if (!k) continue;
+                    float s = NAN;
+                    k->vec_dot[t](n, &s, x, y);
+                    cr_assert(fabs((double)s - (double)ref) <= tol,
+                              "%s %s n=%lld: %.9g vs scalar %.9g (tol %.3g)", k->name,
+                              sl_quant_type_name(t), (long long)n, s, ref, tol);
+                }
+                free(x);
+                free(y);
+            }
+        }
+    }
+}
+
+/* ---- golden (ggml) vectors ------------------------------------------- */
+#define GOLDEN SL_SHARED_DIR "/golden/quant/"
+#define GROWS 64
+#define GCOLS 512
+
+static void *load(const char *name, size_t want)
+{
+    char path[512];
+    snprintf(path, sizeof path, GOLDEN "%s", name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    void *p = malloc(want + 1);
+    cr_assert_not_null(p);
+    size_t got = fread(p, 1, want + 1, f);
+    fclose(f);
+    cr_assert_eq(got, want, "%s: %zu bytes, expected %zu", path, got, want);
+    return p;
+}
+
+static const struct { const char *name, *vdt; int type; } gold[] = {
+    {"q4_0", "q8_0", SL_Q_Q4_0}, {"q4_1", "q8_1", SL_Q_Q4_1}, {"q5_0", "q8_0", SL_Q_Q5_0},
+    {"q5_1", "q8_1", SL_Q_Q5_1}, {"q8_0", "q8_0", SL_Q_Q8_0}, {"q2_k", "q8_k", SL_Q_Q2_K},
+    {"q3_k", "q8_k", SL_Q_Q3_K}, {"q4_k", "q8_k", SL_Q_Q4_K}, {"q5_k", "q8_k", SL_Q_Q5_K},
+    {"q6_k", "q8_k", SL_Q_Q6_K}, {"f16", "f16", SL_Q_F16}, {"bf16", "bf16", SL_Q_BF16},
+};
+
+Test(kern_dot, golden_dots_every_level)
+{
+    float *actf = load("act.f32", GCOLS * sizeof(float));
+    for (size_t gi = 0; gi < sizeof gold / sizeof *gold; gi++) {
+        int t = gold[gi].type;
+        size_t rb = sl_quant_row_bytes(t, GCOLS), ab = sl_kern_act_bytes(t, GCOLS, 1);
+        char name[64];
+        snprintf(name, sizeof name, "%s.q", gold[gi].name);
+        uint8_t *q = load(name, rb * GROWS);
+        snprintf(name, sizeof name, "act.%s", gold[gi].vdt);
+        uint8_t *act = load(name, ab);
+        snprintf(name, sizeof name, "%s.dot.f32", gold[gi].name);
+        float *dot = load(name, GROWS * sizeof(float));
+
+        /* our activation quantizer path reproduces ggml's bytes */
+        uint8_t *mine = malloc(ab);
+        sl_kern_quantize_act(sl_kern_best(), t, actf, GCOLS, 1, mine);
+        cr_assert_eq(memcmp(mine, act, ab), 0, "%s: quantized activation differs", gold[gi].vdt);
+        free(mine);
+
+        for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+            const sl_kern *k = sl_kern_for(isa);
+            if (!k) continue;
+            for (int r = 0; r < GROWS; r++) {
+                const void *x = q + (size_t)r * rb;
+                float s = NAN;
+                k->vec_dot[t](GCOLS, &s, x, act);
+                double tol = bound(t, GCOLS, x, act);
+                cr_assert(fabs((double)s - (double)dot[r]) <= tol,
+                          "%s %s row %d: %.9g vs golden %.9g (tol %.3g)", k->name,
+                          gold[gi].name, r, s, dot[r], tol);
+            }
+        }
+        free(q);
+        free(act);
+        free(dot);
+    }
+    free(actf);
+}

@@ -1,0 +1,95 @@
+/* kernels/matvec.c: matvec and matmul on every level, with and without a pool,
+ * equal the level's own vec_dot row by row, bit for bit (the gemm tiles
+ * promise identical arithmetic per pair); argument checks. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kern_internal.h"
+#include "kern_rand.h"
+#include "sl_test.h"
+
+static const int types[] = {
+    SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q2_K, SL_Q_Q3_K,
+    SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F32, SL_Q_F16, SL_Q_BF16,
+};
+#define NTYPES (int)(sizeof types / sizeof types[0])
+
+static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_t cols,
+                       int64_t n_act, uint64_t *seed)
+{
+    size_t rb = sl_quant_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
+    cr_assert_gt(rb, 0);
+    cr_assert_gt(ab, 0);
+    uint8_t *W = kr_weights(t, rows, cols, seed);
+    uint8_t *A = kr_act(k, t, n_act, cols, seed);
+    int64_t ldy = rows + 3;
+    float *Y = malloc((size_t)(n_act * ldy) * sizeof *Y);
+    float *y1 = malloc((size_t)rows * sizeof *y1);
+    cr_assert(W && A && Y && y1);
+    for (int64_t i = 0; i < n_act * ldy; i++) Y[i] = NAN;
+
+    cr_assert_eq(sl_kern_matvec(k, p, t, W, rows, cols, A, y1), 0);
+    cr_assert_eq(sl_kern_matmul(k, p, t, W, rows, cols, A, n_act, Y, ldy), 0);
+    for (int64_t i = 0; i < n_act; i++)
+        for (int64_t r = 0; r < rows; r++) {
+            float s;
+            k->vec_dot[t](cols, &s, W + (size_t)r * rb, A + (size_t)i * ab);
+            cr_assert(memcmp(&s, &Y[i * ldy + r], 4) == 0,
+                      "%s %s rows=%lld cols=%lld act %lld row %lld: matmul %.9g vec_dot %.9g",
+                      k->name, sl_quant_type_name(t), (long long)rows, (long long)cols,
+                      (long long)i, (long long)r, Y[i * ldy + r], s);
+            if (i == 0)
+                cr_assert(memcmp(&s, &y1[r], 4) == 0, "%s %s matvec row %lld: %.9g vs %.9g",
+                          k->name, sl_quant_type_name(t), (long long)r, y1[r], s);
+        }
+    for (int64_t i = 0; i < n_act; i++)          /* padding columns untouched */
+        for (int64_t r = rows; r < ldy; r++) cr_assert(isnan(Y[i * ldy + r]));
+    free(W); free(A); free(Y); free(y1);
+}
+
+Test(kern_matvec, equals_vec_dot_every_level)
+{
+    sl_pool *p = NULL;
+    cr_assert_eq(sl_pool_create(&p, 2), 0);
+    uint64_t seed = 777;
+    static const int64_t shapes[][3] = { /* rows, cols in blocks (x be), n_act */
+        {1, 1, 1}, {3, 2, 5}, {4, 1, 4}, {13, 3, 9}, {37, 2, 7}, {64, 1, 17},
+    };
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k) continue;
+        for (int ti = 0; ti < NTYPES; ti++) {
+            int t = types[ti];
+            int be = sl_quant_block_elems(t);
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+                int64_t cols = shapes[s][1] * (be == 1 ? 37 : be);
+                check_type(k, s & 1 ? p : NULL, t, shapes[s][0], cols, shapes[s][2], &seed);
+            }
+        }
+    }
+    sl_pool_destroy(p);
+}
+
+Test(kern_matvec, bad_arguments)
+{
+    const sl_kern *k = sl_kern_best();
+    cr_assert_not_null(k);
+    float y[4];
+    uint8_t W[4 * 144] = {0}, A[292] = {0};
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q4_K, W, 4, 255, A, y), -EINVAL);  /* not a block multiple */
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q8_K, W, 4, 256, A, y), -EINVAL);  /* activation-only type */
+    cr_assert_eq(sl_kern_matvec(k, NULL, 99, W, 4, 256, A, y), -EINVAL);
+    cr_assert_eq(sl_kern_matvec(k, NULL, -1, W, 4, 256, A, y), -EINVAL);
+    cr_assert_eq(sl_kern_matvec(NULL, NULL, SL_Q_Q4_K, W, 4, 256, A, y), -EINVAL);
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q4_K, NULL, 4, 256, A, y), -EINVAL);
+    cr_assert_eq(sl_kern_matmul(k, NULL, SL_Q_Q4_K, W, 4, 256, A, 2, y, 3), -EINVAL); /* ldy < rows */
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q4_K, W, 4, 256, A, y), 0);
+    for (int i = 0; i < 4; i++) cr_assert_eq(y[i], 0.0f);
+    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_K, 512, 3), 3 * 2 * sizeof(sl_block_q8_k));
+    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_0, 64, 1), 2 * sizeof(sl_block_q8_0));
+    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_1, 64, 1), 2 * sizeof(sl_block_q8_1));
+    cr_assert_eq(sl_kern_act_bytes(SL_Q_F16, 10, 2), 40);
+    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_K, 100, 1), 0);
+}
