@@ -29,14 +29,7 @@ static void usage(FILE *f)
         "  -o FILE  default ~/.cache/sluice/profile.json;  --seconds: total time budget\n");
 }
 
-/* Defined in profile_matvec.c once the kernels are in the library. */
-int perf_matvec_profile(double seconds, int n_threads, FILE *json_out, int print);
-__attribute__((weak)) int perf_matvec_profile(double seconds, int n_threads, FILE *json_out, int print)
-{
-    (void)seconds; (void)n_threads; (void)json_out;
-    if (print) printf("\nmatvec: not measured (kernels not in this build yet)\n");
-    return 0;
-}
+int perf_matvec_profile(double seconds, int n_threads, FILE *json_out, int print);   /* profile_matvec.c */
 
 int perf_profile_main(int argc, char **argv)
 {

@@ -52,7 +52,7 @@ int perf_matvec_profile(double seconds, int n_threads, FILE *json, int print)
         sl_kern_quantize_act(k, t, x, MV_COLS, 1, act);
         sl_kern_matvec(k, pool, t, W, rows, MV_COLS, act, y);   /* warm-up */
         int iters = 0;
-        double t0 = perf_now(), dt;
+        double t0 = perf_now(), dt = 0;
         do {
             if (sl_kern_matvec(k, pool, t, W, rows, MV_COLS, act, y)) { rc = -1; break; }
             iters++;
