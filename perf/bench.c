@@ -43,6 +43,7 @@ static const char *const m_keys[M_N] = {
 typedef struct {
     bench_cfg cfg;
     uint64_t free_bytes;       /* balloon target, 0 = none */
+    uint64_t avail_bytes;      /* MemAvailable when the configuration started */
     char mode[16], io[16];
     bool compute_included;
     uint64_t budget_bytes, model_bytes;
@@ -263,11 +264,11 @@ static void print_json(FILE *f, bench_result *res, int nres, const char *runner,
         perf_json_str(f, r->cfg.model);
         fprintf(f, ", \"runner\": \"%s\", \"compute_included\": %s, \"mode\": \"%s\", \"io\": \"%s\", "
                    "\"mem_budget_bytes\": %llu, \"free_bytes\": %llu, \"threads\": %d, \"n_prompt\": %d, "
-                   "\"n_gen\": %d, \"reps\": %d, \"model_bytes\": %llu, \"disk_bytes_per_s_measured\": %.0f",
+                   "\"n_gen\": %d, \"reps\": %d, \"mem_available_bytes\": %llu, \"model_bytes\": %llu, \"disk_bytes_per_s_measured\": %.0f",
                 runner, r->compute_included ? "true" : "false", r->n ? r->mode : r->cfg.mode,
                 r->n ? r->io : r->cfg.io, (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
                 (unsigned long long)r->free_bytes, r->cfg.threads, r->cfg.n_prompt, r->cfg.n_gen, r->n,
-                (unsigned long long)r->model_bytes, disk_bw);
+                (unsigned long long)r->avail_bytes, (unsigned long long)r->model_bytes, disk_bw);
         if (!r->n) {
             fprintf(f, ", \"error\": ");
             perf_json_str(f, r->error);
@@ -327,7 +328,7 @@ static int plot_svg(const char *path, bench_result *res, int nres, bool compute)
             double m, sd, b, bsd;
             mean_sd(r->v[M_TG], r->n, &m, &sd);
             mean_sd(r->v[M_BOUND], r->n, &b, &bsd);
-            double x = (double)(r->free_bytes ? r->free_bytes : r->budget_bytes) / (1u << 30);
+            double x = (double)(r->free_bytes ? r->free_bytes : r->budget_bytes ? r->budget_bytes : r->avail_bytes) / (1u << 30);
             fprintf(d, "%.3f %.5f %.5f %.5f\n", x, m, sd, isnan(b) || b <= 0 ? NAN : 1000.0 / b);
         }
         fprintf(d, "\n\n");
@@ -451,9 +452,13 @@ int perf_bench_main(int argc, char **argv)
     if (qd_arg) qd = qd_arg;
     perf_disk_result dr;
     char err[256];
-    fprintf(stderr, "bench: runner '%s'%s; measuring disk bandwidth (%u KiB x %d)...\n", rn->name,
-            rn->compute_included ? "" : " (weights only: compute not included)", req >> 10, qd);
-    if (perf_disk_read(model, req, qd, 3.0, UINT64_MAX, &dr, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
+    uint64_t wb, we, mbytes;
+    if (bench_weight_range(model, &wb, &we, &mbytes, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
+    fprintf(stderr, "bench: runner '%s'%s; measuring disk bandwidth: one sequential O_DIRECT pass over the %.2f GB "
+                    "of weights (%u KiB x %d)...\n", rn->name,
+            rn->compute_included ? "" : " (weights only: compute not included)", (we - wb) / 1e9, req >> 10, qd);
+    perf_evict(model);
+    if (perf_disk_read_range(model, wb, we, req, qd, &dr, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
     double disk_bw = dr.bytes_per_s;
     if (mem_bw <= 0) {
         size_t mb = 256u << 20;
@@ -479,6 +484,7 @@ int perf_bench_main(int argc, char **argv)
                     r->cfg = (bench_cfg){ model, modes[a], ios[b], mem[mi].budget, atoi(ths[t]), n_prompt, n_gen,
                                           req, qd };
                     r->free_bytes = mem[mi].free;
+                    { uint64_t av = 0, tt = 0; perf_meminfo(&av, &tt); r->avail_bytes = av; }
                     if (r->cfg.threads < 1) r->cfg.threads = 1;
                     if (mem[mi].free && bal < 0) { snprintf(r->error, sizeof r->error, "balloon failed"); failed++; continue; }
                     for (int rep = 0; rep < reps; rep++) {

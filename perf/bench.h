@@ -48,6 +48,11 @@ typedef struct bench_runner {
 
 void bench_register(const bench_runner *r);
 
+/* [begin, end): file range of all tensors but token_embd (what a decode step reads
+ * when nothing is pinned); model_bytes = all tensor bytes. 0 or -1 with err. */
+int bench_weight_range(const char *path, uint64_t *begin, uint64_t *end, uint64_t *model_bytes,
+                       char *err, size_t err_len);
+
 #define BENCH_RUNNER(ident, name_, prio_, compute_, fn_)                              \
     static const bench_runner ident = { name_, prio_, compute_, fn_ };               \
     __attribute__((constructor)) static void ident##_register(void) { bench_register(&ident); }

@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "perf.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 
 /* Weight range read per token: from the first layer tensor to the end of the
  * tensor data (layers, output norm, lm head); token_embd rows are read on demand. */
-static int weight_range(const char *path, uint64_t *begin, uint64_t *end, uint64_t *model_bytes,
+int bench_weight_range(const char *path, uint64_t *begin, uint64_t *end, uint64_t *model_bytes,
                         char *err, size_t err_len)
 {
     sl_gguf *g = NULL;
@@ -50,12 +51,43 @@ static uint64_t sum_range(const uint8_t *p, uint64_t n)
     return s0 ^ s1 ^ s2 ^ s3;
 }
 
+/* Bytes this process caused to be read from storage (page faults included). */
+static uint64_t proc_read_bytes(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f) return 0;
+    char line[128];
+    unsigned long long v = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "read_bytes: %llu", &v) == 1) break;
+    fclose(f);
+    return v;
+}
+
+/* Reads [begin, begin+len) into dst with O_DIRECT (dst 4 KiB aligned), buffered if refused. */
+static int load_direct(const char *path, uint64_t begin, uint64_t len, uint8_t *dst, char *err, size_t err_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, err_len, "%s: cannot open", path); return -1; }
+    uint64_t done = 0, chunk = 8u << 20;
+    while (done < len) {
+        uint64_t l = len - done < chunk ? ((len - done + 4095) & ~4095ull) : chunk;
+        ssize_t n = pread(fd, dst + done, l, (off_t)(begin + done));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) { snprintf(err, err_len, "%s: read at %llu failed", path, (unsigned long long)(begin + done)); close(fd); return -1; }
+        done += (uint64_t)n;
+    }
+    close(fd);
+    return 0;
+}
+
 static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_len)
 {
     uint64_t begin, end, model_bytes;
     double t0 = perf_now();
     perf_evict(c->model);
-    if (weight_range(c->model, &begin, &end, &model_bytes, err, err_len)) return -1;
+    if (bench_weight_range(c->model, &begin, &end, &model_bytes, err, err_len)) return -1;
     uint64_t wbytes = end - begin;
     o->model_bytes = model_bytes;
     const char *mode = c->mode;
@@ -87,33 +119,40 @@ static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_le
             else { stall += te - ts; dec_bytes += r.bytes; }
             if (!strcmp(o->io, "raw")) snprintf(o->io, sizeof o->io, "%s", r.engine);
         }
-    } else if (!strcmp(mode, "mmap") || !strcmp(mode, "resident")) {
+    } else if (!strcmp(mode, "resident")) {
+        /* read once into our own memory (O_DIRECT: not the page cache's), then per token
+         * read it all from RAM with the configured threads */
+        snprintf(o->io, sizeof o->io, "-");
+        uint8_t *res = NULL;
+        if (posix_memalign((void **)&res, 1u << 21, (wbytes + 4095 + (1u << 21)) & ~((1ull << 21) - 1))) {
+            snprintf(err, err_len, "cannot allocate %llu bytes", (unsigned long long)wbytes);
+            return -1;
+        }
+#ifdef MADV_HUGEPAGE
+        madvise(res, wbytes, MADV_HUGEPAGE);   /* as the streamer's buffers */
+#endif
+        if (load_direct(c->model, begin, wbytes, res, err, err_len)) { free(res); return -1; }
+        for (int s = 0; s < steps; s++) {
+            perf_mem_read_bw(res, wbytes, c->threads, 1);
+            if (s == 0) { t_first = perf_now(); t_dec0 = t_first; }
+        }
+        free(res);
+    } else if (!strcmp(mode, "mmap")) {
         int fd = open(c->model, O_RDONLY | O_CLOEXEC);
         if (fd < 0) { snprintf(err, err_len, "%s: cannot open", c->model); return -1; }
         uint64_t fsize = perf_file_size(c->model);
         uint8_t *map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
         close(fd);
         if (map == MAP_FAILED) { snprintf(err, err_len, "%s: mmap failed", c->model); return -1; }
-        uint8_t *res = NULL;
-        if (!strcmp(mode, "resident")) {
-            res = malloc(wbytes);
-            if (!res) { munmap(map, fsize); snprintf(err, err_len, "cannot allocate %llu bytes", (unsigned long long)wbytes); return -1; }
-            memcpy(res, map + begin, wbytes);
-            munmap(map, fsize);
-            perf_evict(c->model);   /* resident: the copy is ours, not the page cache's */
-            map = NULL;
-        }
-        snprintf(o->io, sizeof o->io, "%s", res ? "-" : "mmap");
+        snprintf(o->io, sizeof o->io, "mmap");
+        uint64_t rb0 = 0;
         for (int s = 0; s < steps; s++) {
-            double ts = perf_now();
-            sink += res ? sum_range(res, wbytes) : sum_range(map + begin, wbytes);
-            double te = perf_now();
-            if (s == 0) { t_first = te; t_dec0 = te; }
-            else if (!res) { stall += te - ts; dec_bytes += wbytes; }   /* upper bound: faults not counted */
+            sink += sum_range(map + begin, wbytes);
+            if (s == 0) { t_first = perf_now(); t_dec0 = t_first; rb0 = proc_read_bytes(); }
         }
-        if (!res) dec_bytes = 0;   /* unknown: page cache hits are not disk reads */
-        free(res);
-        if (map) munmap(map, fsize);
+        dec_bytes = proc_read_bytes() - rb0;   /* what page faults really fetched from disk */
+        stall = perf_now() - t_dec0;            /* no compute: all of it is waiting on memory/disk */
+        munmap(map, fsize);
     } else {
         snprintf(err, err_len, "unknown mode '%s'", mode);
         return -1;
