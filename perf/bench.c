@@ -217,7 +217,7 @@ static void print_md(FILE *f, bench_result *res, int nres, const char *model, do
     char sz[32];
     perf_fmt_bytes(sz, sizeof sz, (double)perf_file_size(model));
     fprintf(f, "model: `%s` (%s); runner: %s%s\n", model, sz, runner,
-            compute ? "" : " — **weights only, compute NOT included** (engine not linked in yet): "
+            compute ? "" : " — **weights only, compute NOT included** (runner without the engine): "
                            "decode = reading every streamed weight byte once per token");
     fprintf(f, "disk: %.2f GB/s sequential O_DIRECT measured in this run; memory: %.2f GB/s\n\n", disk_bw / 1e9,
             mem_bw / 1e9);
