@@ -250,7 +250,7 @@ static void print_md(FILE *f, bench_result *res, int nres, const char *model, do
     }
     fprintf(f, "\npp = prompt processing (%d tokens, warm), tg = decode (%d tokens); mean ± stddev over %d reps, each "
                "in its own process; TTFT cold: file evicted with posix_fadvise(DONTNEED), then open + prompt + first "
-               "token; bound = bytes read per token / disk bandwidth (resident: model bytes / memory bandwidth); "
+               "token; bound = max(bytes read per token / disk bandwidth, model bytes / memory bandwidth); "
                "mem pressure = drop in MemAvailable during the run / MemTotal.\n",
             nres ? res[0].cfg.n_prompt : 0, nres ? res[0].cfg.n_gen : 0, nres ? res[0].n : 0);
 }
@@ -455,10 +455,17 @@ int perf_bench_main(int argc, char **argv)
     uint64_t wb, we, mbytes;
     if (bench_weight_range(model, &wb, &we, &mbytes, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
     fprintf(stderr, "bench: runner '%s'%s; measuring disk bandwidth: one sequential O_DIRECT pass over the %.2f GB "
-                    "of weights (%u KiB x %d)...\n", rn->name,
+                    "of weights (%u KiB x %d, and 4 MiB x 8)...\n", rn->name,
             rn->compute_included ? "" : " (weights only: compute not included)", (we - wb) / 1e9, req >> 10, qd);
+    /* two passes (profile's best request shape, and 4 MiB x 8): the better one is the bound,
+     * so a noisy profile cannot make the bound look easy */
     perf_evict(model);
     if (perf_disk_read_range(model, wb, we, req, qd, &dr, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
+    if (req != (4u << 20) || qd != 8) {
+        perf_disk_result d2;
+        perf_evict(model);
+        if (!perf_disk_read_range(model, wb, we, 4u << 20, 8, &d2, err, sizeof err) && d2.bytes_per_s > dr.bytes_per_s) dr = d2;
+    }
     double disk_bw = dr.bytes_per_s;
     if (mem_bw <= 0) {
         size_t mb = 256u << 20;
@@ -518,9 +525,10 @@ int perf_bench_main(int argc, char **argv)
                         r->v[M_DISK][k] = dec_s > 0 ? (double)s.decode_bytes / dec_s : 0;
                         r->v[M_RSS][k] = (double)rss;
                         r->v[M_PRESS][k] = press;
-                        double bound = NAN;
-                        if (!strcmp(s.mode, "resident") && mem_bw > 0) bound = (double)s.model_bytes / mem_bw * 1e3;
-                        else if (bpt > 0 && disk_bw > 0) bound = bpt / disk_bw * 1e3;
+                        /* a token must stream its bytes from disk AND read every weight from RAM */
+                        double bound = NAN, bd = bpt > 0 && disk_bw > 0 ? bpt / disk_bw * 1e3 : 0;
+                        double bm = mem_bw > 0 ? (double)s.model_bytes / mem_bw * 1e3 : 0;
+                        if (bd > 0 || bm > 0) bound = bd > bm ? bd : bm;
                         r->v[M_BOUND][k] = bound;
                         r->v[M_FRAC][k] = isnan(bound) ? NAN : bound / r->v[M_MSTOK][k];
                         fprintf(stderr, "%.1f ms/token (bound %.1f)\n", r->v[M_MSTOK][k], bound);
