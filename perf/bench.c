@@ -115,7 +115,8 @@ static pid_t balloon_start(uint64_t leave, char *err, size_t err_len)
     if (pid < 0) { close(pfd[0]); close(pfd[1]); snprintf(err, err_len, "fork: %s", strerror(errno)); return -1; }
     if (pid == 0) {
         close(pfd[0]);
-        execl(bin, bin, "--leave", leave_s, "--ready-fd", fd_s, "-q", (char *)NULL);
+        /* --track: if other processes free memory meanwhile, take it, so the device keeps N free */
+        execl(bin, bin, "--leave", leave_s, "--track", "--ready-fd", fd_s, "-q", (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);

@@ -65,11 +65,14 @@ static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err
     /* decode */
     sl_stats st;
     memset(&st, 0, sizeof st);
+    uint64_t rb0 = 0, rb1 = 0;
     if (!rc) {
         sl_session_reset_stats(s);
+        rb0 = perf_proc_read_bytes();
         rc = sl_session_accept(s, tok);
         for (int i = 1; i < c->n_gen && !rc; i++) rc = sl_session_step(s, &tok);
         sl_session_get_stats(s, &st);
+        rb1 = perf_proc_read_bytes();
     }
     double t2 = perf_now();
     /* warm: same prompt, fresh KV, weights already up */
@@ -100,6 +103,8 @@ static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err
     if (!o->n_decode) { o->n_decode = c->n_gen; }
     o->stall_ms = st.stall_ms;
     o->decode_bytes = st.bytes_read;
+    /* mmap mode: the streamer does not see page faults; the kernel's per-task count does */
+    if (!o->decode_bytes && mi.mode == SL_MODE_MMAP && rb1 > rb0) o->decode_bytes = rb1 - rb0;
     o->compute_included = true;
     snprintf(o->note, sizeof o->note, "%s, %d pinned of %d layers", mi.isa ? mi.isa : "?", pl ? pl->n_pinned : -1,
              mi.n_layer);

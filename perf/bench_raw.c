@@ -51,19 +51,6 @@ static uint64_t sum_range(const uint8_t *p, uint64_t n)
     return s0 ^ s1 ^ s2 ^ s3;
 }
 
-/* Bytes this process caused to be read from storage (page faults included). */
-static uint64_t proc_read_bytes(void)
-{
-    FILE *f = fopen("/proc/self/io", "r");
-    if (!f) return 0;
-    char line[128];
-    unsigned long long v = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "read_bytes: %llu", &v) == 1) break;
-    fclose(f);
-    return v;
-}
-
 /* Reads [begin, begin+len) into dst with O_DIRECT (dst 4 KiB aligned), buffered if refused. */
 static int load_direct(const char *path, uint64_t begin, uint64_t len, uint8_t *dst, char *err, size_t err_len)
 {
@@ -148,9 +135,9 @@ static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_le
         uint64_t rb0 = 0;
         for (int s = 0; s < steps; s++) {
             sink += sum_range(map + begin, wbytes);
-            if (s == 0) { t_first = perf_now(); t_dec0 = t_first; rb0 = proc_read_bytes(); }
+            if (s == 0) { t_first = perf_now(); t_dec0 = t_first; rb0 = perf_proc_read_bytes(); }
         }
-        dec_bytes = proc_read_bytes() - rb0;   /* what page faults really fetched from disk */
+        dec_bytes = perf_proc_read_bytes() - rb0;   /* what page faults really fetched from disk */
         stall = perf_now() - t_dec0;            /* no compute: all of it is waiting on memory/disk */
         munmap(map, fsize);
     } else {

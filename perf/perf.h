@@ -16,6 +16,9 @@ uint64_t perf_vmhwm(int pid);                  /* VmHWM of /proc/PID/status in b
 /* Drops a file's pages from the page cache (posix_fadvise DONTNEED; never
  * anything system-wide). Returns 0 or -errno. */
 int perf_evict(const char *path);
+/* Bytes this process caused to be read from storage (/proc/self/io read_bytes:
+ * page faults and O_DIRECT included, page-cache hits not). */
+uint64_t perf_proc_read_bytes(void);
 uint64_t perf_file_size(const char *path);
 void perf_fmt_bytes(char *buf, size_t len, double bytes);   /* "4.66 GB" */
 /* ~/.cache/sluice (created); returns buf. */

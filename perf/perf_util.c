@@ -94,3 +94,15 @@ void perf_json_str(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+uint64_t perf_proc_read_bytes(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f) return 0;
+    char line[128];
+    unsigned long long v = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "read_bytes: %llu", &v) == 1) break;
+    fclose(f);
+    return v;
+}
