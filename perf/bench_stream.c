@@ -65,15 +65,10 @@ static int run_stream(const bench_cfg *c, bench_sample *o, char *err, size_t err
     snprintf(o->io, sizeof o->io, "%s", pl->io == SL_IO_URING ? "uring" : pl->io == SL_IO_PREAD ? "pread" : "-");
     o->model_bytes = pl->model_bytes;
     o->budget_bytes = pl->budget;
-    int32_t nu = sl_stream_n_units(s);
-    const sl_stream_tensor *te = NULL;
-    uint8_t *rowbuf = NULL;
-    size_t rowlen = 0;
-    (void)te;
-    /* one row of token_embd: bytes = nbytes / rows, from the plan's embd size is not per row;
-     * read_row tells us if the buffer is too small, so size it generously */
-    rowlen = 1u << 20;
-    rowbuf = malloc(rowlen);
+    int32_t nu = sl_stream_n_units(s), n_pinned = pl->n_pinned;   /* pl dies with s */
+    /* one token_embd row per step (1 MiB holds any row of a real model) */
+    size_t rowlen = 1u << 20;
+    uint8_t *rowbuf = malloc(rowlen);
     volatile uint64_t sink = 0;
     int rc = one_token(s, nu, 1, rowbuf, rowlen, &sink, err, err_len);   /* prompt: one pass */
     double t1 = perf_now();
@@ -98,7 +93,7 @@ static int run_stream(const bench_cfg *c, bench_sample *o, char *err, size_t err
     o->stall_ms = st.stall_ms;
     o->decode_bytes = st.bytes_read;
     o->compute_included = false;
-    snprintf(o->note, sizeof o->note, "streamer only (%d units, %d pinned), no compute", nu, pl->n_pinned);
+    snprintf(o->note, sizeof o->note, "streamer only (%d units, %d pinned), no compute", nu, n_pinned);
     return 0;
 }
 
