@@ -528,7 +528,8 @@ int perf_bench_main(int argc, char **argv)
                         r->v[M_PRESS][k] = press;
                         /* a token must stream its bytes from disk AND read every weight from RAM */
                         double bound = NAN, bd = bpt > 0 && disk_bw > 0 ? bpt / disk_bw * 1e3 : 0;
-                        double bm = mem_bw > 0 ? (double)s.model_bytes / mem_bw * 1e3 : 0;
+                        /* (runners without compute do not read the pinned weights: disk part only) */
+                        double bm = mem_bw > 0 && (s.compute_included || !strcmp(s.mode, "resident")) ? (double)s.model_bytes / mem_bw * 1e3 : 0;
                         if (bd > 0 || bm > 0) bound = bd > bm ? bd : bm;
                         r->v[M_BOUND][k] = bound;
                         r->v[M_FRAC][k] = isnan(bound) ? NAN : bound / r->v[M_MSTOK][k];
