@@ -72,20 +72,29 @@ static void mm_worker(void *ctx, int ith, int nth)
         for (int64_t r = r0; r < r1; r++, w += j->wrb) dot(j->cols, j->Y + r, w, j->act);
         return;
     }
-    /* Prefill: one weight row at a time (it stays in L1) against tiles of
-     * SL_GEMM_MAX activation rows (the batch stays in L2): each weight block
-     * is loaded and unpacked once per tile. */
-    for (int64_t r = r0; r < r1; r++) {
-        const char *w = j->W + (size_t)r * j->wrb;
+    /* Prefill: a block of weight rows (~128 KiB, stays in L2) is swept
+     * once per tile of SL_GEMM_MAX activation rows (the tile stays in L1);
+     * within a tile each weight block is loaded and unpacked once. Every
+     * weight byte still comes from memory exactly once. */
+#ifndef SL_MM_BLOCK_BYTES
+#define SL_MM_BLOCK_BYTES (128u << 10)
+#endif
+    int64_t rb = (int64_t)(SL_MM_BLOCK_BYTES / j->wrb);
+    if (rb < 1) rb = 1;
+    for (int64_t b0 = r0; b0 < r1; b0 += rb) {
+        int64_t b1 = b0 + rb < r1 ? b0 + rb : r1;
         for (int64_t i = 0; i < j->n_act; i += SL_GEMM_MAX) {
             int ny = j->n_act - i < SL_GEMM_MAX ? (int)(j->n_act - i) : SL_GEMM_MAX;
             const char *a = j->act + (size_t)i * j->arb;
-            float *y = j->Y + i * j->ldy + r;
-            if (g) {
-                g(j->cols, w, j->wrb, 1, a, j->arb, ny, y, j->ldy);
-            } else {
-                for (int yi = 0; yi < ny; yi++)
-                    dot(j->cols, y + yi * j->ldy, w, a + (size_t)yi * j->arb);
+            for (int64_t r = b0; r < b1; r++) {
+                const char *w = j->W + (size_t)r * j->wrb;
+                float *y = j->Y + i * j->ldy + r;
+                if (g) {
+                    g(j->cols, w, j->wrb, 1, a, j->arb, ny, y, j->ldy);
+                } else {
+                    for (int yi = 0; yi < ny; yi++)
+                        dot(j->cols, y + yi * j->ldy, w, a + (size_t)yi * j->arb);
+                }
             }
         }
     }
