@@ -93,6 +93,14 @@ typedef struct sl_stream_plan {
     uint64_t pinned_bytes;
     uint64_t streamed_bytes_per_token;
     uint64_t peak_bytes;        /* predicted peak of what the streamer holds + reserve */
+    /* added by io: the rest of the numbers `sluice plan` prints */
+    uint64_t meta_bytes;        /* GGUF header + metadata kept by the reader */
+    uint64_t mem_available;     /* MemAvailable at planning time */
+    uint64_t margin_bytes;      /* safety margin subtracted from MemAvailable (0 with mem_budget) */
+    int32_t depth;              /* prefetch depth */
+    uint32_t align;             /* read alignment (O_DIRECT), 1 = buffered */
+    bool direct;                /* O_DIRECT reads */
+    bool fits;                  /* false: budget below the minimum (peak_bytes says the need) */
 } sl_stream_plan;
 
 /* Defaults for every field. */
@@ -105,6 +113,10 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
 void sl_stream_close(sl_stream *s);
 const char *sl_stream_errmsg(const sl_stream *s);   /* last failure; open failures: sl_stream_open_errmsg */
 const char *sl_stream_open_errmsg(void);            /* thread-local message of a failed open */
+/* One-line notices about fallbacks taken at open ("O_DIRECT refused by the
+ * filesystem: buffered reads", "io_uring unavailable: pread pool"); "" if none.
+ * The library never prints: show it if you like. */
+const char *sl_stream_notice(const sl_stream *s);
 
 const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
 /* The GGUF metadata reader (type: const struct sl_gguf *), for the engine. */

@@ -1,0 +1,153 @@
+/* iobench: sequential read bandwidth of the streamer's own loader (io_uring
+ * or pread pool; O_DIRECT into 2 MiB-aligned huge-page buffers registered as
+ * fixed buffers) for a grid of request sizes x queue depths, on one file.
+ * The file is evicted from the page cache with posix_fadvise(DONTNEED)
+ * before every run (O_DIRECT bypasses it anyway; buffered runs need it).
+ *
+ *   iobench FILE [--io uring|pread] [--req LIST] [--qd LIST] [--bytes N] [--reps N]
+ *               [--chunk BYTES] [--no-direct]
+ * LIST: comma-separated, sizes accept K/M suffixes. Prints the median GB/s. */
+#include "../io/stream_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static uint64_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; break;
+    case 'm': case 'M': v *= 1024 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return (uint64_t)v;
+}
+
+static int parse_list(const char *s, uint64_t *out, int max)
+{
+    int n = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *t = strtok(buf, ","); t && n < max; t = strtok(NULL, ",")) out[n++] = parse_size(t);
+    return n;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: iobench FILE [--io uring|pread] [--req 256K,1M,4M] [--qd 1,2,4,8,16]\n"
+                        "               [--bytes N] [--reps 3] [--chunk 64M] [--no-direct]\n");
+        return 2;
+    }
+    const char *path = argv[1];
+    int io = SL_IO_URING, reps = 3;
+    bool direct = true;
+    uint64_t reqs[16] = { 256 << 10, 1 << 20, 4 << 20 }, qds[16] = { 1, 2, 4, 8, 16 };
+    int n_req = 3, n_qd = 5;
+    uint64_t limit = 0, chunk = 64ull << 20;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--no-direct")) { direct = false; continue; }
+        i++;
+        if (!strcmp(a, "--io")) io = !strcmp(v, "pread") ? SL_IO_PREAD : SL_IO_URING;
+        else if (!strcmp(a, "--req")) n_req = parse_list(v, reqs, 16);
+        else if (!strcmp(a, "--qd")) n_qd = parse_list(v, qds, 16);
+        else if (!strcmp(a, "--bytes")) limit = parse_size(v);
+        else if (!strcmp(a, "--reps")) reps = atoi(v);
+        else if (!strcmp(a, "--chunk")) chunk = parse_size(v);
+        else { fprintf(stderr, "iobench: unknown option %s\n", a); return 2; }
+    }
+    if (reps < 1 || reps > 99) reps = 3;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+    if (fd < 0) { fprintf(stderr, "iobench: %s: %s\n", path, strerror(errno)); return 1; }
+    struct stat st;
+    fstat(fd, &st);
+    uint64_t size = (uint64_t)st.st_size;
+    uint32_t align = direct ? sl_dio_align(fd, size) : 1;
+    if (direct && align == 0) { fprintf(stderr, "iobench: O_DIRECT refused on %s\n", path); return 1; }
+    if (limit && limit < size) size = limit;
+    size = size / (align ? align : 1) * (align ? align : 1);
+    chunk = sl_buf_round(chunk);
+
+    /* two chunk buffers: one filling while the previous completes */
+    size_t ml[2]; void *mb[2]; uint8_t *buf[2];
+    struct iovec iov[2];
+    for (int b = 0; b < 2; b++) {
+        buf[b] = sl_buf_alloc((size_t)chunk, &ml[b], &mb[b]);
+        if (!buf[b]) { fprintf(stderr, "iobench: cannot allocate %llu bytes\n", (unsigned long long)chunk); return 1; }
+        memset(buf[b], 0, (size_t)chunk);   /* fault the huge pages in before timing */
+        iov[b].iov_base = buf[b]; iov[b].iov_len = (size_t)chunk;
+    }
+    printf("# iobench %s: %.2f GB read per run, %s, %s, align %u, chunk %llu MiB, median of %d\n",
+           path, (double)size / 1e9, io == SL_IO_URING ? "io_uring" : "pread pool",
+           direct ? "O_DIRECT" : "buffered", align, (unsigned long long)(chunk >> 20), reps);
+    printf("%10s %4s %10s %10s %10s\n", "req", "qd", "GB/s", "min", "max");
+    double best = 0; uint64_t best_req = 0, best_qd = 0;
+    for (int ri = 0; ri < n_req; ri++)
+        for (int qi = 0; qi < n_qd; qi++) {
+            sl_loader_cfg lc;
+            memset(&lc, 0, sizeof lc);
+            lc.io = io; lc.fd = fd; lc.direct = direct; lc.align = align;
+            lc.req_bytes = (uint32_t)reqs[ri]; lc.queue_depth = (int)qds[qi];
+            lc.n_threads = (int)qds[qi];
+            lc.fixed = iov; lc.n_fixed = 2;
+            sl_loader *L;
+            char notice[256] = "";
+            if (sl_loader_create(&L, &lc, notice, sizeof notice) != 0) {
+                fprintf(stderr, "iobench: %s\n", sl_last_error());
+                return 1;
+            }
+            double gbs[100];
+            for (int r = 0; r < reps; r++) {
+                posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+                sl_io_job jobs[2];
+                int in_flight[2] = { 0, 0 };
+                double t0 = sl_now_ms();
+                uint64_t off = 0;
+                int k = 0, bad = 0;
+                while (off < size || in_flight[0] || in_flight[1]) {
+                    int b = k & 1;
+                    if (in_flight[b]) { bad |= sl_loader_wait(L, &jobs[b]) != 0; in_flight[b] = 0; }
+                    if (off < size) {
+                        uint64_t n = size - off < chunk ? size - off : chunk;
+                        memset(&jobs[b], 0, sizeof jobs[b]);
+                        jobs[b].dst = buf[b]; jobs[b].off = off; jobs[b].len = n; jobs[b].need_end = off + n;
+                        jobs[b].buf_index = sl_loader_fixed(L) ? b : -1; jobs[b].unit = k;
+                        sl_loader_submit(L, &jobs[b]);
+                        in_flight[b] = 1;
+                        off += n;
+                    }
+                    k++;
+                }
+                double dt = (sl_now_ms() - t0) / 1e3;
+                if (bad) { fprintf(stderr, "iobench: read failed\n"); return 1; }
+                gbs[r] = (double)size / dt / 1e9;
+            }
+            sl_loader_destroy(L);
+            qsort(gbs, (size_t)reps, sizeof gbs[0], cmp_d);
+            double med = gbs[reps / 2];
+            printf("%9lluK %4llu %10.3f %10.3f %10.3f\n", (unsigned long long)(reqs[ri] >> 10),
+                   (unsigned long long)qds[qi], med, gbs[0], gbs[reps - 1]);
+            fflush(stdout);
+            if (med > best) { best = med; best_req = reqs[ri]; best_qd = qds[qi]; }
+        }
+    printf("# best: req %lluK x qd %llu: %.3f GB/s\n", (unsigned long long)(best_req >> 10),
+           (unsigned long long)best_qd, best);
+    for (int b = 0; b < 2; b++) sl_buf_free(mb[b], ml[b]);
+    close(fd);
+    return 0;
+}

@@ -1,0 +1,348 @@
+/* Streamer (io/): every backend and mode hands out exactly the file's bytes;
+ * ordering, slot reuse, wrap-around, restarts, tiny and multi-request units;
+ * fault injection through the read hook; the peak-RSS bound.
+ * SL_HOST_ONLY: io_uring, O_DIRECT on the build dir's disk, VmHWM. */
+#include "stream_testutil.h"
+
+#include <stdatomic.h>
+#include <errno.h>
+
+static const st_model_spec small_spec = { .n_layers = 6, .ne0 = 256, .rows_q = 40, .rows_up = 100,
+                                          .n_vocab = 300, .tied = false, .alignment = 0 };
+
+static void make(char *path, size_t n, const char *tag, const st_model_spec *sp)
+{
+    st_disk_path(path, n, tag);
+    cr_assert_eq(st_make_model(path, sp), 0, "%s", sl_last_error());
+}
+
+static void open_ok(sl_stream **s, const char *path, const sl_stream_config *c)
+{
+    int rc = sl_stream_open(s, path, c);
+    cr_assert_eq(rc, 0, "open: %s", sl_stream_open_errmsg());
+}
+
+/* a budget that forces streaming with nothing pinned */
+static void stream_cfg(sl_stream_config *c, int io)
+{
+    sl_stream_config_init(c);
+    c->io = io;
+    c->mode = SL_MODE_STREAM;
+    c->max_pinned = 0;
+}
+
+Test(stream, identical_bytes_every_mode_and_backend)
+{
+    char path[1100];
+    make(path, sizeof path, "modes", &small_spec);
+    struct { int mode, io, max_pinned; } cfgs[] = {
+        { SL_MODE_RESIDENT, SL_IO_URING, -1 }, { SL_MODE_RESIDENT, SL_IO_PREAD, -1 },
+        { SL_MODE_STREAM, SL_IO_URING, 0 },   { SL_MODE_STREAM, SL_IO_PREAD, 0 },
+        { SL_MODE_STREAM, SL_IO_URING, 3 },   { SL_MODE_MMAP, SL_IO_AUTO, -1 },
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        sl_stream_config c;
+        sl_stream_config_init(&c);
+        c.mode = cfgs[i].mode; c.io = cfgs[i].io; c.max_pinned = cfgs[i].max_pinned;
+        sl_stream *s;
+        open_ok(&s, path, &c);
+        const sl_stream_plan *p = sl_stream_get_plan(s);
+        cr_assert_eq(p->mode, cfgs[i].mode);
+        if (cfgs[i].mode != SL_MODE_MMAP) cr_assert_eq(p->io, cfgs[i].io);
+        if (cfgs[i].mode == SL_MODE_STREAM) {
+            cr_assert_eq(p->n_pinned, cfgs[i].max_pinned);
+            cr_assert(p->direct, "the build dir should take O_DIRECT (%s)", sl_stream_notice(s));
+        }
+        st_run_passes(s, path, 3);
+        /* globals and embedding rows */
+        const sl_stream_tensor *on = sl_stream_global(s, "output_norm.weight");
+        cr_assert_not_null(on);
+        cr_assert_not_null(on->data);
+        const sl_gguf *g = sl_stream_gguf(s);
+        const sl_gguf_tensor *gt = sl_gguf_find_tensor(g, "output_norm.weight");
+        uint8_t ref[4096], row[1024];
+        cr_assert_eq(sl_gguf_read(g, ref, (size_t)gt->nbytes, gt->file_offset), 0);
+        cr_assert_eq(memcmp(ref, on->data, (size_t)gt->nbytes), 0);
+        const sl_gguf_tensor *et = sl_gguf_find_tensor(g, "token_embd.weight");
+        for (uint64_t r = 0; r < small_spec.n_vocab; r += 37) {
+            cr_assert_eq(sl_stream_read_row(s, "token_embd.weight", r, row, sizeof row), 0, "%s", sl_stream_errmsg(s));
+            cr_assert_eq(sl_gguf_read(g, ref, 1024, et->file_offset + r * 1024), 0);
+            cr_assert_eq(memcmp(ref, row, 1024), 0, "embedding row %llu", (unsigned long long)r);
+        }
+        cr_assert_neq(sl_stream_read_row(s, "token_embd.weight", small_spec.n_vocab, row, sizeof row), 0);
+        cr_assert_neq(sl_stream_read_row(s, "token_embd.weight", 0, row, 10), 0);
+        sl_stream_close(s);
+    }
+    unlink(path);
+}
+
+Test(stream, order_wraparound_restart_and_misuse)
+{
+    char path[1100];
+    make(path, sizeof path, "order", &small_spec);
+    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        sl_stream_config c;
+        stream_cfg(&c, io);
+        c.depth = 2;
+        sl_stream *s;
+        open_ok(&s, path, &c);
+        const sl_stream_plan *p = sl_stream_get_plan(s);
+        cr_assert_eq(p->n_slots, 3);
+        int fd = open(path, O_RDONLY);
+        const sl_gguf *g = sl_stream_gguf(s);
+        int32_t U = sl_stream_n_units(s);
+        /* out of order, backwards, repeated, and two held at once */
+        int32_t seq[] = { 3, 4, 0, U - 1, 0, 2, 1, 1, 5, U - 2 };
+        for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+            sl_stream_view v; sl_stream_unit info;
+            cr_assert_eq(sl_stream_acquire(s, seq[i], &v), 0, "%s", sl_stream_errmsg(s));
+            sl_stream_unit_info(s, seq[i], &info);
+            st_check_view(fd, g, &v, &info);
+            cr_assert_eq(sl_stream_release(s, seq[i]), 0);
+        }
+        sl_stream_view a, b, x;
+        cr_assert_eq(sl_stream_acquire(s, 0, &a), 0);
+        cr_assert_eq(sl_stream_acquire(s, 1, &b), 0);
+        cr_assert_neq(sl_stream_acquire(s, 1, &x), 0, "double acquire must fail");
+        cr_assert_neq(sl_stream_release(s, 2), 0, "release of a unit not held must fail");
+        cr_assert_neq(sl_stream_acquire(s, U, &x), 0);
+        cr_assert_eq(sl_stream_acquire(s, 2, &x), 0);
+        /* all 3 slots held: a fourth unit cannot be served */
+        cr_assert_neq(sl_stream_acquire(s, 4, &x), 0);
+        cr_assert_not_null(strstr(sl_stream_errmsg(s), "slot"));
+        sl_stream_unit i0, i1;
+        sl_stream_unit_info(s, 0, &i0); sl_stream_unit_info(s, 1, &i1);
+        st_check_view(fd, g, &a, &i0);
+        st_check_view(fd, g, &b, &i1);
+        sl_stream_release(s, 0); sl_stream_release(s, 1); sl_stream_release(s, 2);
+        /* prefetch hint then the hinted order */
+        cr_assert_eq(sl_stream_prefetch(s, 4), 0);
+        for (int32_t k = 0; k < 2 * U; k++) {
+            int32_t u = (4 + k) % U;
+            sl_stream_view v; sl_stream_unit info;
+            cr_assert_eq(sl_stream_acquire(s, u, &v), 0);
+            sl_stream_unit_info(s, u, &info);
+            st_check_view(fd, g, &v, &info);
+            sl_stream_release(s, u);
+        }
+        /* eager prefetch: the in-order passes read each unit exactly once per pass */
+        sl_stream_reset_stats(s);
+        cr_assert_eq(sl_stream_prefetch(s, 0), 0);
+        st_run_passes(s, path, 4);
+        sl_stream_stats st;
+        sl_stream_get_stats(s, &st);
+        cr_assert_eq(st.acquires, (uint64_t)(4 * U));
+        /* 4 passes + at most depth units read ahead into the 5th */
+        uint64_t per_pass = 0, maxu = 0;
+        for (int32_t u = 0; u < U; u++) {
+            sl_stream_unit info; sl_stream_unit_info(s, u, &info);
+            per_pass += info.bytes; if (info.bytes > maxu) maxu = info.bytes;
+        }
+        cr_assert_geq(st.bytes_read, 4 * per_pass - 3 * maxu);
+        cr_assert_leq(st.bytes_read, 4 * per_pass + 3 * maxu + 65536);
+        close(fd);
+        sl_stream_close(s);
+    }
+    unlink(path);
+}
+
+Test(stream, many_tiny_units_and_multi_request_units)
+{
+    char path[1100];
+    st_model_spec tiny = { .n_layers = 150, .ne0 = 8, .rows_q = 1, .rows_up = 3, .n_vocab = 5 };
+    make(path, sizeof path, "tiny", &tiny);
+    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        sl_stream_config c;
+        stream_cfg(&c, io);
+        sl_stream *s;
+        open_ok(&s, path, &c);
+        cr_assert_eq(sl_stream_n_units(s), 151);
+        st_run_passes(s, path, 3);
+        sl_stream_close(s);
+    }
+    unlink(path);
+    st_model_spec big = { .n_layers = 4, .ne0 = 1024, .rows_q = 200, .rows_up = 333, .n_vocab = 700 };
+    make(path, sizeof path, "multireq", &big);
+    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        sl_stream_config c;
+        stream_cfg(&c, io);
+        c.req_bytes = 4096;      /* ~2 MB units: hundreds of requests each */
+        c.queue_depth = 5;
+        sl_stream *s;
+        open_ok(&s, path, &c);
+        st_run_passes(s, path, 2);
+        sl_stream_stats st;
+        sl_stream_get_stats(s, &st);
+        cr_assert_gt(st.n_reads, 1000);
+        sl_stream_close(s);
+    }
+    unlink(path);
+}
+
+/* ---- fault injection ----------------------------------------------------- */
+
+typedef struct fault {
+    int kind;                /* 0 short reads, 1 EAGAIN/EINTR bursts, 2 EIO at offset */
+    uint64_t eio_off;
+    atomic_int calls;
+    atomic_int faults;
+} fault;
+
+static int64_t fault_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+    fault *f = ctx;
+    int n = atomic_fetch_add(&f->calls, 1);
+    if (f->kind == 1 && n % 3 != 2) { atomic_fetch_add(&f->faults, 1); return n % 2 ? -EAGAIN : -EINTR; }
+    if (f->kind == 2 && off <= f->eio_off && f->eio_off < off + len) { atomic_fetch_add(&f->faults, 1); return -EIO; }
+    ssize_t r = pread(fd, buf, len, (off_t)off);
+    if (r < 0) return -errno;
+    if (f->kind == 0 && r >= 1024) {
+        /* an unaligned short count (O_DIRECT retries re-read from the aligned
+         * offset below it); scribble past it: the retry must overwrite that */
+        size_t keep = (size_t)r / 2 + 3;
+        memset((uint8_t *)buf + keep, 0xEE, (size_t)r - keep);
+        atomic_fetch_add(&f->faults, 1);
+        return (int64_t)keep;
+    }
+    return r;
+}
+
+Test(stream, fault_short_reads_and_eagain_are_retried)
+{
+    char path[1100];
+    make(path, sizeof path, "fault", &small_spec);
+    for (int kind = 0; kind < 2; kind++)
+        for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++)
+            for (int mode = SL_MODE_RESIDENT; mode <= SL_MODE_STREAM; mode++) {
+                fault f = { .kind = kind };
+                sl_stream_config c;
+                stream_cfg(&c, io);
+                c.mode = mode;
+                c.req_bytes = 16384;
+                c.read_hook = fault_hook; c.read_hook_ctx = &f;
+                sl_stream *s;
+                open_ok(&s, path, &c);
+                st_run_passes(s, path, 2);
+                sl_stream_stats st;
+                sl_stream_get_stats(s, &st);
+                cr_assert_gt(atomic_load(&f.faults), 0);
+                if (mode == SL_MODE_STREAM) cr_assert_gt(st.n_retries, 0, "kind %d io %d", kind, io);
+                sl_stream_close(s);
+            }
+    unlink(path);
+}
+
+Test(stream, fault_eio_fails_acquire_with_a_clear_message)
+{
+    char path[1100];
+    make(path, sizeof path, "eio", &small_spec);
+    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        fault f = { .kind = 2 };
+        sl_stream_config c;
+        stream_cfg(&c, io);
+        c.req_bytes = 8192;
+        c.read_hook = fault_hook; c.read_hook_ctx = &f;
+        sl_stream *s;
+        open_ok(&s, path, &c);
+        sl_stream_unit info;
+        cr_assert_eq(sl_stream_unit_info(s, 3, &info), 0);
+        /* the EIO sits inside unit 3; the loader may already have read it: reopen */
+        sl_stream_close(s);
+        const sl_gguf *g;
+        sl_gguf *gg;
+        cr_assert_eq(sl_gguf_open_path(&gg, path), 0);
+        g = gg;
+        sl_gguf_extent e;
+        sl_gguf_layer_extent(g, 3, &e);
+        f.eio_off = e.begin + (e.end - e.begin) / 2;
+        sl_gguf_close(gg);
+        open_ok(&s, path, &c);
+        int fd = open(path, O_RDONLY);
+        for (int32_t u = 0; u < 6; u++) {
+            sl_stream_view v;
+            int rc = sl_stream_acquire(s, u, &v);
+            if (u == 3) {
+                cr_assert_eq(rc, SL_EIO, "rc %d", rc);
+                const char *m = sl_stream_errmsg(s);
+                cr_assert_not_null(strstr(m, "unit 3"), "%s", m);
+                cr_assert_not_null(strstr(m, "file offset"), "%s", m);
+                cr_assert_not_null(strstr(m, "errno 5"), "%s", m);
+                continue;
+            }
+            cr_assert_eq(rc, 0, "unit %d: %s", (int)u, sl_stream_errmsg(s));
+            sl_stream_unit_info(s, u, &info);
+            st_check_view(fd, sl_stream_gguf(s), &v, &info);
+            sl_stream_release(s, u);
+        }
+        /* the failure is not sticky for other units; unit 3 fails again */
+        sl_stream_view v;
+        cr_assert_eq(sl_stream_acquire(s, 3, &v), SL_EIO);
+        close(fd);
+        sl_stream_close(s);
+        /* resident: the open itself fails with the message */
+        c.mode = SL_MODE_RESIDENT;
+        cr_assert_neq(sl_stream_open(&s, path, &c), 0);
+        cr_assert_not_null(strstr(sl_stream_open_errmsg(), "file offset"), "%s", sl_stream_open_errmsg());
+    }
+    unlink(path);
+}
+
+/* ---- the RSS bound ------------------------------------------------------- */
+
+static uint64_t vm_hwm(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* one process per backend (Criterion forks per test): VmHWM starts fresh */
+static void rss_bound(int io)
+{
+    char path[1100];
+    /* ~64 MB: 16 layers of ~3.7 MB, embd + head 2 x 2 MB */
+    st_model_spec sp = { .n_layers = 16, .ne0 = 1024, .rows_q = 300, .rows_up = 600, .n_vocab = 500 };
+    make(path, sizeof path, "rss", &sp);
+    const uint64_t budget = 24ull << 20;
+    {
+        sl_stream_config c;
+        sl_stream_config_init(&c);
+        c.io = io;
+        c.mem_budget = budget;
+        uint64_t before = vm_hwm();
+        sl_stream *s;
+        open_ok(&s, path, &c);
+        const sl_stream_plan *p = sl_stream_get_plan(s);
+        cr_assert_eq(p->mode, SL_MODE_STREAM);
+        cr_assert_leq(p->peak_bytes, budget);
+        cr_assert_gt(p->model_bytes, 60ull << 20);
+        int32_t U = sl_stream_n_units(s);
+        uint64_t sum = 0;
+        for (int pass = 0; pass < 3; pass++)
+            for (int32_t u = 0; u < U; u++) {
+                sl_stream_view v;
+                cr_assert_eq(sl_stream_acquire(s, u, &v), 0, "%s", sl_stream_errmsg(s));
+                for (uint32_t i = 0; i < v.n_tensors; i++)
+                    for (uint64_t k = 0; k < v.tensors[i].nbytes; k += 4096)
+                        sum += ((const uint8_t *)v.tensors[i].data)[k];
+                sl_stream_release(s, u);
+            }
+        uint64_t after = vm_hwm();
+        cr_log_info("io %d: VmHWM grew %llu bytes (budget %llu, planned peak %llu, %d pinned, %d slots x %llu)",
+                    io, (unsigned long long)(after - before), (unsigned long long)budget,
+                    (unsigned long long)p->peak_bytes, (int)p->n_pinned, (int)p->n_slots,
+                    (unsigned long long)p->slot_bytes);
+        cr_assert_leq(after - before, budget, "VmHWM grew %llu > budget %llu",
+                      (unsigned long long)(after - before), (unsigned long long)budget);
+        cr_assert_gt(sum, 0);
+        sl_stream_close(s);
+    }
+    unlink(path);
+}
+
+Test(stream, peak_rss_within_budget_uring, .timeout = 120) { rss_bound(SL_IO_URING); }
+Test(stream, peak_rss_within_budget_pread, .timeout = 120) { rss_bound(SL_IO_PREAD); }
