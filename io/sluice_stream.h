@@ -9,7 +9,14 @@
  * views into its slot; release(u) hands the slot back and the eager prefetch
  * queue (depth D, default 3) refills it with the next unit of the cyclic
  * schedule 0..U-1, 0..U-1, ... Backends: io_uring (O_DIRECT, fixed buffers),
- * a pread thread pool, and mmap+madvise (baseline). */
+ * a pread thread pool, and mmap+madvise (baseline).
+ *
+ * Threads: the calls on one sl_stream come from one thread at a time (the
+ * engine's driver thread); the streamer's own I/O threads never call back.
+ * Tensor views of a streamed unit are valid only between acquire and
+ * release; at most depth+1 units are held at once (acquire fails with a
+ * "no free slot" message beyond that). Acquiring out of schedule order is
+ * allowed: the prefetch queue drains and restarts at that unit. */
 #ifndef SLUICE_STREAM_H
 #define SLUICE_STREAM_H
 

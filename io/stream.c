@@ -477,11 +477,11 @@ static void restart_at(sl_stream *s, int32_t u)
     refill(s);
 }
 
-static void fill_view(sl_stream *s, sl_unit *un, const uint8_t *base, int32_t unit, sl_stream_view *v)
+/* base = the buffer holding file offset un->abeg */
+static void fill_view(sl_unit *un, const uint8_t *base, int32_t unit, sl_stream_view *v)
 {
     for (uint32_t i = 0; i < un->n_tensors; i++)
         un->tensors[i].data = base + (un->tofs[i] - un->abeg);
-    (void)s;
     v->unit = unit; v->n_tensors = un->n_tensors; v->tensors = un->tensors;
 }
 
@@ -509,13 +509,13 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
     }
     s->acquires++;
     if (s->plan.mode == SL_MODE_RESIDENT) {
-        fill_view(s, un, s->rbuf + (un->abeg - s->rbase), unit, view);
+        fill_view(un, un->n_tensors ? s->rbuf + (un->abeg - s->rbase) : NULL, unit, view);
     } else if (s->plan.mode == SL_MODE_MMAP) {
-        fill_view(s, un, s->map + un->abeg, unit, view);
+        fill_view(un, s->map + un->abeg, unit, view);
         for (int32_t d = 1; d <= s->cfg.depth; d++)
             mmap_advise(s, &s->lo.units[(unit + d) % s->lo.n_units], MADV_WILLNEED);
     } else if (un->info.pinned) {
-        fill_view(s, un, un->pinned_buf, unit, view);
+        fill_view(un, un->pinned_buf, unit, view);
     } else {
         if (un->slot < 0) restart_at(s, unit);
         if (un->slot < 0) {
@@ -533,7 +533,7 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
             return fail(s, st);
         }
         sl->state = SLOT_ACQUIRED;
-        fill_view(s, un, sl->buf, unit, view);
+        fill_view(un, sl->buf, unit, view);
     }
     un->acquired = true;
     return 0;
@@ -616,12 +616,12 @@ int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, 
     }
     uint64_t rows = 1;
     for (uint32_t d = 1; d < t->n_dims; d++) rows *= t->ne[d];
-    uint64_t rb = t->nbytes / rows;
     if (row >= rows) {
         sl_err_set(SL_ERANGE, "read_row: %s row %llu out of range (%llu rows)", name,
                    (unsigned long long)row, (unsigned long long)rows);
         return fail(s, SL_ERANGE);
     }
+    uint64_t rb = t->nbytes / rows;
     if (dst_len < rb) {
         sl_err_set(SL_EINVAL, "read_row: %s rows are %llu bytes, buffer has %zu", name,
                    (unsigned long long)rb, dst_len);

@@ -241,7 +241,7 @@ int sl_plan_compute(sl_model_layout *lo, const sl_gguf *g, const sl_stream_confi
     }
     for (int32_t u = 0; u < lo->n_units; u++)
         if (!lo->units[u].info.pinned) p->streamed_bytes_per_token += unit_span(&lo->units[u]);
-    if (lo->embd && !p->embd_pinned) {
+    if (lo->embd && !p->embd_pinned && rows_of(lo->embd) > 0) {
         uint64_t rb = lo->embd->nbytes / rows_of(lo->embd);
         p->streamed_bytes_per_token += rb;
     }
