@@ -141,7 +141,10 @@ const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char 
 /* Hint: the next unit to be acquired will be `unit` (restarts the cyclic schedule there). */
 int sl_stream_prefetch(sl_stream *s, int32_t unit);
 
-/* Globals (non-layer tensors other than the lm head), resident until close. */
+/* Non-layer tensors, resident until close. token_embd and the lm head
+ * ("output.weight") are listed too, but their data is NULL unless they are
+ * resident (mode resident/mmap, or embeddings pinned): use read_row for
+ * embeddings and the head units for the lm head. */
 const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
 /* One row of a non-layer matrix (token_embd): from RAM if resident, else one small read. */
 int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
