@@ -446,12 +446,13 @@ static int32_t loading_count(const sl_stream *s)
     return n;
 }
 
-/* Eager: keep up to depth units of the cyclic schedule loading. */
+/* Eager: every free slot gets the next unit of the cyclic schedule, so while
+ * the caller computes one unit the other depth slots are loading. */
 static void refill(sl_stream *s)
 {
     int32_t U = s->lo.n_units;
     if (s->n_slots == 0 || s->plan.mode != SL_MODE_STREAM) return;
-    while (loading_count(s) < s->cfg.depth) {
+    while (loading_count(s) < s->n_slots) {
         int32_t free_i = -1;
         for (int32_t i = 0; i < s->n_slots; i++) if (s->slots[i].state == SLOT_FREE) { free_i = i; break; }
         if (free_i < 0) return;
@@ -534,6 +535,7 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
         }
         sl->state = SLOT_ACQUIRED;
         fill_view(un, sl->buf, unit, view);
+        refill(s);
     }
     un->acquired = true;
     return 0;
