@@ -116,6 +116,9 @@ void sl_stream_config_init(sl_stream_config *c);
 int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
                          char *err, size_t err_len);
 
+/* i-th pinned unit (0 <= i < p->n_pinned) of a plan, in schedule order; -1 if none. */
+int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
+
 int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c);
 void sl_stream_close(sl_stream *s);
 const char *sl_stream_errmsg(const sl_stream *s);   /* last failure; open failures: sl_stream_open_errmsg */

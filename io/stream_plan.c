@@ -249,3 +249,10 @@ int sl_plan_compute(sl_model_layout *lo, const sl_gguf *g, const sl_stream_confi
     p->fits = true;
     return 0;
 }
+
+int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i)
+{
+    if (!p || i < 0 || i >= p->n_pinned || p->n_units <= 0) return -1;
+    if (p->mode == SL_MODE_RESIDENT || p->n_pinned == p->n_units) return i;
+    return spread_pos(i, p->n_pinned, p->n_units);
+}

@@ -140,6 +140,12 @@ Test(planner, pins_spread_evenly_and_head_chunks)
         int32_t wrap = first + U - prev;
         if (n > 1) { gmin = wrap < gmin ? wrap : gmin; gmax = wrap > gmax ? wrap : gmax; }
         cr_assert_eq(n, k);
+        for (int32_t i = 0; i < k; i++) {
+            sl_stream_unit info;
+            int32_t pu = sl_stream_plan_pinned_unit(sl_stream_get_plan(s), i);
+            cr_assert_eq(sl_stream_unit_info(s, pu, &info), 0);
+            cr_assert(info.pinned, "plan_pinned_unit(%d) = %d is not pinned", (int)i, (int)pu);
+        }
         if (n > 1) cr_assert_leq(gmax - gmin, 1, "k=%d gaps %d..%d", (int)k, (int)gmin, (int)gmax);
         /* head chunks: contiguous rows covering the lm head, none larger than a layer */
         const sl_stream_plan *p = sl_stream_get_plan(s);
