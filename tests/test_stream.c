@@ -345,12 +345,12 @@ static void rss_bound(int io)
     unlink(path);
 }
 
-Test(stream, peak_rss_within_budget_uring, .timeout = 120) { rss_bound(SL_IO_URING); }
-Test(stream, peak_rss_within_budget_pread, .timeout = 120) { rss_bound(SL_IO_PREAD); }
+Test(stream, peak_rss_within_budget_uring) { rss_bound(SL_IO_URING); }
+Test(stream, peak_rss_within_budget_pread) { rss_bound(SL_IO_PREAD); }
 
 /* Eager prefetch: when "compute" per unit is longer than its read, acquire
  * hardly ever blocks (loose bound: the machine is shared). */
-Test(stream, prefetch_hides_io_behind_compute, .timeout = 60)
+Test(stream, prefetch_hides_io_behind_compute)
 {
     char path[1100];
     st_model_spec sp = { .n_layers = 8, .ne0 = 1024, .rows_q = 100, .rows_up = 200, .n_vocab = 300 };
