@@ -384,3 +384,59 @@ Test(stream, prefetch_hides_io_behind_compute)
     }
     unlink(path);
 }
+
+/* ---- io_uring unavailable (seccomp, as in Android apps) ------------------ */
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+/* Blocks io_uring_setup in this test process (Criterion runs each test in
+ * its own process): action SECCOMP_RET_TRAP (SIGSYS) or RET_ERRNO. */
+static void block_io_uring(uint32_t action)
+{
+#if defined(__x86_64__)
+    const uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+    const uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+    cr_skip_test("no seccomp arch constant for this target");
+#endif
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, action),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
+    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0, "seccomp: %s", strerror(errno));
+}
+
+static void fallback_to_pread(uint32_t action)
+{
+    char path[1100];
+    make(path, sizeof path, action == SECCOMP_RET_TRAP ? "sigsys" : "enosys", &small_spec);
+    block_io_uring(action);
+    sl_stream_config c;
+    stream_cfg(&c, SL_IO_AUTO);
+    sl_stream *s;
+    open_ok(&s, path, &c);
+    cr_assert_eq(sl_stream_get_plan(s)->io, SL_IO_PREAD);
+    cr_assert_not_null(strstr(sl_stream_notice(s), "io_uring unavailable"), "%s", sl_stream_notice(s));
+    st_run_passes(s, path, 2);
+    sl_stream_close(s);
+    /* forced io_uring: a clear error, not a crash */
+    c.io = SL_IO_URING;
+    cr_assert_neq(sl_stream_open(&s, path, &c), 0);
+    cr_assert_not_null(strstr(sl_stream_open_errmsg(), "io_uring"), "%s", sl_stream_open_errmsg());
+    unlink(path);
+}
+
+Test(stream, seccomp_sigsys_falls_back_to_pread) { fallback_to_pread(SECCOMP_RET_TRAP); }
+Test(stream, seccomp_enosys_falls_back_to_pread) { fallback_to_pread(SECCOMP_RET_ERRNO | ENOSYS); }
