@@ -101,7 +101,7 @@ typedef struct sl_stream_plan {
     uint64_t streamed_bytes_per_token;
     uint64_t peak_bytes;        /* predicted peak of what the streamer holds + reserve */
     /* added by io: the rest of the numbers `sluice plan` prints */
-    uint64_t meta_bytes;        /* GGUF header + metadata kept by the reader */
+    uint64_t meta_bytes;        /* GGUF metadata kept by the reader + streamer tables (estimate) */
     uint64_t mem_available;     /* MemAvailable at planning time */
     uint64_t margin_bytes;      /* safety margin subtracted from MemAvailable (0 with mem_budget) */
     int32_t depth;              /* prefetch depth */
