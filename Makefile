@@ -174,6 +174,10 @@ fuzz-smoke: fuzz
 	  -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus > build-fuzz/fuzz.log 2>&1 || rc=$$?; \
 	  tail -n 25 build-fuzz/fuzz.log; exit $$rc
 
+# ---- benchmark sweep (perf/run_bench.sh; < 15 min; generates the 8B model once) ----
+bench: all
+	@BUILD=$(BUILD) perf/run_bench.sh
+
 # ---- set-up, demo, install ----------------------------------------------
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
         libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config
@@ -190,7 +194,7 @@ deps:
 DEMO_MODEL ?= $(SHARED)/models/stories260K.gguf
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(BUILD)/sluice info $(DEMO_MODEL)
+	$(BUILD)/sluice run -m $(DEMO_MODEL) -p "Once upon a time" -n 64
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sluice \

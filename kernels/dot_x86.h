@@ -18,6 +18,7 @@
 #define X86_CAT2(a, b) a##_##b
 #define X86_CAT(a, b) X86_CAT2(a, b)
 #define FN(name) X86_CAT(name, X86_SUFFIX)
+#define UNROLL _Pragma("GCC unroll 16")
 
 static inline float hsum8(__m256 v)
 {
@@ -62,36 +63,63 @@ static inline __m256i split16(int lo, int hi)
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
 
+/* w16 holds 16 words; returns w[2k] in all words of the low 128 bits and
+ * w[2k+1] in the high 128 bits (scales of two 16-element sub-blocks). */
+static inline __m256i pair_bcast(__m256i w16, int k)
+{
+    __m256i p = _mm256_permutevar8x32_epi32(w16, _mm256_set1_epi32(k));
+    return _mm256_shuffle_epi8(p, _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)));
+}
+
 static inline __m256i loadu(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 typedef struct { __m256 a, b; float s; } acc_t;
 
 /* ---- block kernels: one block of x with one block of y ---------------- */
 
-static inline void blk_q4_k(const sl_block_q4_k *x, const sl_block_q8_k *y, acc_t *acc)
+/* Split kernels: unp_T() does the x-only work once per weight block,
+ * pair_T() the per-activation-row work (two independent integer chains). */
+typedef struct { __m256i q[8], sc[8], m16; float d, dmin; } u_q4_k;
+
+static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 {
-    uint32_t u[3], sc[2], mn[2];
-    memcpy(u, x->scales, 12);
-    sc[0] = u[0] & 0x3f3f3f3f;
-    mn[0] = u[1] & 0x3f3f3f3f;
-    sc[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-    mn[1] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
-    const uint8_t *s8 = (const uint8_t *)sc;
+    uint32_t w[3], sc[2], mn[2];
+    memcpy(w, x->scales, 12);
+    sc[0] = w[0] & 0x3f3f3f3f;
+    mn[0] = w[1] & 0x3f3f3f3f;
+    sc[1] = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
+    mn[1] = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256i isum = _mm256_setzero_si256();
+    __m128i s8 = _mm_cvtsi64_si128((long long)(((uint64_t)sc[1] << 32) | sc[0]));
+    __m128i s16 = _mm_cvtepu8_epi16(s8);
+    UNROLL
     for (int p = 0; p < 4; p++) {
         __m256i q = loadu(x->qs + 32 * p);
-        __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        isum = madd_scaled(isum, lo, loadu(y->qs + 64 * p), _mm256_set1_epi16(s8[2 * p]));
-        isum = madd_scaled(isum, hi, loadu(y->qs + 64 * p + 32), _mm256_set1_epi16(s8[2 * p + 1]));
+        u->q[2 * p] = _mm256_and_si256(q, m4);
+        u->q[2 * p + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
     }
-    /* mins: m_j * (bsums[2j] + bsums[2j+1]) via madd with m duplicated per pair */
+    /* broadcast scale j to all 16 words: permute words across the vector */
+    __m256i s16x2 = _mm256_broadcastsi128_si256(s16);
+    UNROLL
+    for (int j = 0; j < 8; j++)
+        u->sc[j] = _mm256_shuffle_epi8(s16x2, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
     __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
-    __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), m16);
-    float dd = f16s(x->d) * y->d, dm = f16s(x->dmin) * y->d;
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
-    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dm), acc->b);
+    u->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+    u->d = f16s(x->d);
+    u->dmin = f16s(x->dmin);
+}
+
+static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
+    for (int p = 0; p < 4; p++) {
+        i0 = madd_scaled(i0, u->q[2 * p], loadu(y->qs + 64 * p), u->sc[2 * p]);
+        i1 = madd_scaled(i1, u->q[2 * p + 1], loadu(y->qs + 64 * p + 32), u->sc[2 * p + 1]);
+    }
+    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(u->d * y->d), acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u->dmin * y->d), acc->b);
 }
 
 static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
@@ -106,6 +134,7 @@ static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     __m256i hb = loadu(x->qh);
     __m256i isum = _mm256_setzero_si256();
+    UNROLL
     for (int p = 0; p < 4; p++) {
         __m256i q = loadu(x->qs + 32 * p);
         __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p), one), 4);
@@ -124,58 +153,85 @@ static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_
 }
 
 /* q6_K: q + 32 (0..63) times y, the 32 * sum(sc * bsums) goes to acc->b. */
-static inline void blk_q6_k(const sl_block_q6_k *x, const sl_block_q8_k *y, acc_t *acc)
+/* q6_K: q + 32 (0..63) times y; 32 * sum(sc * bsums) goes to acc->b. */
+typedef struct { __m256i q[8], sc[8], sc16; float d; } u_q6_k;
+
+static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
-    __m256i isum = _mm256_setzero_si256();
+    UNROLL
     for (int h = 0; h < 2; h++) {
         const uint8_t *L = x->ql + 64 * h;
-        const int8_t *S = x->scales + 8 * h, *Y = y->qs + 128 * h;
         __m256i l0 = loadu(L), l1 = loadu(L + 32), H = loadu(x->qh + 32 * h);
-        __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                     _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-        __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-        __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-        __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
-        isum = madd_scaled(isum, q0, loadu(Y), split16(S[0], S[1]));
-        isum = madd_scaled(isum, q1, loadu(Y + 32), split16(S[2], S[3]));
-        isum = madd_scaled(isum, q2, loadu(Y + 64), split16(S[4], S[5]));
-        isum = madd_scaled(isum, q3, loadu(Y + 96), split16(S[6], S[7]));
+        __m256i *q = u->q + 4 * h;
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
     }
-    __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), sc16);
-    float dd = f16s(x->d) * y->d;
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
+    u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    UNROLL
+    for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(u->sc16, k);
+    u->d = f16s(x->d);
+}
+
+static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
+    for (int k = 0; k < 8; k += 2) {
+        i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
+        i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
+    }
+    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
+    float dd = u->d * y->d;
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(dd), acc->a);
     acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), _mm256_set1_ps(32.0f * dd), acc->b);
 }
 
 /* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
-static inline void blk_q2_k(const sl_block_q2_k *x, const sl_block_q8_k *y, acc_t *acc)
+/* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
+typedef struct { __m256i q[8], sc[8], m16; float d, dmin; } u_q2_k;
+
+static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 {
     const __m256i m3 = _mm256_set1_epi8(3);
-    __m256i isum = _mm256_setzero_si256();
+    UNROLL
     for (int h = 0; h < 2; h++) {
         __m256i q = loadu(x->qs + 32 * h);
-        const uint8_t *sc = x->scales + 8 * h;
-        const int8_t *Y = y->qs + 128 * h;
-        for (int k = 0; k < 4; k++) {
-            __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
-            isum = madd_scaled(isum, v, loadu(Y + 32 * k), split16(sc[2 * k] & 15, sc[2 * k + 1] & 15));
-        }
+        UNROLL
+        for (int k = 0; k < 4; k++) u->q[4 * h + k] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
     }
     __m128i s8 = _mm_loadu_si128((const __m128i *)x->scales);
-    __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15)));
-    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), m16);
-    float dd = f16s(x->d) * y->d, dm = f16s(x->dmin) * y->d;
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
-    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dm), acc->b);
+    __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(s8, _mm_set1_epi8(15)));
+    UNROLL
+    for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(sc16, k);
+    u->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15)));
+    u->d = f16s(x->d);
+    u->dmin = f16s(x->dmin);
+}
+
+static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
+    for (int k = 0; k < 8; k += 2) {
+        i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
+        i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
+    }
+    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(u->d * y->d), acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u->dmin * y->d), acc->b);
 }
 
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
-static inline void blk_q3_k(const sl_block_q3_k *x, const sl_block_q8_k *y, acc_t *acc)
+/* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
+typedef struct { __m256i q[8], sc[8], sc16; float d; } u_q3_k;
+
+static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
 {
     uint32_t a[3], w[4];
     memcpy(a, x->scales, 12);
@@ -183,26 +239,37 @@ static inline void blk_q3_k(const sl_block_q3_k *x, const sl_block_q8_k *y, acc_
     w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
     w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
     w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
-    __m128i s8 = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)w), _mm_set1_epi8(32));
-    int8_t sc[16];
-    _mm_storeu_si128((__m128i *)sc, s8);
+    /* from GPRs: a 128-bit load of w[] just stored would stall store forwarding */
+    __m128i s8 = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    u->sc16 = _mm256_cvtepi8_epi16(s8);
+    UNROLL
+    for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(u->sc16, k);
     __m256i hm = loadu(x->hmask);
-    __m256i isum = _mm256_setzero_si256();
+    UNROLL
     for (int h = 0; h < 2; h++) {
         __m256i q = loadu(x->qs + 32 * h);
-        const int8_t *Y = y->qs + 128 * h;
+        UNROLL
         for (int k = 0; k < 4; k++) {
             __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
-            __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
-            int s = 8 * h + 2 * k;
-            isum = madd_scaled(isum, v, loadu(Y + 32 * k), split16(sc[s], sc[s + 1]));
+            u->q[4 * h + k] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
         }
     }
-    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), _mm256_cvtepi8_epi16(s8));
-    float dd = f16s(x->d) * y->d;
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dd), acc->a);
+    u->d = f16s(x->d);
+}
+
+static inline void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
+    for (int k = 0; k < 8; k += 2) {
+        i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
+        i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
+    }
+    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
+    float dd = u->d * y->d;
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(dd), acc->a);
     acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), _mm256_set1_ps(4.0f * dd), acc->b);
 }
 
@@ -267,31 +334,63 @@ static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_
 
 /* ---- gemm tile + vec_dot per type -------------------------------------- */
 
-#define PF_AHEAD 4   /* blocks of each weight row prefetched ahead */
+/* The tile body for compile-time NX x NY: the accumulators live in
+ * registers, and the x-only part of each block kernel (unpacking) is shared
+ * across the NY activation rows after inlining. */
+/* Types without a split kernel: unpacking is just the block pointer. */
+#define DEF_NOSPLIT(T, XB, YB)                                                           \
+typedef const XB *u_##T;                                                                 \
+static inline void unp_##T(const XB *x, u_##T *u) { *u = x; }                            \
+static inline void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
 
+DEF_NOSPLIT(q5_k, sl_block_q5_k, sl_block_q8_k)
+DEF_NOSPLIT(q4_0, sl_block_q4_0, sl_block_q8_0)
+DEF_NOSPLIT(q4_1, sl_block_q4_1, sl_block_q8_1)
+DEF_NOSPLIT(q5_0, sl_block_q5_0, sl_block_q8_0)
+DEF_NOSPLIT(q5_1, sl_block_q5_1, sl_block_q8_1)
+DEF_NOSPLIT(q8_0, sl_block_q8_0, sl_block_q8_0)
+
+/* The tile body for compile-time NX x NY: accumulators in registers, each
+ * weight block unpacked once and paired with the NY activation rows. */
 #define DEF_GEMM(T, XB, YB, BE)                                                          \
+static inline __attribute__((always_inline)) void                                       \
+FN(tile_##T)(int NX, int NY, int64_t nb, const char *vx, size_t bx, const char *vy,     \
+             size_t by, float *s, int64_t lds)                                          \
+{                                                                                        \
+    acc_t acc[SL_GEMM_MAX][SL_GEMM_MAX];                                                 \
+    UNROLL for (int i = 0; i < NX; i++)                                                  \
+        UNROLL for (int j = 0; j < NY; j++)                                              \
+            acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
+    for (int64_t b = 0; b < nb; b++)                                                     \
+        UNROLL for (int i = 0; i < NX; i++) {                                            \
+            u_##T u;                                                                     \
+            unp_##T((const XB *)(vx + (size_t)i * bx) + b, &u);                          \
+            UNROLL for (int j = 0; j < NY; j++)                                          \
+                pair_##T(&u, (const YB *)(vy + (size_t)j * by) + b, &acc[i][j]);         \
+        }                                                                                \
+    UNROLL for (int i = 0; i < NX; i++)                                                  \
+        UNROLL for (int j = 0; j < NY; j++)                                              \
+            s[j * lds + i] = hsum8(acc[i][j].a) - hsum8(acc[i][j].b) + acc[i][j].s;      \
+}                                                                                        \
 static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
                          const void *vy, size_t by, int ny, float *s, int64_t lds)      \
 {                                                                                        \
     int64_t nb = n / (BE);                                                               \
-    acc_t acc[SL_GEMM_MAX][SL_GEMM_MAX];                                                 \
-    for (int i = 0; i < nx; i++)                                                         \
-        for (int j = 0; j < ny; j++)                                                     \
-            acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
-    for (int64_t b = 0; b < nb; b++)                                                     \
-        for (int i = 0; i < nx; i++) {                                                   \
-            const XB *x = (const XB *)((const char *)vx + (size_t)i * bx) + b;           \
-            _mm_prefetch((const char *)(x + PF_AHEAD), _MM_HINT_T0);                     \
+    const char *x = vx, *y = vy;                                                         \
+    switch (nx * 8 + ny) {                                                               \
+    case 1 * 8 + 4: FN(tile_##T)(1, 4, nb, x, bx, y, by, s, lds); break;                 \
+    case 1 * 8 + 2: FN(tile_##T)(1, 2, nb, x, bx, y, by, s, lds); break;                 \
+    case 1 * 8 + 1: FN(tile_##T)(1, 1, nb, x, bx, y, by, s, lds); break;                 \
+    default:                                                                             \
+        for (int i = 0; i < nx; i++)                                                     \
             for (int j = 0; j < ny; j++)                                                 \
-                blk_##T(x, (const YB *)((const char *)vy + (size_t)j * by) + b, &acc[i][j]); \
-        }                                                                                \
-    for (int i = 0; i < nx; i++)                                                         \
-        for (int j = 0; j < ny; j++)                                                     \
-            s[j * lds + i] = hsum8(acc[i][j].a) - hsum8(acc[i][j].b) + acc[i][j].s;      \
+                FN(tile_##T)(1, 1, nb, x + (size_t)i * bx, 0, y + (size_t)j * by, 0,     \
+                             s + j * lds + i, 0);                                        \
+    }                                                                                    \
 }                                                                                        \
 static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)              \
 {                                                                                        \
-    FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
+    FN(tile_##T)(1, 1, n / (BE), x, 0, y, 0, s, 0);                                      \
 }
 
 DEF_GEMM(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)

@@ -1,0 +1,196 @@
+/* Chat templates: family detection by distinctive substrings of the Jinja
+ * source, and rendering that reproduces what each family's published
+ * template writes (the Jinja is never executed). */
+#include "chat.h"
+
+#include <string.h>
+
+#include "../gguf/sl_status.h"
+
+static const struct { const char *name; enum sl_chat_tmpl t; } names[] = {
+    {"llama3", SL_CHAT_LLAMA3}, {"chatml", SL_CHAT_CHATML}, {"qwen2", SL_CHAT_QWEN2}, {"qwen", SL_CHAT_QWEN2},
+    {"qwen2.5", SL_CHAT_QWEN25}, {"qwen25", SL_CHAT_QWEN25}, {"llama2", SL_CHAT_LLAMA2},
+    {"mistral", SL_CHAT_MISTRAL},
+};
+
+#define QWEN2_SYSTEM "You are a helpful assistant."
+#define QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+int sl_chat_detect(const char *j, enum sl_chat_tmpl *out)
+{
+    if (!j || !out) return sl_err_set(SL_EINVAL, "sl_chat_detect: NULL argument");
+    *out = SL_CHAT_NONE;
+    if (strstr(j, "<|start_header_id|>") && strstr(j, "<|eot_id|>")) *out = SL_CHAT_LLAMA3;
+    else if (strstr(j, "<|im_start|>")) {
+        if (strstr(j, QWEN25_SYSTEM)) *out = SL_CHAT_QWEN25;
+        else if (strstr(j, "<|im_start|>system\\n" QWEN2_SYSTEM "<|im_end|>")) *out = SL_CHAT_QWEN2;
+        else *out = SL_CHAT_CHATML;
+    } else if (strstr(j, "[INST]")) {
+        *out = strstr(j, "<<SYS>>") ? SL_CHAT_LLAMA2 : SL_CHAT_MISTRAL;
+    }
+    if (*out == SL_CHAT_NONE)
+        return sl_err_set(SL_EUNSUPPORTED, "chat template not recognised (supported: llama3, chatml/qwen, "
+                          "llama2, mistral; force one with --chat-template NAME)");
+    return 0;
+}
+
+int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out)
+{
+    if (!name || !out) return sl_err_set(SL_EINVAL, "sl_chat_from_name: NULL argument");
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i].name)) { *out = names[i].t; return 0; }
+    return sl_err_set(SL_EUNSUPPORTED, "chat template '%s' unknown (known: llama3, chatml, qwen2, qwen2.5, "
+                      "llama2, mistral)", name);
+}
+
+const char *sl_chat_name(enum sl_chat_tmpl t)
+{
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].t == t) return names[i].name;
+    return "none";
+}
+
+typedef struct wr { char *out; size_t cap, n; } wr;
+
+static void put(wr *w, const char *s, size_t len)
+{
+    if (w->n < w->cap) {
+        size_t room = w->cap - w->n;
+        memcpy(w->out + w->n, s, len < room ? len : room);
+    }
+    w->n += len;
+}
+
+static void puts_(wr *w, const char *s) { if (s) put(w, s, strlen(s)); }
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* Jinja trim / Python strip */
+static void put_trim(wr *w, const char *s)
+{
+    size_t a = 0, b = strlen(s);
+    while (a < b && is_space(s[a])) a++;
+    while (b > a && is_space(s[b - 1])) b--;
+    put(w, s + a, b - a);
+}
+
+static int role_of(const char *r)
+{
+    if (!r) return -1;
+    if (!strcmp(r, "system")) return 0;
+    if (!strcmp(r, "user")) return 1;
+    if (!strcmp(r, "assistant")) return 2;
+    return -1;
+}
+
+int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
+                       bool add_generation_prompt, const char *bos, const char *eos,
+                       char *out, size_t cap)
+{
+    if ((!msgs && n) || (!out && cap)) return sl_err_set(SL_EINVAL, "sl_chat_render: bad arguments");
+    for (size_t i = 0; i < n; i++) {
+        if (role_of(msgs[i].role) < 0)
+            return sl_err_set(SL_EINVAL, "chat message %zu: role '%s' (expected system, user or assistant)",
+                              i, msgs[i].role ? msgs[i].role : "(null)");
+        if (!msgs[i].content) return sl_err_set(SL_EINVAL, "chat message %zu: no content", i);
+    }
+    wr w = { out, cap, 0 };
+    switch (t) {
+    case SL_CHAT_LLAMA3:
+        /* bos + per message: <|start_header_id|>role<|end_header_id|>\n\n trim(content) <|eot_id|> */
+        for (size_t i = 0; i < n; i++) {
+            if (i == 0) puts_(&w, bos);
+            puts_(&w, "<|start_header_id|>");
+            puts_(&w, msgs[i].role);
+            puts_(&w, "<|end_header_id|>\n\n");
+            put_trim(&w, msgs[i].content);
+            puts_(&w, "<|eot_id|>");
+        }
+        if (add_generation_prompt) puts_(&w, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    case SL_CHAT_CHATML: case SL_CHAT_QWEN2: case SL_CHAT_QWEN25:
+        /* <|im_start|>role\ncontent<|im_end|>\n ; Qwen adds a default system turn */
+        if (t != SL_CHAT_CHATML && n > 0 && role_of(msgs[0].role) != 0) {
+            puts_(&w, "<|im_start|>system\n");
+            puts_(&w, t == SL_CHAT_QWEN2 ? QWEN2_SYSTEM : QWEN25_SYSTEM);
+            puts_(&w, "<|im_end|>\n");
+        }
+        for (size_t i = 0; i < n; i++) {
+            puts_(&w, "<|im_start|>");
+            puts_(&w, msgs[i].role);
+            puts_(&w, "\n");
+            puts_(&w, msgs[i].content);
+            puts_(&w, "<|im_end|>\n");
+        }
+        if (add_generation_prompt) puts_(&w, "<|im_start|>assistant\n");
+        break;
+    case SL_CHAT_LLAMA2: {
+        /* first system message folds into the first turn as <<SYS>>...<</SYS>>;
+         * user: bos [INST] strip(content) [/INST]; assistant: ' ' strip(content) ' ' eos */
+        size_t start = 0;
+        const char *sys = NULL;
+        if (n > 0 && role_of(msgs[0].role) == 0) { sys = msgs[0].content; start = 1; }
+        for (size_t i = start; i < n; i++) {
+            int r = role_of(msgs[i].role);
+            bool first = i == start;
+            if (r == 1) {
+                puts_(&w, bos);
+                puts_(&w, "[INST] ");
+                if (first && sys) {
+                    /* strip() of '<<SYS>>\n' + sys + ...: only the end can be trimmed */
+                    puts_(&w, "<<SYS>>\n");
+                    puts_(&w, sys);
+                    puts_(&w, "\n<</SYS>>\n\n");
+                    const char *c = msgs[i].content;
+                    size_t b = strlen(c);
+                    while (b > 0 && is_space(c[b - 1])) b--;
+                    put(&w, c, b);
+                } else {
+                    put_trim(&w, msgs[i].content);
+                }
+                puts_(&w, " [/INST]");
+            } else if (r == 2) {
+                puts_(&w, " ");
+                if (first && sys) {
+                    puts_(&w, "<<SYS>>\n");
+                    puts_(&w, sys);
+                    puts_(&w, "\n<</SYS>>\n\n");
+                    const char *c = msgs[i].content;
+                    size_t b = strlen(c);
+                    while (b > 0 && is_space(c[b - 1])) b--;
+                    put(&w, c, b);
+                } else {
+                    put_trim(&w, msgs[i].content);
+                }
+                puts_(&w, " ");
+                puts_(&w, eos);
+            }
+            /* later system messages: the template ignores them */
+        }
+        break;
+    }
+    case SL_CHAT_MISTRAL: {
+        /* bos, then user: [INST] content [/INST]; assistant: content eos */
+        puts_(&w, bos);
+        const char *pending_sys = NULL;
+        for (size_t i = 0; i < n; i++) {
+            int r = role_of(msgs[i].role);
+            if (r == 0) { pending_sys = msgs[i].content; continue; }
+            if (r == 1) {
+                puts_(&w, "[INST] ");
+                if (pending_sys) { puts_(&w, pending_sys); puts_(&w, "\n\n"); pending_sys = NULL; }
+                puts_(&w, msgs[i].content);
+                puts_(&w, " [/INST]");
+            } else {
+                puts_(&w, msgs[i].content);
+                puts_(&w, eos);
+            }
+        }
+        break;
+    }
+    default:
+        return sl_err_set(SL_EUNSUPPORTED, "sl_chat_render: template %d unknown", (int)t);
+    }
+    if (w.n < cap) out[w.n] = 0;
+    return (int64_t)w.n;
+}

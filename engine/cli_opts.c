@@ -1,0 +1,118 @@
+/* Shared model options of the generation commands. */
+#include "cli_opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gguf/sl_status.h"
+#include "../io/sluice_stream.h"
+#include "cli.h"
+
+const char sl_cli_model_opts_help[] =
+    "  -m, --model FILE       GGUF model (required)\n"
+    "  -t, --threads N        compute threads (default: all CPUs)\n"
+    "  -c, --ctx-size N       context positions (default: min(training ctx, 4096))\n"
+    "  -b, --batch-size N     prompt tokens per forward chunk (default 64)\n"
+    "  --mode M               resident | stream | mmap (default: planner decides)\n"
+    "  --io B                 uring | pread (default: uring where it works)\n"
+    "  --mem-budget SIZE      memory budget, e.g. 2.5G, 800M (default: MemAvailable)\n"
+    "  --max-pinned N         stream mode: pin at most N layers\n"
+    "  --mlock                lock resident weights in RAM\n";
+
+void sl_cli_model_opts_init(sl_cli_model_opts *o)
+{
+    o->path = NULL;
+    sl_model_params_init(&o->mp);
+}
+
+int sl_cli_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int sl_cli_float(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd)
+{
+    const char *a = argv[*i];
+    bool takes = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
+                 !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
+                 !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||
+                 !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned");
+    if (!strcmp(a, "--mlock")) { o->mp.mlock = true; return 1; }
+    if (!takes) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "sluice %s: option %s needs a value\n", cmd, a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    long long n;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) { o->path = v; return 1; }
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (sl_cli_int(v, 1, 256, &n)) goto bad;
+        o->mp.n_threads = (int)n; return 1;
+    }
+    if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+        if (sl_cli_int(v, 1, 1 << 24, &n)) goto bad;
+        o->mp.n_ctx = (int32_t)n; return 1;
+    }
+    if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+        if (sl_cli_int(v, 1, 1 << 16, &n)) goto bad;
+        o->mp.n_batch = (int32_t)n; return 1;
+    }
+    if (!strcmp(a, "--max-pinned")) {
+        if (sl_cli_int(v, 0, 1 << 20, &n)) goto bad;
+        o->mp.max_pinned = (int32_t)n; return 1;
+    }
+    if (!strcmp(a, "--mode")) {
+        if (!strcmp(v, "resident")) o->mp.mode = SL_MODE_RESIDENT;
+        else if (!strcmp(v, "stream")) o->mp.mode = SL_MODE_STREAM;
+        else if (!strcmp(v, "mmap")) o->mp.mode = SL_MODE_MMAP;
+        else if (!strcmp(v, "auto")) o->mp.mode = SL_MODE_AUTO;
+        else goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--io")) {
+        if (!strcmp(v, "uring")) o->mp.io = SL_IO_URING;
+        else if (!strcmp(v, "pread")) o->mp.io = SL_IO_PREAD;
+        else if (!strcmp(v, "auto")) o->mp.io = SL_IO_AUTO;
+        else goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--mem-budget")) {
+        unsigned long long b;
+        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
+        o->mp.mem_budget = b; return 1;
+    }
+bad:
+    fprintf(stderr, "sluice %s: invalid value '%s' for %s\n", cmd, v, a);
+    return -1;
+}
+
+int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m)
+{
+    int rc = sl_model_open(m, o->path, &o->mp);
+    if (rc) {
+        const char *msg = sl_last_error();
+        if (strstr(msg, o->path)) fprintf(stderr, "sluice %s: %s\n", cmd, msg);
+        else fprintf(stderr, "sluice %s: %s: %s\n", cmd, o->path, msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,348 @@
+/* Decoder forward pass: embedding -> L x (attention + SwiGLU FFN) -> norm ->
+ * lm head, numerically as llama.cpp's CPU backend (activations quantized to
+ * the weight's vec_dot_type before each matmul, F16 KV cache). */
+#include "forward.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gguf/sl_status.h"
+
+/* Re-states a streamer failure with our context. The message is copied first:
+ * it may live in the same thread-local buffer sl_err_set writes. */
+static int stream_err(int rc, const sl_stream *st, const char *fmt, long a)
+{
+    char msg[512], pre[128];
+    snprintf(msg, sizeof msg, "%s", sl_stream_errmsg(st));
+    snprintf(pre, sizeof pre, fmt, a);
+    return sl_err_set(rc, "%s%s", pre, msg);
+}
+
+#define A64(x) (((x) + 63) & ~(uint64_t)63)
+
+static int32_t max3(int32_t a, int32_t b, int32_t c)
+{
+    int32_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+/* Activation rows are at most 4 bytes per element (F32); quantized types are
+ * smaller. Checked against sl_kern_act_bytes at init. */
+static uint64_t act_bound(const sl_model_desc *d, int32_t n_batch)
+{
+    return (uint64_t)n_batch * (uint64_t)max3(d->n_embd, d->q_dim, d->n_ff) * 4 + 4096;
+}
+
+uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t n_ctx,
+                                int n_threads)
+{
+    uint64_t B = (uint64_t)n_batch, sz = 0;
+    sz += 2 * A64(B * (uint64_t)d->n_embd * 4);          /* x, xn */
+    sz += 2 * A64(B * (uint64_t)d->q_dim * 4);           /* q, att */
+    sz += 2 * A64(B * (uint64_t)d->kv_dim * 4);          /* kx, vx */
+    sz += 2 * A64(B * (uint64_t)d->n_ff * 4);            /* gate, up */
+    sz += A64(act_bound(d, n_batch));
+    sz += A64(sl_kern_attn_scratch(n_threads, d->head_dim, n_ctx));
+    sz += A64((uint64_t)d->n_embd * 4 + 64);             /* embedding row (raw <= f32) */
+    sz += A64((uint64_t)(d->n_rot / 2) * 4);
+    return sz + 64;
+}
+
+static int check_kernel_types(sl_forward *f)
+{
+    const sl_gguf *g = sl_stream_gguf(f->st);
+    for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) {
+        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
+        if (t->n_dims < 2 || !strcmp(t->name, "rope_freqs.weight")) continue;
+        if (!strcmp(t->name, "token_embd.weight") && !f->d->tied_output) continue;  /* rows only */
+        if (t->type >= SL_Q_COUNT || !f->k->vec_dot[t->type])
+            return sl_err_set(SL_EUNSUPPORTED, "tensor '%s': type %s has no %s kernel", t->name,
+                              sl_gguf_type_name(t->type) ? sl_gguf_type_name(t->type) : "?",
+                              f->k->name);
+        size_t need = sl_kern_act_bytes((int)t->type, (int64_t)t->ne[0], f->n_batch);
+        if (need > f->act_bytes)
+            return sl_err_set(SL_EUNSUPPORTED, "tensor '%s': activation rows need %zu bytes (> %zu)",
+                              t->name, need, f->act_bytes);
+    }
+    return 0;
+}
+
+int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const sl_kern *k,
+                    sl_pool *pool, int32_t n_batch, int32_t n_ctx)
+{
+    memset(f, 0, sizeof *f);
+    f->d = d; f->st = st; f->k = k; f->pool = pool;
+    f->n_batch = n_batch; f->n_ctx = n_ctx;
+    int nth = sl_pool_n_threads(pool);
+
+    /* units: layers first, then head chunks */
+    int32_t nu = sl_stream_n_units(st);
+    f->head_unit0 = d->n_layer;
+    f->n_head_units = nu - d->n_layer;
+    if (f->n_head_units < 1)
+        return sl_err_set(SL_EFORMAT, "streamer has %d units for %d layers (no lm head)", nu, d->n_layer);
+    for (int32_t u = 0; u < nu; u++) {
+        sl_stream_unit ui;
+        int rc = sl_stream_unit_info(st, u, &ui);
+        if (rc) return stream_err(rc, st, "stream unit %ld: ", u);
+        bool want_layer = u < d->n_layer;
+        if ((ui.kind == SL_UNIT_LAYER) != want_layer || (want_layer && ui.layer != u) ||
+            (!want_layer && (ui.row_end <= ui.row_begin || ui.row_end > (uint64_t)d->n_vocab)))
+            return sl_err_set(SL_EFORMAT, "stream unit %d: unexpected kind %d / layer %d / rows %llu..%llu",
+                              u, ui.kind, ui.layer, (unsigned long long)ui.row_begin,
+                              (unsigned long long)ui.row_end);
+    }
+    f->head_name = d->tied_output ? "token_embd.weight" : "output.weight";
+
+    const sl_stream_tensor *on = sl_stream_global(st, "output_norm.weight");
+    if (!on || on->type != SL_GGML_F32 || on->ne[0] != (uint64_t)d->n_embd)
+        return sl_err_set(SL_ENOENT, "output_norm.weight not available from the streamer");
+    f->out_norm = on->data;
+    const sl_gguf *g = sl_stream_gguf(st);
+    const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
+    f->embd_row_bytes = sl_quant_row_bytes((int)te->type, d->n_embd);
+    if (!f->embd_row_bytes || f->embd_row_bytes > (size_t)d->n_embd * 4 + 64)
+        return sl_err_set(SL_EUNSUPPORTED, "token_embd.weight: type %u rows not supported", te->type);
+
+    /* arena */
+    f->arena_bytes = sl_forward_arena_bytes(d, n_batch, n_ctx, nth);
+    f->arena = aligned_alloc(64, A64(f->arena_bytes));
+    if (!f->arena)
+        return sl_err_set(SL_ENOMEM, "compute arena: cannot allocate %zu bytes", f->arena_bytes);
+    char *p = f->arena;
+    uint64_t B = (uint64_t)n_batch;
+#define CARVE(ptr, bytes) do { ptr = (void *)p; p += A64(bytes); } while (0)
+    CARVE(f->x, B * (uint64_t)d->n_embd * 4);
+    CARVE(f->xn, B * (uint64_t)d->n_embd * 4);
+    CARVE(f->q, B * (uint64_t)d->q_dim * 4);
+    CARVE(f->att, B * (uint64_t)d->q_dim * 4);
+    CARVE(f->kx, B * (uint64_t)d->kv_dim * 4);
+    CARVE(f->vx, B * (uint64_t)d->kv_dim * 4);
+    CARVE(f->gate, B * (uint64_t)d->n_ff * 4);
+    CARVE(f->up, B * (uint64_t)d->n_ff * 4);
+    f->act_bytes = act_bound(d, n_batch);
+    CARVE(f->act, f->act_bytes);
+    CARVE(f->attn_scratch, sl_kern_attn_scratch(nth, d->head_dim, n_ctx));
+    CARVE(f->row_buf, (uint64_t)d->n_embd * 4 + 64);
+    CARVE(f->inv_freq, (uint64_t)(d->n_rot / 2) * 4);
+#undef CARVE
+
+    const float *freqs = NULL;
+    if (d->has_rope_freqs) {
+        const sl_stream_tensor *rf = sl_stream_global(st, "rope_freqs.weight");
+        if (!rf) { sl_forward_free(f); return sl_err_set(SL_ENOENT, "rope_freqs.weight not available"); }
+        freqs = rf->data;
+    }
+    sl_model_rope_inv_freq(d, freqs, f->inv_freq);
+    int rc = check_kernel_types(f);
+    if (rc) { sl_forward_free(f); return rc; }
+    return 0;
+}
+
+void sl_forward_free(sl_forward *f)
+{
+    free(f->arena);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Quantized copy of activation rows, reused by every matrix that reads the
+ * same input with the same vec_dot_type (q/k/v; gate/up). */
+typedef struct act_cache {
+    const float *src;
+    int vdt;
+    int64_t cols, rows;
+} act_cache;
+
+static void act_prepare(sl_forward *f, act_cache *c, const float *x, int64_t cols, int64_t rows,
+                        int wtype)
+{
+    int vdt = sl_quant_vec_dot_type(wtype);
+    if (c->src == x && c->vdt == vdt && c->cols == cols && c->rows == rows) return;
+    sl_kern_quantize_act(f->k, wtype, x, cols, rows, f->act);
+    c->src = x; c->vdt = vdt; c->cols = cols; c->rows = rows;
+}
+
+static int find(sl_forward *f, const sl_stream_view *v, int32_t layer, const char *suffix,
+                const sl_stream_tensor **out)
+{
+    *out = sl_stream_view_find(v, suffix);
+    if (!*out) return sl_err_set(SL_ENOENT, "layer %d: tensor '%s' missing from its stream unit",
+                                 layer, suffix);
+    (void)f;
+    return 0;
+}
+
+/* Y[n][rows] = act . W^T */
+static int mm(sl_forward *f, act_cache *c, const float *x, int64_t n, const sl_stream_tensor *w,
+              float *y, int64_t ldy)
+{
+    int64_t cols = (int64_t)w->ne[0], rows = (int64_t)w->ne[1];
+    act_prepare(f, c, x, cols, n, (int)w->type);
+    int rc = n == 1 ? sl_kern_matvec(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, y)
+                    : sl_kern_matmul(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, n,
+                                     y, ldy);
+    if (rc) return sl_err_set(rc, "matmul with '%s' (%lld x %lld, type %u) failed", w->name,
+                              (long long)rows, (long long)cols, w->type);
+    return 0;
+}
+
+static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_view *v, int32_t n)
+{
+    const sl_model_desc *d = f->d;
+    const sl_kern *k = f->k;
+    const int32_t E = d->n_embd, QD = d->q_dim, KD = d->kv_dim, FF = d->n_ff;
+    const int32_t pos0 = kv->n_past;
+    const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg, *wu, *wd;
+    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL;
+    int rc;
+    if ((rc = find(f, v, l, "attn_norm.weight", &an)) || (rc = find(f, v, l, "attn_q.weight", &wq)) ||
+        (rc = find(f, v, l, "attn_k.weight", &wk)) || (rc = find(f, v, l, "attn_v.weight", &wv)) ||
+        (rc = find(f, v, l, "attn_output.weight", &wo)) ||
+        (rc = find(f, v, l, "ffn_norm.weight", &fn)) || (rc = find(f, v, l, "ffn_gate.weight", &wg)) ||
+        (rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd)))
+        return rc;
+    if (d->has_qkv_bias &&
+        ((rc = find(f, v, l, "attn_q.bias", &bq)) || (rc = find(f, v, l, "attn_k.bias", &bk)) ||
+         (rc = find(f, v, l, "attn_v.bias", &bv))))
+        return rc;
+
+    act_cache c = { 0 };
+    /* attention */
+    for (int32_t i = 0; i < n; i++)
+        k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, an->data, E, d->rms_eps);
+    if ((rc = mm(f, &c, f->xn, n, wq, f->q, QD)) || (rc = mm(f, &c, f->xn, n, wk, f->kx, KD)) ||
+        (rc = mm(f, &c, f->xn, n, wv, f->vx, KD)))
+        return rc;
+    for (int32_t i = 0; i < n; i++) {
+        float *qi = f->q + (int64_t)i * QD, *ki = f->kx + (int64_t)i * KD, *vi = f->vx + (int64_t)i * KD;
+        if (bq) {
+            k->add(qi, qi, bq->data, QD);
+            k->add(ki, ki, bk->data, KD);
+            k->add(vi, vi, bv->data, KD);
+        }
+        k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
+        k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
+        k->f32_to_f16(sl_kv_k(kv, l, pos0 + i), ki, KD);
+        k->f32_to_f16(sl_kv_v(kv, l, pos0 + i), vi, KD);
+    }
+    sl_attn a = {
+        .q = f->q, .q_stride = QD,
+        .k = sl_kv_k(kv, l, 0), .v = sl_kv_v(kv, l, 0), .kv_stride = KD,
+        .out = f->att, .out_stride = QD,
+        .n_q = n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
+        .pos0 = pos0, .scale = 1.0f / sqrtf((float)d->head_dim),
+    };
+    if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
+        return sl_err_set(rc, "layer %d: attention failed", l);
+    if ((rc = mm(f, &c, f->att, n, wo, f->xn, E))) return rc;
+    k->add(f->x, f->x, f->xn, (int64_t)n * E);
+
+    /* feed-forward */
+    for (int32_t i = 0; i < n; i++)
+        k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, fn->data, E, d->rms_eps);
+    if ((rc = mm(f, &c, f->xn, n, wg, f->gate, FF)) || (rc = mm(f, &c, f->xn, n, wu, f->up, FF)))
+        return rc;
+    k->silu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
+    if ((rc = mm(f, &c, f->gate, n, wd, f->xn, E))) return rc;
+    k->add(f->x, f->x, f->xn, (int64_t)n * E);
+    return 0;
+}
+
+static int acquire(sl_forward *f, int32_t u, sl_stream_view *v)
+{
+    int rc = sl_stream_acquire(f->st, u, v);
+    if (rc) return stream_err(rc, f->st, "%.0ld", 0);
+    return 0;
+}
+
+/* lm head over rows [r0, r0+nr) of f->xn (already normed), chunk by chunk. */
+static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
+{
+    const sl_model_desc *d = f->d;
+    act_cache c = { 0 };
+    for (int32_t h = 0; h < f->n_head_units; h++) {
+        int32_t u = f->head_unit0 + h;
+        sl_stream_unit ui;
+        sl_stream_view v;
+        int rc = sl_stream_unit_info(f->st, u, &ui);
+        if (rc) return stream_err(rc, f->st, "stream unit %ld: ", u);
+        if ((rc = acquire(f, u, &v))) return rc;
+        const sl_stream_tensor *w = sl_stream_view_find(&v, f->head_name);
+        uint64_t rows = ui.row_end - ui.row_begin;
+        const uint8_t *data = NULL;
+        if (w && w->ne[0] == (uint64_t)d->n_embd) {
+            size_t rb = sl_quant_row_bytes((int)w->type, d->n_embd);
+            if (w->ne[1] == rows) data = w->data;
+            else if (w->ne[1] == (uint64_t)d->n_vocab) data = (const uint8_t *)w->data + ui.row_begin * rb;
+        }
+        if (!data) {
+            sl_stream_release(f->st, u);
+            return sl_err_set(SL_ESHAPE, "lm head unit %d: tensor '%s' missing or of unexpected shape",
+                              u, f->head_name);
+        }
+        sl_stream_tensor part = *w;
+        part.data = data;
+        part.ne[1] = rows;
+        rc = mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab);
+        int rr = sl_stream_release(f->st, u);
+        if (rc) return rc;
+        if (rr) return stream_err(rr, f->st, "%.0ld", 0);
+    }
+    return 0;
+}
+
+static int chunk_forward(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode,
+                         float *logits)
+{
+    const sl_model_desc *d = f->d;
+    const int32_t E = d->n_embd;
+    int rc;
+    for (int32_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= d->n_vocab)
+            return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", ids[i], d->n_vocab);
+        rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)ids[i], f->row_buf,
+                                f->embd_row_bytes);
+        if (rc) return stream_err(rc, f->st, "token_embd row %ld: ", ids[i]);
+        rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, f->x + (int64_t)i * E, E);
+        if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", ids[i]);
+    }
+    for (int32_t l = 0; l < d->n_layer; l++) {
+        sl_stream_view v;
+        if ((rc = acquire(f, l, &v))) return rc;
+        rc = layer_forward(f, kv, l, &v, n);
+        int rr = sl_stream_release(f->st, l);
+        if (rc) return rc;
+        if (rr) return stream_err(rr, f->st, "%.0ld", 0);
+    }
+    if (mode == SL_LOGITS_NONE) {
+        /* the lm head is skipped: restart the cyclic schedule at layer 0 */
+        sl_stream_prefetch(f->st, 0);
+        return 0;
+    }
+    int32_t r0 = mode == SL_LOGITS_ALL ? 0 : n - 1;
+    for (int32_t i = r0; i < n; i++)
+        f->k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, f->out_norm, E, d->rms_eps);
+    return head_forward(f, r0, n - r0, logits);
+}
+
+int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode, float *logits)
+{
+    if (n <= 0) return 0;
+    if ((int64_t)kv->n_past + n > kv->n_ctx)
+        return sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d", kv->n_past,
+                          n, kv->n_ctx);
+    for (int32_t i0 = 0; i0 < n; i0 += f->n_batch) {
+        int32_t m = n - i0 < f->n_batch ? n - i0 : f->n_batch;
+        bool last = i0 + m == n;
+        int cm = mode == SL_LOGITS_ALL ? SL_LOGITS_ALL : (last ? mode : SL_LOGITS_NONE);
+        float *out = mode == SL_LOGITS_ALL ? logits + (int64_t)i0 * f->d->n_vocab : logits;
+        int rc = chunk_forward(f, kv, ids + i0, m, cm, out);
+        if (rc) return rc;
+        kv->n_past += m;
+    }
+    return 0;
+}

@@ -1,0 +1,60 @@
+/* Forward pass of a llama / qwen2 decoder over the streamer's units.
+ * Weights are reached only through sl_stream_acquire/release of one unit at
+ * a time (layers 0..L-1, then the lm-head chunks), so resident, streamed and
+ * mmap modes run the same code. All intermediate buffers live in one arena
+ * allocated at init. */
+#ifndef SL_ENGINE_FORWARD_H
+#define SL_ENGINE_FORWARD_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "../io/sluice_stream.h"
+#include "../kernels/kernels.h"
+#include "kv.h"
+#include "model.h"
+
+enum sl_logits_mode {
+    SL_LOGITS_NONE = 0,     /* no lm head (intermediate prompt chunk) */
+    SL_LOGITS_LAST,         /* only the last token's row */
+    SL_LOGITS_ALL,          /* every token's row */
+};
+
+typedef struct sl_forward {
+    const sl_model_desc *d;
+    sl_stream *st;
+    const sl_kern *k;
+    sl_pool *pool;
+    int32_t n_batch, n_ctx;
+    int32_t head_unit0, n_head_units;   /* units after the layers */
+    const char *head_name;              /* "output.weight" or "token_embd.weight" */
+    size_t embd_row_bytes;
+
+    float *inv_freq;                    /* [n_rot/2] */
+    const float *out_norm;              /* output_norm.weight */
+
+    /* arena */
+    void *arena;
+    size_t arena_bytes;
+    float *x, *xn, *q, *kx, *vx, *att, *gate, *up;
+    void *act;                          /* quantized activation rows */
+    size_t act_bytes;
+    void *attn_scratch;
+    void *row_buf;                      /* one raw embedding row */
+} sl_forward;
+
+/* Upper bound of the arena init allocates (for the planner's reserve). */
+uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t n_ctx,
+                                int n_threads);
+
+int  sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const sl_kern *k,
+                     sl_pool *pool, int32_t n_batch, int32_t n_ctx);
+void sl_forward_free(sl_forward *f);
+
+/* Runs ids[0..n) at positions kv->n_past.. (in chunks of n_batch) and advances
+ * kv->n_past. LAST: logits gets n_vocab floats; ALL: logits[n][n_vocab].
+ * SL_ECTX if kv has no room (nothing computed). */
+int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode,
+                   float *logits);
+
+#endif

@@ -1,0 +1,45 @@
+/* Model description: hyper-parameters from GGUF metadata and validation of
+ * every tensor the forward pass will touch (presence, shape, type). */
+#ifndef SL_ENGINE_MODEL_H
+#define SL_ENGINE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../gguf/gguf.h"
+
+enum sl_arch { SL_ARCH_LLAMA = 0, SL_ARCH_QWEN2 };
+enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3 };
+
+typedef struct sl_model_desc {
+    int arch;                 /* enum sl_arch */
+    char arch_name[16];
+    int32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot;
+    int32_t n_vocab, n_ctx_train;
+    int32_t q_dim, kv_dim;    /* n_head * head_dim, n_head_kv * head_dim */
+    float rope_base, rms_eps;
+    bool rope_neox;
+    int rope_scaling;         /* enum sl_rope_scaling */
+    float rope_scale_factor;  /* linear: positions divided by it */
+    bool has_rope_freqs;      /* rope_freqs.weight tensor (per-dim divisors) */
+    bool has_qkv_bias;        /* qwen2 */
+    bool tied_output;         /* no output.weight: token_embd is the lm head */
+    /* llama3-style factors from keys, used when no rope_freqs tensor */
+    float ll3_low_freq, ll3_high_freq;
+    int32_t ll3_orig_ctx;
+    /* types of the big matrices of layer 0 / globals (for arena sizing) */
+    uint32_t embd_type, head_type;
+} sl_model_desc;
+
+/* Reads metadata and validates all tensors. SL_EUNSUPPORTED for an unknown
+ * architecture or tensor type, SL_ESHAPE / SL_ENOENT for a bad or missing tensor. */
+int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g);
+
+/* inv_freq[i], i < n_rot/2: angle per position of pair i, scaling and
+ * rope_freqs divisors included (freqs may be NULL when absent). */
+void sl_model_rope_inv_freq(const sl_model_desc *d, const float *freqs, float *inv_freq);
+
+/* True if the kernels can multiply with weights of this type. */
+bool sl_model_matrix_type_ok(uint32_t type);
+
+#endif

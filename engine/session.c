@@ -1,0 +1,426 @@
+/* Public API (sluice.h): model = streamer + description + tokenizer + pool +
+ * compute arena; session = KV cache + logits + sampler + detokenizer state. */
+#include "sluice.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../gguf/gguf.h"
+#include "../io/sluice_stream.h"
+#include "../kernels/kernels.h"
+#include "forward.h"
+#include "kv.h"
+#include "model.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+#define SL_MSG 512
+
+struct sl_model {
+    sl_model_desc d;
+    sl_model_params p;
+    int32_t n_ctx, n_batch;
+    sl_stream *st;
+    sl_tok *tok;
+    char tok_err[SL_MSG];       /* why the tokenizer did not load, if it did not */
+    const sl_kern *k;
+    sl_pool *pool;
+    sl_forward fw;
+    uint64_t model_bytes;
+    char err[SL_MSG];
+};
+
+struct sl_session {
+    sl_model *m;
+    sl_kv kv;
+    sl_sampler smp;
+    float *logits;              /* [n_vocab] after the last fed token */
+    bool have_logits;
+    int32_t *hist;              /* [n_ctx] tokens in the cache */
+    sl_detok dt;
+    sl_stats stats;
+    double t_first_feed;        /* < 0: no feed pending a first token */
+    char err[SL_MSG];
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int model_fail(sl_model *m, int rc)
+{
+    if (m) snprintf(m->err, sizeof m->err, "%s", sl_last_error());
+    return rc;
+}
+
+static int sess_fail(sl_session *s, int rc)
+{
+    snprintf(s->err, sizeof s->err, "%s", sl_last_error());
+    return rc;
+}
+
+/* ---- model -------------------------------------------------------------- */
+
+void sl_model_params_init(sl_model_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->max_pinned = -1;
+}
+
+int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
+{
+    *out = NULL;
+    sl_err_clear();
+    sl_model_params p;
+    if (pp) p = *pp; else sl_model_params_init(&p);
+    if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0)
+        return sl_err_set(SL_EINVAL, "model params: negative n_threads / n_ctx / n_batch");
+    sl_model *m = calloc(1, sizeof *m);
+    if (!m) return sl_err_set(SL_ENOMEM, "model: out of memory");
+    m->p = p;
+
+    /* Metadata first: the planner needs our KV + arena sizes before it plans. */
+    sl_gguf *g = NULL;
+    int rc = sl_gguf_open_path(&g, path);
+    if (rc) { free(m); return rc; }   /* message names the path */
+    rc = sl_model_desc_load(&m->d, g);
+    if (rc) { sl_gguf_close(g); free(m); return rc; }
+    m->model_bytes = sl_gguf_total_tensor_bytes(g);
+    if (sl_tok_load(&m->tok, g)) {
+        snprintf(m->tok_err, sizeof m->tok_err, "%s", sl_last_error());
+        m->tok = NULL;
+    }
+    sl_gguf_close(g);
+
+    int nth = p.n_threads;
+    if (nth == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        nth = c > 0 ? (int)c : 1;
+    }
+    if (nth > 256) nth = 256;
+    m->n_ctx = p.n_ctx ? p.n_ctx : (m->d.n_ctx_train < 4096 ? m->d.n_ctx_train : 4096);
+    m->n_batch = p.n_batch ? p.n_batch : 64;
+    if (m->n_batch > m->n_ctx) m->n_batch = m->n_ctx;
+
+    rc = sl_kern_best_checked(&m->k);
+    if (rc) goto fail;
+    if ((rc = sl_pool_create(&m->pool, nth))) {
+        rc = sl_err_set(rc, "thread pool of %d threads: %s", nth, sl_strerror(rc));
+        goto fail;
+    }
+
+    sl_stream_config sc;
+    sl_stream_config_init(&sc);
+    sc.mode = p.mode;
+    sc.io = p.io;
+    sc.mem_budget = p.mem_budget;
+    sc.max_pinned = p.max_pinned;
+    sc.mlock = p.mlock;
+    sc.reserve_bytes = sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.kv_dim) +
+                       sl_forward_arena_bytes(&m->d, m->n_batch, m->n_ctx, nth) +
+                       (uint64_t)m->d.n_vocab * (4 + 4 + 8 + 1) + (uint64_t)m->n_ctx * 4;
+    rc = sl_stream_open(&m->st, path, &sc);
+    if (rc) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", sl_stream_open_errmsg());
+        rc = sl_err_set(rc, "%s", msg);
+        m->st = NULL;
+        goto fail;
+    }
+    rc = sl_forward_init(&m->fw, &m->d, m->st, m->k, m->pool, m->n_batch, m->n_ctx);
+    if (rc) goto fail;
+    *out = m;
+    return 0;
+fail:
+    sl_model_free(m);
+    return rc;
+}
+
+void sl_model_free(sl_model *m)
+{
+    if (!m) return;
+    sl_forward_free(&m->fw);
+    if (m->st) sl_stream_close(m->st);
+    if (m->pool) sl_pool_destroy(m->pool);
+    if (m->tok) sl_tok_free(m->tok);
+    free(m);
+}
+
+const char *sl_model_errmsg(const sl_model *m)
+{
+    return m ? m->err : sl_last_error();
+}
+
+void sl_model_get_info(const sl_model *m, sl_model_info *o)
+{
+    const sl_model_desc *d = &m->d;
+    memset(o, 0, sizeof *o);
+    o->arch = d->arch_name;
+    o->n_layer = d->n_layer; o->n_embd = d->n_embd; o->n_ff = d->n_ff;
+    o->n_head = d->n_head; o->n_head_kv = d->n_head_kv; o->head_dim = d->head_dim;
+    o->n_rot = d->n_rot; o->n_vocab = d->n_vocab; o->n_ctx_train = d->n_ctx_train;
+    o->n_ctx = m->n_ctx; o->rope_base = d->rope_base; o->rms_eps = d->rms_eps;
+    o->rope_neox = d->rope_neox; o->tied_output = d->tied_output;
+    o->bos_id = m->tok ? sl_tok_bos(m->tok) : -1;
+    o->eos_id = m->tok ? sl_tok_eos(m->tok) : -1;
+    o->add_bos = m->tok ? sl_tok_add_bos(m->tok) : false;
+    o->model_bytes = m->model_bytes;
+    const sl_stream_plan *pl = sl_stream_get_plan(m->st);
+    o->mode = pl ? pl->mode : 0;
+    o->io = pl ? pl->io : 0;
+    o->isa = m->k->name;
+    o->n_threads = sl_pool_n_threads(m->pool);
+}
+
+void *sl_model_stream(const sl_model *m) { return m->st; }
+
+static int need_tok(const sl_model *m)
+{
+    if (m->tok) return 0;
+    return sl_err_set(SL_EUNSUPPORTED, "model has no usable tokenizer: %s", m->tok_err);
+}
+
+int sl_model_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
+                      int32_t *ids, int cap)
+{
+    int rc = need_tok(m);
+    if (rc) return model_fail(m, rc);
+    int64_t n = sl_tok_encode(m->tok, text, len, add_bos, parse_special, ids, cap);
+    if (n < 0) return model_fail(m, (int)n);
+    if (n > cap) return model_fail(m, sl_err_set(SL_ERANGE, "tokenize: %lld tokens > buffer of %d",
+                                                 (long long)n, cap));
+    return (int)n;
+}
+
+bool sl_model_token_is_eog(const sl_model *m, int32_t id)
+{
+    return m->tok && sl_tok_is_eog(m->tok, id);
+}
+
+int sl_model_token_text(const sl_model *m, int32_t id, char *buf, size_t cap)
+{
+    size_t len = 0;
+    int rc = need_tok(m);
+    if (rc) return rc;
+    if (id < 0 || id >= sl_tok_n_vocab(m->tok))
+        return sl_err_set(SL_EINVAL, "token id %d out of range", id);
+    const char *t = sl_tok_text(m->tok, id, &len);
+    if (!t || len + 1 > cap) return sl_err_set(SL_ERANGE, "token %d text does not fit", id);
+    memcpy(buf, t, len);
+    buf[len] = 0;
+    return (int)len;
+}
+
+const char *sl_model_meta_str(const sl_model *m, const char *key)
+{
+    const char *s = NULL;
+    uint64_t len;
+    if (sl_gguf_get_str(sl_stream_gguf(m->st), key, &s, &len)) return NULL;
+    return s;
+}
+
+int sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap)
+{
+    int rc = need_tok(m);
+    if (rc) return rc;
+    size_t len = 0;
+    rc = sl_tok_piece(m->tok, id, false, buf, cap, &len);
+    return rc ? rc : (int)len;
+}
+
+/* ---- session ------------------------------------------------------------ */
+
+int sl_session_new(sl_session **out, sl_model *m)
+{
+    *out = NULL;
+    sl_session *s = calloc(1, sizeof *s);
+    if (!s) return sl_err_set(SL_ENOMEM, "session: out of memory");
+    s->m = m;
+    int rc = sl_kv_init(&s->kv, m->d.n_layer, m->n_ctx, m->d.kv_dim);
+    if (rc) { free(s); return rc; }
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    if ((rc = sl_sampler_init(&s->smp, m->d.n_vocab, &sp))) { sl_kv_free(&s->kv); free(s); return rc; }
+    s->logits = malloc((size_t)m->d.n_vocab * sizeof(float));
+    s->hist = malloc((size_t)m->n_ctx * sizeof(int32_t));
+    if (!s->logits || !s->hist) {
+        sl_session_free(s);
+        return sl_err_set(SL_ENOMEM, "session: out of memory");
+    }
+    sl_detok_init(&s->dt, false);
+    s->t_first_feed = -1;
+    *out = s;
+    return 0;
+}
+
+void sl_session_free(sl_session *s)
+{
+    if (!s) return;
+    sl_kv_free(&s->kv);
+    sl_sampler_free(&s->smp);
+    free(s->logits);
+    free(s->hist);
+    free(s);
+}
+
+const char *sl_session_errmsg(const sl_session *s) { return s->err; }
+
+int sl_session_set_sampling(sl_session *s, const sl_sampling *sp)
+{
+    if (!sp || sp->top_p < 0 || sp->min_p < 0 || sp->repeat_penalty < 0 || sp->temp != sp->temp)
+        return sess_fail(s, sl_err_set(SL_EINVAL, "sampling: invalid parameters"));
+    s->smp.p = *sp;
+    sl_sampler_seed(&s->smp, sp->seed);
+    return 0;
+}
+
+void sl_session_reset(sl_session *s)
+{
+    s->kv.n_past = 0;
+    s->have_logits = false;
+    s->t_first_feed = -1;
+    sl_detok_init(&s->dt, false);
+}
+
+int32_t sl_session_n_past(const sl_session *s) { return s->kv.n_past; }
+int32_t sl_session_n_ctx(const sl_session *s) { return s->kv.n_ctx; }
+
+/* One forward over ids with timing and streamer stats accounting. */
+static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits, bool decode)
+{
+    sl_model *m = s->m;
+    if (n < 0 || (n > 0 && !ids)) return sess_fail(s, sl_err_set(SL_EINVAL, "feed: bad token array"));
+    if (n == 0) return 0;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->d.n_vocab)
+            return sess_fail(s, sl_err_set(SL_EINVAL, "token id %d at index %d out of range (vocab %d)",
+                                           ids[i], i, m->d.n_vocab));
+    if ((int64_t)s->kv.n_past + n > s->kv.n_ctx)
+        return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d",
+                                       s->kv.n_past, n, s->kv.n_ctx));
+    sl_stream_stats a, b;
+    sl_stream_get_stats(m->st, &a);
+    double t0 = now_ms();
+    if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
+    int32_t past = s->kv.n_past;
+    int rc = sl_forward_run(&m->fw, &s->kv, ids, n, mode, logits);
+    double t1 = now_ms();
+    sl_stream_get_stats(m->st, &b);
+    if (rc) {
+        s->kv.n_past = past;     /* a failed chunk's cache rows are not trusted */
+        s->have_logits = false;
+        return sess_fail(s, rc);
+    }
+    memcpy(s->hist + past, ids, (size_t)n * sizeof *ids);
+    if (decode) { s->stats.n_decode += n; s->stats.decode_ms += t1 - t0; }
+    else { s->stats.n_prompt += n; s->stats.prompt_ms += t1 - t0; }
+    double stall = b.stall_ms - a.stall_ms;
+    s->stats.stall_ms += stall;
+    s->stats.bytes_read += b.bytes_read - a.bytes_read;
+    s->stats.compute_ms += (t1 - t0) - stall;
+    return 0;
+}
+
+int sl_session_feed_tokens(sl_session *s, const int32_t *ids, int n)
+{
+    int rc = run(s, ids, n, SL_LOGITS_LAST, s->logits, false);
+    if (!rc && n > 0) s->have_logits = true;
+    return rc;
+}
+
+int sl_session_eval(sl_session *s, const int32_t *ids, int n, float *logits)
+{
+    if (!logits) return sess_fail(s, sl_err_set(SL_EINVAL, "eval: logits buffer is NULL"));
+    int rc = run(s, ids, n, SL_LOGITS_ALL, logits, false);
+    if (!rc && n > 0) {
+        memcpy(s->logits, logits + (size_t)(n - 1) * (size_t)s->m->d.n_vocab,
+               (size_t)s->m->d.n_vocab * sizeof(float));
+        s->have_logits = true;
+    }
+    return rc;
+}
+
+int sl_session_feed_text(sl_session *s, const char *text, bool parse_special)
+{
+    sl_model *m = s->m;
+    int rc = need_tok(m);
+    if (rc) return sess_fail(s, rc);
+    size_t len = strlen(text);
+    bool bos = s->kv.n_past == 0;
+    int64_t cap = (int64_t)len + 8;
+    int32_t *ids = malloc((size_t)cap * sizeof *ids);
+    if (!ids) return sess_fail(s, sl_err_set(SL_ENOMEM, "tokenize: out of memory"));
+    int64_t n = sl_tok_encode(m->tok, text, len, bos, parse_special, ids, cap);
+    if (n > cap) {   /* cannot happen for these tokenizers, but be safe */
+        free(ids);
+        return sess_fail(s, sl_err_set(SL_ERANGE, "tokenize: %lld tokens for %zu bytes", (long long)n, len));
+    }
+    if (n < 0) { free(ids); return sess_fail(s, (int)n); }
+    if (n > INT32_MAX) n = INT32_MAX;
+    rc = sl_session_feed_tokens(s, ids, (int)n);
+    free(ids);
+    return rc;
+}
+
+const float *sl_session_logits(const sl_session *s)
+{
+    return s->have_logits ? s->logits : NULL;
+}
+
+int sl_session_sample(sl_session *s, int32_t *token)
+{
+    if (!s->have_logits)
+        return sess_fail(s, sl_err_set(SL_EINVAL, "sample: no logits yet (feed a prompt first)"));
+    double t0 = now_ms();
+    *token = sl_sampler_sample(&s->smp, s->logits, s->hist, s->kv.n_past);
+    double t1 = now_ms();
+    s->stats.sample_ms += t1 - t0;
+    if (s->t_first_feed >= 0) {
+        s->stats.ttft_ms = t1 - s->t_first_feed;
+        s->t_first_feed = -1;
+    }
+    return 0;
+}
+
+int sl_session_accept(sl_session *s, int32_t token)
+{
+    int rc = run(s, &token, 1, SL_LOGITS_LAST, s->logits, true);
+    if (rc) s->have_logits = false;
+    else s->have_logits = true;
+    return rc;
+}
+
+int sl_session_step(sl_session *s, int32_t *token)
+{
+    if (s->kv.n_past >= s->kv.n_ctx)
+        return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d of %d positions used", s->kv.n_past,
+                                       s->kv.n_ctx));
+    int rc = sl_session_sample(s, token);
+    if (rc) return rc;
+    return sl_session_accept(s, *token);
+}
+
+int sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap)
+{
+    int rc = need_tok(s->m);
+    if (rc) return sess_fail(s, rc);
+    if (cap < 1) return sess_fail(s, sl_err_set(SL_ERANGE, "detok: buffer too small"));
+    size_t len = 0;
+    rc = sl_detok_push(&s->dt, s->m->tok, id, buf, cap - 1, &len);
+    if (rc) return sess_fail(s, rc);
+    buf[len] = '\0';
+    return (int)len;
+}
+
+void sl_session_get_stats(const sl_session *s, sl_stats *out) { *out = s->stats; }
+
+void sl_session_reset_stats(sl_session *s)
+{
+    memset(&s->stats, 0, sizeof s->stats);
+}

@@ -1,0 +1,161 @@
+/* Sluice public library API: run a Llama / Qwen2 GGUF model, resident or
+ * streamed layer by layer from disk.
+ *
+ *   sl_model   the weights (through the streamer), the model description,
+ *              the tokenizer and the thread pool. Open once.
+ *   sl_session one conversation: KV cache, compute arena, sampler state.
+ *
+ * Every function returning int returns 0 (SL_OK) or a negative SL_E* status
+ * (gguf/sl_status.h); the message of the last failure is kept on the handle
+ * (sl_model_errmsg / sl_session_errmsg) and in sl_last_error() of the calling
+ * thread. Nothing here prints or exits.
+ *
+ * Threading: a model's weights are streamed on one cyclic schedule, so at most
+ * one session of a model may be computing at any time (calls on sessions of the
+ * same model must not overlap). Different models are independent.
+ *
+ * Example:
+ *     sl_model_params mp; sl_model_params_init(&mp);
+ *     mp.n_ctx = 512;
+ *     sl_model *m; if (sl_model_open(&m, "model.gguf", &mp)) die(sl_last_error());
+ *     sl_session *s; if (sl_session_new(&s, m)) die(sl_last_error());
+ *     sl_sampling sp; sl_sampling_init(&sp); sp.temp = 0;      // greedy
+ *     sl_session_set_sampling(s, &sp);
+ *     if (sl_session_feed_text(s, "Once upon a time", true)) die(sl_session_errmsg(s));
+ *     for (int i = 0; i < 64; i++) {
+ *         int32_t tok; char piece[256];
+ *         if (sl_session_step(s, &tok)) break;            // SL_ECTX when full
+ *         if (sl_model_token_is_eog(m, tok)) break;
+ *         if (sl_session_detok(s, tok, piece, sizeof piece) > 0) fputs(piece, stdout);
+ *     }
+ *     sl_session_free(s); sl_model_free(m);
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_model sl_model;
+typedef struct sl_session sl_session;
+
+/* ---- model -------------------------------------------------------------- */
+typedef struct sl_model_params {
+    int n_threads;          /* compute threads incl. the caller; 0 = all online CPUs */
+    int32_t n_ctx;          /* KV cache positions per session; 0 = min(training ctx, 4096) */
+    int32_t n_batch;        /* prompt tokens per forward chunk; 0 = 64 */
+    int mode;               /* enum sl_stream_mode (io/sluice_stream.h): 0 = planner decides */
+    int io;                 /* enum sl_stream_io: 0 = io_uring where it works */
+    uint64_t mem_budget;    /* bytes; 0 = MemAvailable minus a margin */
+    int32_t max_pinned;     /* -1 = planner decides; else cap on pinned layers (stream mode) */
+    bool mlock;             /* lock resident memory */
+} sl_model_params;
+
+void sl_model_params_init(sl_model_params *p);
+int  sl_model_open(sl_model **out, const char *path, const sl_model_params *p);
+void sl_model_free(sl_model *m);
+const char *sl_model_errmsg(const sl_model *m);
+
+typedef struct sl_model_info {
+    const char *arch;       /* "llama", "qwen2" */
+    int32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot;
+    int32_t n_vocab, n_ctx_train, n_ctx;
+    float rope_base, rms_eps;
+    bool rope_neox, tied_output;
+    int32_t bos_id, eos_id; /* -1 if none */
+    bool add_bos;
+    uint64_t model_bytes;   /* tensor bytes in the file */
+    int mode, io;           /* what the planner chose (enum sl_stream_mode / sl_stream_io) */
+    const char *isa;        /* kernel level in use ("avx2", ...) */
+    int n_threads;
+} sl_model_info;
+void sl_model_get_info(const sl_model *m, sl_model_info *out);
+/* The streamer underneath (type: sl_stream *), for plan / stats printing. */
+void *sl_model_stream(const sl_model *m);
+
+/* Tokenizer. encode returns the number of ids written (<= cap), or a negative
+ * status; SL_ERANGE when cap is too small. */
+int  sl_model_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
+                       int32_t *ids, int cap);
+bool sl_model_token_is_eog(const sl_model *m, int32_t id);
+/* Vocabulary text of a token as stored ("<s>", "<|im_end|>"), NUL-terminated;
+ * returns its length, SL_ERANGE if cap is too small, SL_EINVAL for a bad id. */
+int sl_model_token_text(const sl_model *m, int32_t id, char *buf, size_t cap);
+/* A string metadata value (e.g. "tokenizer.chat_template"); NULL if absent. */
+const char *sl_model_meta_str(const sl_model *m, const char *key);
+/* Raw piece of a token (bytes, not necessarily valid UTF-8 alone); length or < 0. */
+int  sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap);
+
+/* ---- sampling -------------------------------------------------------------
+ * Order as llama.cpp's default chain: repetition penalty, top-k, top-p, min-p,
+ * temperature, then a draw. temp <= 0 is greedy (argmax, ties -> lowest id).
+ * The same seed and inputs give the same tokens. */
+typedef struct sl_sampling {
+    float temp;             /* 0.8 */
+    int32_t top_k;          /* 40; <= 0 disables */
+    float top_p;            /* 0.95; >= 1 disables */
+    float min_p;            /* 0.05; <= 0 disables */
+    float repeat_penalty;   /* 1.0 = off */
+    int32_t repeat_last_n;  /* 64; tokens of history the penalty looks at (-1 = whole context) */
+    uint64_t seed;          /* PRNG seed */
+} sl_sampling;
+void sl_sampling_init(sl_sampling *s);
+
+/* ---- session ------------------------------------------------------------ */
+int  sl_session_new(sl_session **out, sl_model *m);
+void sl_session_free(sl_session *s);
+const char *sl_session_errmsg(const sl_session *s);
+int  sl_session_set_sampling(sl_session *s, const sl_sampling *sp);   /* also reseeds */
+/* Forget everything fed (KV cache emptied, sampler history cleared). */
+void sl_session_reset(sl_session *s);
+
+/* Feed tokens at the next positions (batched prefill). SL_ECTX if they would
+ * not fit in n_ctx (nothing is fed then); SL_EINVAL for an id outside the vocab. */
+int  sl_session_feed_tokens(sl_session *s, const int32_t *ids, int n);
+/* Tokenize (special tokens parsed when parse_special; BOS per the model's
+ * metadata when at_start and the session is empty) and feed. */
+int  sl_session_feed_text(sl_session *s, const char *text, bool parse_special);
+/* Like feed_tokens, and also writes the logits of every fed position to
+ * logits[n][n_vocab] (row i = prediction for the token after ids[i]). */
+int  sl_session_eval(sl_session *s, const int32_t *ids, int n, float *logits);
+/* Logits after the last fed token (n_vocab floats), NULL before any feed. */
+const float *sl_session_logits(const sl_session *s);
+/* Sample the next token from the current logits with the session's sampling
+ * settings and feed it, so that the logits predict the one after. */
+int  sl_session_step(sl_session *s, int32_t *token);
+/* Sample only (no feed): the token the sampler picks from the current logits. */
+int  sl_session_sample(sl_session *s, int32_t *token);
+/* Feed one generated token (a decode step: counted in the decode statistics). */
+int  sl_session_accept(sl_session *s, int32_t token);
+/* Positions used / available. */
+int32_t sl_session_n_past(const sl_session *s);
+int32_t sl_session_n_ctx(const sl_session *s);
+
+/* Streaming detokenizer: text of `id` given what came before, holding back
+ * bytes of an incomplete UTF-8 sequence until it completes. Writes a
+ * NUL-terminated string; returns its length (0 allowed) or < 0. */
+int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
+
+typedef struct sl_stats {
+    int64_t n_prompt;       /* tokens fed through feed_* / eval */
+    double  prompt_ms;      /* wall time of those forward passes */
+    int64_t n_decode;       /* tokens fed by step */
+    double  decode_ms;
+    double  ttft_ms;        /* first feed start -> first token sampled */
+    double  sample_ms;
+    double  stall_ms;       /* time blocked waiting for weights (streamer) */
+    uint64_t bytes_read;    /* weight bytes read from disk */
+    double  compute_ms;     /* forward wall time minus stall */
+} sl_stats;
+void sl_session_get_stats(const sl_session *s, sl_stats *out);
+void sl_session_reset_stats(sl_session *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

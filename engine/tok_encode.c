@@ -1,0 +1,141 @@
+/* Text -> ids: split out special-token texts first (control/unknown tokens
+ * only with parse_special, user-defined tokens always, as llama.cpp does),
+ * then run the SPM or BPE tokenizer on each remaining stretch of text. */
+#include "tok_internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct frag {
+    int32_t id;          /* >= 0: a special token; -1: raw text [off, off+len) */
+    size_t off, len;
+} frag;
+
+typedef struct frags { frag *v; size_t n, cap; } frags;
+
+static int frags_push(frags *f, frag x)
+{
+    if (f->n == f->cap) {
+        size_t nc = f->cap ? f->cap * 2 : 16;
+        frag *nv = realloc(f->v, nc * sizeof *nv);
+        if (!nv) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
+        f->v = nv;
+        f->cap = nc;
+    }
+    f->v[f->n++] = x;
+    return 0;
+}
+
+/* Splits every raw fragment at occurrences of special token id. */
+static int partition_one(const sl_tok *t, const char *text, int32_t id, frags *in, frags *out)
+{
+    const char *tt = t->pool + t->text_off[id];
+    size_t tl = t->text_len[id];
+    uint8_t attr = t->attr[id];
+    out->n = 0;
+    for (size_t k = 0; k < in->n; k++) {
+        frag f = in->v[k];
+        if (f.id >= 0 || f.len < tl) {
+            if (frags_push(out, f) < 0) return SL_ENOMEM;
+            continue;
+        }
+        size_t off = f.off, len = f.len;
+        for (;;) {
+            const char *m = len >= tl ? memmem(text + off, len, tt, tl) : NULL;
+            if (!m) {
+                if (len > 0 && frags_push(out, (frag){-1, off, len}) < 0) return SL_ENOMEM;
+                break;
+            }
+            size_t mo = (size_t)(m - text);
+            size_t left = mo - off;
+            if (attr & SL_TOKA_LSTRIP)
+                while (left > 0 && isspace((unsigned char)text[off + left - 1])) left--;
+            if (left > 0 && frags_push(out, (frag){-1, off, left}) < 0) return SL_ENOMEM;
+            if (frags_push(out, (frag){id, 0, 0}) < 0) return SL_ENOMEM;
+            size_t roff = mo + tl, rlen = off + len - roff;
+            if (attr & SL_TOKA_RSTRIP)
+                while (rlen > 0 && isspace((unsigned char)text[roff])) { roff++; rlen--; }
+            off = roff;
+            len = rlen;
+            if (len == 0) break;
+        }
+    }
+    return 0;
+}
+
+int64_t sl_tok_encode(const sl_tok *t, const char *text, size_t len, bool add_special,
+                      bool parse_special, int32_t *ids, int64_t cap)
+{
+    if (!t || (!text && len) || cap < 0 || (!ids && cap > 0))
+        return sl_err_set(SL_EINVAL, "sl_tok_encode: bad arguments");
+    sl_ids out = {0};
+    frags a = {0}, b = {0};
+    int rc = 0;
+    if (len > 0) {
+        rc = frags_push(&a, (frag){-1, 0, len});
+        for (int32_t i = 0; i < t->n_special && rc == 0; i++) {
+            int32_t id = t->special[i];
+            int ty = t->type[id];
+            if (!parse_special && (ty == SL_TOKT_CONTROL || ty == SL_TOKT_UNKNOWN)) continue;
+            rc = partition_one(t, text, id, &a, &b);
+            frags tmp = a; a = b; b = tmp;
+        }
+    }
+    if (rc < 0) goto done;
+
+    if (t->kind == SL_TOK_SPM) {
+        bool prev_special = true;   /* the first stretch of text gets the space prefix */
+        if (add_special && t->add_bos && (rc = sl_ids_push(&out, t->bos)) < 0) goto done;
+        char *buf = NULL;
+        size_t bcap = 0;
+        for (size_t k = 0; k < a.n && rc == 0; k++) {
+            frag f = a.v[k];
+            if (f.id >= 0) {
+                rc = sl_ids_push(&out, f.id);
+                prev_special = true;
+                continue;
+            }
+            /* " " prefix, then every ' ' becomes U+2581 (3 bytes) */
+            size_t need = 3 * (f.len + 1);
+            if (need > bcap) {
+                char *nb = realloc(buf, need);
+                if (!nb) { rc = sl_err_set(SL_ENOMEM, "tokenizer: out of memory"); break; }
+                buf = nb;
+                bcap = need;
+            }
+            size_t n = 0;
+            if (t->add_space_prefix && prev_special) {
+                memcpy(buf, "\xe2\x96\x81", 3);
+                n = 3;
+            }
+            for (size_t i = 0; i < f.len; i++) {
+                char c = text[f.off + i];
+                if (c == ' ') { memcpy(buf + n, "\xe2\x96\x81", 3); n += 3; }
+                else buf[n++] = c;
+            }
+            rc = sl_tok_spm_encode(t, buf, n, &out);
+            prev_special = false;
+        }
+        free(buf);
+    } else {
+        if (add_special && t->add_bos && (rc = sl_ids_push(&out, t->bos)) < 0) goto done;
+        for (size_t k = 0; k < a.n && rc == 0; k++) {
+            frag f = a.v[k];
+            if (f.id >= 0) rc = sl_ids_push(&out, f.id);
+            else rc = sl_tok_bpe_encode(t, text + f.off, f.len, &out);
+        }
+    }
+    if (rc == 0 && add_special && t->add_eos) rc = sl_ids_push(&out, t->eos);
+done:
+    free(a.v);
+    free(b.v);
+    if (rc < 0) {
+        free(out.v);
+        return rc;
+    }
+    size_t nc = (int64_t)out.n < cap ? out.n : (size_t)cap;
+    if (nc) memcpy(ids, out.v, nc * sizeof *ids);
+    free(out.v);
+    return (int64_t)out.n;
+}

@@ -1,0 +1,547 @@
+/* `sluice bench`: storage + inference benchmark. Every configuration (mode x
+ * io x memory budget or free memory x threads) and repetition runs in a
+ * forked child, so peak RSS (VmHWM) is per configuration; the parent samples
+ * MemAvailable meanwhile (memory pressure as in prima.cpp: drop in
+ * MemAvailable during the run / MemTotal). "Device with N GiB free" runs hold
+ * the rest of RAM in build/balloon (no cgroups). The disk bandwidth is measured
+ * in the same run, and each configuration is set against its physical bound. */
+#include "../engine/cli.h"
+#include "bench.h"
+#include "perf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_RUNNERS 8
+#define MAX_LIST 16
+
+static const bench_runner *g_runners[MAX_RUNNERS];   /* filled by constructors before main */
+static int g_n_runners;
+
+void bench_register(const bench_runner *r)
+{
+    if (g_n_runners < MAX_RUNNERS) g_runners[g_n_runners++] = r;
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+enum { M_PP, M_TG, M_TTFT_COLD, M_TTFT_WARM, M_MSTOK, M_STALL, M_BPT, M_DISK, M_RSS, M_PRESS, M_BOUND, M_FRAC, M_N };
+static const char *const m_keys[M_N] = {
+    "prompt_tps", "decode_tps", "ttft_cold_ms", "ttft_warm_ms", "ms_per_token", "stall_pct", "bytes_per_token",
+    "disk_bytes_per_s", "peak_rss_bytes", "mem_pressure", "bound_ms_per_token", "bound_fraction",
+};
+
+typedef struct {
+    bench_cfg cfg;
+    uint64_t free_bytes;       /* balloon target, 0 = none */
+    uint64_t avail_bytes;      /* MemAvailable when the configuration started */
+    char mode[16], io[16];
+    bool compute_included;
+    uint64_t budget_bytes, model_bytes;
+    int n;                     /* successful reps */
+    double v[M_N][64];
+    char note[160];
+    char error[256];
+} bench_result;
+
+static void mean_sd(const double *x, int n, double *m, double *sd)
+{
+    double s = 0, s2 = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    *m = n ? s / n : NAN;
+    for (int i = 0; i < n; i++) s2 += (x[i] - *m) * (x[i] - *m);
+    *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
+}
+
+/* ---- lists -------------------------------------------------------------------- */
+static int split_list(char *s, char **items, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ",")) items[n++] = tok;
+    return n;
+}
+
+/* ---- profile.json (optional): req size, queue depth, memory bandwidth ------------ */
+static double json_num(const char *text, const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    return p ? strtod(p + strlen(pat), NULL) : 0;
+}
+
+static void read_profile(uint32_t *req, int *qd, double *mem_bw)
+{
+    char path[4200], dir[4096];
+    snprintf(path, sizeof path, "%s/profile.json", perf_cache_dir(dir, sizeof dir));
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char buf[16384];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    double r = json_num(buf, "req_bytes"), q = json_num(buf, "queue_depth"), m = json_num(buf, "mem_bytes_per_s");
+    if (r >= 4096 && r <= (64 << 20)) *req = (uint32_t)r;
+    if (q >= 1 && q <= 256) *qd = (int)q;
+    if (m > 0) *mem_bw = m;
+}
+
+/* ---- balloon -------------------------------------------------------------------- */
+static pid_t balloon_start(uint64_t leave, char *err, size_t err_len)
+{
+    char self[PATH_MAX], bin[PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) { snprintf(err, err_len, "cannot find own path"); return -1; }
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = 0;
+    snprintf(bin, sizeof bin, "%s/balloon", self);
+    if (access(bin, X_OK)) { snprintf(err, err_len, "%.200s not found (make builds it)", bin); return -1; }
+    int pfd[2];
+    if (pipe(pfd)) { snprintf(err, err_len, "pipe: %s", strerror(errno)); return -1; }
+    char leave_s[32], fd_s[16];
+    snprintf(leave_s, sizeof leave_s, "%llu", (unsigned long long)leave);
+    snprintf(fd_s, sizeof fd_s, "%d", pfd[1]);
+    pid_t pid = fork();
+    if (pid < 0) { close(pfd[0]); close(pfd[1]); snprintf(err, err_len, "fork: %s", strerror(errno)); return -1; }
+    if (pid == 0) {
+        close(pfd[0]);
+        execl(bin, bin, "--leave", leave_s, "--ready-fd", fd_s, "-q", (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    char line[128] = "";
+    struct pollfd p = { pfd[0], POLLIN, 0 };
+    ssize_t got = 0;
+    if (poll(&p, 1, 300000) > 0) got = read(pfd[0], line, sizeof line - 1);
+    close(pfd[0]);
+    if (got <= 0 || strncmp(line, "ready", 5)) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        snprintf(err, err_len, "balloon did not come up");
+        return -1;
+    }
+    return pid;
+}
+
+static void balloon_stop(pid_t pid)
+{
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* ---- one repetition in a child ------------------------------------------------ */
+typedef struct { int rc; bench_sample s; char err[256]; } child_msg;
+
+static int run_child(const bench_runner *rn, const bench_cfg *c, bench_sample *s, double *pressure,
+                     uint64_t *rss, char *err, size_t err_len)
+{
+    uint64_t a0 = 0, total = 1, amin;
+    perf_meminfo(&a0, &total);
+    amin = a0;
+    int pfd[2];
+    if (pipe(pfd)) { snprintf(err, err_len, "pipe: %s", strerror(errno)); return -1; }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) { close(pfd[0]); close(pfd[1]); snprintf(err, err_len, "fork: %s", strerror(errno)); return -1; }
+    if (pid == 0) {
+        close(pfd[0]);
+        static child_msg m;
+        memset(&m, 0, sizeof m);
+        m.rc = rn->run(c, &m.s, m.err, sizeof m.err);
+        m.s.peak_rss = perf_vmhwm(0);
+        const char *p = (const char *)&m;
+        size_t left = sizeof m;
+        while (left) {
+            ssize_t w = write(pfd[1], p, left);
+            if (w <= 0) { if (errno == EINTR) continue; break; }
+            p += w; left -= (size_t)w;
+        }
+        _exit(0);
+    }
+    close(pfd[1]);
+    static child_msg m;
+    memset(&m, 0, sizeof m);
+    size_t got = 0;
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    for (;;) {
+        struct pollfd p = { pfd[0], POLLIN, 0 };
+        int pr = poll(&p, 1, 50);
+        uint64_t a, t;
+        if (!perf_meminfo(&a, &t) && a < amin) amin = a;
+        if (pr > 0) {
+            ssize_t r = read(pfd[0], (char *)&m + got, sizeof m - got);
+            if (r > 0) { got += (size_t)r; continue; }
+            if (r == 0) break;
+            if (errno != EINTR) break;
+        }
+    }
+    close(pfd[0]);
+    wait4(pid, &status, 0, &ru);
+    if (got != sizeof m) {
+        snprintf(err, err_len, "child %s (status %d)", WIFSIGNALED(status) ? "killed by a signal" : "failed",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        return -1;
+    }
+    if (m.rc) { snprintf(err, err_len, "%s", m.err); return -1; }
+    *s = m.s;
+    *pressure = (double)(a0 - amin) / (double)total;
+    *rss = s->peak_rss > (uint64_t)ru.ru_maxrss * 1024 ? s->peak_rss : (uint64_t)ru.ru_maxrss * 1024;
+    return 0;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+static void fmt_ms(char *b, size_t n, double m, double sd)
+{
+    if (isnan(m)) snprintf(b, n, "-");
+    else if (m >= 1000) snprintf(b, n, "%.2f s ± %.2f", m / 1000, sd / 1000);
+    else snprintf(b, n, "%.1f ± %.1f", m, sd);
+}
+
+static void print_md(FILE *f, bench_result *res, int nres, const char *model, double disk_bw, double mem_bw,
+                     const char *runner, bool compute)
+{
+    char sz[32];
+    perf_fmt_bytes(sz, sizeof sz, (double)perf_file_size(model));
+    fprintf(f, "model: `%s` (%s); runner: %s%s\n", model, sz, runner,
+            compute ? "" : " — **weights only, compute NOT included** (engine not linked in yet): "
+                           "decode = reading every streamed weight byte once per token");
+    fprintf(f, "disk: %.2f GB/s sequential O_DIRECT measured in this run; memory: %.2f GB/s\n\n", disk_bw / 1e9,
+            mem_bw / 1e9);
+    fprintf(f, "| mode | io | budget | free | th | pp t/s | tg t/s | TTFT cold ms | TTFT warm ms | ms/token | stall %% | GB/token | disk GB/s | bound ms/token | of bound | peak RSS | mem pressure |\n");
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < nres; i++) {
+        bench_result *r = &res[i];
+        char b1[32], b2[32];
+        perf_fmt_bytes(b1, sizeof b1, (double)r->budget_bytes);
+        if (r->free_bytes) perf_fmt_bytes(b2, sizeof b2, (double)r->free_bytes); else snprintf(b2, sizeof b2, "-");
+        if (!r->n) {
+            fprintf(f, "| %s | %s | %s | %s | %d | failed: %s |||||||||||\n", r->cfg.mode, r->cfg.io,
+                    r->cfg.mem_budget ? b1 : "auto", b2, r->cfg.threads, r->error);
+            continue;
+        }
+        double m[M_N], sd[M_N];
+        for (int k = 0; k < M_N; k++) mean_sd(r->v[k], r->n, &m[k], &sd[k]);
+        char c[8][48];
+        fmt_ms(c[0], sizeof c[0], m[M_TTFT_COLD], sd[M_TTFT_COLD]);
+        fmt_ms(c[1], sizeof c[1], m[M_TTFT_WARM], sd[M_TTFT_WARM]);
+        fmt_ms(c[2], sizeof c[2], m[M_MSTOK], sd[M_MSTOK]);
+        fmt_ms(c[3], sizeof c[3], m[M_BOUND], sd[M_BOUND]);
+        char rss[32];
+        perf_fmt_bytes(rss, sizeof rss, m[M_RSS]);
+        fprintf(f, "| %s | %s | %s | %s | %d | %.2f ± %.2f | %.3f ± %.3f | %s | %s | %s | %.1f | %.3f | %.2f ± %.2f | %s | %s | %s | %.3f ± %.3f |\n",
+                r->mode, r->io, r->budget_bytes ? b1 : "-", b2, r->cfg.threads, m[M_PP], sd[M_PP], m[M_TG], sd[M_TG],
+                c[0], c[1], c[2], m[M_STALL], m[M_BPT] / 1e9, m[M_DISK] / 1e9, sd[M_DISK] / 1e9, c[3],
+                isnan(m[M_FRAC]) ? "-" : (snprintf(c[4], sizeof c[4], "%.0f%%", 100 * m[M_FRAC]), c[4]), rss,
+                m[M_PRESS], sd[M_PRESS]);
+    }
+    fprintf(f, "\npp = prompt processing (%d tokens, warm), tg = decode (%d tokens); mean ± stddev over %d reps, each "
+               "in its own process; TTFT cold: file evicted with posix_fadvise(DONTNEED), then open + prompt + first "
+               "token; bound = bytes read per token / disk bandwidth (resident: model bytes / memory bandwidth); "
+               "mem pressure = drop in MemAvailable during the run / MemTotal.\n",
+            nres ? res[0].cfg.n_prompt : 0, nres ? res[0].cfg.n_gen : 0, nres ? res[0].n : 0);
+}
+
+static void print_json(FILE *f, bench_result *res, int nres, const char *runner, double disk_bw)
+{
+    fprintf(f, "[");
+    for (int i = 0; i < nres; i++) {
+        bench_result *r = &res[i];
+        fprintf(f, "%s\n  {\"model\": ", i ? "," : "");
+        perf_json_str(f, r->cfg.model);
+        fprintf(f, ", \"runner\": \"%s\", \"compute_included\": %s, \"mode\": \"%s\", \"io\": \"%s\", "
+                   "\"mem_budget_bytes\": %llu, \"free_bytes\": %llu, \"threads\": %d, \"n_prompt\": %d, "
+                   "\"n_gen\": %d, \"reps\": %d, \"mem_available_bytes\": %llu, \"model_bytes\": %llu, \"disk_bytes_per_s_measured\": %.0f",
+                runner, r->compute_included ? "true" : "false", r->n ? r->mode : r->cfg.mode,
+                r->n ? r->io : r->cfg.io, (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
+                (unsigned long long)r->free_bytes, r->cfg.threads, r->cfg.n_prompt, r->cfg.n_gen, r->n,
+                (unsigned long long)r->avail_bytes, (unsigned long long)r->model_bytes, disk_bw);
+        if (!r->n) {
+            fprintf(f, ", \"error\": ");
+            perf_json_str(f, r->error);
+        }
+        for (int k = 0; k < M_N && r->n; k++) {
+            double m, sd;
+            mean_sd(r->v[k], r->n, &m, &sd);
+            if (isnan(m)) fprintf(f, ", \"%s\": null, \"%s_stddev\": null", m_keys[k], m_keys[k]);
+            else fprintf(f, ", \"%s\": %.6g, \"%s_stddev\": %.6g", m_keys[k], m, m_keys[k], sd);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n]\n");
+}
+
+static void print_csv(FILE *f, bench_result *res, int nres, const char *runner)
+{
+    fprintf(f, "runner,compute_included,mode,io,mem_budget_bytes,free_bytes,threads,n_prompt,n_gen,reps");
+    for (int k = 0; k < M_N; k++) fprintf(f, ",%s,%s_stddev", m_keys[k], m_keys[k]);
+    fprintf(f, ",error\n");
+    for (int i = 0; i < nres; i++) {
+        bench_result *r = &res[i];
+        fprintf(f, "%s,%d,%s,%s,%llu,%llu,%d,%d,%d,%d", runner, r->compute_included, r->n ? r->mode : r->cfg.mode,
+                r->n ? r->io : r->cfg.io, (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
+                (unsigned long long)r->free_bytes, r->cfg.threads, r->cfg.n_prompt, r->cfg.n_gen, r->n);
+        for (int k = 0; k < M_N; k++) {
+            double m = NAN, sd = NAN;
+            if (r->n) mean_sd(r->v[k], r->n, &m, &sd);
+            if (isnan(m)) fprintf(f, ",,");
+            else fprintf(f, ",%.6g,%.6g", m, sd);
+        }
+        fprintf(f, ",\"%s\"\n", r->error);
+    }
+}
+
+/* decode tok/s against memory (budget, or free memory for balloon runs), one line per mode,
+ * with the bound as a dashed line. */
+static int plot_svg(const char *path, bench_result *res, int nres, bool compute)
+{
+    char dat[4200];
+    snprintf(dat, sizeof dat, "%s.dat", path);
+    FILE *d = fopen(dat, "w");
+    if (!d) return -1;
+    const char *modes[8];
+    int nm = 0;
+    for (int i = 0; i < nres; i++) {
+        if (!res[i].n) continue;
+        int k;
+        for (k = 0; k < nm; k++) if (!strcmp(modes[k], res[i].mode)) break;
+        if (k == nm && nm < 8) modes[nm++] = res[i].mode;
+    }
+    for (int k = 0; k < nm; k++) {
+        fprintf(d, "# %s\n", modes[k]);
+        for (int i = 0; i < nres; i++) {
+            bench_result *r = &res[i];
+            if (!r->n || strcmp(r->mode, modes[k])) continue;
+            double m, sd, b, bsd;
+            mean_sd(r->v[M_TG], r->n, &m, &sd);
+            mean_sd(r->v[M_BOUND], r->n, &b, &bsd);
+            double x = (double)(r->free_bytes ? r->free_bytes : r->budget_bytes ? r->budget_bytes : r->avail_bytes) / (1u << 30);
+            fprintf(d, "%.3f %.5f %.5f %.5f\n", x, m, sd, isnan(b) || b <= 0 ? NAN : 1000.0 / b);
+        }
+        fprintf(d, "\n\n");
+    }
+    fclose(d);
+    FILE *g = popen("gnuplot", "w");
+    if (!g) return -1;
+    fprintf(g, "set terminal svg size 900,520 dynamic background rgb 'white'\nset output '%s'\n", path);
+    fprintf(g, "set title 'decode tokens/s vs memory%s'\nset xlabel 'memory budget / free memory (GiB)'\n"
+               "set ylabel 'tokens/s'\nset grid\nset key left top\nset yrange [0:*]\n",
+            compute ? "" : " (weights only, no compute)");
+    fprintf(g, "plot ");
+    for (int k = 0; k < nm; k++)
+        fprintf(g, "%s'%s' index %d using 1:2:3 with yerrorlines title '%s', '' index %d using 1:4 with lines dt 2 title '%s bound'",
+                k ? ", " : "", dat, k, modes[k], k, modes[k]);
+    fprintf(g, "\n");
+    int rc = pclose(g);
+    unlink(dat);
+    return rc == 0 ? 0 : -1;
+}
+
+/* ---- CLI ------------------------------------------------------------------------- */
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: sluice bench -m MODEL [options]\n"
+        "  --mem-budget LIST  planner budgets, e.g. 2.5G,4G,auto (default auto)\n"
+        "  --free LIST        simulate a device with this much free memory: build/balloon holds the\n"
+        "                     rest of RAM while the configuration runs (e.g. 2.5G,6G)\n"
+        "  --mode LIST        auto,resident,stream,mmap (default auto)\n"
+        "  --io LIST          auto,uring,pread (default auto)\n"
+        "  -p N               prompt tokens (default 32)      -n N  generated tokens (default 16)\n"
+        "  -r N               repetitions (default 3)          -t LIST  threads (default all CPUs)\n"
+        "  -o md|csv|json     stdout format (default md); tables and progress also go to stderr\n"
+        "  --out FILE         write the -o output there instead of stdout\n"
+        "  --plot FILE.svg    decode tok/s vs memory with the bound (gnuplot)\n"
+        "  --runner NAME      engine|stream|raw (default: the best linked in)\n"
+        "  --req SIZE --qd N  read request size / queue depth (default from ~/.cache/sluice/profile.json)\n"
+        "Each configuration and repetition runs in its own process (peak RSS = its VmHWM). The disk's\n"
+        "sequential O_DIRECT bandwidth is measured first, in the same run, for the bound.\n");
+}
+
+int perf_bench_main(int argc, char **argv)
+{
+    const char *model = NULL, *fmt = "md", *outp = NULL, *plot = NULL, *force = NULL;
+    char budgets_s[256] = "auto", free_s[256] = "", modes_s[128] = "auto", ios_s[128] = "auto", th_s[64] = "";
+    int n_prompt = 32, n_gen = 16, reps = 3;
+    unsigned long long req_arg = 0;
+    int qd_arg = 0;
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!v) { fprintf(stderr, "bench: %s needs a value\n", a); return 2; }
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "--mem-budget")) snprintf(budgets_s, sizeof budgets_s, "%s", v);
+        else if (!strcmp(a, "--free")) snprintf(free_s, sizeof free_s, "%s", v);
+        else if (!strcmp(a, "--mode")) snprintf(modes_s, sizeof modes_s, "%s", v);
+        else if (!strcmp(a, "--io")) snprintf(ios_s, sizeof ios_s, "%s", v);
+        else if (!strcmp(a, "-t")) snprintf(th_s, sizeof th_s, "%s", v);
+        else if (!strcmp(a, "-p")) n_prompt = atoi(v);
+        else if (!strcmp(a, "-n")) n_gen = atoi(v);
+        else if (!strcmp(a, "-r")) reps = atoi(v);
+        else if (!strcmp(a, "-o")) fmt = v;
+        else if (!strcmp(a, "--out")) outp = v;
+        else if (!strcmp(a, "--plot")) plot = v;
+        else if (!strcmp(a, "--runner")) force = v;
+        else if (!strcmp(a, "--req")) { if (sl_cli_parse_size(v, &req_arg) || req_arg < 4096 || req_arg % 4096 || req_arg > (64u << 20)) { fprintf(stderr, "bench: bad --req\n"); return 2; } }
+        else if (!strcmp(a, "--qd")) { qd_arg = atoi(v); if (qd_arg < 1 || qd_arg > 256) { fprintf(stderr, "bench: bad --qd\n"); return 2; } }
+        else { fprintf(stderr, "bench: unknown argument '%s'\n", a); usage(stderr); return 2; }
+    }
+    if (!model) { usage(stderr); return 2; }
+    if (n_prompt < 1 || n_gen < 1 || reps < 1 || reps > 64) { fprintf(stderr, "bench: -p, -n >= 1, -r 1..64\n"); return 2; }
+    if (strcmp(fmt, "md") && strcmp(fmt, "csv") && strcmp(fmt, "json")) { fprintf(stderr, "bench: -o md|csv|json\n"); return 2; }
+    if (access(model, R_OK)) { fprintf(stderr, "bench: %s: %s\n", model, strerror(errno)); return 1; }
+
+    const bench_runner *rn = NULL;
+    for (int i = 0; i < g_n_runners; i++) {
+        if (force ? !strcmp(g_runners[i]->name, force) : (!rn || g_runners[i]->priority > rn->priority)) rn = g_runners[i];
+    }
+    if (!rn) { fprintf(stderr, "bench: no runner%s%s\n", force ? " named " : "", force ? force : ""); return 2; }
+
+    /* dimension lists */
+    char *budgets[MAX_LIST], *frees[MAX_LIST], *modes[MAX_LIST], *ios[MAX_LIST], *ths[MAX_LIST];
+    int nb = split_list(budgets_s, budgets, MAX_LIST), nf = free_s[0] ? split_list(free_s, frees, MAX_LIST) : 0;
+    int nmo = split_list(modes_s, modes, MAX_LIST), nio = split_list(ios_s, ios, MAX_LIST);
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char thdef[16];
+    if (!th_s[0]) { snprintf(thdef, sizeof thdef, "%d", ncpu > 0 ? ncpu : 1); snprintf(th_s, sizeof th_s, "%s", thdef); }
+    int nth = split_list(th_s, ths, MAX_LIST);
+    /* memory entries: budgets (no balloon), then free-memory entries (balloon, planner default budget) */
+    typedef struct { uint64_t budget, free; } mem_entry;
+    mem_entry mem[2 * MAX_LIST];
+    int nmem = 0;
+    if (!nf || strcmp(budgets_s, "auto"))
+        for (int i = 0; i < nb; i++) {
+            unsigned long long b = 0;
+            if (strcmp(budgets[i], "auto") && sl_cli_parse_size(budgets[i], &b)) { fprintf(stderr, "bench: bad budget '%s'\n", budgets[i]); return 2; }
+            mem[nmem++] = (mem_entry){ b, 0 };
+        }
+    for (int i = 0; i < nf; i++) {
+        unsigned long long b = 0;
+        if (sl_cli_parse_size(frees[i], &b) || b < (256u << 20)) { fprintf(stderr, "bench: bad --free '%s' (>= 256M)\n", frees[i]); return 2; }
+        mem[nmem++] = (mem_entry){ 0, b };
+    }
+    for (int i = 0; i < nmo; i++)
+        if (strcmp(modes[i], "auto") && strcmp(modes[i], "resident") && strcmp(modes[i], "stream") && strcmp(modes[i], "mmap")) {
+            fprintf(stderr, "bench: bad mode '%s'\n", modes[i]); return 2;
+        }
+    for (int i = 0; i < nio; i++)
+        if (strcmp(ios[i], "auto") && strcmp(ios[i], "uring") && strcmp(ios[i], "pread")) { fprintf(stderr, "bench: bad io '%s'\n", ios[i]); return 2; }
+    int nconf = nmem * nmo * nio * nth;
+    bench_result *res = calloc((size_t)nconf, sizeof *res);
+    if (!res) return 1;
+
+    /* same-run physical figures */
+    uint32_t req = 1u << 20;
+    int qd = 8;
+    double mem_bw = 0;
+    read_profile(&req, &qd, &mem_bw);
+    if (req_arg) req = (uint32_t)req_arg;
+    if (qd_arg) qd = qd_arg;
+    perf_disk_result dr;
+    char err[256];
+    uint64_t wb, we, mbytes;
+    if (bench_weight_range(model, &wb, &we, &mbytes, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
+    fprintf(stderr, "bench: runner '%s'%s; measuring disk bandwidth: one sequential O_DIRECT pass over the %.2f GB "
+                    "of weights (%u KiB x %d)...\n", rn->name,
+            rn->compute_included ? "" : " (weights only: compute not included)", (we - wb) / 1e9, req >> 10, qd);
+    perf_evict(model);
+    if (perf_disk_read_range(model, wb, we, req, qd, &dr, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
+    double disk_bw = dr.bytes_per_s;
+    if (mem_bw <= 0) {
+        size_t mb = 256u << 20;
+        void *buf = malloc(mb);
+        if (buf) { memset(buf, 1, mb); mem_bw = perf_mem_read_bw(buf, mb, ncpu > 0 ? ncpu : 1, 3); free(buf); }
+    }
+    fprintf(stderr, "bench: disk %.2f GB/s (%s%s), memory %.2f GB/s\n", disk_bw / 1e9, dr.engine,
+            dr.direct ? ", O_DIRECT" : ", buffered", mem_bw / 1e9);
+
+    int ci = 0, failed = 0;
+    double t_all = perf_now();
+    for (int mi = 0; mi < nmem; mi++) {
+        pid_t bal = -1;
+        if (mem[mi].free) {
+            fprintf(stderr, "bench: balloon: leaving %.2f GiB of MemAvailable...\n", (double)mem[mi].free / (1u << 30));
+            bal = balloon_start(mem[mi].free, err, sizeof err);
+            if (bal < 0) fprintf(stderr, "bench: %s\n", err);
+        }
+        for (int a = 0; a < nmo; a++)
+            for (int b = 0; b < nio; b++)
+                for (int t = 0; t < nth; t++) {
+                    bench_result *r = &res[ci++];
+                    r->cfg = (bench_cfg){ model, modes[a], ios[b], mem[mi].budget, atoi(ths[t]), n_prompt, n_gen,
+                                          req, qd };
+                    r->free_bytes = mem[mi].free;
+                    { uint64_t av = 0, tt = 0; perf_meminfo(&av, &tt); r->avail_bytes = av; }
+                    if (r->cfg.threads < 1) r->cfg.threads = 1;
+                    if (mem[mi].free && bal < 0) { snprintf(r->error, sizeof r->error, "balloon failed"); failed++; continue; }
+                    for (int rep = 0; rep < reps; rep++) {
+                        bench_sample s;
+                        double press;
+                        uint64_t rss;
+                        fprintf(stderr, "[%d/%d] mode %s io %s budget %s%s th %d rep %d/%d ... ", ci, nconf, modes[a],
+                                ios[b], mem[mi].budget ? budgets[mi] : "auto", mem[mi].free ? " (balloon)" : "",
+                                r->cfg.threads, rep + 1, reps);
+                        if (run_child(rn, &r->cfg, &s, &press, &rss, err, sizeof err)) {
+                            fprintf(stderr, "failed: %s\n", err);
+                            snprintf(r->error, sizeof r->error, "%s", err);
+                            break;
+                        }
+                        int k = r->n++;
+                        snprintf(r->mode, sizeof r->mode, "%s", s.mode);
+                        snprintf(r->io, sizeof r->io, "%s", s.io);
+                        snprintf(r->note, sizeof r->note, "%s", s.note);
+                        r->compute_included = s.compute_included;
+                        r->budget_bytes = s.budget_bytes;
+                        r->model_bytes = s.model_bytes;
+                        double dec_s = s.decode_ms / 1e3;
+                        double bpt = s.n_decode ? (double)s.decode_bytes / s.n_decode : 0;
+                        r->v[M_PP][k] = s.prompt_ms > 0 ? n_prompt / (s.prompt_ms / 1e3) : NAN;
+                        r->v[M_TG][k] = dec_s > 0 ? s.n_decode / dec_s : NAN;
+                        r->v[M_TTFT_COLD][k] = s.ttft_cold_ms;
+                        r->v[M_TTFT_WARM][k] = s.ttft_warm_ms;
+                        r->v[M_MSTOK][k] = s.n_decode ? s.decode_ms / s.n_decode : NAN;
+                        r->v[M_STALL][k] = s.decode_ms > 0 ? 100.0 * s.stall_ms / s.decode_ms : NAN;
+                        r->v[M_BPT][k] = bpt;
+                        r->v[M_DISK][k] = dec_s > 0 ? (double)s.decode_bytes / dec_s : 0;
+                        r->v[M_RSS][k] = (double)rss;
+                        r->v[M_PRESS][k] = press;
+                        double bound = NAN;
+                        if (!strcmp(s.mode, "resident") && mem_bw > 0) bound = (double)s.model_bytes / mem_bw * 1e3;
+                        else if (bpt > 0 && disk_bw > 0) bound = bpt / disk_bw * 1e3;
+                        r->v[M_BOUND][k] = bound;
+                        r->v[M_FRAC][k] = isnan(bound) ? NAN : bound / r->v[M_MSTOK][k];
+                        fprintf(stderr, "%.1f ms/token (bound %.1f)\n", r->v[M_MSTOK][k], bound);
+                    }
+                    if (!r->n) failed++;
+                }
+        balloon_stop(bal);
+    }
+    fprintf(stderr, "bench: %d configurations in %.1f s\n\n", nconf, perf_now() - t_all);
+
+    FILE *out = stdout;
+    if (outp && !(out = fopen(outp, "w"))) { fprintf(stderr, "bench: %s: %s\n", outp, strerror(errno)); free(res); return 1; }
+    if (!strcmp(fmt, "md")) print_md(out, res, nconf, model, disk_bw, mem_bw, rn->name, rn->compute_included);
+    else if (!strcmp(fmt, "json")) print_json(out, res, nconf, rn->name, disk_bw);
+    else print_csv(out, res, nconf, rn->name);
+    if (strcmp(fmt, "md") || outp) print_md(stderr, res, nconf, model, disk_bw, mem_bw, rn->name, rn->compute_included);
+    if (out != stdout) fclose(out);
+    if (plot && plot_svg(plot, res, nconf, rn->compute_included)) fprintf(stderr, "bench: gnuplot failed for %s\n", plot);
+    free(res);
+    return failed ? 1 : 0;
+}
+
+SL_CLI_COMMAND(sl_cmd_bench, "bench", "benchmark modes x memory budgets x threads: tok/s, TTFT, stall, bound, RSS",
+               perf_bench_main)

@@ -1,0 +1,586 @@
+/* `sluice mkmodel`: writes a llama / qwen2 GGUF with random weights of a chosen
+ * shape and quantization, for benchmarks of models nobody has to download.
+ *
+ * Weight data is assembled from a pool of genuinely quantized blocks: per
+ * weight type, POOL blocks are quantized once (sl_quant_quantize_row) from
+ * N(0,1) floats; every block of every tensor then copies a pool block chosen
+ * by a hash of (seed, tensor, block index) and rescales its scale fields by
+ * the tensor's standard deviation times a per-block factor in [0.97, 1.03)
+ * from the same hash. The result is still a valid quantization of scaled
+ * random data, is deterministic from the seed, and no two 4 KiB pages are
+ * equal (nothing a cache or dedup could exploit). The file is written
+ * streaming, in tensor order, through a fixed-size buffer. */
+#include "../engine/cli.h"
+#include "../gguf/gguf.h"
+#include "../quant/quant.h"
+#include "perf.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MK_POOL 4096u                 /* blocks per type pool (power of 2) */
+#define MK_BUF  (16u << 20)           /* write granule */
+#define MK_MAX_TENSORS 2048
+
+/* ---- shapes ------------------------------------------------------------ */
+typedef struct {
+    const char *name;
+    uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_ctx;
+    float rope_base;
+    const char *vocab;            /* default vocab file under models/vocab */
+} mk_preset;
+
+static const mk_preset mk_presets[] = {
+    /* small: the shape of ../shared/models/synth-tiny-* */
+    { "tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-llama-bpe.gguf" },
+    /* Llama-3.2-1B (untied here) */
+    { "1b", 16, 2048, 8192, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf" },
+    /* Llama-3-8B */
+    { "8b", 32, 4096, 14336, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf" },
+    /* Llama-2-13B (no GQA, SPM vocab) */
+    { "13b", 40, 5120, 13824, 40, 40, 4096, 10000.0f, "ggml-vocab-llama-spm.gguf" },
+    /* Llama-3-70B */
+    { "70b", 80, 8192, 28672, 64, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf" },
+};
+
+/* ---- types and mixes --------------------------------------------------- */
+enum { MIX_PLAIN = 0, MIX_Q4_K_M, MIX_Q4_K_S, MIX_Q2_K };
+
+typedef struct { const char *name; uint32_t type; uint32_t ftype; int mix; } mk_typedef;
+
+/* ftype: llama.cpp's general.file_type numbers. */
+static const mk_typedef mk_types[] = {
+    { "f32", SL_GGML_F32, 0, MIX_PLAIN },   { "f16", SL_GGML_F16, 1, MIX_PLAIN },
+    { "bf16", SL_GGML_BF16, 32, MIX_PLAIN },
+    { "q4_0", SL_GGML_Q4_0, 2, MIX_PLAIN }, { "q4_1", SL_GGML_Q4_1, 3, MIX_PLAIN },
+    { "q5_0", SL_GGML_Q5_0, 8, MIX_PLAIN }, { "q5_1", SL_GGML_Q5_1, 9, MIX_PLAIN },
+    { "q8_0", SL_GGML_Q8_0, 7, MIX_PLAIN },
+    { "q2_k", SL_GGML_Q2_K, 10, MIX_PLAIN }, { "q3_k", SL_GGML_Q3_K, 11, MIX_PLAIN },
+    { "q4_k", SL_GGML_Q4_K, 14, MIX_PLAIN }, { "q5_k", SL_GGML_Q5_K, 16, MIX_PLAIN },
+    { "q6_k", SL_GGML_Q6_K, 18, MIX_PLAIN },
+    { "q4_k_s", SL_GGML_Q4_K, 14, MIX_Q4_K_S }, { "q4_k_m", SL_GGML_Q4_K, 15, MIX_Q4_K_M },
+    { "q2_k_mix", SL_GGML_Q2_K, 10, MIX_Q2_K },
+};
+
+static int is_kquant(uint32_t t) { return t >= SL_GGML_Q2_K && t <= SL_GGML_Q6_K; }
+
+/* llama.cpp's "more bits" layers of the _M mixes: the first and last eighth
+ * and every third layer in between. */
+static int more_bits(uint32_t i, uint32_t n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+typedef enum { T_EMBD, T_OUT, T_NORM, T_BIAS, T_Q, T_K, T_V, T_O, T_GATE, T_UP, T_DOWN } mk_role;
+
+/* Weight type of one matrix under the chosen mix. */
+static uint32_t mk_tensor_type(const mk_typedef *td, uint32_t head_type, mk_role role, uint32_t layer,
+                               uint32_t n_layer, uint32_t n_head, uint32_t n_head_kv)
+{
+    uint32_t t = td->type;
+    if (role == T_NORM || role == T_BIAS) return SL_GGML_F32;
+    if (role == T_OUT) return head_type;
+    switch (td->mix) {
+    case MIX_Q4_K_M:
+        if ((role == T_V || role == T_DOWN) && more_bits(layer, n_layer)) return SL_GGML_Q6_K;
+        return t;
+    case MIX_Q4_K_S:
+        if (role == T_DOWN && layer < n_layer / 8) return SL_GGML_Q5_K;
+        return t;
+    case MIX_Q2_K:
+        if (role == T_V) return n_head >= 4 * n_head_kv ? SL_GGML_Q4_K : SL_GGML_Q3_K;
+        if (role == T_DOWN || role == T_O) return SL_GGML_Q3_K;
+        return t;
+    default:
+        return t;
+    }
+}
+
+/* ---- deterministic randomness ----------------------------------------- */
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct { uint64_t s; } mk_rng;
+static uint64_t rng_next(mk_rng *r) { r->s += 0x9e3779b97f4a7c15ull; return mix64(r->s); }
+static double rng_unif(mk_rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+static float rng_gauss(mk_rng *r)
+{
+    double u1 = rng_unif(r), u2 = rng_unif(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+/* Cheap approximate N(0,1) for bulk float tensors: sum of 4 uniforms (Irwin-Hall). */
+static float rng_gauss_fast(mk_rng *r)
+{
+    uint64_t a = rng_next(r), b = rng_next(r);
+    double s = (double)(a & 0xffffffffu) + (double)(a >> 32) + (double)(b & 0xffffffffu) + (double)(b >> 32);
+    return (float)((s / 4294967296.0 - 2.0) * 1.7320508075688772);
+}
+
+/* ---- block pools -------------------------------------------------------- */
+/* Byte offsets of the f16 scale fields that scale every value of a block
+ * (d and, if present, the min/dmin term): scaling both scales the block. */
+static int scale_fields(uint32_t t, int off[2])
+{
+    switch (t) {
+    case SL_GGML_Q4_0: case SL_GGML_Q5_0: case SL_GGML_Q8_0: off[0] = 0; return 1;
+    case SL_GGML_Q4_1: case SL_GGML_Q5_1: off[0] = 0; off[1] = 2; return 2;
+    case SL_GGML_Q2_K: off[0] = 80; off[1] = 82; return 2;
+    case SL_GGML_Q3_K: off[0] = 108; return 1;
+    case SL_GGML_Q4_K: case SL_GGML_Q5_K: off[0] = 0; off[1] = 2; return 2;
+    case SL_GGML_Q6_K: off[0] = 208; return 1;
+    default: return 0;
+    }
+}
+
+typedef struct {
+    uint32_t type, bpb, epb;      /* bytes and elements per block */
+    int nsf, sf[2];
+    uint8_t *blocks;              /* MK_POOL * bpb */
+    float *scale;                 /* MK_POOL * nsf: the f16 scale fields as float */
+} mk_pool;
+
+static int pool_build(mk_pool *p, uint32_t type, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->type = type;
+    if (sl_gguf_type_block(type, &p->epb, &p->bpb)) return -1;
+    p->nsf = scale_fields(type, p->sf);
+    if (!p->nsf) return -1;
+    p->blocks = malloc((size_t)MK_POOL * p->bpb);
+    p->scale = malloc(sizeof(float) * MK_POOL * (size_t)p->nsf);
+    float *x = malloc(sizeof(float) * (size_t)p->epb * 64);
+    if (!p->blocks || !p->scale || !x) { free(x); return -1; }
+    mk_rng r = { mix64(seed ^ 0x706f6f6cull ^ ((uint64_t)type << 40)) };
+    /* 64 blocks per call: the reference quantizers are row-wise. */
+    for (uint32_t b = 0; b < MK_POOL; b += 64) {
+        for (uint32_t i = 0; i < p->epb * 64; i++) x[i] = rng_gauss(&r);
+        int64_t n = sl_quant_quantize_row((int)type, x, p->blocks + (size_t)b * p->bpb, (int64_t)p->epb * 64);
+        if (n != (int64_t)p->epb * 64 / p->epb * p->bpb) { free(x); return -1; }
+    }
+    free(x);
+    for (uint32_t b = 0; b < MK_POOL; b++)
+        for (int k = 0; k < p->nsf; k++) {
+            sl_f16 h;
+            memcpy(&h, p->blocks + (size_t)b * p->bpb + p->sf[k], 2);
+            p->scale[b * (uint32_t)p->nsf + (uint32_t)k] = sl_f16_to_f32(h);
+        }
+    return 0;
+}
+
+static void pool_free(mk_pool *p) { free(p->blocks); free(p->scale); }
+
+/* ---- model description ---------------------------------------------------- */
+typedef struct {
+    char name[64];
+    uint32_t type, n_dims;
+    uint64_t ne[2];
+    float sigma, mean;            /* values ~ mean + N(0, sigma) */
+    uint64_t nbytes;
+} mk_tensor;
+
+typedef struct {
+    const char *arch;
+    uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_ctx, n_vocab;
+    float rope_base, eps;
+    bool tied;
+    int n_tensors;
+    mk_tensor t[MK_MAX_TENSORS];
+} mk_model;
+
+static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint64_t ne0, uint64_t ne1,
+                 float sigma, float mean)
+{
+    if (m->n_tensors >= MK_MAX_TENSORS) return -1;
+    mk_tensor *t = &m->t[m->n_tensors++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->type = type; t->n_dims = nd; t->ne[0] = ne0; t->ne[1] = nd > 1 ? ne1 : 1;
+    t->sigma = sigma; t->mean = mean;
+    if (sl_gguf_tensor_size(type, nd, t->ne, &t->nbytes)) return -1;
+    return 0;
+}
+
+static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type, bool qwen2)
+{
+    uint32_t hd = m->n_embd / m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
+    float s = 0.02f;                                  /* matrices */
+    float s_qk = 1.28f / sqrtf((float)m->n_embd);      /* 0.08 at n_embd 256 */
+    float s_out = 8.0f / sqrtf((float)m->n_embd);      /* logits std ~8 */
+    char nm[64];
+    int rc = add_t(m, "token_embd.weight", mk_tensor_type(td, head_type, T_EMBD, 0, L, m->n_head, m->n_head_kv),
+                   2, m->n_embd, m->n_vocab, s, 0);
+#define LT(suffix, role, nd, a, b, sig, mu)                                                     \
+    do {                                                                                        \
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, suffix);                                        \
+        rc |= add_t(m, nm, mk_tensor_type(td, head_type, role, l, L, m->n_head, m->n_head_kv),  \
+                    nd, a, b, sig, mu);                                                         \
+    } while (0)
+    for (uint32_t l = 0; l < L && !rc; l++) {
+        LT("attn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
+        LT("attn_q.weight", T_Q, 2, m->n_embd, m->n_embd, s_qk, 0);
+        LT("attn_k.weight", T_K, 2, m->n_embd, kv, s_qk, 0);
+        LT("attn_v.weight", T_V, 2, m->n_embd, kv, s, 0);
+        LT("attn_output.weight", T_O, 2, m->n_embd, m->n_embd, s, 0);
+        if (qwen2) {
+            LT("attn_q.bias", T_BIAS, 1, m->n_embd, 1, s, 0);
+            LT("attn_k.bias", T_BIAS, 1, kv, 1, s, 0);
+            LT("attn_v.bias", T_BIAS, 1, kv, 1, s, 0);
+        }
+        LT("ffn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
+        LT("ffn_gate.weight", T_GATE, 2, m->n_embd, m->n_ff, s, 0);
+        LT("ffn_up.weight", T_UP, 2, m->n_embd, m->n_ff, s, 0);
+        LT("ffn_down.weight", T_DOWN, 2, m->n_ff, m->n_embd, s, 0);
+    }
+#undef LT
+    rc |= add_t(m, "output_norm.weight", SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
+    if (!m->tied) rc |= add_t(m, "output.weight", head_type, 2, m->n_embd, m->n_vocab, s_out, 0);
+    return rc;
+}
+
+/* ---- data generation ------------------------------------------------------- */
+typedef struct {
+    uint64_t seed;
+    mk_pool pools[SL_GGML_BF16 + 1];
+    bool have[SL_GGML_BF16 + 1];
+} mk_gen;
+
+static mk_pool *gen_pool(mk_gen *g, uint32_t type)
+{
+    if (type > SL_GGML_BF16) return NULL;
+    if (!g->have[type]) {
+        if (pool_build(&g->pools[type], type, g->seed)) { pool_free(&g->pools[type]); return NULL; }
+        g->have[type] = true;
+    }
+    return &g->pools[type];
+}
+
+/* Rows [r0, r0+nr) of tensor ti into dst. Depends only on (seed, tensor, row/block). */
+static int gen_rows(mk_gen *g, const mk_model *m, int ti, uint64_t r0, uint64_t nr, uint8_t *dst)
+{
+    const mk_tensor *t = &m->t[ti];
+    uint64_t tkey = mix64(g->seed * 0x2545f4914f6cdd1dull ^ mix64((uint64_t)ti + 1));
+    if (t->type == SL_GGML_F32 || t->type == SL_GGML_F16 || t->type == SL_GGML_BF16) {
+        for (uint64_t r = r0; r < r0 + nr; r++) {
+            mk_rng rr = { mix64(tkey ^ (r * 0xd1b54a32d192ed03ull)) };
+            for (uint64_t i = 0; i < t->ne[0]; i++) {
+                float v = t->mean + t->sigma * rng_gauss_fast(&rr);
+                if (t->type == SL_GGML_F32) { memcpy(dst, &v, 4); dst += 4; }
+                else {
+                    uint16_t h = t->type == SL_GGML_F16 ? sl_f32_to_f16(v) : sl_f32_to_bf16(v);
+                    memcpy(dst, &h, 2); dst += 2;
+                }
+            }
+        }
+        return 0;
+    }
+    mk_pool *p = gen_pool(g, t->type);
+    if (!p) return -1;
+    uint64_t bpr = t->ne[0] / p->epb;                 /* blocks per row */
+    for (uint64_t b = r0 * bpr, e = (r0 + nr) * bpr; b < e; b++) {
+        uint64_t h = mix64(tkey ^ (b * 0x9e3779b97f4a7c15ull));
+        uint32_t pi = (uint32_t)(h & (MK_POOL - 1));
+        float f = t->sigma * (0.97f + 0.06f * (float)((h >> 32) & 0xfffff) * (1.0f / 1048576.0f));
+        memcpy(dst, p->blocks + (size_t)pi * p->bpb, p->bpb);
+        for (int k = 0; k < p->nsf; k++) {
+            sl_f16 v = sl_f32_to_f16(p->scale[pi * (uint32_t)p->nsf + (uint32_t)k] * f);
+            memcpy(dst + p->sf[k], &v, 2);
+        }
+        dst += p->bpb;
+    }
+    return 0;
+}
+
+/* ---- progress ---------------------------------------------------------------- */
+
+static void progress(bool tty, uint64_t done, uint64_t total, double t0, bool final)
+{
+    if (!tty) return;
+    double el = perf_now() - t0, frac = total ? (double)done / (double)total : 1.0;
+    int w = 30, k = (int)(frac * w);
+    char bar[32];
+    for (int i = 0; i < w; i++) bar[i] = i < k ? '#' : '.';
+    bar[w] = 0;
+    double rate = el > 0 ? (double)done / el : 0;
+    fprintf(stderr, "\r[%s] %5.1f%% %6.2f/%.2f GB %5.0f MB/s ETA %3.0fs", bar, frac * 100, done / 1e9,
+            total / 1e9, rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0.0);
+    if (final) fputc('\n', stderr);
+}
+
+/* ---- CLI --------------------------------------------------------------------- */
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: sluice mkmodel --preset tiny|1b|8b|13b|70b [options] -o FILE\n"
+        "Writes a llama/qwen2 GGUF with random weights (for benchmarks; the output is gibberish).\n"
+        "  --preset NAME     tiny (2 layers, 256, ff 768, 4/2 heads), 1b (Llama-3.2-1B shape),\n"
+        "                    8b (Llama-3-8B: 32 layers, 4096, ff 14336, 32/8 heads),\n"
+        "                    13b (Llama-2-13B: 40, 5120, 13824, 40/40), 70b (80, 8192, 28672, 64/8)\n"
+        "  --arch llama|qwen2   qwen2 adds q/k/v biases, rope base 1e6, eps 1e-6, Qwen2 vocab\n"
+        "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k: every\n"
+        "                    matrix in T (lm head Q6_K for k-quants, like llama.cpp); mixes:\n"
+        "                    q4_k_m, q4_k_s, q2_k_mix (llama.cpp's Q4_K_M / Q4_K_S / Q2_K recipes:\n"
+        "                    Q6_K lm head, some attn_v/ffn_down/attn_output at more bits). Default q4_k\n"
+        "  --head T          lm head type (overrides the above)\n"
+        "  --seed S          default 1; the file is a pure function of the options\n"
+        "  --vocab FILE|none tokenizer metadata source (default models/vocab/ggml-vocab-llama-bpe.gguf,\n"
+        "                    qwen2: ggml-vocab-qwen2.gguf, 13b: ggml-vocab-llama-spm.gguf);\n"
+        "                    none: no tokenizer, --n-vocab rows\n"
+        "  --n-layer N --n-embd N --n-ff N --n-head N --n-head-kv N --n-ctx N --n-vocab N\n"
+        "                    override the preset's shape\n"
+        "  --tied            no output.weight (lm head tied to token_embd)\n"
+        "  --keep-cache      do not evict the written file from the page cache\n"
+        "  -o FILE           output path\n"
+        "How the weights are made: per weight type a pool of %u blocks is quantized once by the\n"
+        "reference quantizer from N(0,1) floats; every block of every tensor is a pool block\n"
+        "chosen by a hash of (seed, tensor, block index) whose scale fields are multiplied by the\n"
+        "tensor's sigma and a per-block factor in [0.97,1.03) from the same hash. So every block\n"
+        "is a genuine quantization of scaled random data and every 4 KiB page is distinct.\n"
+        "sigma: matrices 0.02, attn_q/k 1.28/sqrt(n_embd), output 8/sqrt(n_embd); norms 1+N(0,0.1) F32.\n",
+        MK_POOL);
+}
+
+static const char *arg_val(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) { fprintf(stderr, "mkmodel: %s needs a value\n", argv[*i]); return NULL; }
+    return argv[++*i];
+}
+
+static const mk_typedef *find_type(const char *s)
+{
+    for (size_t i = 0; i < sizeof mk_types / sizeof mk_types[0]; i++)
+        if (!strcasecmp(mk_types[i].name, s)) return &mk_types[i];
+    return NULL;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    char *e;
+    unsigned long long v = strtoull(s, &e, 10);
+    if (e == s || *e || v == 0 || v > 0x7fffffffu) return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int perf_mkmodel_main(int argc, char **argv)
+{
+    const char *preset = NULL, *arch = "llama", *tname = "q4_k", *hname = NULL, *vocab = NULL, *out = NULL;
+    uint64_t seed = 1;
+    uint32_t ov[7] = {0};   /* n_layer n_embd n_ff n_head n_head_kv n_ctx n_vocab overrides */
+    static const char *ovn[7] = { "--n-layer", "--n-embd", "--n-ff", "--n-head", "--n-head-kv", "--n-ctx", "--n-vocab" };
+    bool tied = false, keep_cache = false;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--tied")) { tied = true; continue; }
+        if (!strcmp(a, "--keep-cache")) { keep_cache = true; continue; }
+        int k;
+        for (k = 0; k < 7; k++) if (!strcmp(a, ovn[k])) break;
+        if (k < 7) {
+            if (!(v = arg_val(argc, argv, &i))) return 2;
+            if (parse_u32(v, &ov[k])) { fprintf(stderr, "mkmodel: bad %s '%s'\n", a, v); return 2; }
+            continue;
+        }
+        if (!strcmp(a, "--preset") || !strcmp(a, "--arch") || !strcmp(a, "--type") || !strcmp(a, "--head") ||
+            !strcmp(a, "--seed") || !strcmp(a, "--vocab") || !strcmp(a, "-o")) {
+            if (!(v = arg_val(argc, argv, &i))) return 2;
+            if (!strcmp(a, "--preset")) preset = v;
+            else if (!strcmp(a, "--arch")) arch = v;
+            else if (!strcmp(a, "--type")) tname = v;
+            else if (!strcmp(a, "--head")) hname = v;
+            else if (!strcmp(a, "--vocab")) vocab = v;
+            else if (!strcmp(a, "-o")) out = v;
+            else {
+                char *e;
+                seed = strtoull(v, &e, 0);
+                if (e == v || *e) { fprintf(stderr, "mkmodel: bad --seed '%s'\n", v); return 2; }
+            }
+            continue;
+        }
+        fprintf(stderr, "mkmodel: unknown argument '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    if (!preset || !out) { usage(stderr); return 2; }
+    const mk_preset *ps = NULL;
+    for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++)
+        if (!strcmp(mk_presets[i].name, preset)) ps = &mk_presets[i];
+    if (!ps) { fprintf(stderr, "mkmodel: unknown preset '%s' (tiny 1b 8b 13b 70b)\n", preset); return 2; }
+    bool qwen2 = !strcmp(arch, "qwen2");
+    if (!qwen2 && strcmp(arch, "llama")) { fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2)\n", arch); return 2; }
+    const mk_typedef *td = find_type(tname);
+    if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
+    uint32_t head_type = td->type;
+    if (is_kquant(td->type)) head_type = SL_GGML_Q6_K;
+    if (hname) {
+        const mk_typedef *ht = find_type(hname);
+        if (!ht || ht->mix != MIX_PLAIN) { fprintf(stderr, "mkmodel: bad --head '%s'\n", hname); return 2; }
+        head_type = ht->type;
+    }
+
+    static mk_model m;   /* ~200 KB: off the stack; one mkmodel per process */
+    memset(&m, 0, sizeof m);
+    m.arch = qwen2 ? "qwen2" : "llama";
+    m.n_layer = ov[0] ? ov[0] : ps->n_layer;
+    m.n_embd = ov[1] ? ov[1] : ps->n_embd;
+    m.n_ff = ov[2] ? ov[2] : ps->n_ff;
+    m.n_head = ov[3] ? ov[3] : ps->n_head;
+    m.n_head_kv = ov[4] ? ov[4] : (ov[3] ? m.n_head : ps->n_head_kv);
+    m.n_ctx = ov[5] ? ov[5] : ps->n_ctx;
+    m.rope_base = qwen2 ? 1000000.0f : ps->rope_base;
+    m.eps = qwen2 ? 1e-6f : 1e-5f;
+    m.tied = tied;
+    if (m.n_embd % m.n_head || m.n_head % m.n_head_kv || (m.n_embd / m.n_head) % 2) {
+        fprintf(stderr, "mkmodel: n_embd %u, n_head %u, n_head_kv %u do not divide into heads\n",
+                m.n_embd, m.n_head, m.n_head_kv);
+        return 2;
+    }
+
+    /* Tokenizer source. */
+    char vpath[4096];
+    if (!vocab) {
+        snprintf(vpath, sizeof vpath, "%s/models/vocab/%s", SL_SHARED_DIR,
+                 qwen2 ? "ggml-vocab-qwen2.gguf" : ps->vocab);
+        vocab = vpath;
+    }
+    sl_gguf *vg = NULL;
+    if (strcmp(vocab, "none")) {
+        int rc = sl_gguf_open_path(&vg, vocab);
+        if (rc) { fprintf(stderr, "mkmodel: vocab %s: %s\n", vocab, sl_gguf_errmsg(NULL)); return 1; }
+        uint32_t et; uint64_t n; const void *d;
+        if (sl_gguf_get_arr(vg, "tokenizer.ggml.tokens", &et, &n, &d) || n == 0 || n > 0x7fffffff) {
+            fprintf(stderr, "mkmodel: vocab %s has no tokenizer.ggml.tokens array\n", vocab);
+            sl_gguf_close(vg);
+            return 1;
+        }
+        if (ov[6] && ov[6] != n)
+            fprintf(stderr, "mkmodel: note: --n-vocab %u ignored: the vocab file has %llu tokens\n", ov[6],
+                    (unsigned long long)n);
+        m.n_vocab = (uint32_t)n;
+    } else {
+        m.n_vocab = ov[6] ? ov[6] : 32000;
+    }
+
+    if (build_model(&m, td, head_type, qwen2)) {
+        fprintf(stderr, "mkmodel: shape not representable in %s (row lengths must be multiples of the block)\n",
+                td->name);
+        if (vg) sl_gguf_close(vg);
+        return 2;
+    }
+
+    sl_gguf_writer *w = NULL;
+    int rc = sl_gguf_writer_open(&w, out, 3);
+    if (rc) {
+        fprintf(stderr, "mkmodel: %s: %s\n", out, sl_last_error());
+        if (vg) sl_gguf_close(vg);
+        return 1;
+    }
+    char key[128], gname[128];
+    const char *A = m.arch;
+    snprintf(gname, sizeof gname, "sluice-synth-%s-%s%s%s", preset, qwen2 ? "qwen2-" : "", td->name,
+             tied ? "-tied" : "");
+#define KEY(fmt) (snprintf(key, sizeof key, fmt, A), key)
+    rc |= sl_gguf_writer_set_str(w, "general.architecture", A);
+    rc |= sl_gguf_writer_set_str(w, "general.name", gname);
+    rc |= sl_gguf_writer_set_u32(w, "general.file_type", td->ftype);
+    rc |= sl_gguf_writer_set_u32(w, "general.quantization_version", 2);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.vocab_size"), m.n_vocab);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.context_length"), m.n_ctx);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.embedding_length"), m.n_embd);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.block_count"), m.n_layer);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.feed_forward_length"), m.n_ff);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), m.n_embd / m.n_head);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count"), m.n_head);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count_kv"), m.n_head_kv);
+    rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.freq_base"), m.rope_base);
+    rc |= sl_gguf_writer_set_f32(w, KEY("%s.attention.layer_norm_rms_epsilon"), m.eps);
+#undef KEY
+    rc |= sl_gguf_writer_set_u64(w, "sluice.synth.seed", seed);
+    rc |= sl_gguf_writer_set_str(w, "sluice.synth.preset", preset);
+    if (vg) {
+        for (int64_t i = 0; i < sl_gguf_n_kv(vg) && !rc; i++)
+            if (!strncmp(sl_gguf_kv_key(vg, i), "tokenizer.", 10)) rc = sl_gguf_writer_copy_kv(w, vg, i);
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < m.n_tensors && !rc; i++) {
+        rc = sl_gguf_writer_add_tensor(w, m.t[i].name, m.t[i].type, m.t[i].n_dims, m.t[i].ne);
+        total += m.t[i].nbytes;
+    }
+    if (vg) sl_gguf_close(vg);
+    if (!rc) rc = sl_gguf_writer_begin_data(w);
+    if (rc) {
+        fprintf(stderr, "mkmodel: %s: %s\n", out, sl_gguf_writer_errmsg(w));
+        sl_gguf_writer_abort(w);
+        return 1;
+    }
+
+    bool tty = isatty(2);
+    fprintf(stderr, "mkmodel: %s %s %s: %u layers, n_embd %u, n_ff %u, heads %u/%u, vocab %u, %.2f GB of weights\n",
+            preset, A, td->name, m.n_layer, m.n_embd, m.n_ff, m.n_head, m.n_head_kv, m.n_vocab, total / 1e9);
+    mk_gen *g = calloc(1, sizeof *g);
+    uint8_t *buf = malloc(MK_BUF);
+    if (!g || !buf) {
+        fprintf(stderr, "mkmodel: out of memory\n");
+        free(g); free(buf);
+        sl_gguf_writer_abort(w);
+        return 1;
+    }
+    g->seed = seed;
+    double t0 = perf_now(), last = 0;
+    uint64_t done = 0;
+    for (int ti = 0; ti < m.n_tensors && !rc; ti++) {
+        const mk_tensor *t = &m.t[ti];
+        uint64_t rows = t->ne[1], row_bytes = t->nbytes / rows;
+        uint64_t per = MK_BUF / row_bytes;
+        if (per == 0) { rc = -1; fprintf(stderr, "mkmodel: row of %s too large\n", t->name); break; }
+        for (uint64_t r = 0; r < rows && !rc; r += per) {
+            uint64_t nr = rows - r < per ? rows - r : per;
+            if (gen_rows(g, &m, ti, r, nr, buf)) {
+                fprintf(stderr, "mkmodel: cannot quantize type %u (%s)\n", t->type, t->name);
+                rc = -1;
+                break;
+            }
+            rc = sl_gguf_writer_write(w, buf, nr * row_bytes);
+            if (rc) { fprintf(stderr, "mkmodel: %s: %s\n", out, sl_gguf_writer_errmsg(w)); break; }
+            done += nr * row_bytes;
+            double tn = perf_now();
+            if (tn - last > 0.2) { progress(tty, done, total, t0, false); last = tn; }
+        }
+    }
+    for (uint32_t k = 0; k <= SL_GGML_BF16; k++) if (g->have[k]) pool_free(&g->pools[k]);
+    free(g);
+    free(buf);
+    if (rc) { sl_gguf_writer_abort(w); return 1; }
+    progress(tty, done, total, t0, true);
+    rc = sl_gguf_writer_close(w);
+    if (rc) { fprintf(stderr, "mkmodel: %s: %s\n", out, sl_last_error()); return 1; }
+    double tw = perf_now() - t0;
+    if (!keep_cache) {
+        /* Write back and drop this file's pages so it does not crowd the page cache
+         * (posix_fadvise only; nothing system-wide). */
+        int fd = open(out, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            fdatasync(fd);
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+            close(fd);
+        }
+    }
+    fprintf(stderr, "mkmodel: wrote %s: %.2f GB in %.1f s (%.0f MB/s)%s\n", out, done / 1e9, tw,
+            done / 1e6 / (tw > 0 ? tw : 1), keep_cache ? "" : ", flushed and evicted from the page cache");
+    return 0;
+}
+
+SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight llama/qwen2 GGUF of any shape and quantization",
+               perf_mkmodel_main)

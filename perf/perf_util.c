@@ -1,0 +1,96 @@
+/* Small helpers shared by the perf tools: time, /proc readers, page-cache
+ * eviction of one file, JSON string output. */
+#include "perf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double perf_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int perf_meminfo(uint64_t *avail, uint64_t *total)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    int got = 0;
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { *avail = kb * 1024; got |= 1; }
+        else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) { *total = kb * 1024; got |= 2; }
+    }
+    fclose(f);
+    return got == 3 ? 0 : -1;
+}
+
+uint64_t perf_vmhwm(int pid)
+{
+    char path[64], line[256];
+    if (pid) snprintf(path, sizeof path, "/proc/%d/status", pid);
+    else snprintf(path, sizeof path, "/proc/self/status");
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+int perf_evict(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    return -rc;
+}
+
+uint64_t perf_file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) ? 0 : (uint64_t)st.st_size;
+}
+
+void perf_fmt_bytes(char *buf, size_t len, double b)
+{
+    if (b >= 1e9) snprintf(buf, len, "%.2f GB", b / 1e9);
+    else if (b >= 1e6) snprintf(buf, len, "%.1f MB", b / 1e6);
+    else if (b >= 1e3) snprintf(buf, len, "%.1f kB", b / 1e3);
+    else snprintf(buf, len, "%.0f B", b);
+}
+
+const char *perf_cache_dir(char *buf, size_t len)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, len, "%s/sluice", xdg);
+    else snprintf(buf, len, "%s/.cache/sluice", home && *home ? home : "/tmp");
+    /* mkdir -p of the last two components */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", buf);
+    char *slash = strrchr(tmp, '/');
+    if (slash) { *slash = 0; mkdir(tmp, 0755); }
+    mkdir(buf, 0755);
+    return buf;
+}
+
+void perf_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}

@@ -1,0 +1,284 @@
+/* `sluice mkmodel`: runs the built command (build/sluice next to this test's
+ * build/tests/), reads the GGUF back with the reader and checks shapes, types,
+ * keys, values, determinism and that no two 4 KiB pages of weights are equal.
+ * SL_HOST_ONLY (spawns the host `sluice` binary). */
+#include "sl_test.h"
+#include "../gguf/gguf.h"
+#include "../quant/quant.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char sluice_bin[PATH_MAX + 16];
+static char tmpdir[64];
+
+static void setup_paths(void)
+{
+    char self[PATH_MAX - 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(n, 0);
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    cr_assert_not_null(slash);
+    *slash = 0;   /* .../build/tests */
+    snprintf(sluice_bin, sizeof sluice_bin, "%s/../sluice", self);
+    cr_assert_eq(access(sluice_bin, X_OK), 0, "no %s (run make first)", sluice_bin);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sl_mkmodel_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void cleanup(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Runs `sluice mkmodel ARGS -o tmpdir/NAME`; returns the exit status. */
+static int mk(const char *name, const char *args, char *path, size_t path_len)
+{
+    snprintf(path, path_len, "%s/%s", tmpdir, name);
+    char cmd[2 * PATH_MAX + 512];
+    snprintf(cmd, sizeof cmd, "'%s' mkmodel %s -o '%s' 2>/dev/null", sluice_bin, args, path);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *p = malloc((size_t)n);
+    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) { free(p); p = NULL; }
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+static uint32_t u32_key(const sl_gguf *g, const char *k)
+{
+    uint32_t v = 0;
+    cr_assert_eq(sl_gguf_get_u32(g, k, &v), 0, "key %s", k);
+    return v;
+}
+
+static const sl_gguf_tensor *tensor(const sl_gguf *g, const char *name)
+{
+    const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
+    cr_assert_not_null(t, "tensor %s", name);
+    return t;
+}
+
+static void check_shape(const sl_gguf *g, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1)
+{
+    const sl_gguf_tensor *t = tensor(g, name);
+    cr_assert_eq(t->type, type, "%s type %u want %u", name, t->type, type);
+    cr_assert_eq(t->ne[0], ne0, "%s ne0", name);
+    cr_assert_eq(t->ne[1], ne1, "%s ne1", name);
+}
+
+/* Mean and standard deviation of a dequantized tensor's first rows. */
+static void stats(const sl_gguf *g, const unsigned char *file, const char *name, double *mean, double *sd)
+{
+    const sl_gguf_tensor *t = tensor(g, name);
+    uint64_t rows = t->ne[1] < 16 ? t->ne[1] : 16;
+    uint64_t rb = t->nbytes / t->ne[1];
+    float *x = malloc(sizeof(float) * t->ne[0]);
+    double s = 0, s2 = 0, n = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        cr_assert_eq(sl_quant_dequantize_row((int)t->type, file + t->file_offset + r * rb, x, (int64_t)t->ne[0]), 0);
+        for (uint64_t i = 0; i < t->ne[0]; i++) { s += x[i]; s2 += (double)x[i] * x[i]; n++; }
+    }
+    free(x);
+    *mean = s / n;
+    *sd = sqrt(s2 / n - *mean * *mean);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+Test(mkmodel, tiny_llama_shapes_keys_values_determinism, .timeout = 120)
+{
+    setup_paths();
+    char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+    char args[PATH_MAX + 128];
+    snprintf(args, sizeof args, "--preset tiny --type q4_k --seed 7 --vocab '%s/models/vocab/ggml-vocab-llama-spm.gguf'",
+             SL_SHARED_DIR);
+    cr_assert_eq(mk("a.gguf", args, a, sizeof a), 0);
+    cr_assert_eq(mk("b.gguf", args, b, sizeof b), 0);
+    snprintf(args, sizeof args, "--preset tiny --type q4_k --seed 8 --vocab '%s/models/vocab/ggml-vocab-llama-spm.gguf'",
+             SL_SHARED_DIR);
+    cr_assert_eq(mk("c.gguf", args, c, sizeof c), 0);
+
+    sl_gguf *g = NULL;
+    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_gguf_errmsg(NULL));
+    const char *s; uint64_t len;
+    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
+    cr_assert_str_eq(s, "llama");
+    cr_assert_eq(sl_gguf_get_str(g, "general.name", &s, &len), 0);
+    cr_assert_eq(u32_key(g, "general.file_type"), 14u);
+    cr_assert_eq(u32_key(g, "llama.block_count"), 2u);
+    cr_assert_eq(u32_key(g, "llama.embedding_length"), 256u);
+    cr_assert_eq(u32_key(g, "llama.feed_forward_length"), 768u);
+    cr_assert_eq(u32_key(g, "llama.attention.head_count"), 4u);
+    cr_assert_eq(u32_key(g, "llama.attention.head_count_kv"), 2u);
+    cr_assert_eq(u32_key(g, "llama.rope.dimension_count"), 64u);
+    cr_assert_eq(u32_key(g, "llama.context_length"), 512u);
+    float f;
+    cr_assert_eq(sl_gguf_get_f32(g, "llama.rope.freq_base", &f), 0);
+    cr_assert_float_eq(f, 10000.0, 1e-3);
+    cr_assert_eq(sl_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &f), 0);
+    cr_assert_float_eq(f, 1e-5, 1e-9);
+    /* tokenizer copied from the SPM vocab: 32000 tokens, BOS 1 */
+    uint32_t et; uint64_t n; const void *d;
+    cr_assert_eq(sl_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n, &d), 0);
+    cr_assert_eq(et, (uint32_t)SL_GGUF_STRING);
+    cr_assert_eq(n, 32000u);
+    cr_assert_eq(sl_gguf_get_str(g, "tokenizer.ggml.model", &s, &len), 0);
+    cr_assert_str_eq(s, "llama");
+    cr_assert_eq(u32_key(g, "tokenizer.ggml.bos_token_id"), 1u);
+    cr_assert_eq(sl_gguf_get_arr(g, "tokenizer.ggml.scores", &et, &n, &d), 0);
+    cr_assert_eq(n, 32000u);
+
+    cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 * 9 + 2);
+    cr_assert_eq(sl_gguf_n_layers(g), 2);
+    check_shape(g, "token_embd.weight", SL_GGML_Q4_K, 256, 32000);
+    check_shape(g, "output.weight", SL_GGML_Q6_K, 256, 32000);
+    check_shape(g, "output_norm.weight", SL_GGML_F32, 256, 1);
+    for (int l = 0; l < 2; l++) {
+        char nm[64];
+#define CS(sfx, ty, a0, a1) (snprintf(nm, sizeof nm, "blk.%d." sfx, l), check_shape(g, nm, ty, a0, a1))
+        CS("attn_norm.weight", SL_GGML_F32, 256, 1);
+        CS("ffn_norm.weight", SL_GGML_F32, 256, 1);
+        CS("attn_q.weight", SL_GGML_Q4_K, 256, 256);
+        CS("attn_k.weight", SL_GGML_Q4_K, 256, 128);
+        CS("attn_v.weight", SL_GGML_Q4_K, 256, 128);
+        CS("attn_output.weight", SL_GGML_Q4_K, 256, 256);
+        CS("ffn_gate.weight", SL_GGML_Q4_K, 256, 768);
+        CS("ffn_up.weight", SL_GGML_Q4_K, 256, 768);
+        CS("ffn_down.weight", SL_GGML_Q4_K, 768, 256);
+#undef CS
+    }
+
+    size_t la, lb, lc;
+    unsigned char *fa = slurp(a, &la), *fb = slurp(b, &lb), *fc = slurp(c, &lc);
+    cr_assert(fa && fb && fc);
+    cr_assert_eq((uint64_t)la, sl_gguf_file_size(g));
+    /* same seed -> same bytes; another seed -> same size, other weights */
+    cr_assert_eq(la, lb);
+    cr_assert_eq(memcmp(fa, fb, la), 0, "same seed gave different files");
+    cr_assert_eq(la, lc);
+    uint64_t data = sl_gguf_data_offset(g);
+    cr_assert_eq(data, (uint64_t)sl_gguf_data_offset(g));
+    cr_assert_neq(memcmp(fa + data, fc + data, la - (size_t)data), 0, "seed does not change the weights");
+
+    /* values: norms ~1, matrices ~N(0, sigma) */
+    double mean, sd;
+    stats(g, fa, "blk.0.attn_norm.weight", &mean, &sd);
+    cr_assert(fabs(mean - 1.0) < 0.05 && sd > 0.05 && sd < 0.15, "norm mean %f sd %f", mean, sd);
+    stats(g, fa, "blk.1.ffn_up.weight", &mean, &sd);
+    cr_assert(fabs(mean) < 0.005 && sd > 0.015 && sd < 0.025, "ffn_up mean %f sd %f", mean, sd);
+    stats(g, fa, "blk.0.attn_q.weight", &mean, &sd);
+    cr_assert(sd > 0.06 && sd < 0.10, "attn_q sd %f", sd);
+    stats(g, fa, "output.weight", &mean, &sd);
+    cr_assert(sd > 0.4 && sd < 0.6, "output sd %f", sd);
+
+    /* every 4 KiB page of weight data distinct (the last partial page too) */
+    size_t np = (la - (size_t)data + 4095) / 4096;
+    uint64_t *h = malloc(np * sizeof *h);
+    for (size_t i = 0; i < np; i++) {
+        size_t o = (size_t)data + i * 4096, l = la - o < 4096 ? la - o : 4096;
+        h[i] = fnv(fa + o, l);
+    }
+    qsort(h, np, sizeof *h, cmp_u64);
+    for (size_t i = 1; i < np; i++) cr_assert_neq(h[i], h[i - 1], "two equal 4 KiB pages");
+    cr_log_info("tiny q4_k: %zu bytes, %zu distinct data pages", la, np);
+    free(h);
+    free(fa); free(fb); free(fc);
+    sl_gguf_close(g);
+    cleanup();
+}
+
+Test(mkmodel, q4_k_m_mix_and_qwen2, .timeout = 120)
+{
+    setup_paths();
+    char a[PATH_MAX];
+    /* 8 layers: llama.cpp's more-bits layers are 0, 3, 6, 7 */
+    cr_assert_eq(mk("m.gguf", "--preset tiny --n-layer 8 --type q4_k_m --vocab none --n-vocab 512", a, sizeof a), 0);
+    sl_gguf *g = NULL;
+    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_gguf_errmsg(NULL));
+    cr_assert_eq(u32_key(g, "general.file_type"), 15u);
+    cr_assert_eq(sl_gguf_find_key(g, "tokenizer.ggml.tokens"), -1);
+    check_shape(g, "token_embd.weight", SL_GGML_Q4_K, 256, 512);
+    check_shape(g, "output.weight", SL_GGML_Q6_K, 256, 512);
+    for (int l = 0; l < 8; l++) {
+        int more = l == 0 || l == 3 || l == 6 || l == 7;
+        uint32_t want = more ? SL_GGML_Q6_K : SL_GGML_Q4_K;
+        char nm[64];
+        snprintf(nm, sizeof nm, "blk.%d.attn_v.weight", l);
+        check_shape(g, nm, want, 256, 128);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_down.weight", l);
+        check_shape(g, nm, want, 768, 256);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_up.weight", l);
+        check_shape(g, nm, SL_GGML_Q4_K, 256, 768);
+    }
+    sl_gguf_close(g);
+
+    cr_assert_eq(mk("q.gguf", "--preset tiny --arch qwen2 --type q8_0 --vocab none --n-vocab 1024", a, sizeof a), 0);
+    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_gguf_errmsg(NULL));
+    const char *s; uint64_t len;
+    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
+    cr_assert_str_eq(s, "qwen2");
+    cr_assert_eq(u32_key(g, "qwen2.block_count"), 2u);
+    float f;
+    cr_assert_eq(sl_gguf_get_f32(g, "qwen2.rope.freq_base", &f), 0);
+    cr_assert_float_eq(f, 1e6, 1.0);
+    check_shape(g, "blk.1.attn_q.bias", SL_GGML_F32, 256, 1);
+    check_shape(g, "blk.1.attn_k.bias", SL_GGML_F32, 128, 1);
+    check_shape(g, "blk.0.ffn_gate.weight", SL_GGML_Q8_0, 256, 768);
+    check_shape(g, "output.weight", SL_GGML_Q8_0, 256, 1024);
+    cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 * 12 + 2);
+    sl_gguf_close(g);
+
+    cr_assert_eq(mk("t.gguf", "--preset tiny --type q2_k_mix --tied --vocab none --n-vocab 256", a, sizeof a), 0);
+    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_gguf_errmsg(NULL));
+    cr_assert_null(sl_gguf_find_tensor(g, "output.weight"));
+    check_shape(g, "blk.0.ffn_up.weight", SL_GGML_Q2_K, 256, 768);
+    check_shape(g, "blk.0.ffn_down.weight", SL_GGML_Q3_K, 768, 256);
+    check_shape(g, "blk.0.attn_v.weight", SL_GGML_Q3_K, 256, 128);
+    sl_gguf_close(g);
+    cleanup();
+}
+
+Test(mkmodel, bad_arguments, .timeout = 60)
+{
+    setup_paths();
+    char a[PATH_MAX];
+    cr_assert_eq(mk("x.gguf", "--preset huge", a, sizeof a), 2);
+    cr_assert_eq(mk("x.gguf", "--preset tiny --type q9_9", a, sizeof a), 2);
+    cr_assert_eq(mk("x.gguf", "--preset tiny --arch gpt2", a, sizeof a), 2);
+    cr_assert_eq(mk("x.gguf", "--preset tiny --n-embd 320 --vocab none", a, sizeof a), 2);   /* not a multiple of 256 */
+    cr_assert_eq(mk("x.gguf", "--preset tiny --vocab /nonexistent.gguf", a, sizeof a), 1);
+    struct stat st;
+    cr_assert_neq(stat(a, &st), 0, "no file on bad arguments");
+    cleanup();
+}

@@ -1,0 +1,353 @@
+/* Sessions: context overflow, bad ids, chunked prefill vs one batch vs token
+ * by token, reset, seeded sampling, identical output across streamer modes
+ * and backends, and the `sluice` commands' exit codes. SL_HOST_ONLY (runs the
+ * sluice binary and reads models from disk in every mode). */
+#include "sl_test.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../engine/sampler.h"
+#include "../engine/sluice.h"
+#include "../gguf/sl_status.h"
+#include "../io/sluice_stream.h"
+
+#define MODELS SL_SHARED_DIR "/models"
+#define Q4K MODELS "/synth-tiny-q4_k.gguf"
+#define S260 MODELS "/stories260K.gguf"
+
+static sl_model *open_model(const char *path, int32_t n_ctx, int32_t n_batch)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = n_ctx;
+    mp.n_batch = n_batch;
+    mp.n_threads = 2;
+    sl_model *m = NULL;
+    int rc = sl_model_open(&m, path, &mp);
+    cr_assert_eq(rc, 0, "open %s: %s", path, sl_last_error());
+    return m;
+}
+
+static void some_ids(int32_t *ids, int n, int32_t n_vocab)
+{
+    uint64_t x = 42;
+    ids[0] = 1;
+    for (int i = 1; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = 3 + (int32_t)((x >> 33) % (uint64_t)(n_vocab - 3));
+    }
+}
+
+Test(session, context_overflow)
+{
+    sl_model *m = open_model(S260, 16, 0);
+    sl_session *s;
+    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_n_ctx(s), 16);
+    int32_t ids[17];
+    some_ids(ids, 17, 512);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 17), SL_ECTX);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "context full"), "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_n_past(s), 0, "nothing fed after an overflow");
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 15), 0, "%s", sl_session_errmsg(s));
+    int32_t t;
+    cr_assert_eq(sl_session_step(s, &t), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_n_past(s), 16);
+    cr_assert_eq(sl_session_step(s, &t), SL_ECTX);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 1), SL_ECTX);
+    cr_assert_not_null(sl_session_logits(s), "logits survive a refused feed");
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
+Test(session, bad_input)
+{
+    sl_model *m = open_model(S260, 32, 0);
+    sl_session *s;
+    cr_assert_eq(sl_session_new(&s, m), 0);
+    int32_t t;
+    cr_assert_eq(sl_session_step(s, &t), SL_EINVAL, "step before any feed");
+    int32_t bad[3] = { 1, 512, 5 };
+    cr_assert_eq(sl_session_feed_tokens(s, bad, 3), SL_EINVAL);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "512"), "%s", sl_session_errmsg(s));
+    bad[1] = -1;
+    cr_assert_eq(sl_session_feed_tokens(s, bad, 3), SL_EINVAL);
+    cr_assert_eq(sl_session_n_past(s), 0);
+    cr_assert_eq(sl_session_eval(s, bad, 3, NULL), SL_EINVAL);
+    sl_session_free(s);
+    sl_model_free(m);
+
+    sl_model *m2 = NULL;
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    cr_assert_neq(sl_model_open(&m2, MODELS "/does-not-exist.gguf", &mp), 0);
+    cr_assert_null(m2);
+    cr_assert_not_null(strstr(sl_last_error(), "does-not-exist"), "%s", sl_last_error());
+}
+
+/* Prefill in chunks of 5, in one batch, and token by token: every row of the
+ * logits is computed from the same quantized activations in the same order,
+ * so the results must be bitwise identical. */
+Test(session, chunking_is_exact)
+{
+    enum { N = 23 };
+    int32_t ids[N];
+    some_ids(ids, N, 32000);
+    float *ref = NULL;
+    int32_t batches[3] = { 64, 5, 1 };
+    for (int b = 0; b < 3; b++) {
+        sl_model *m = open_model(Q4K, 64, batches[b]);
+        sl_session *s;
+        cr_assert_eq(sl_session_new(&s, m), 0);
+        float *lg = malloc((size_t)N * 32000 * sizeof(float));
+        if (b < 2) {
+            cr_assert_eq(sl_session_eval(s, ids, N, lg), 0, "%s", sl_session_errmsg(s));
+        } else {
+            for (int i = 0; i < N; i++) {
+                cr_assert_eq(sl_session_feed_tokens(s, ids + i, 1), 0, "%s", sl_session_errmsg(s));
+                memcpy(lg + (size_t)i * 32000, sl_session_logits(s), 32000 * sizeof(float));
+            }
+        }
+        if (!ref) ref = lg;
+        else {
+            for (size_t i = 0; i < (size_t)N * 32000; i++)
+                if (memcmp(&lg[i], &ref[i], sizeof(float))) {
+                    cr_assert_fail("batch %d: logit %zu (position %zu) differs: %.9g vs %.9g", batches[b],
+                                   i, i / 32000, lg[i], ref[i]);
+                }
+            free(lg);
+        }
+        sl_session_free(s);
+        sl_model_free(m);
+    }
+    free(ref);
+}
+
+Test(session, reset_and_seeded_sampling)
+{
+    sl_model *m = open_model(S260, 128, 0);
+    sl_session *s;
+    cr_assert_eq(sl_session_new(&s, m), 0);
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.temp = 1.0f;
+    sp.seed = 77;
+    int32_t prompt[4] = { 1, 403, 407, 261 };
+    int32_t a[40], b[40];
+    for (int run = 0; run < 2; run++) {
+        sl_session_reset(s);
+        cr_assert_eq(sl_session_set_sampling(s, &sp), 0);
+        cr_assert_eq(sl_session_feed_tokens(s, prompt, 4), 0);
+        for (int i = 0; i < 40; i++)
+            cr_assert_eq(sl_session_step(s, run ? &b[i] : &a[i]), 0, "%s", sl_session_errmsg(s));
+    }
+    cr_assert(!memcmp(a, b, sizeof a), "same seed after reset, different tokens");
+    sl_stats st;
+    sl_session_get_stats(s, &st);
+    cr_assert_eq(st.n_prompt, 8);
+    cr_assert_eq(st.n_decode, 80);
+    cr_assert_gt(st.decode_ms, 0);
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
+/* Invalid UTF-8 in a prompt is tokenized byte-wise (as llama.cpp), never a crash;
+ * the detokenizer emits only complete UTF-8. */
+Test(session, invalid_utf8_prompt)
+{
+    sl_model *m = open_model(S260, 64, 0);
+    sl_session *s;
+    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_feed_text(s, "Once \xff\xfe upon \xc3", false), 0, "%s", sl_session_errmsg(s));
+    cr_assert_gt(sl_session_n_past(s), 3);
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.seed = 5;
+    cr_assert_eq(sl_session_set_sampling(s, &sp), 0);
+    for (int i = 0; i < 10; i++) {
+        int32_t t;
+        char piece[256];
+        cr_assert_eq(sl_session_step(s, &t), 0, "%s", sl_session_errmsg(s));
+        cr_assert_geq(sl_session_detok(s, t, piece, sizeof piece), 0, "%s", sl_session_errmsg(s));
+    }
+    sl_session_free(s);
+    sl_model_free(m);
+}
+
+/* ---- identical output across streamer modes ------------------------------- */
+typedef struct mode_cfg { const char *name; int mode, io; int32_t max_pinned; uint64_t budget; int32_t n_batch; } mode_cfg;
+
+/* eval (all logits) + greedy decode, then reset and a plain feed (lm head only
+ * for the last chunk: the streamer's schedule restarts at layer 0). */
+static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int n, float *lg, int32_t *greedy,
+                    int n_greedy, float *last, char *why, size_t why_len)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 128;
+    mp.n_threads = 2;
+    mp.mode = c->mode;
+    mp.io = c->io;
+    mp.max_pinned = c->max_pinned;
+    mp.mem_budget = c->budget;
+    mp.n_batch = c->n_batch;
+    sl_model *m;
+    int rc = sl_model_open(&m, path, &mp);
+    if (rc) { snprintf(why, why_len, "%s", sl_last_error()); return rc; }
+    sl_session *s;
+    cr_assert_eq(sl_session_new(&s, m), 0);
+    sl_model_info mi;
+    sl_model_get_info(m, &mi);
+    cr_assert_eq(sl_session_eval(s, ids, n, lg), 0, "%s: %s", c->name, sl_session_errmsg(s));
+    for (int k = 0; k < n_greedy; k++) {
+        greedy[k] = sl_sampler_greedy(sl_session_logits(s), mi.n_vocab);
+        cr_assert_eq(sl_session_feed_tokens(s, &greedy[k], 1), 0, "%s: %s", c->name, sl_session_errmsg(s));
+    }
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0, "%s: %s", c->name, sl_session_errmsg(s));
+    memcpy(last, sl_session_logits(s), (size_t)mi.n_vocab * sizeof(float));
+    if (c->mode) cr_expect_eq(mi.mode, c->mode, "%s: planner chose mode %d", c->name, mi.mode);
+    sl_session_free(s);
+    sl_model_free(m);
+    return 0;
+}
+
+static void modes_identical(const char *path, int32_t n_vocab)
+{
+    enum { N = 12, G = 8 };
+    const mode_cfg cfgs[] = {
+        { "resident", SL_MODE_RESIDENT, SL_IO_AUTO, -1, 0, 0 },
+        { "stream, 1 pinned", SL_MODE_STREAM, SL_IO_AUTO, 1, 0, 0 },
+        { "stream, none pinned", SL_MODE_STREAM, SL_IO_AUTO, 0, 0, 0 },
+        { "stream, none pinned, chunks of 5", SL_MODE_STREAM, SL_IO_AUTO, 0, 0, 5 },
+        { "stream, 1 pinned, chunks of 3", SL_MODE_STREAM, SL_IO_AUTO, 1, 0, 3 },
+        { "mmap", SL_MODE_MMAP, SL_IO_AUTO, -1, 0, 0 },
+        { "stream, pread", SL_MODE_STREAM, SL_IO_PREAD, 0, 0, 0 },
+        { "resident, pread", SL_MODE_RESIDENT, SL_IO_PREAD, -1, 0, 0 },
+    };
+    int32_t ids[N];
+    some_ids(ids, N, n_vocab);
+    float *ref = malloc((size_t)N * n_vocab * sizeof(float)), *lg = malloc((size_t)N * n_vocab * sizeof(float));
+    float *lref = malloc((size_t)n_vocab * sizeof(float)), *last = malloc((size_t)n_vocab * sizeof(float));
+    int32_t gref[G], g[G];
+    char why[512];
+    int rc = run_mode(path, &cfgs[0], ids, N, ref, gref, G, lref, why, sizeof why);
+    cr_assert_eq(rc, 0, "resident: %s", why);
+    cr_assert(!memcmp(lref, ref + (size_t)(N - 1) * n_vocab, (size_t)n_vocab * sizeof(float)),
+              "feed and eval disagree on the last row");
+    for (size_t c = 1; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        rc = run_mode(path, &cfgs[c], ids, N, lg, g, G, last, why, sizeof why);
+        cr_assert_eq(rc, 0, "%s: %s", cfgs[c].name, why);
+        cr_expect(!memcmp(lg, ref, (size_t)N * n_vocab * sizeof(float)), "%s: logits differ from resident",
+                  cfgs[c].name);
+        cr_expect(!memcmp(g, gref, sizeof g), "%s: greedy tokens differ from resident", cfgs[c].name);
+        cr_expect(!memcmp(last, lref, (size_t)n_vocab * sizeof(float)), "%s: fed logits differ from resident",
+                  cfgs[c].name);
+    }
+    free(ref);
+    free(lg);
+    free(lref);
+    free(last);
+}
+
+Test(session, modes_identical_q4k, .timeout = 120) { modes_identical(Q4K, 32000); }
+Test(session, modes_identical_tied, .timeout = 120) { modes_identical(MODELS "/TinyStories-656K-Q8_0.gguf", 2048); }
+
+/* ---- the command line -------------------------------------------------------- */
+static int sluice_cmd(const char *args, char *out, size_t out_len)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    cr_assert_not_null(slash);
+    *slash = 0;   /* .../build/tests */
+    char cmd[PATH_MAX + 1024];
+    snprintf(cmd, sizeof cmd, "%s/../sluice %s 2>&1", exe, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t got = fread(out, 1, out_len - 1, p);
+    out[got] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(cli, bad_flags_exit_2)
+{
+    char out[8192];
+    cr_assert_eq(sluice_cmd("run -m " S260 " -p hi --bogus", out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "unknown option '--bogus'"), "%s", out);
+    cr_assert_eq(sluice_cmd("run -p hi", out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "-m MODEL is required"), "%s", out);
+    cr_assert_eq(sluice_cmd("run -m " S260 " -p hi --temp abc", out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "invalid value 'abc' for --temp"), "%s", out);
+    cr_assert_eq(sluice_cmd("run -m " S260 " -p hi -n", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(sluice_cmd("eval -m " S260 " --tokens 1,,2", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(sluice_cmd("eval -m " S260 " --tokens 1,2 --mode fast", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(sluice_cmd("eval -m " S260 " --tokens 1,2 --mem-budget 12Q", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(sluice_cmd("chat -m " S260 " --chat-template nope", out, sizeof out), 2, "%s", out);
+}
+
+Test(cli, run_and_chat)
+{
+    char out[16384];
+    int rc = sluice_cmd("run -m " S260 " -p 'Once upon a time' -n 64 --temp 0 -t 2", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    /* golden text_once greedy_text starts like this (its first 5 steps are binding) */
+    cr_assert_not_null(strstr(out, "Once upon a time, there was a little girl"), "%s", out);
+    cr_assert_not_null(strstr(out, "decode: 64 tokens"), "%s", out);
+    rc = sluice_cmd("chat -m " S260 " --chat-template chatml -n 8 --seed 1 -t 2 --stats < /dev/null", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    char in[64], cmd[512];
+    snprintf(in, sizeof in, "/tmp/sl_test_chat_%d.txt", (int)getpid());
+    FILE *f = fopen(in, "w");
+    cr_assert_not_null(f);
+    fputs("Hello there\n\nTell me a story\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "chat -m %s --chat-template llama2 -n 8 --seed 1 -t 2 < %s", S260, in);
+    rc = sluice_cmd(cmd, out, sizeof out);
+    unlink(in);
+    cr_assert_eq(rc, 0, "%s", out);
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    cr_assert_geq(lines, 2, "one reply per non-empty input line: %s", out);
+    rc = sluice_cmd("chat -m " S260 " -n 4 -t 2 < /dev/null", out, sizeof out);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert_not_null(strstr(out, "no tokenizer.chat_template"), "%s", out);
+}
+
+Test(cli, model_errors_exit_1)
+{
+    char out[8192];
+    cr_assert_eq(sluice_cmd("eval -m " MODELS "/nope.gguf --tokens 1,2", out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "nope.gguf"), "%s", out);
+    cr_assert_eq(sluice_cmd("eval -m " S260 " --tokens 1,9999", out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "9999"), "%s", out);
+    cr_assert_eq(sluice_cmd("eval -m " S260 " -c 4 --tokens 1,2,3,4,5", out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "context full"), "%s", out);
+}
+
+/* stories260K "Once upon a time" (golden text_once): the first 5 greedy steps
+ * have golden margins >= 0.2 logits_sd, so they must match; the logits file
+ * has n_tokens x n_vocab floats. */
+Test(cli, eval_greedy_matches_golden)
+{
+    char out[8192], path[64], args[512];
+    snprintf(path, sizeof path, "/tmp/sl_test_eval_%d.f32", (int)getpid());
+    snprintf(args, sizeof args, "eval -m " S260 " --tokens 1,403,407,261,378 --greedy 5 -t 2 --logits-out %s", path);
+    int rc = sluice_cmd(args, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_str_eq(out, "432 383 286 261 376\n", "%s", out);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    cr_assert_eq(ftell(f), 5 * 512 * 4);
+    fclose(f);
+    unlink(path);
+}
