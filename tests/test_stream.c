@@ -26,6 +26,7 @@ static void open_ok(sl_stream **s, const char *path, const sl_stream_config *c)
 static void stream_cfg(sl_stream_config *c, int io)
 {
     sl_stream_config_init(c);
+    c->mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
     c->io = io;
     c->mode = SL_MODE_STREAM;
     c->max_pinned = 0;
@@ -43,6 +44,7 @@ Test(stream, identical_bytes_every_mode_and_backend)
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         sl_stream_config c;
         sl_stream_config_init(&c);
+        c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
         c.mode = cfgs[i].mode; c.io = cfgs[i].io; c.max_pinned = cfgs[i].max_pinned;
         sl_stream *s;
         open_ok(&s, path, &c);
@@ -312,6 +314,7 @@ static void rss_bound(int io)
     {
         sl_stream_config c;
         sl_stream_config_init(&c);
+        c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
         c.io = io;
         c.mem_budget = budget;
         uint64_t before = vm_hwm();

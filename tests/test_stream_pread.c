@@ -23,6 +23,7 @@ Test(stream_pread, stream_resident_and_auto_fallback)
     for (int i = 0; i < 3; i++) {
         sl_stream_config c;
         sl_stream_config_init(&c);
+        c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
         c.io = SL_IO_PREAD; c.mode = modes[i]; c.no_direct = true; c.max_pinned = 1;
         c.req_bytes = 3000; c.n_io_threads = 3; c.depth = 1;
         sl_stream *s;
@@ -36,6 +37,7 @@ Test(stream_pread, stream_resident_and_auto_fallback)
     }
     sl_stream_config c;
     sl_stream_config_init(&c);
+    c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
     c.mode = SL_MODE_STREAM; c.max_pinned = 0;
     sl_stream *s;
     cr_assert_eq(sl_stream_open(&s, path, &c), 0, "%s", sl_stream_open_errmsg());
@@ -68,6 +70,7 @@ Test(stream_pread, faults_retried_or_reported)
     hook_ctx h = { 0 };
     sl_stream_config c;
     sl_stream_config_init(&c);
+    c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
     c.io = SL_IO_PREAD; c.mode = SL_MODE_STREAM; c.no_direct = true; c.max_pinned = 0;
     c.req_bytes = 5000;
     c.read_hook = flaky; c.read_hook_ctx = &h;
@@ -112,6 +115,7 @@ Test(stream_pread, real_models_every_unit_matches_the_file)
         for (int mode = SL_MODE_RESIDENT; mode <= SL_MODE_MMAP; mode++) {
             sl_stream_config c;
             sl_stream_config_init(&c);
+            c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
             c.mode = mode; c.max_pinned = 1; c.io = SL_IO_PREAD;
             sl_stream *s;
             cr_assert_eq(sl_stream_open(&s, path, &c), 0, "%s: %s", models[i], sl_stream_open_errmsg());
@@ -137,6 +141,7 @@ Test(stream_pread, bad_input_is_an_error_not_a_crash)
     cr_assert_gt(strlen(sl_stream_open_errmsg()), 10);
     sl_stream_config c;
     sl_stream_config_init(&c);
+    c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
     c.depth = -1;
     cr_assert_eq(sl_stream_open(&s, path, &c), SL_EINVAL);
     unlink(path);
