@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
-enum { SLOT_FREE = 0, SLOT_LOADING, SLOT_ACQUIRED };
+/* STALE: the unit is no longer wanted (schedule restarted) but reads into
+ * the slot may still be in flight: it is reused only once they are done. */
+enum { SLOT_FREE = 0, SLOT_LOADING, SLOT_ACQUIRED, SLOT_STALE };
 
 typedef struct sl_slot {
     uint8_t *buf;
@@ -402,9 +404,9 @@ static void drain(sl_stream *s)
 {
     for (int32_t i = 0; i < s->n_slots; i++) {
         sl_slot *sl = &s->slots[i];
-        if (sl->state != SLOT_LOADING) continue;
+        if (sl->state != SLOT_LOADING && sl->state != SLOT_STALE) continue;
         sl_loader_wait(s->L, &sl->job);
-        s->lo.units[sl->unit].slot = -1;
+        if (sl->unit >= 0) s->lo.units[sl->unit].slot = -1;
         sl->state = SLOT_FREE; sl->unit = -1;
     }
 }
@@ -439,6 +441,22 @@ int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)
 
 /* ---- the slot ring ------------------------------------------------------ */
 
+/* Stale slots whose reads have finished become free. */
+static void reap_stale(sl_stream *s, bool wait_one)
+{
+    int32_t oldest = -1;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sl_slot *sl = &s->slots[i];
+        if (sl->state != SLOT_STALE) continue;
+        if (sl_loader_is_done(s->L, &sl->job)) sl->state = SLOT_FREE;
+        else if (oldest < 0 || sl->seq < s->slots[oldest].seq) oldest = i;
+    }
+    if (wait_one && oldest >= 0) {
+        sl_loader_wait(s->L, &s->slots[oldest].job);
+        s->slots[oldest].state = SLOT_FREE;
+    }
+}
+
 static int32_t loading_count(const sl_stream *s)
 {
     int32_t n = 0;
@@ -452,6 +470,7 @@ static void refill(sl_stream *s)
 {
     int32_t U = s->lo.n_units;
     if (s->n_slots == 0 || s->plan.mode != SL_MODE_STREAM) return;
+    reap_stale(s, false);
     while (loading_count(s) < s->n_slots) {
         int32_t free_i = -1;
         for (int32_t i = 0; i < s->n_slots; i++) if (s->slots[i].state == SLOT_FREE) { free_i = i; break; }
@@ -470,11 +489,38 @@ static void refill(sl_stream *s)
     }
 }
 
-/* Restart the schedule at unit u (out-of-order access or a prefetch hint). */
+static int32_t next_streamed(const sl_stream *s, int32_t u)
+{
+    int32_t U = s->lo.n_units;
+    for (int32_t t = 0; t < U; t++, u = (u + 1) % U)
+        if (!s->lo.units[u].info.pinned) return u;
+    return -1;
+}
+
+/* Restart the schedule at unit u (out-of-order access or a prefetch hint)
+ * without blocking: units already loading that begin the new schedule are
+ * kept, the other loads are cancelled and their slots turn stale. */
 static void restart_at(sl_stream *s, int32_t u)
 {
-    drain(s);
-    s->next_sched = u;
+    int32_t U = s->lo.n_units, cur = next_streamed(s, u);
+    if (cur < 0) return;
+    /* the kept prefix: cur, next, ... while each is loading */
+    bool keep[66] = { false };   /* n_slots <= depth + 1 <= 65 */
+    for (int32_t n = 0; n < U; n++) {
+        int32_t sl = s->lo.units[cur].slot;
+        if (sl < 0 || s->slots[sl].state != SLOT_LOADING) break;
+        keep[sl] = true;
+        cur = next_streamed(s, (cur + 1) % U);
+    }
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sl_slot *sl = &s->slots[i];
+        if (sl->state != SLOT_LOADING || keep[i]) continue;
+        sl_loader_cancel(s->L, &sl->job);
+        s->lo.units[sl->unit].slot = -1;
+        sl->unit = -1;
+        sl->state = SLOT_STALE;
+    }
+    s->next_sched = cur;
     refill(s);
 }
 
@@ -519,6 +565,13 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
         fill_view(un, un->pinned_buf, unit, view);
     } else {
         if (un->slot < 0) restart_at(s, unit);
+        while (un->slot < 0) {   /* every slot stale or held: wait for a stale one */
+            bool stale = false;
+            for (int32_t i = 0; i < s->n_slots; i++) stale |= s->slots[i].state == SLOT_STALE;
+            if (!stale) break;
+            reap_stale(s, true);
+            restart_at(s, unit);
+        }
         if (un->slot < 0) {
             sl_err_set(SL_EINVAL, "acquire: no free slot for unit %d (all %d slots acquired)",
                        (int)unit, (int)s->n_slots);

@@ -78,6 +78,9 @@ void sl_loader_submit(sl_loader *L, sl_io_job *job);
 /* Waits until job done; returns job->status. */
 int sl_loader_wait(sl_loader *L, sl_io_job *job);
 bool sl_loader_is_done(sl_loader *L, sl_io_job *job);
+/* Stops handing out the job's remaining requests; it is done (status < 0)
+ * once those already in flight complete. */
+void sl_loader_cancel(sl_loader *L, sl_io_job *job);
 void sl_loader_get_stats(sl_loader *L, sl_loader_stats *st);
 void sl_loader_reset_stats(sl_loader *L);
 
