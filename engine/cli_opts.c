@@ -114,5 +114,7 @@ int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m)
         else fprintf(stderr, "sluice %s: %s: %s\n", cmd, o->path, msg);
         return 1;
     }
+    const char *notice = sl_stream_notice(sl_model_stream(*m));
+    if (notice && *notice) fprintf(stderr, "sluice %s: %s\n", cmd, notice);
     return 0;
 }

@@ -195,9 +195,13 @@ static int cmd_plan(int argc, char **argv)
     ROW("streamed per token", p.streamed_bytes_per_token);
 #undef ROW
     if (p.mode == SL_MODE_STREAM && p.n_pinned > 0 && p.n_pinned < p.n_units) {
-        /* list the pinned units via a real open would allocate: recompute the spread */
-        printf("pinned units                   spread evenly over the schedule of %d units\n",
-               (int)p.n_units);
+        printf("pinned units                  ");
+        for (int32_t i = 0; i < p.n_pinned; i++) {
+            int32_t u = sl_stream_plan_pinned_unit(&p, i);
+            if (u < p.n_layers) printf(" %d", (int)u);
+            else printf(" head%d", (int)(u - p.n_layers));
+        }
+        printf("  (of %d, spread evenly over the schedule)\n", (int)p.n_units);
     }
 
     double disk = DEFAULT_DISK_BPS, mem = DEFAULT_MEM_BPS;

@@ -12,12 +12,12 @@
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
-static int stream_err(int rc, const sl_stream *st, const char *fmt, long a)
+static int stream_err(int rc, const sl_stream *st, const char *what, long idx)
 {
-    char msg[512], pre[128];
+    char msg[512];
     snprintf(msg, sizeof msg, "%s", sl_stream_errmsg(st));
-    snprintf(pre, sizeof pre, fmt, a);
-    return sl_err_set(rc, "%s%s", pre, msg);
+    if (!what) return sl_err_set(rc, "%s", msg);
+    return sl_err_set(rc, "%s %ld: %s", what, idx, msg);
 }
 
 #define A64(x) (((x) + 63) & ~(uint64_t)63)
@@ -86,7 +86,7 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     for (int32_t u = 0; u < nu; u++) {
         sl_stream_unit ui;
         int rc = sl_stream_unit_info(st, u, &ui);
-        if (rc) return stream_err(rc, st, "stream unit %ld: ", u);
+        if (rc) return stream_err(rc, st, "stream unit", u);
         bool want_layer = u < d->n_layer;
         if ((ui.kind == SL_UNIT_LAYER) != want_layer || (want_layer && ui.layer != u) ||
             (!want_layer && (ui.row_end <= ui.row_begin || ui.row_end > (uint64_t)d->n_vocab)))
@@ -255,7 +255,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
 static int acquire(sl_forward *f, int32_t u, sl_stream_view *v)
 {
     int rc = sl_stream_acquire(f->st, u, v);
-    if (rc) return stream_err(rc, f->st, "%.0ld", 0);
+    if (rc) return stream_err(rc, f->st, NULL, 0);
     return 0;
 }
 
@@ -269,7 +269,7 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
         sl_stream_unit ui;
         sl_stream_view v;
         int rc = sl_stream_unit_info(f->st, u, &ui);
-        if (rc) return stream_err(rc, f->st, "stream unit %ld: ", u);
+        if (rc) return stream_err(rc, f->st, "stream unit", u);
         if ((rc = acquire(f, u, &v))) return rc;
         const sl_stream_tensor *w = sl_stream_view_find(&v, f->head_name);
         uint64_t rows = ui.row_end - ui.row_begin;
@@ -290,7 +290,7 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
         rc = mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab);
         int rr = sl_stream_release(f->st, u);
         if (rc) return rc;
-        if (rr) return stream_err(rr, f->st, "%.0ld", 0);
+        if (rr) return stream_err(rr, f->st, NULL, 0);
     }
     return 0;
 }
@@ -306,7 +306,7 @@ static int chunk_forward(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n
             return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", ids[i], d->n_vocab);
         rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)ids[i], f->row_buf,
                                 f->embd_row_bytes);
-        if (rc) return stream_err(rc, f->st, "token_embd row %ld: ", ids[i]);
+        if (rc) return stream_err(rc, f->st, "token_embd row", ids[i]);
         rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, f->x + (int64_t)i * E, E);
         if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", ids[i]);
     }
@@ -316,7 +316,7 @@ static int chunk_forward(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n
         rc = layer_forward(f, kv, l, &v, n);
         int rr = sl_stream_release(f->st, l);
         if (rc) return rc;
-        if (rr) return stream_err(rr, f->st, "%.0ld", 0);
+        if (rr) return stream_err(rr, f->st, NULL, 0);
     }
     if (mode == SL_LOGITS_NONE) {
         /* the lm head is skipped: restart the cyclic schedule at layer 0 */

@@ -6,7 +6,9 @@
  *   sl_session one conversation: KV cache, compute arena, sampler state.
  *
  * Every function returning int returns 0 (SL_OK) or a negative SL_E* status
- * (gguf/sl_status.h); the message of the last failure is kept on the handle
+ * (sl_status.h, installed next to this header: SL_ECTX context full,
+ * SL_EUNSUPPORTED architecture/type, SL_ESHAPE bad tensor, SL_EINVAL bad
+ * argument, SL_EIO disk error, ...); the message of the last failure is kept on the handle
  * (sl_model_errmsg / sl_session_errmsg) and in sl_last_error() of the calling
  * thread. Nothing here prints or exits.
  *
@@ -21,7 +23,7 @@
  *     sl_session *s; if (sl_session_new(&s, m)) die(sl_last_error());
  *     sl_sampling sp; sl_sampling_init(&sp); sp.temp = 0;      // greedy
  *     sl_session_set_sampling(s, &sp);
- *     if (sl_session_feed_text(s, "Once upon a time", true)) die(sl_session_errmsg(s));
+ *     if (sl_session_feed_text(s, "Once upon a time", false)) die(sl_session_errmsg(s));
  *     for (int i = 0; i < 64; i++) {
  *         int32_t tok; char piece[256];
  *         if (sl_session_step(s, &tok)) break;            // SL_ECTX when full
@@ -117,8 +119,8 @@ void sl_session_reset(sl_session *s);
 /* Feed tokens at the next positions (batched prefill). SL_ECTX if they would
  * not fit in n_ctx (nothing is fed then); SL_EINVAL for an id outside the vocab. */
 int  sl_session_feed_tokens(sl_session *s, const int32_t *ids, int n);
-/* Tokenize (special tokens parsed when parse_special; BOS per the model's
- * metadata when at_start and the session is empty) and feed. */
+/* Tokenize (special tokens parsed when parse_special; BOS/EOS as the model's
+ * metadata asks when the session is empty) and feed. */
 int  sl_session_feed_text(sl_session *s, const char *text, bool parse_special);
 /* Like feed_tokens, and also writes the logits of every fed position to
  * logits[n][n_vocab] (row i = prediction for the token after ids[i]). */

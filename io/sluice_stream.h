@@ -9,7 +9,14 @@
  * views into its slot; release(u) hands the slot back and the eager prefetch
  * queue (depth D, default 3) refills it with the next unit of the cyclic
  * schedule 0..U-1, 0..U-1, ... Backends: io_uring (O_DIRECT, fixed buffers),
- * a pread thread pool, and mmap+madvise (baseline). */
+ * a pread thread pool, and mmap+madvise (baseline).
+ *
+ * Threads: the calls on one sl_stream come from one thread at a time (the
+ * engine's driver thread); the streamer's own I/O threads never call back.
+ * Tensor views of a streamed unit are valid only between acquire and
+ * release; at most depth+1 units are held at once (acquire fails with a
+ * "no free slot" message beyond that). Acquiring out of schedule order is
+ * allowed: the prefetch queue drains and restarts at that unit. */
 #ifndef SLUICE_STREAM_H
 #define SLUICE_STREAM_H
 
@@ -94,7 +101,7 @@ typedef struct sl_stream_plan {
     uint64_t streamed_bytes_per_token;
     uint64_t peak_bytes;        /* predicted peak of what the streamer holds + reserve */
     /* added by io: the rest of the numbers `sluice plan` prints */
-    uint64_t meta_bytes;        /* GGUF header + metadata kept by the reader */
+    uint64_t meta_bytes;        /* GGUF metadata kept by the reader + streamer tables (estimate) */
     uint64_t mem_available;     /* MemAvailable at planning time */
     uint64_t margin_bytes;      /* safety margin subtracted from MemAvailable (0 with mem_budget) */
     int32_t depth;              /* prefetch depth */
@@ -108,6 +115,9 @@ void sl_stream_config_init(sl_stream_config *c);
 /* Plan only (no buffers): the decision `sluice plan` prints. */
 int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
                          char *err, size_t err_len);
+
+/* i-th pinned unit (0 <= i < p->n_pinned) of a plan, in schedule order; -1 if none. */
+int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
 
 int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c);
 void sl_stream_close(sl_stream *s);
@@ -134,7 +144,10 @@ const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char 
 /* Hint: the next unit to be acquired will be `unit` (restarts the cyclic schedule there). */
 int sl_stream_prefetch(sl_stream *s, int32_t unit);
 
-/* Globals (non-layer tensors other than the lm head), resident until close. */
+/* Non-layer tensors, resident until close. token_embd and the lm head
+ * ("output.weight") are listed too, but their data is NULL unless they are
+ * resident (mode resident/mmap, or embeddings pinned): use read_row for
+ * embeddings and the head units for the lm head. */
 const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
 /* One row of a non-layer matrix (token_embd): from RAM if resident, else one small read. */
 int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);

@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
-enum { SLOT_FREE = 0, SLOT_LOADING, SLOT_ACQUIRED };
+/* STALE: the unit is no longer wanted (schedule restarted) but reads into
+ * the slot may still be in flight: it is reused only once they are done. */
+enum { SLOT_FREE = 0, SLOT_LOADING, SLOT_ACQUIRED, SLOT_STALE };
 
 typedef struct sl_slot {
     uint8_t *buf;
@@ -402,9 +404,9 @@ static void drain(sl_stream *s)
 {
     for (int32_t i = 0; i < s->n_slots; i++) {
         sl_slot *sl = &s->slots[i];
-        if (sl->state != SLOT_LOADING) continue;
+        if (sl->state != SLOT_LOADING && sl->state != SLOT_STALE) continue;
         sl_loader_wait(s->L, &sl->job);
-        s->lo.units[sl->unit].slot = -1;
+        if (sl->unit >= 0) s->lo.units[sl->unit].slot = -1;
         sl->state = SLOT_FREE; sl->unit = -1;
     }
 }
@@ -439,6 +441,22 @@ int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)
 
 /* ---- the slot ring ------------------------------------------------------ */
 
+/* Stale slots whose reads have finished become free. */
+static void reap_stale(sl_stream *s, bool wait_one)
+{
+    int32_t oldest = -1;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sl_slot *sl = &s->slots[i];
+        if (sl->state != SLOT_STALE) continue;
+        if (sl_loader_is_done(s->L, &sl->job)) sl->state = SLOT_FREE;
+        else if (oldest < 0 || sl->seq < s->slots[oldest].seq) oldest = i;
+    }
+    if (wait_one && oldest >= 0) {
+        sl_loader_wait(s->L, &s->slots[oldest].job);
+        s->slots[oldest].state = SLOT_FREE;
+    }
+}
+
 static int32_t loading_count(const sl_stream *s)
 {
     int32_t n = 0;
@@ -446,12 +464,14 @@ static int32_t loading_count(const sl_stream *s)
     return n;
 }
 
-/* Eager: keep up to depth units of the cyclic schedule loading. */
+/* Eager: every free slot gets the next unit of the cyclic schedule, so while
+ * the caller computes one unit the other depth slots are loading. */
 static void refill(sl_stream *s)
 {
     int32_t U = s->lo.n_units;
     if (s->n_slots == 0 || s->plan.mode != SL_MODE_STREAM) return;
-    while (loading_count(s) < s->cfg.depth) {
+    reap_stale(s, false);
+    while (loading_count(s) < s->n_slots) {
         int32_t free_i = -1;
         for (int32_t i = 0; i < s->n_slots; i++) if (s->slots[i].state == SLOT_FREE) { free_i = i; break; }
         if (free_i < 0) return;
@@ -469,19 +489,46 @@ static void refill(sl_stream *s)
     }
 }
 
-/* Restart the schedule at unit u (out-of-order access or a prefetch hint). */
+static int32_t next_streamed(const sl_stream *s, int32_t u)
+{
+    int32_t U = s->lo.n_units;
+    for (int32_t t = 0; t < U; t++, u = (u + 1) % U)
+        if (!s->lo.units[u].info.pinned) return u;
+    return -1;
+}
+
+/* Restart the schedule at unit u (out-of-order access or a prefetch hint)
+ * without blocking: units already loading that begin the new schedule are
+ * kept, the other loads are cancelled and their slots turn stale. */
 static void restart_at(sl_stream *s, int32_t u)
 {
-    drain(s);
-    s->next_sched = u;
+    int32_t U = s->lo.n_units, cur = next_streamed(s, u);
+    if (cur < 0) return;
+    /* the kept prefix: cur, next, ... while each is loading */
+    bool keep[66] = { false };   /* n_slots <= depth + 1 <= 65 */
+    for (int32_t n = 0; n < U; n++) {
+        int32_t sl = s->lo.units[cur].slot;
+        if (sl < 0 || s->slots[sl].state != SLOT_LOADING) break;
+        keep[sl] = true;
+        cur = next_streamed(s, (cur + 1) % U);
+    }
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sl_slot *sl = &s->slots[i];
+        if (sl->state != SLOT_LOADING || keep[i]) continue;
+        sl_loader_cancel(s->L, &sl->job);
+        s->lo.units[sl->unit].slot = -1;
+        sl->unit = -1;
+        sl->state = SLOT_STALE;
+    }
+    s->next_sched = cur;
     refill(s);
 }
 
-static void fill_view(sl_stream *s, sl_unit *un, const uint8_t *base, int32_t unit, sl_stream_view *v)
+/* base = the buffer holding file offset un->abeg */
+static void fill_view(sl_unit *un, const uint8_t *base, int32_t unit, sl_stream_view *v)
 {
     for (uint32_t i = 0; i < un->n_tensors; i++)
         un->tensors[i].data = base + (un->tofs[i] - un->abeg);
-    (void)s;
     v->unit = unit; v->n_tensors = un->n_tensors; v->tensors = un->tensors;
 }
 
@@ -509,15 +556,22 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
     }
     s->acquires++;
     if (s->plan.mode == SL_MODE_RESIDENT) {
-        fill_view(s, un, s->rbuf + (un->abeg - s->rbase), unit, view);
+        fill_view(un, un->n_tensors ? s->rbuf + (un->abeg - s->rbase) : NULL, unit, view);
     } else if (s->plan.mode == SL_MODE_MMAP) {
-        fill_view(s, un, s->map + un->abeg, unit, view);
+        fill_view(un, s->map + un->abeg, unit, view);
         for (int32_t d = 1; d <= s->cfg.depth; d++)
             mmap_advise(s, &s->lo.units[(unit + d) % s->lo.n_units], MADV_WILLNEED);
     } else if (un->info.pinned) {
-        fill_view(s, un, un->pinned_buf, unit, view);
+        fill_view(un, un->pinned_buf, unit, view);
     } else {
         if (un->slot < 0) restart_at(s, unit);
+        while (un->slot < 0) {   /* every slot stale or held: wait for a stale one */
+            bool stale = false;
+            for (int32_t i = 0; i < s->n_slots; i++) stale |= s->slots[i].state == SLOT_STALE;
+            if (!stale) break;
+            reap_stale(s, true);
+            restart_at(s, unit);
+        }
         if (un->slot < 0) {
             sl_err_set(SL_EINVAL, "acquire: no free slot for unit %d (all %d slots acquired)",
                        (int)unit, (int)s->n_slots);
@@ -533,7 +587,8 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
             return fail(s, st);
         }
         sl->state = SLOT_ACQUIRED;
-        fill_view(s, un, sl->buf, unit, view);
+        fill_view(un, sl->buf, unit, view);
+        refill(s);
     }
     un->acquired = true;
     return 0;
@@ -616,12 +671,12 @@ int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, 
     }
     uint64_t rows = 1;
     for (uint32_t d = 1; d < t->n_dims; d++) rows *= t->ne[d];
-    uint64_t rb = t->nbytes / rows;
     if (row >= rows) {
         sl_err_set(SL_ERANGE, "read_row: %s row %llu out of range (%llu rows)", name,
                    (unsigned long long)row, (unsigned long long)rows);
         return fail(s, SL_ERANGE);
     }
+    uint64_t rb = t->nbytes / rows;
     if (dst_len < rb) {
         sl_err_set(SL_EINVAL, "read_row: %s rows are %llu bytes, buffer has %zu", name,
                    (unsigned long long)rb, dst_len);

@@ -138,6 +138,25 @@ int sl_loader_wait(sl_loader *L, sl_io_job *j)
     return st;
 }
 
+void sl_loader_cancel(sl_loader *L, sl_io_job *j)
+{
+    pthread_mutex_lock(&L->mu);
+    if (!j->done) {
+        if (j->status == 0) {
+            j->status = SL_EINVAL;
+            snprintf(j->err, sizeof j->err, "unit %d: read cancelled", (int)j->unit);
+        }
+        if (j->queued) {   /* unlink: the job may be resubmitted once done */
+            sl_io_job **pp = &L->qhead, *prev = NULL;
+            while (*pp && *pp != j) { prev = *pp; pp = &(*pp)->qnext; }
+            if (*pp) { *pp = j->qnext; if (L->qtail == j) L->qtail = prev; }
+            j->qnext = NULL; j->queued = false;
+        }
+        if (j->outstanding == 0) { j->done = true; pthread_cond_broadcast(&L->cv_done); }
+    }
+    pthread_mutex_unlock(&L->mu);
+}
+
 bool sl_loader_is_done(sl_loader *L, sl_io_job *j)
 {
     pthread_mutex_lock(&L->mu);

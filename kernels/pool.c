@@ -2,7 +2,8 @@
  * it for a short while (decode issues ~200 small jobs per token back to back,
  * so a sleeping worker would cost a futex wake-up of several µs per job), then
  * sleep on a futex. The caller runs share 0 itself and waits for `pending` to
- * reach zero the same way (spin, then futex). Linux only (futex). */
+ * reach zero the same way (spin, then futex). Linux only (futex).
+ * One caller at a time per pool; a job must not call sl_pool_run on its own pool. */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>

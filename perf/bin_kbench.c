@@ -80,13 +80,10 @@ static void rd_fn(void *ctx, int ith, int nth)
 #endif
 }
 
-static double read_bw(size_t len, int nth, int reps)
+/* Median streaming-read GB/s over buf with the pool's threads. */
+static double read_bw(sl_pool *p, const uint8_t *buf, size_t len, int reps)
 {
-    uint8_t *buf = aligned_alloc(4096, len);
-    if (!buf) return 0;
-    for (size_t i = 0; i < len; i += 8) { uint64_t v = i * 0x9e37ull; memcpy(buf + i, &v, 8); }
-    sl_pool *p = NULL;
-    if (sl_pool_create(&p, nth) != 0) { free(buf); return 0; }
+    int nth = sl_pool_n_threads(p);
     struct rd r = {.buf = buf, .len = len};
     double t[32];
     sl_pool_run(p, rd_fn, &r);                           /* warm-up */
@@ -95,8 +92,6 @@ static double read_bw(size_t len, int nth, int reps)
         sl_pool_run(p, rd_fn, &r);
         t[k] = now() - t0;
     }
-    sl_pool_destroy(p);
-    free(buf);
     return (double)(len / (size_t)nth * (size_t)nth) / median(t, reps) / 1e9;
 }
 
@@ -178,13 +173,20 @@ int main(int argc, char **argv)
 
     printf("kbench: kernels %s, %d threads, medians of %d reps\n", k->name, nth, reps);
     size_t blen = bmib << 20;
-    double bw1 = read_bw(blen, 1, reps);
-    double bwn = read_bw(blen, nth, reps);
-    printf("memory read bandwidth (%zu MiB buffer): 1 thread %.2f GB/s, %d threads %.2f GB/s\n\n",
+    uint8_t *bbuf = aligned_alloc(4096, blen);
+    sl_pool *pool = NULL, *pool1 = NULL;
+    if (!bbuf) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
+    for (size_t i = 0; i < blen; i += 8) { uint64_t v = i * 0x9e37ull; memcpy(bbuf + i, &v, 8); }
+    if ((rc = sl_pool_create(&pool, nth)) != 0 || (rc = sl_pool_create(&pool1, 1)) != 0) {
+        fprintf(stderr, "kbench: pool: %d\n", rc);
+        return 1;
+    }
+    double bw1 = read_bw(pool1, bbuf, blen, reps);
+    double bwn = read_bw(pool, bbuf, blen, reps);
+    printf("memory read bandwidth (%zu MiB buffer): 1 thread %.2f GB/s, %d threads %.2f GB/s\n",
            bmib, bw1, nth, bwn);
-
-    sl_pool *pool = NULL;
-    if ((rc = sl_pool_create(&pool, nth)) != 0) { fprintf(stderr, "kbench: pool: %d\n", rc); return 1; }
+    printf("(the machine may be shared: each type's row also re-measures the %d-thread bandwidth\n"
+           " right before its matvec, column 'bw now', and '%% bw' is relative to that)\n\n", nth);
     uint64_t seed = 42;
     float *xf = malloc((size_t)BATCH * COLS * sizeof *xf);
     float *Y = malloc((size_t)BATCH * ROWS * sizeof *Y);
@@ -193,8 +195,8 @@ int main(int argc, char **argv)
 
     printf("matvec %dx%d (rows x cols), weights cycled over >= %zu MiB; matmul batch %d on one matrix\n",
            ROWS, COLS, wmib, BATCH);
-    printf("%-6s %8s %5s | %9s %7s %9s | %9s %10s %10s %7s\n", "type", "MiB/mat", "nmat",
-           "mv GB/s", "% bw", "mv rows/s", "mm GFLOP/s", "mm rows/s", "mv rows/s", "mm/mv");
+    printf("%-6s %8s %5s | %7s %9s %7s %9s | %9s %10s %10s %7s\n", "type", "MiB/mat", "nmat",
+           "bw now", "mv GB/s", "% bw", "mv rows/s", "mm GFLOP/s", "mm rows/s", "mv rows/s", "mm/mv");
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
         if (!k->vec_dot[t]) { printf("%-6s  (no kernel)\n", sl_quant_type_name(t)); continue; }
@@ -208,6 +210,7 @@ int main(int argc, char **argv)
         sl_kern_quantize_act(k, t, xf, COLS, BATCH, act);
 
         double tv[32], tm[32];
+        double bwnow = read_bw(pool, bbuf, blen, reps < 3 ? reps : 3);
         for (int m = 0; m < nmat; m++) sl_kern_matvec(k, pool, t, W + m * mb, ROWS, COLS, act, Y);
         for (int r = 0; r < reps; r++) {
             double t0 = now();
@@ -230,8 +233,8 @@ int main(int argc, char **argv)
         double tmm = median(tm, mreps);
         double gbs = (double)mb / tmv / 1e9;
         double mv_rows = 1.0 / tmv, mm_rows = BATCH / tmm;
-        printf("%-6s %8.1f %5d | %9.2f %6.1f%% %9.1f | %9.1f %10.1f %10.1f %6.2fx\n",
-               sl_quant_type_name(t), (double)mb / 1048576.0, nmat, gbs, 100.0 * gbs / bwn, mv_rows,
+        printf("%-6s %8.1f %5d | %7.2f %9.2f %6.1f%% %9.1f | %9.1f %10.1f %10.1f %6.2fx\n",
+               sl_quant_type_name(t), (double)mb / 1048576.0, nmat, bwnow, gbs, 100.0 * gbs / bwnow, mv_rows,
                2.0 * ROWS * COLS * BATCH / tmm / 1e9, mm_rows, mv_rows, mm_rows / mv_rows);
         fflush(stdout);
         free(W);
@@ -240,6 +243,8 @@ int main(int argc, char **argv)
     printf("\nmv rows/s = activation rows per second through one %dx%d matrix (matvec: 1 row per pass)\n",
            ROWS, COLS);
     sl_pool_destroy(pool);
+    sl_pool_destroy(pool1);
+    free(bbuf);
     free(xf);
     free(Y);
     return 0;

@@ -79,6 +79,7 @@ Test(planner, budgets_tiny_to_huge)
 Test(planner, overrides_reserve_and_cap)
 {
     char path[256], err[512];
+    int rc;
     tmp_model(path, sizeof path, "ovr", &spec);
     sl_stream_plan p;
     cr_assert_eq(plan(path, 64ull << 30, SL_MODE_AUTO, 0, -1, &p, err, sizeof err), 0);
@@ -103,10 +104,13 @@ Test(planner, overrides_reserve_and_cap)
     cr_assert_eq(p.mode, SL_MODE_RESIDENT);
     cr_assert(!p.fits, "forced resident over budget is reported as not fitting");
     /* budget from MemAvailable minus a margin */
-    cr_assert_eq(plan(path, 0, SL_MODE_AUTO, 0, -1, &p, err, sizeof err), 0);
+    /* (the machine is shared: a balloon may have eaten MemAvailable) */
+    rc = plan(path, 0, SL_MODE_AUTO, 0, -1, &p, err, sizeof err);
+    cr_assert(rc == 0 || (rc == SL_ENOMEM && !p.fits), "rc %d: %s", rc, err);
     cr_assert_gt(p.mem_available, 0);
-    cr_assert_gt(p.margin_bytes, 0);
-    cr_assert_eq(p.budget + p.margin_bytes, p.mem_available);
+    cr_assert_geq(p.margin_bytes, 256ull << 20);
+    if (p.mem_available > p.margin_bytes) cr_assert_eq(p.budget + p.margin_bytes, p.mem_available);
+    else cr_assert_eq(p.budget, 0);
     /* bad config */
     sl_stream_config c;
     sl_stream_config_init(&c);
@@ -140,6 +144,12 @@ Test(planner, pins_spread_evenly_and_head_chunks)
         int32_t wrap = first + U - prev;
         if (n > 1) { gmin = wrap < gmin ? wrap : gmin; gmax = wrap > gmax ? wrap : gmax; }
         cr_assert_eq(n, k);
+        for (int32_t i = 0; i < k; i++) {
+            sl_stream_unit info;
+            int32_t pu = sl_stream_plan_pinned_unit(sl_stream_get_plan(s), i);
+            cr_assert_eq(sl_stream_unit_info(s, pu, &info), 0);
+            cr_assert(info.pinned, "plan_pinned_unit(%d) = %d is not pinned", (int)i, (int)pu);
+        }
         if (n > 1) cr_assert_leq(gmax - gmin, 1, "k=%d gaps %d..%d", (int)k, (int)gmin, (int)gmax);
         /* head chunks: contiguous rows covering the lm head, none larger than a layer */
         const sl_stream_plan *p = sl_stream_get_plan(s);
@@ -171,7 +181,7 @@ Test(planner, tied_embeddings_stream_through_head_units)
     tmp_model(path, sizeof path, "tied", &t);
     sl_stream_config c;
     sl_stream_config_init(&c);
-    c.no_direct = true; c.mode = SL_MODE_STREAM; c.max_pinned = 0;
+    c.no_direct = true; c.mode = SL_MODE_STREAM; c.max_pinned = 0; c.mem_budget = 1ull << 30;
     sl_stream *s;
     cr_assert_eq(sl_stream_open(&s, path, &c), 0, "%s", sl_stream_open_errmsg());
     const sl_stream_plan *p = sl_stream_get_plan(s);

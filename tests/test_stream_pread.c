@@ -23,6 +23,7 @@ Test(stream_pread, stream_resident_and_auto_fallback)
     for (int i = 0; i < 3; i++) {
         sl_stream_config c;
         sl_stream_config_init(&c);
+        c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
         c.io = SL_IO_PREAD; c.mode = modes[i]; c.no_direct = true; c.max_pinned = 1;
         c.req_bytes = 3000; c.n_io_threads = 3; c.depth = 1;
         sl_stream *s;
@@ -36,6 +37,7 @@ Test(stream_pread, stream_resident_and_auto_fallback)
     }
     sl_stream_config c;
     sl_stream_config_init(&c);
+    c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
     c.mode = SL_MODE_STREAM; c.max_pinned = 0;
     sl_stream *s;
     cr_assert_eq(sl_stream_open(&s, path, &c), 0, "%s", sl_stream_open_errmsg());
@@ -68,6 +70,7 @@ Test(stream_pread, faults_retried_or_reported)
     hook_ctx h = { 0 };
     sl_stream_config c;
     sl_stream_config_init(&c);
+    c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
     c.io = SL_IO_PREAD; c.mode = SL_MODE_STREAM; c.no_direct = true; c.max_pinned = 0;
     c.req_bytes = 5000;
     c.read_hook = flaky; c.read_hook_ctx = &h;
@@ -96,5 +99,50 @@ Test(stream_pread, faults_retried_or_reported)
     cr_assert_eq(sl_stream_acquire(s, 3, &v), 0, "%s", sl_stream_errmsg(s));
     sl_stream_release(s, 3);
     sl_stream_close(s);
+    unlink(path);
+}
+
+Test(stream_pread, real_models_every_unit_matches_the_file)
+{
+    const char *models[] = { "stories260K.gguf", "TinyStories-656K-Q8_0.gguf", "llama-2-tiny-random.gguf",
+                             "synth-tiny-q4_k.gguf", "synth-tiny-qwen2-q4_k.gguf" };
+    int seen = 0;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/models/%s", SL_SHARED_DIR, models[i]);
+        if (access(path, R_OK) != 0) continue;
+        seen++;
+        for (int mode = SL_MODE_RESIDENT; mode <= SL_MODE_MMAP; mode++) {
+            sl_stream_config c;
+            sl_stream_config_init(&c);
+            c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
+            c.mode = mode; c.max_pinned = 1; c.io = SL_IO_PREAD;
+            sl_stream *s;
+            cr_assert_eq(sl_stream_open(&s, path, &c), 0, "%s: %s", models[i], sl_stream_open_errmsg());
+            st_run_passes(s, path, 2);
+            const sl_stream_plan *p = sl_stream_get_plan(s);
+            cr_assert_eq(p->n_layers, sl_gguf_n_layers(sl_stream_gguf(s)));
+            sl_stream_close(s);
+        }
+    }
+    if (!seen) cr_skip_test("no models in %s/models", SL_SHARED_DIR);
+}
+
+Test(stream_pread, bad_input_is_an_error_not_a_crash)
+{
+    sl_stream *s = NULL;
+    cr_assert_neq(sl_stream_open(&s, "/nonexistent/model.gguf", NULL), 0);
+    cr_assert_null(s);
+    cr_assert_not_null(strstr(sl_stream_open_errmsg(), "/nonexistent/model.gguf"));
+    char path[256];
+    tmp_model(path, sizeof path, "trunc");
+    cr_assert_eq(truncate(path, 20000), 0);
+    cr_assert_neq(sl_stream_open(&s, path, NULL), 0);
+    cr_assert_gt(strlen(sl_stream_open_errmsg()), 10);
+    sl_stream_config c;
+    sl_stream_config_init(&c);
+    c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
+    c.depth = -1;
+    cr_assert_eq(sl_stream_open(&s, path, &c), SL_EINVAL);
     unlink(path);
 }
