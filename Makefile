@@ -67,6 +67,7 @@ TEST_SUPPORT := $(filter-out tests/test_% tests/fuzz_% tests/mini_runner.c,$(wil
 STATIC_LIB := $(BUILD)/libsluice.a
 SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
 
+.SECONDARY:
 .PHONY: all lib test check asan check-aarch64 fuzz fuzz-smoke deps demo install clean tests bench
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(BUILD)/sluice $(PERF_BINS) $(EXAMPLES)
