@@ -193,9 +193,14 @@ deps:
 	fi
 
 DEMO_MODEL ?= $(SHARED)/models/stories260K.gguf
+# The main job: a generation streamed layer by layer through io_uring under a
+# 2 MiB weight budget (the model is 1.1 MiB of tensors + KV + metadata), with
+# the planner's decision first and per-token I/O telemetry after.
 demo: deps
-	@$(MAKE) --no-print-directory all
-	$(BUILD)/sluice run -m $(DEMO_MODEL) -p "Once upon a time" -n 64
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	$(BUILD)/sluice plan -m $(DEMO_MODEL) --mem-budget 2M -c 256
+	$(BUILD)/sluice run -m $(DEMO_MODEL) -p "Once upon a time" -n 96 -c 256 \
+	  --mode stream --mem-budget 2M --seed 42 --stats
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sluice \
