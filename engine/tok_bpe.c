@@ -7,52 +7,6 @@
 #include <string.h>
 
 typedef struct bsym { uint32_t start, n; int32_t prev, next; } bsym;
-typedef struct bbig { int32_t rank, left, right; uint32_t lsz, rsz; } bbig;
-
-static bool big_before(const bbig *a, const bbig *b)
-{
-    if (a->rank != b->rank) return a->rank < b->rank;
-    return a->left < b->left;
-}
-
-typedef struct bheap { bbig *v; size_t n, cap; } bheap;
-
-static int heap_push(bheap *h, bbig b)
-{
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        bbig *nv = realloc(h->v, nc * sizeof *nv);
-        if (!nv) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
-        h->v = nv;
-        h->cap = nc;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!big_before(&b, &h->v[p])) break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i] = b;
-    return 0;
-}
-
-static bbig heap_pop(bheap *h)
-{
-    bbig top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && big_before(&h->v[c + 1], &h->v[c])) c++;
-        if (!big_before(&h->v[c], &last)) break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n) h->v[i] = last;
-    return top;
-}
-
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
  * rest to U+0100 + k in byte order. Returns the code point for byte b. */
 static uint32_t byte_to_cp(unsigned b)
@@ -69,7 +23,7 @@ uint32_t sl_bpe_byte_cp(unsigned b) { return byte_to_cp(b); }
 typedef struct work {
     char *w; size_t wcap;            /* mapped word */
     bsym *s; size_t scap;
-    bheap h;
+    sl_tok_heap h;
 } work;
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -84,14 +38,14 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-static int add_bigram(const sl_tok *t, const work *k, int32_t l, int32_t r, bheap *h)
+static int add_bigram(const sl_tok *t, const work *k, int32_t l, int32_t r, sl_tok_heap *h)
 {
     if (l < 0 || r < 0) return 0;
     const bsym *a = &k->s[l], *b = &k->s[r];
     int32_t rank = sl_tok_merge_rank(t, k->w + a->start, a->n, k->w + b->start, b->n);
     if (rank < 0) return 0;
-    bbig g = { rank, l, r, a->n, b->n };
-    return heap_push(h, g);
+    sl_tok_cand g = { -(double)rank, l, r, a->n, b->n };   /* lowest rank first */
+    return sl_tok_heap_push(h, g);
 }
 
 static int bpe_word(const sl_tok *t, work *k, size_t wlen, sl_ids *out)
@@ -116,7 +70,7 @@ static int bpe_word(const sl_tok *t, work *k, size_t wlen, sl_ids *out)
     k->h.n = 0;
     for (int32_t i = 1; i < n && rc == 0; i++) rc = add_bigram(t, k, i - 1, i, &k->h);
     while (k->h.n && rc == 0) {
-        bbig g = heap_pop(&k->h);
+        sl_tok_cand g = sl_tok_heap_pop(&k->h);
         bsym *l = &k->s[g.left], *r = &k->s[g.right];
         if (l->n != g.lsz || r->n != g.rsz) continue;   /* stale */
         l->n += r->n;

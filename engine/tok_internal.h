@@ -103,4 +103,13 @@ uint32_t sl_bpe_byte_cp(unsigned b);
 int sl_tok_spm_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
 int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
 
+/* ---- merge candidates (SPM and BPE) ---- */
+/* A binary heap that pops the highest prio first, the leftmost pair on ties:
+ * SPM pushes the merged token's score, BPE minus the merge rank. lsz/rsz are
+ * the symbol sizes at push time, to recognise stale entries. */
+typedef struct sl_tok_cand { double prio; int32_t left, right; uint32_t lsz, rsz; } sl_tok_cand;
+typedef struct sl_tok_heap { sl_tok_cand *v; size_t n, cap; } sl_tok_heap;
+int sl_tok_heap_push(sl_tok_heap *h, sl_tok_cand c);
+sl_tok_cand sl_tok_heap_pop(sl_tok_heap *h);   /* h->n > 0 */
+
 #endif
