@@ -1,8 +1,8 @@
 /* Raw device figures for the profiler and the bench: sequential O_DIRECT read
- * bandwidth of one file (request size x queue depth) and memory read
- * bandwidth. The disk reader is deliberately plain (no slots, no GGUF): it is
- * the yardstick the streamer's own figures are compared against. */
+ * bandwidth of one file (request size x queue depth) through the streamer's
+ * own loader, without slots or GGUF units, and memory read bandwidth. */
 #include "perf.h"
+#include "../io/stream_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,67 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
-#if SL_HAVE_LIBURING
-#include <liburing.h>
-#endif
 
-#define HUGE_ALIGN (2u << 20)
+#define CHUNK_MAX (64ull << 20)   /* bytes per loader job; two jobs alternate */
 
-static void *alloc_buf(size_t len)
-{
-    size_t l = (len + HUGE_ALIGN - 1) & ~(size_t)(HUGE_ALIGN - 1);
-    void *p = NULL;
-    if (posix_memalign(&p, HUGE_ALIGN, l)) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, l, MADV_HUGEPAGE);   /* O_DIRECT into huge pages is markedly faster here */
-#endif
-    memset(p, 0, l);
-    return p;
-}
-
-typedef struct {
-    int fd;
-    uint64_t begin, end;       /* [begin, end), 4096-aligned */
-    uint32_t req;
-    int qd, idx, once;
-    double deadline;
-    uint64_t max_bytes;
-    uint8_t *buf;
-    uint64_t bytes;
-    int err;
-} pread_job;
-
-/* Request k of a range cut into req-sized pieces (the last may be shorter). */
-static void req_at(uint64_t begin, uint64_t end, uint32_t req, uint64_t k, uint64_t *off, uint32_t *len)
-{
-    uint64_t nreq = (end - begin + req - 1) / req;
-    (void)nreq;   /* only the io_uring path counts requests */
-    *off = begin + (k % nreq) * req;
-    *len = (uint32_t)(end - *off < req ? end - *off : req);
-}
-
-static void *pread_worker(void *arg)
-{
-    pread_job *j = arg;
-    uint64_t nreq = (j->end - j->begin + j->req - 1) / j->req;
-    for (uint64_t k = (uint64_t)j->idx;; k += (uint64_t)j->qd) {
-        if (j->once && k >= nreq) break;
-        uint64_t off; uint32_t len;
-        req_at(j->begin, j->end, j->req, k, &off, &len);
-        ssize_t n = pread(j->fd, j->buf, len, (off_t)off);
-        if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN) continue;
-            j->err = errno;
-            break;
-        }
-        j->bytes += (uint64_t)n;
-        if (!j->once && (j->bytes * (uint64_t)j->qd >= j->max_bytes || perf_now() >= j->deadline)) break;
-    }
-    return NULL;
-}
-
-/* once: read [begin, end) exactly once; else loop over it until max_s / max_bytes. */
+/* Reads [begin, end) — once, or wrapping until max_s / max_bytes — through the
+ * streamer's own loader (io/: io_uring with fixed 2 MiB-aligned huge-page
+ * buffers, or its pread pool), so the profile measures the code that streams
+ * the weights: two chunk jobs alternate, one filling while the other completes. */
 static int disk_core(const char *path, uint64_t begin, uint64_t end, int once, uint32_t req, int qd,
                      double max_s, uint64_t max_bytes, perf_disk_result *out, char *err, size_t err_len)
 {
@@ -86,93 +34,82 @@ static int disk_core(const char *path, uint64_t begin, uint64_t end, int once, u
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         return -errno;
     }
-    begin &= ~4095ull;
-    end = (end + 4095) & ~4095ull;   /* reads past EOF come back short: fine */
+    struct stat st;
+    uint64_t fsize = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : end;
+    uint32_t align = out->direct ? sl_dio_align(fd, fsize) : 1;
+    if (align < 4096) align = 4096;
+    begin &= ~(uint64_t)(align - 1);
+    end = (end + align - 1) & ~(uint64_t)(align - 1);   /* reads past EOF come back short: fine */
     if (end <= begin) { close(fd); snprintf(err, err_len, "%s: empty range", path); return -EINVAL; }
-    uint8_t *buf = alloc_buf((size_t)req * (size_t)qd);
-    if (!buf) { close(fd); snprintf(err, err_len, "out of memory"); return -ENOMEM; }
-    uint64_t nreq = (end - begin + req - 1) / req;
-    (void)nreq;   /* only the io_uring path counts requests */
-    int rc = 0;
+    uint64_t chunk = end - begin < CHUNK_MAX ? end - begin : CHUNK_MAX;
+    chunk = sl_buf_round(chunk);
+    size_t ml[2] = { 0, 0 };
+    void *mb[2] = { NULL, NULL };
+    uint8_t *buf[2];
+    struct iovec iov[2];
+    for (int b = 0; b < 2; b++) {
+        buf[b] = sl_buf_alloc((size_t)chunk, &ml[b], &mb[b]);
+        if (!buf[b]) {
+            if (b) sl_buf_free(mb[0], ml[0]);
+            close(fd);
+            snprintf(err, err_len, "out of memory for %llu-byte read buffers", (unsigned long long)chunk);
+            return -ENOMEM;
+        }
+        memset(buf[b], 0, (size_t)chunk);   /* fault the huge pages in before timing */
+        iov[b].iov_base = buf[b];
+        iov[b].iov_len = (size_t)chunk;
+    }
+    sl_loader_cfg lc;
+    memset(&lc, 0, sizeof lc);
+    lc.io = sl_uring_probe() == 0 ? SL_IO_URING : SL_IO_PREAD;
+    lc.fd = fd; lc.direct = out->direct; lc.align = align;
+    lc.req_bytes = req; lc.queue_depth = qd; lc.n_threads = qd;
+    lc.fixed = iov; lc.n_fixed = 2;
+    sl_loader *L;
+    char notice[256] = "";
+    int rc = sl_loader_create(&L, &lc, notice, sizeof notice);
+    if (rc) {
+        snprintf(err, err_len, "%s: %s", path, sl_last_error());
+        for (int b = 0; b < 2; b++) sl_buf_free(mb[b], ml[b]);
+        close(fd);
+        return rc;
+    }
+    out->engine = sl_loader_backend(L) == SL_IO_URING ? "io_uring" : "pread";
+    sl_io_job jobs[2];
+    int in_flight[2] = { 0, 0 }, stop = 0;
+    uint64_t off = begin, bytes = 0;
     double t0 = perf_now();
-    uint64_t bytes = 0;
-#if SL_HAVE_LIBURING
-    struct io_uring ring;
-    int urc = io_uring_queue_init((unsigned)qd, &ring, 0);
-    if (urc == 0) {
-        out->engine = "io_uring";
-        uint64_t next = 0, inflight = 0, issued = 0;
-        double deadline = t0 + max_s;
-        int stop = 0, nfree = qd;
-        uint64_t free_slot[256];
-        for (int i = 0; i < qd; i++) free_slot[i] = (uint64_t)(qd - 1 - i);
-        while (!rc) {
-            /* keep qd requests in flight */
-            while (!stop && inflight < (uint64_t)qd) {
-                if (once && next >= nreq) { stop = 1; break; }
-                uint64_t off; uint32_t len;
-                req_at(begin, end, req, next, &off, &len);
-                struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-                if (!sqe) break;
-                uint64_t slot = free_slot[--nfree];
-                io_uring_prep_read(sqe, fd, buf + slot * req, len, off);
-                io_uring_sqe_set_data64(sqe, slot);
-                next++; inflight++; issued += len;
-                if (!once && (issued >= max_bytes || perf_now() >= deadline)) stop = 1;
-            }
-            if (!inflight) break;
-            io_uring_submit(&ring);
-            struct io_uring_cqe *cqe;
-            int w = io_uring_wait_cqe(&ring, &cqe);
-            if (w == -EINTR) continue;
-            if (w < 0) { rc = w; snprintf(err, err_len, "%s: io_uring wait: %s", path, strerror(-w)); break; }
-            int res = cqe->res;
-            free_slot[nfree++] = io_uring_cqe_get_data64(cqe);
-            io_uring_cqe_seen(&ring, cqe);
-            inflight--;
-            if (res < 0 && res != -EAGAIN && res != -EINTR) {
-                snprintf(err, err_len, "%s: read failed: %s", path, strerror(-res));
-                rc = res;
-            } else if (res > 0) {
-                bytes += (uint64_t)res;
+    for (int k = 0; !stop || in_flight[0] || in_flight[1]; k++) {
+        int b = k & 1;
+        if (in_flight[b]) {
+            in_flight[b] = 0;
+            if (sl_loader_wait(L, &jobs[b]) != 0 && !rc) {
+                rc = jobs[b].status ? jobs[b].status : -EIO;
+                snprintf(err, err_len, "%s: %s", path, jobs[b].err);
+                stop = 1;
+            } else {
+                bytes += jobs[b].need_end - jobs[b].off;
             }
         }
-        /* drain what is still in flight after an error */
-        while (inflight) {
-            struct io_uring_cqe *cqe;
-            if (io_uring_wait_cqe(&ring, &cqe) < 0) break;
-            io_uring_cqe_seen(&ring, cqe);
-            inflight--;
+        if (stop) continue;
+        if (off >= end) {
+            if (once) { stop = 1; continue; }
+            off = begin;
         }
-        io_uring_queue_exit(&ring);
-    } else
-#endif
-    {
-        out->engine = "pread";
-        pread_job *jobs = calloc((size_t)qd, sizeof *jobs);
-        pthread_t *th = calloc((size_t)qd, sizeof *th);
-        if (!jobs || !th) { free(jobs); free(th); free(buf); close(fd); return -ENOMEM; }
-        for (int i = 0; i < qd; i++) {
-            jobs[i] = (pread_job){ .fd = fd, .begin = begin, .end = end, .req = req, .qd = qd, .idx = i,
-                                   .once = once, .deadline = t0 + max_s, .max_bytes = max_bytes,
-                                   .buf = buf + (size_t)i * req };
-            if (pthread_create(&th[i], NULL, pread_worker, &jobs[i])) { th[i] = 0; pread_worker(&jobs[i]); }
-        }
-        for (int i = 0; i < qd; i++) {
-            if (th[i]) pthread_join(th[i], NULL);
-            bytes += jobs[i].bytes;
-            if (jobs[i].err && !rc) {
-                rc = -jobs[i].err;
-                snprintf(err, err_len, "%s: read failed: %s", path, strerror(jobs[i].err));
-            }
-        }
-        free(jobs);
-        free(th);
+        uint64_t n = end - off < chunk ? end - off : chunk;
+        memset(&jobs[b], 0, sizeof jobs[b]);
+        jobs[b].dst = buf[b]; jobs[b].off = off; jobs[b].len = n; jobs[b].need_end = off + n < fsize ? off + n : (fsize > off ? fsize : off);
+        jobs[b].buf_index = sl_loader_fixed(L) ? b : -1; jobs[b].unit = k;
+        sl_loader_submit(L, &jobs[b]);
+        in_flight[b] = 1;
+        off += n;
+        if (!once && (bytes + n >= max_bytes || perf_now() - t0 >= max_s)) stop = 1;
     }
     out->seconds = perf_now() - t0;
     out->bytes = bytes;
     out->bytes_per_s = out->seconds > 0 ? (double)bytes / out->seconds : 0;
-    free(buf);
+    sl_loader_destroy(L);
+    for (int b = 0; b < 2; b++) sl_buf_free(mb[b], ml[b]);
     close(fd);
     return rc;
 }
