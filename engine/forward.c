@@ -226,15 +226,20 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         }
         k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
         k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
-        k->f32_to_f16(sl_kv_k(kv, l, pos0 + i), ki, KD);
-        k->f32_to_f16(sl_kv_v(kv, l, pos0 + i), vi, KD);
+        /* head-major cache: each kv head's row goes to its own block */
+        for (int32_t g = 0; g < d->n_head_kv; g++) {
+            const int64_t o = (int64_t)g * d->head_dim;
+            k->f32_to_f16(sl_kv_k(kv, l, g, pos0 + i), ki + o, d->head_dim);
+            k->f32_to_f16(sl_kv_v(kv, l, g, pos0 + i), vi + o, d->head_dim);
+        }
     }
     sl_attn a = {
         .q = f->q, .q_stride = QD,
-        .k = sl_kv_k(kv, l, 0), .v = sl_kv_v(kv, l, 0), .kv_stride = KD,
+        .k = sl_kv_k(kv, l, 0, 0), .v = sl_kv_v(kv, l, 0, 0), .kv_stride = d->head_dim,
         .out = f->att, .out_stride = QD,
         .n_q = n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
         .pos0 = pos0, .scale = 1.0f / sqrtf((float)d->head_dim),
+        .kv_head_stride = sl_kv_head_stride(kv),
     };
     if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
         return sl_err_set(rc, "layer %d: attention failed", l);
@@ -332,6 +337,14 @@ static int chunk_forward(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n
 int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode, float *logits)
 {
     if (n <= 0) return 0;
+    const sl_model_desc *d = f->d;
+    /* the cache is indexed by layer, kv head and position, attention scratch by n_ctx */
+    if (kv->n_layer != d->n_layer || kv->n_head_kv != d->n_head_kv || kv->head_dim != d->head_dim ||
+        kv->n_ctx > f->n_ctx)
+        return sl_err_set(SL_EINVAL, "kv cache (%d layers, %d kv heads x %d, %d ctx) does not fit "
+                          "the model (%d, %d x %d) or the forward pass (%d ctx)", kv->n_layer,
+                          kv->n_head_kv, kv->head_dim, kv->n_ctx, d->n_layer, d->n_head_kv,
+                          d->head_dim, f->n_ctx);
     if ((int64_t)kv->n_past + n > kv->n_ctx)
         return sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d", kv->n_past,
                           n, kv->n_ctx);

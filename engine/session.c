@@ -242,7 +242,7 @@ int sl_session_new(sl_session **out, sl_model *m)
     sl_session *s = calloc(1, sizeof *s);
     if (!s) return sl_err_set(SL_ENOMEM, "session: out of memory");
     s->m = m;
-    int rc = sl_kv_init(&s->kv, m->d.n_layer, m->n_ctx, m->d.kv_dim);
+    int rc = sl_kv_init(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim);
     if (rc) { free(s); return rc; }
     sl_sampling sp;
     sl_sampling_init(&sp);
