@@ -316,8 +316,15 @@ static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
         UNROLL
         for (int k = 0; k < 4; k++) {
             __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+#ifdef __AVX512BW__
+            /* +4 where the hmask bit is set: test + masked add, 2 ops instead of 4 */
+            __mmask32 hb = _mm256_test_epi8_mask(hm, _mm256_set1_epi8((char)(1 << (4 * h + k))));
+            u->q[4 * h + k] = _mm256_mask_add_epi8(lo, hb, lo, _mm256_set1_epi8(4));
+            (void)one;
+#else
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
             u->q[4 * h + k] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+#endif
         }
     }
     u->d = f16s(x->d);
