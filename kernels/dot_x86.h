@@ -102,11 +102,26 @@ static inline __m256i sc2_sub32(__m256i s16x2, int p)
 
 typedef struct { __m256 a, b; float s; } acc_t;
 
+/* Factors for fin_dmin's lane layout: d in lanes 0,1 and -dmin in 2,3 of each half. */
+static inline __m256 dmin_vec(float d, float dmin)
+{
+    return _mm256_set_ps(-dmin, -dmin, d, d, -dmin, -dmin, d, d);
+}
+
+/* acc += d_y * (d * isum - dmin * msum) with one convert and one FMA: both
+ * integer vectors are folded into one (isum pairs | msum pairs per 128-bit
+ * half; exact: a folded lane covers 64 elements, < 2^24 for every type). */
+static inline void fin_dmin(__m256i isum, __m256i msum, __m256 dv, float yd, acc_t *acc)
+{
+    __m256i v = _mm256_add_epi32(_mm256_unpacklo_epi64(isum, msum), _mm256_unpackhi_epi64(isum, msum));
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(dv, _mm256_set1_ps(yd)), acc->a);
+}
+
 /* ---- block kernels: one block of x with one block of y ---------------- */
 
 /* Split kernels: unp_T() does the x-only work once per weight block,
  * pair_T() the per-activation-row work (two independent integer chains). */
-typedef struct { __m256i q[8], sc[8], sc2[4], m16; float d, dmin; } u_q4_k;
+typedef struct { __m256i q[8], sc[8], sc2[4], m16; __m256 dv; } u_q4_k;
 
 static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 {
@@ -136,8 +151,7 @@ static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 #endif
     __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
     u->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    u->d = f16s(x->d);
-    u->dmin = f16s(x->dmin);
+    u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
 }
 
 static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
@@ -156,8 +170,7 @@ static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc
     }
 #endif
     __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(u->d * y->d), acc->a);
-    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u->dmin * y->d), acc->b);
+    fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
 }
 
 static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
