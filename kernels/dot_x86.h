@@ -102,11 +102,28 @@ static inline __m256i sc2_sub32(__m256i s16x2, int p)
 
 typedef struct { __m256 a, b; float s; } acc_t;
 
+/* Factors for fin_dmin's lane layout: d in lanes 0,1 and -dmin in 2,3 of each half. */
+static inline __m256 dmin_vec(float d, float dmin)
+{
+    return _mm256_set_ps(-dmin, -dmin, d, d, -dmin, -dmin, d, d);
+}
+
+/* acc += d_y * (d * isum - dmin * msum) with one convert and one FMA: both
+ * integer vectors are folded into one (isum pairs | msum pairs per 128-bit
+ * half). A folded lane covers 64 elements: below 2^24, so converted exactly,
+ * for q2_K..q4_K; q6_K can exceed it only with near-extreme scales and
+ * activations, costing one rounding inside the magnitude bound the tests use. */
+static inline void fin_dmin(__m256i isum, __m256i msum, __m256 dv, float yd, acc_t *acc)
+{
+    __m256i v = _mm256_add_epi32(_mm256_unpacklo_epi64(isum, msum), _mm256_unpackhi_epi64(isum, msum));
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(dv, _mm256_set1_ps(yd)), acc->a);
+}
+
 /* ---- block kernels: one block of x with one block of y ---------------- */
 
 /* Split kernels: unp_T() does the x-only work once per weight block,
  * pair_T() the per-activation-row work (two independent integer chains). */
-typedef struct { __m256i q[8], sc[8], sc2[4], m16; float d, dmin; } u_q4_k;
+typedef struct { __m256i q[8], sc[8], sc2[4], m16; __m256 dv; } u_q4_k;
 
 static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 {
@@ -136,8 +153,7 @@ static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 #endif
     __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
     u->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    u->d = f16s(x->d);
-    u->dmin = f16s(x->dmin);
+    u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
 }
 
 static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
@@ -156,8 +172,7 @@ static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc
     }
 #endif
     __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(u->d * y->d), acc->a);
-    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u->dmin * y->d), acc->b);
+    fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
 }
 
 static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
@@ -192,7 +207,7 @@ static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_
 
 /* q6_K: q + 32 (0..63) times y, the 32 * sum(sc * bsums) goes to acc->b. */
 /* q6_K: q + 32 (0..63) times y; 32 * sum(sc * bsums) goes to acc->b. */
-typedef struct { __m256i q[8], sc[8], sc2[4], sc16; float d; } u_q6_k;
+typedef struct { __m256i q[8], sc[8], sc2[4], sc16; __m256 dv; } u_q6_k;
 
 static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
 {
@@ -217,7 +232,8 @@ static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
     UNROLL
     for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(u->sc16, m);
 #endif
-    u->d = f16s(x->d);
+    float d = f16s(x->d);
+    u->dv = dmin_vec(d, 32.0f * d);
 }
 
 static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
@@ -236,14 +252,12 @@ static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc
     }
 #endif
     __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
-    float dd = u->d * y->d;
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(dd), acc->a);
-    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), _mm256_set1_ps(32.0f * dd), acc->b);
+    fin_dmin(_mm256_add_epi32(i0, i1), osum, u->dv, y->d, acc);
 }
 
 /* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
 /* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
-typedef struct { __m256i q[8], sc[8], sc2[4], m16; float d, dmin; } u_q2_k;
+typedef struct { __m256i q[8], sc[8], sc2[4], m16; __m256 dv; } u_q2_k;
 
 static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 {
@@ -263,8 +277,7 @@ static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
     for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(sc16, m);
 #endif
     u->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15)));
-    u->d = f16s(x->d);
-    u->dmin = f16s(x->dmin);
+    u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
 }
 
 static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
@@ -283,13 +296,12 @@ static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc
     }
 #endif
     __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(u->d * y->d), acc->a);
-    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u->dmin * y->d), acc->b);
+    fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
 }
 
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
-typedef struct { __m256i q[8], sc[8], sc2[4], sc16; float d; } u_q3_k;
+typedef struct { __m256i q[8], sc[8], sc2[4], sc16; __m256 dv; } u_q3_k;
 
 static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
 {
@@ -316,11 +328,19 @@ static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
         UNROLL
         for (int k = 0; k < 4; k++) {
             __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+#ifdef __AVX512BW__
+            /* +4 where the hmask bit is set: test + masked add, 2 ops instead of 4 */
+            __mmask32 hb = _mm256_test_epi8_mask(hm, _mm256_set1_epi8((char)(1 << (4 * h + k))));
+            u->q[4 * h + k] = _mm256_mask_add_epi8(lo, hb, lo, _mm256_set1_epi8(4));
+            (void)one;
+#else
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
             u->q[4 * h + k] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+#endif
         }
     }
-    u->d = f16s(x->d);
+    float d = f16s(x->d);
+    u->dv = dmin_vec(d, 4.0f * d);
 }
 
 static inline void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
@@ -339,9 +359,7 @@ static inline void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc
     }
 #endif
     __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
-    float dd = u->d * y->d;
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(dd), acc->a);
-    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), _mm256_set1_ps(4.0f * dd), acc->b);
+    fin_dmin(_mm256_add_epi32(i0, i1), osum, u->dv, y->d, acc);
 }
 
 /* ---- legacy 32-element blocks ------------------------------------------- */
