@@ -116,5 +116,10 @@ int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m)
     }
     const char *notice = sl_stream_notice(sl_model_stream(*m));
     if (notice && *notice) fprintf(stderr, "sluice %s: %s\n", cmd, notice);
+    /* a forced mode is obeyed even when it cannot keep to the budget: say so */
+    const sl_stream_plan *pl = sl_stream_get_plan(sl_model_stream(*m));
+    if (pl && !pl->fits)
+        fprintf(stderr, "sluice %s: warning: this mode needs %.2f GiB, above the %.2f GiB memory budget\n",
+                cmd, (double)pl->peak_bytes / (1u << 30), (double)pl->budget / (1u << 30));
     return 0;
 }
