@@ -29,6 +29,18 @@ void sl_loader_busy_end(sl_loader *L)
     if (--L->active == 0) L->st.busy_ms += sl_now_ms() - L->busy_t0;
 }
 
+/* Removes j from the queue wherever it is. A done job must not stay queued:
+ * its owner may free it (a stack job) or resubmit it (a slot job). */
+static void job_unlink(sl_loader *L, sl_io_job *j)
+{
+    if (!j->queued) return;
+    sl_io_job **pp = &L->qhead, *prev = NULL;
+    while (*pp && *pp != j) { prev = *pp; pp = &(*pp)->qnext; }
+    if (*pp) { *pp = j->qnext; if (L->qtail == j) L->qtail = prev; }
+    j->qnext = NULL;
+    j->queued = false;
+}
+
 static void job_pop(sl_loader *L)
 {
     sl_io_job *j = L->qhead;
@@ -61,6 +73,7 @@ static void finish_locked(sl_loader *L, sl_io_job *j)
     j->outstanding--;
     bool handed_all = j->status != 0 || j->next >= j->off + j->len;
     if (j->outstanding == 0 && handed_all) {
+        job_unlink(L, j);   /* a failed job can still be queued with parts never handed out */
         j->done = true;
         pthread_cond_broadcast(&L->cv_done);
     }
@@ -146,12 +159,7 @@ void sl_loader_cancel(sl_loader *L, sl_io_job *j)
             j->status = SL_EINVAL;
             snprintf(j->err, sizeof j->err, "unit %d: read cancelled", (int)j->unit);
         }
-        if (j->queued) {   /* unlink: the job may be resubmitted once done */
-            sl_io_job **pp = &L->qhead, *prev = NULL;
-            while (*pp && *pp != j) { prev = *pp; pp = &(*pp)->qnext; }
-            if (*pp) { *pp = j->qnext; if (L->qtail == j) L->qtail = prev; }
-            j->qnext = NULL; j->queued = false;
-        }
+        job_unlink(L, j);
         if (j->outstanding == 0) { j->done = true; pthread_cond_broadcast(&L->cv_done); }
     }
     pthread_mutex_unlock(&L->mu);
