@@ -97,9 +97,9 @@ $(SHARED_LIB): $(LIB_OBJS)
 $(BUILD)/sluice: $(CLI_OBJS) $(STATIC_LIB)
 	$(CC) $(SAN) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(LDLIBS)
 
-# Standalone perf tools are self-contained (perf/*.c register `sluice` subcommands,
-# whose table lives in engine/cli_main.c, so they cannot link without it).
-$(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(STATIC_LIB)
+# Standalone perf tools link only the helpers that register no `sluice` subcommand
+# (the other perf/*.c need engine/cli_main.c's table and main).
+$(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(BUILD)/obj/perf/perf_util.o $(BUILD)/obj/engine/cli_size.o $(STATIC_LIB)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/examples/%: $(BUILD)/obj/io/examples/%.o $(STATIC_LIB)

@@ -6,7 +6,6 @@
  * of memory because of the balloon (the program under test may still be
  * squeezed: that is the point). Standalone tool (build/balloon); `sluice bench
  * --free` starts it as a separate process. */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -18,6 +17,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../engine/cli.h"
+#include "perf.h"
 
 #define MiB (1024ull * 1024)
 #define GiB (1024ull * MiB)
@@ -39,40 +41,11 @@ static void on_signal(int sig)
     if (g_child_pid > 0) kill((pid_t)g_child_pid, sig);
 }
 
-/* MemAvailable and MemTotal in bytes; -1 if /proc/meminfo is unreadable. */
-static int meminfo(uint64_t *avail, uint64_t *total)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    int got = 0;
-    unsigned long long kb;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { *avail = kb * 1024; got |= 1; }
-        else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) { *total = kb * 1024; got |= 2; }
-    }
-    fclose(f);
-    return got == 3 ? 0 : -1;
-}
-
 static int parse_size(const char *s, uint64_t *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v >= 0) || !isfinite(v)) return -1;
-    double mul = 1;
-    switch (toupper((unsigned char)*end)) {
-    case '\0': break;
-    case 'K': mul = 1024.0; end++; break;
-    case 'M': mul = (double)MiB; end++; break;
-    case 'G': mul = (double)GiB; end++; break;
-    case 'T': mul = (double)GiB * 1024; end++; break;
-    default: return -1;
-    }
-    if (*end == 'i' || *end == 'I') end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end != '\0' || v * mul >= 1.8e19) return -1;
-    *out = (uint64_t)(v * mul);
+    unsigned long long v;
+    if (sl_cli_parse_size(s, &v)) return -1;
+    *out = v;
     return 0;
 }
 
@@ -164,7 +137,7 @@ int main(int argc, char **argv)
     chunk = (chunk + 2 * MiB - 1) & ~(2 * MiB - 1);
 
     uint64_t avail, total;
-    if (meminfo(&avail, &total)) { fprintf(stderr, "balloon: cannot read /proc/meminfo\n"); return 1; }
+    if (perf_meminfo(&avail, &total)) { fprintf(stderr, "balloon: cannot read /proc/meminfo\n"); return 1; }
     if (!have_floor) {
         floor_b = total / 50;
         if (floor_b < 256 * MiB) floor_b = 256 * MiB;
@@ -193,7 +166,7 @@ int main(int argc, char **argv)
 
     /* Fill: never allocate more than the gap, so the target is not overshot. */
     while (!g_stop) {
-        if (meminfo(&avail, &total)) break;
+        if (perf_meminfo(&avail, &total)) break;
         if (avail <= target + 2 * MiB) break;
         uint64_t gap = avail - target;
         uint64_t len = gap < chunk ? (gap & ~(2 * MiB - 1)) : chunk;
@@ -205,7 +178,7 @@ int main(int argc, char **argv)
         }
     }
     if (g_stop) { while (b.n) shrink(&b); return 128 + (int)g_stop; }
-    meminfo(&avail, &total);
+    perf_meminfo(&avail, &total);
     if (!quiet)
         fprintf(stderr, "balloon: holding %.2f GiB; MemAvailable %.2f GiB (target %.2f, floor %.2f)\n",
                 gib(b.held), gib(avail), gib(target), gib(floor_b));
@@ -242,7 +215,7 @@ int main(int argc, char **argv)
                 break;
             }
         }
-        if (meminfo(&avail, &total) == 0) {
+        if (perf_meminfo(&avail, &total) == 0) {
             /* Safety valve: give back chunks until above the floor again. */
             while (avail < floor_b && b.n) {
                 uint64_t l = b.len[b.n - 1];

@@ -7,6 +7,7 @@
  *   iobench FILE [--io uring|pread] [--req LIST] [--qd LIST] [--bytes N] [--reps N]
  *               [--chunk BYTES] [--no-direct]
  * LIST: comma-separated, sizes accept K/M suffixes. Prints the median GB/s. */
+#include "../engine/cli.h"
 #include "../io/stream_internal.h"
 
 #include <errno.h>
@@ -18,17 +19,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* A size argument ("2M", "4G"), or 0 when malformed. */
 static uint64_t parse_size(const char *s)
 {
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'k': case 'K': v *= 1024; break;
-    case 'm': case 'M': v *= 1024 * 1024; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
-    }
-    return (uint64_t)v;
+    unsigned long long v;
+    return sl_cli_parse_size(s, &v) ? 0 : v;
 }
 
 static int parse_list(const char *s, uint64_t *out, int max)
