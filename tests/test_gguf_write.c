@@ -1,6 +1,7 @@
 /* GGUF writer -> reader round trips: every value type, nested arrays, tensor
  * data streamed in odd chunks, copy_kv from real files, writer misuse. */
 #include "sl_test.h"
+#include "util_file.h"
 #include "../gguf/gguf.h"
 
 #include <stdio.h>
@@ -11,20 +12,6 @@
 static void tmp_path(char *buf, size_t n, const char *tag)
 {
     snprintf(buf, n, "/tmp/sl_test_gguf_%s_%d.gguf", tag, (int)getpid());
-}
-
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)sz + 1);
-    cr_assert_eq(fread(b, 1, (size_t)sz, f), (size_t)sz);
-    fclose(f);
-    *n = (size_t)sz;
-    return b;
 }
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
@@ -281,7 +268,8 @@ static void rewrite_identical(const char *src)
     cr_assert_eq(sl_gguf_writer_close(w), 0, "%s", sl_last_error());
     sl_gguf_close(g);
     size_t na, nb;
-    unsigned char *a = slurp(src, &na), *b = slurp(path, &nb);
+    unsigned char *a = sl_test_slurp(src, &na), *b = sl_test_slurp(path, &nb);
+    cr_assert(a && b, "read %s / %s", src, path);
     cr_assert_eq(na, nb, "%s: size %zu vs %zu", src, na, nb);
     cr_assert_eq(memcmp(a, b, na), 0, "%s: bytes differ", src);
     free(a);

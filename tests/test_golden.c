@@ -17,6 +17,7 @@
  * least 0.2 x logits_sd; greedy tokens must agree up to the first step whose
  * golden margin is below that. */
 #include "sl_test.h"
+#include "util_file.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -132,24 +133,9 @@ static const jv *jget(const jv *o, const char *k)
     return NULL;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    if (b) b[n] = 0;
-    if (len) *len = (size_t)n;
-    return b;
-}
-
 static int load_json(const char *path, jv *out)
 {
-    char *s = slurp(path, NULL);
+    char *s = sl_test_slurp(path, NULL);
     if (!s) return -1;
     const char *p = s;
     int rc = jparse(&p, out);
@@ -242,7 +228,7 @@ static void check_model(const char *stem)
         if (lf && lf->t == 's') {
             snprintf(path, sizeof path, GOLDEN "/%s/%s", stem, lf->str);
             size_t len;
-            float *gl = (float *)slurp(path, &len);
+            float *gl = (float *)sl_test_slurp(path, &len);
             cr_assert_not_null(gl, "cannot read %s", path);
             cr_assert_eq(len, (size_t)n * V * sizeof(float), "%s size", path);
             double mx = 0, ss = 0;

@@ -3,6 +3,7 @@
  * keys, values, determinism and that no two 4 KiB pages of weights are equal.
  * SL_HOST_ONLY (spawns the host `sluice` binary). */
 #include "sl_test.h"
+#include "util_file.h"
 #include "../gguf/gguf.h"
 #include "../quant/quant.h"
 
@@ -48,20 +49,6 @@ static int mk(const char *name, const char *args, char *path, size_t path_len)
     snprintf(cmd, sizeof cmd, "'%s' mkmodel %s -o '%s' 2>/dev/null", sluice_bin, args, path);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc((size_t)n);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) { free(p); p = NULL; }
-    fclose(f);
-    *len = (size_t)n;
-    return p;
 }
 
 static uint32_t u32_key(const sl_gguf *g, const char *k)
@@ -180,7 +167,7 @@ Test(mkmodel, tiny_llama_shapes_keys_values_determinism, .timeout = 120)
     }
 
     size_t la, lb, lc;
-    unsigned char *fa = slurp(a, &la), *fb = slurp(b, &lb), *fc = slurp(c, &lc);
+    unsigned char *fa = sl_test_slurp(a, &la), *fb = sl_test_slurp(b, &lb), *fc = sl_test_slurp(c, &lc);
     cr_assert(fa && fb && fc);
     cr_assert_eq((uint64_t)la, sl_gguf_file_size(g));
     /* same seed -> same bytes; another seed -> same size, other weights */

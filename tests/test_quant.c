@@ -9,6 +9,7 @@
 
 #include "../quant/quant.h"
 #include "sl_test.h"
+#include "util_file.h"
 
 #define GOLDEN SL_SHARED_DIR "/golden/quant/"
 #define ROWS 64
@@ -18,16 +19,10 @@ static void *load(const char *name, size_t want)
 {
     char path[512];
     snprintf(path, sizeof path, GOLDEN "%s", name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    cr_assert_eq((size_t)sz, want, "%s: %ld bytes, expected %zu", path, sz, want);
-    void *p = malloc(want ? want : 1);
-    cr_assert_not_null(p);
-    cr_assert_eq(fread(p, 1, want, f), want, "%s: short read", path);
-    fclose(f);
+    size_t sz = 0;
+    void *p = sl_test_slurp(path, &sz);
+    cr_assert_not_null(p, "cannot read %s", path);
+    cr_assert_eq(sz, want, "%s: %zu bytes, expected %zu", path, sz, want);
     return p;
 }
 

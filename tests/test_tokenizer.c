@@ -2,6 +2,7 @@
  * (../shared/golden), special tokens, pieces, the streaming detokenizer and
  * bad input. The full vocab-file vectors are in test_tokenizer_vocab.c. */
 #include "sl_test.h"
+#include "util_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,15 +141,8 @@ typedef struct gprompt {
 /* Reads the prompt records of a golden.json. */
 static int read_golden(const char *path, gprompt *ps, int cap)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "open %s", path);
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)sz + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)sz, f), (size_t)sz);
-    buf[sz] = 0;
-    fclose(f);
+    char *buf = sl_test_slurp(path, NULL);
+    cr_assert_not_null(buf, "read %s", path);
     jp j = { strstr(buf, "\"prompts\"") };
     cr_assert_not_null(j.p, "%s: no prompts", path);
     j.p += strlen("\"prompts\"");

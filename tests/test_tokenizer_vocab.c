@@ -2,6 +2,7 @@
  * reproduce its .inp/.out pairs exactly (made by llama.cpp's
  * test-tokenizer-0; add_special = false, parse_special = false). */
 #include "sl_test.h"
+#include "util_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,20 +13,6 @@
 
 #define VOCAB_DIR SL_SHARED_DIR "/models/vocab/"
 #define SEP "\n__ggml_vocab_test__\n"
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    if (b) { b[n] = 0; *len = (size_t)n; }
-    return b;
-}
 
 /* Checks every vector of one vocabulary; returns the number of mismatches. */
 static int check_vocab(const char *name, int *n_checked)
@@ -44,7 +31,7 @@ static int check_vocab(const char *name, int *n_checked)
     char ipath[600], opath[600];
     snprintf(ipath, sizeof ipath, "%s.inp", path);
     snprintf(opath, sizeof opath, "%s.out", path);
-    char *inp = slurp(ipath, &ilen), *out = slurp(opath, &olen);
+    char *inp = sl_test_slurp(ipath, &ilen), *out = sl_test_slurp(opath, &olen);
     cr_assert(inp && out, "read %s / %s", ipath, opath);
 
     int bad = 0, n = 0;
