@@ -256,8 +256,65 @@ static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc
 }
 
 /* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
-/* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
-typedef struct { __m256i q[8], sc[8], sc2[4], m16; __m256 dv; } u_q2_k;
+#if X86_VNNI
+/* Fewer ops per block (decode is compute bound on q2_K): fields k = 1, 3 of
+ * each byte are used in place (x & 0x0c = 4 q), so the even-k chunks get 4 x
+ * their scale instead of a shift + mask; the mins enter as 16 m (x & 0xf0).
+ * Integer lanes then carry 4 isum | 16 msum interleaved (fold_im) and meet
+ * one factor vector (d, dmin, d, dmin, ...) from a single f16 pair convert;
+ * red_q2_k applies 1/4 and -1/16 per lane once per row (exact: powers of 2).
+ * Bounds: dpbusd lanes <= 4 * 12 * 128 (packs exact), 4 isum per block
+ * <= 4 * 45 * 128 * 256 < 2^24 (converted exactly). */
+typedef struct { __m256i q[8], sc2[4], m16; __m256 dv; } u_q2_k;
+
+static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), mc = _mm256_set1_epi8(0x0c);
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m256i q = loadu(x->qs + 32 * h), t = _mm256_srli_epi16(q, 4);
+        u->q[4 * h] = _mm256_and_si256(q, m3);
+        u->q[4 * h + 1] = _mm256_and_si256(q, mc);
+        u->q[4 * h + 2] = _mm256_and_si256(t, m3);
+        u->q[4 * h + 3] = _mm256_and_si256(t, mc);
+    }
+    __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    /* sub-block s sits in chunk s / 2; even chunks (s % 4 < 2) get 4 x */
+    __m256i sc16 = _mm256_sllv_epi16(_mm256_and_si256(w, _mm256_set1_epi16(15)),
+                                     _mm256_set_epi16(0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2));
+    UNROLL
+    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(sc16, m);
+    u->m16 = _mm256_and_si256(w, _mm256_set1_epi16(0xf0));
+    uint32_t dd;
+    memcpy(&dd, &x->d, 4); /* d, dmin adjacent */
+    u->dv = _mm256_cvtph_ps(_mm_set1_epi32((int)dd));
+}
+
+/* (isum | msum) lanes interleaved: even lanes isum partials, odd lanes msum. */
+static inline __m256i fold_im(__m256i isum, __m256i msum)
+{
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(isum, msum), _mm256_unpackhi_epi32(isum, msum));
+}
+
+static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    i0 = dot2_scaled(i0, u->q[0], loadu(y->qs), u->q[1], loadu(y->qs + 32), u->sc2[0]);
+    i1 = dot2_scaled(i1, u->q[2], loadu(y->qs + 64), u->q[3], loadu(y->qs + 96), u->sc2[1]);
+    i0 = dot2_scaled(i0, u->q[4], loadu(y->qs + 128), u->q[5], loadu(y->qs + 160), u->sc2[2]);
+    i1 = dot2_scaled(i1, u->q[6], loadu(y->qs + 192), u->q[7], loadu(y->qs + 224), u->sc2[3]);
+    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
+    __m256i v = fold_im(_mm256_add_epi32(i0, i1), msum);
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u->dv, _mm256_set1_ps(y->d)), acc->a);
+}
+
+static inline float red_q2_k(const acc_t *a)
+{
+    return hsum8(_mm256_mul_ps(a->a, _mm256_set_ps(-0.0625f, 0.25f, -0.0625f, 0.25f,
+                                                   -0.0625f, 0.25f, -0.0625f, 0.25f)));
+}
+#else
+typedef struct { __m256i q[8], sc[8], m16; __m256 dv; } u_q2_k;
 
 static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 {
@@ -272,10 +329,6 @@ static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
     __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(s8, _mm_set1_epi8(15)));
     UNROLL
     for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(sc16, k);
-#if X86_VNNI
-    UNROLL
-    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(sc16, m);
-#endif
     u->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15)));
     u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
 }
@@ -283,21 +336,17 @@ static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-#if X86_VNNI
-    i0 = dot2_scaled(i0, u->q[0], loadu(y->qs), u->q[1], loadu(y->qs + 32), u->sc2[0]);
-    i1 = dot2_scaled(i1, u->q[2], loadu(y->qs + 64), u->q[3], loadu(y->qs + 96), u->sc2[1]);
-    i0 = dot2_scaled(i0, u->q[4], loadu(y->qs + 128), u->q[5], loadu(y->qs + 160), u->sc2[2]);
-    i1 = dot2_scaled(i1, u->q[6], loadu(y->qs + 192), u->q[7], loadu(y->qs + 224), u->sc2[3]);
-#else
     UNROLL
     for (int k = 0; k < 8; k += 2) {
         i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
         i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
     }
-#endif
     __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
     fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
 }
+
+static inline float red_q2_k(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
+#endif
 
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
@@ -426,6 +475,11 @@ static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_
 /* The tile body for compile-time NX x NY: the accumulators live in
  * registers, and the x-only part of each block kernel (unpacking) is shared
  * across the NY activation rows after inlining. */
+/* Default per-row reduction of the accumulators. */
+#define DEF_RED(T) static inline float red_##T(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
+DEF_RED(q4_k) DEF_RED(q5_k) DEF_RED(q6_k) DEF_RED(q3_k)
+DEF_RED(q4_0) DEF_RED(q4_1) DEF_RED(q5_0) DEF_RED(q5_1) DEF_RED(q8_0)
+
 /* Types without a split kernel: unpacking is just the block pointer. */
 #define DEF_NOSPLIT(T, XB, YB)                                                           \
 typedef const XB *u_##T;                                                                 \
@@ -459,7 +513,7 @@ FN(tile_##T)(int NX, int NY, int64_t nb, const char *vx, size_t bx, const char *
         }                                                                                \
     UNROLL for (int i = 0; i < NX; i++)                                                  \
         UNROLL for (int j = 0; j < NY; j++)                                              \
-            s[j * lds + i] = hsum8(acc[i][j].a) - hsum8(acc[i][j].b) + acc[i][j].s;      \
+            s[j * lds + i] = red_##T(&acc[i][j]);                                        \
 }                                                                                        \
 static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
                          const void *vy, size_t by, int ny, float *s, int64_t lds)      \
