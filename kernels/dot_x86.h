@@ -19,6 +19,8 @@
 #define X86_CAT(a, b) X86_CAT2(a, b)
 #define FN(name) X86_CAT(name, X86_SUFFIX)
 #define UNROLL _Pragma("GCC unroll 16")
+/* block kernels must inline into the tile loop: a call spills the unpacked block */
+#define INL static inline __attribute__((always_inline))
 
 static inline float hsum8(__m256 v)
 {
@@ -267,7 +269,7 @@ static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc
  * <= 4 * 45 * 128 * 256 < 2^24 (converted exactly). */
 typedef struct { __m256i q[8], sc2[4], m16; __m256 dv; } u_q2_k;
 
-static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
+INL void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 {
     const __m256i m3 = _mm256_set1_epi8(3), mc = _mm256_set1_epi8(0x0c);
     UNROLL
@@ -296,7 +298,7 @@ static inline __m256i fold_im(__m256i isum, __m256i msum)
     return _mm256_add_epi32(_mm256_unpacklo_epi32(isum, msum), _mm256_unpackhi_epi32(isum, msum));
 }
 
-static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
+INL void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
     i0 = dot2_scaled(i0, u->q[0], loadu(y->qs), u->q[1], loadu(y->qs + 32), u->sc2[0]);
@@ -316,7 +318,7 @@ static inline float red_q2_k(const acc_t *a)
 #else
 typedef struct { __m256i q[8], sc[8], m16; __m256 dv; } u_q2_k;
 
-static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
+INL void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 {
     const __m256i m3 = _mm256_set1_epi8(3);
     UNROLL
@@ -333,7 +335,7 @@ static inline void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
     u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
 }
 
-static inline void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
+INL void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
     UNROLL
@@ -349,10 +351,7 @@ static inline float red_q2_k(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) 
 #endif
 
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
-/* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
-typedef struct { __m256i q[8], sc[8], sc2[4], sc16; __m256 dv; } u_q3_k;
-
-static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
+INL __m128i q3k_scales8(const sl_block_q3_k *x)
 {
     uint32_t a[3], w[4];
     memcpy(a, x->scales, 12);
@@ -361,15 +360,68 @@ static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
     w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
     w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
     /* from GPRs: a 128-bit load of w[] just stored would stall store forwarding */
-    __m128i s8 = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
+    return _mm_sub_epi8(_mm_set_epi64x((long long)(((uint64_t)w[3] << 32) | w[2]),
+                                       (long long)(((uint64_t)w[1] << 32) | w[0])),
+                        _mm_set1_epi8(32));
+}
+
+#if X86_VNNI
+/* As q2_K: fields k = 1, 3 used in place (4 (q + 4)), even chunks get 4 x
+ * their scale. The hmask bit of chunk 4h + k is moved onto the field's +4
+ * bit with byte adds (x + x = x << 1 per byte) from hm or hm >> 4 and merged
+ * by one bit select. Lanes: 4 isum | osum; red_q3_k weighs 1/4 and -4.
+ * Bounds: dpbusd lanes <= 4 * 28 * 128 (packs exact); a folded lane covers
+ * 64 elements: 4 * 7 * 32 * 128 * 64 < 2^24 (converted exactly). */
+typedef struct { __m256i q[8], sc2[4], sc16; __m256 dv; } u_q3_k;
+
+INL void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
+{
+    u->sc16 = _mm256_cvtepi8_epi16(q3k_scales8(x));
+    __m256i sc16x = _mm256_sllv_epi16(u->sc16, _mm256_set_epi16(0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2));
+    UNROLL
+    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(sc16x, m);
+    const __m256i m3 = _mm256_set1_epi8(3), mc = _mm256_set1_epi8(0x0c);
+    const __m256i b2 = _mm256_set1_epi8(0x04), b4 = _mm256_set1_epi8(0x10);
+    __m256i hm = loadu(x->hmask);
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m256i q = loadu(x->qs + 32 * h), t = _mm256_srli_epi16(q, 4);
+        __m256i H0 = h ? _mm256_srli_epi16(hm, 4) : hm;
+        __m256i H1 = _mm256_add_epi8(H0, H0), H2 = _mm256_add_epi8(H1, H1), H3 = _mm256_add_epi8(H2, H2);
+        /* select: bit from the hmask copy where the constant is set, else the field */
+        u->q[4 * h] = _mm256_ternarylogic_epi32(_mm256_and_si256(q, m3), H2, b2, 0xd8);
+        u->q[4 * h + 1] = _mm256_ternarylogic_epi32(_mm256_and_si256(q, mc), H3, b4, 0xd8);
+        u->q[4 * h + 2] = _mm256_ternarylogic_epi32(_mm256_and_si256(t, m3), H0, b2, 0xd8);
+        u->q[4 * h + 3] = _mm256_ternarylogic_epi32(_mm256_and_si256(t, mc), H1, b4, 0xd8);
+    }
+    u->dv = _mm256_cvtph_ps(_mm_set1_epi16((short)x->d));
+}
+
+INL void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    i0 = dot2_scaled(i0, u->q[0], loadu(y->qs), u->q[1], loadu(y->qs + 32), u->sc2[0]);
+    i1 = dot2_scaled(i1, u->q[2], loadu(y->qs + 64), u->q[3], loadu(y->qs + 96), u->sc2[1]);
+    i0 = dot2_scaled(i0, u->q[4], loadu(y->qs + 128), u->q[5], loadu(y->qs + 160), u->sc2[2]);
+    i1 = dot2_scaled(i1, u->q[6], loadu(y->qs + 192), u->q[7], loadu(y->qs + 224), u->sc2[3]);
+    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
+    __m256i v = fold_im(_mm256_add_epi32(i0, i1), osum);
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u->dv, _mm256_set1_ps(y->d)), acc->a);
+}
+
+static inline float red_q3_k(const acc_t *a)
+{
+    return hsum8(_mm256_mul_ps(a->a, _mm256_set_ps(-4.0f, 0.25f, -4.0f, 0.25f, -4.0f, 0.25f, -4.0f, 0.25f)));
+}
+#else
+typedef struct { __m256i q[8], sc[8], sc16; __m256 dv; } u_q3_k;
+
+INL void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
+{
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-    u->sc16 = _mm256_cvtepi8_epi16(s8);
+    u->sc16 = _mm256_cvtepi8_epi16(q3k_scales8(x));
     UNROLL
     for (int k = 0; k < 8; k++) u->sc[k] = pair_bcast(u->sc16, k);
-#if X86_VNNI
-    UNROLL
-    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(u->sc16, m);
-#endif
     __m256i hm = loadu(x->hmask);
     UNROLL
     for (int h = 0; h < 2; h++) {
@@ -392,24 +444,20 @@ static inline void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
     u->dv = dmin_vec(d, 4.0f * d);
 }
 
-static inline void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
+INL void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-#if X86_VNNI
-    i0 = dot2_scaled(i0, u->q[0], loadu(y->qs), u->q[1], loadu(y->qs + 32), u->sc2[0]);
-    i1 = dot2_scaled(i1, u->q[2], loadu(y->qs + 64), u->q[3], loadu(y->qs + 96), u->sc2[1]);
-    i0 = dot2_scaled(i0, u->q[4], loadu(y->qs + 128), u->q[5], loadu(y->qs + 160), u->sc2[2]);
-    i1 = dot2_scaled(i1, u->q[6], loadu(y->qs + 192), u->q[7], loadu(y->qs + 224), u->sc2[3]);
-#else
     UNROLL
     for (int k = 0; k < 8; k += 2) {
         i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
         i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
     }
-#endif
     __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
     fin_dmin(_mm256_add_epi32(i0, i1), osum, u->dv, y->d, acc);
 }
+
+static inline float red_q3_k(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
+#endif
 
 /* ---- legacy 32-element blocks ------------------------------------------- */
 
@@ -477,7 +525,7 @@ static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_
  * across the NY activation rows after inlining. */
 /* Default per-row reduction of the accumulators. */
 #define DEF_RED(T) static inline float red_##T(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
-DEF_RED(q4_k) DEF_RED(q5_k) DEF_RED(q6_k) DEF_RED(q3_k)
+DEF_RED(q4_k) DEF_RED(q5_k) DEF_RED(q6_k)
 DEF_RED(q4_0) DEF_RED(q4_1) DEF_RED(q5_0) DEF_RED(q5_1) DEF_RED(q8_0)
 
 /* Types without a split kernel: unpacking is just the block pointer. */
