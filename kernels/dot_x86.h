@@ -20,6 +20,11 @@
 #define FN(name) X86_CAT(name, X86_SUFFIX)
 #define UNROLL _Pragma("GCC unroll 16")
 /* block kernels must inline into the tile loop: a call spills the unpacked block */
+#ifdef BUNROLL
+#define BLOOP _Pragma("GCC unroll 2")
+#else
+#define BLOOP
+#endif
 #define INL static inline __attribute__((always_inline))
 
 static inline float hsum8(__m256 v)
@@ -353,25 +358,27 @@ static inline float red_q2_k(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) 
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
 INL __m128i q3k_scales8(const sl_block_q3_k *x)
 {
-    uint32_t a[3], w[4];
-    memcpy(a, x->scales, 12);
-    w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
-    w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
-    w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
-    w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
-    /* from GPRs: a 128-bit load of w[] just stored would stall store forwarding */
-    return _mm_sub_epi8(_mm_set_epi64x((long long)(((uint64_t)w[3] << 32) | w[2]),
-                                       (long long)(((uint64_t)w[1] << 32) | w[0])),
-                        _mm_set1_epi8(32));
+    /* 64-bit SWAR: bytes 0-7 = scales 0-7 take the low nibbles of a0 | a1,
+     * bytes 8-15 the high nibbles; t = a2 | a2 << 30 puts the 2-bit fields of
+     * a2 for scales 4-7 (bits 2-3) and 12-15 (bits 6-7) under bytes 4-7. */
+    uint64_t lo, a2 = 0;
+    memcpy(&lo, x->scales, 8);
+    memcpy(&a2, x->scales + 8, 4);
+    const uint64_t m4 = 0x0f0f0f0f0f0f0f0fULL, m45 = 0x3030303030303030ULL;
+    uint64_t t = a2 | (a2 << 30);
+    uint64_t w0 = (lo & m4) | ((t << 4) & m45), w1 = ((lo >> 4) & m4) | (t & m45);
+    /* from GPRs: a 128-bit load of values just stored would stall store forwarding */
+    return _mm_sub_epi8(_mm_set_epi64x((long long)w1, (long long)w0), _mm_set1_epi8(32));
 }
 
 #if X86_VNNI
 /* As q2_K: fields k = 1, 3 used in place (4 (q + 4)), even chunks get 4 x
  * their scale. The hmask bit of chunk 4h + k is moved onto the field's +4
  * bit with byte adds (x + x = x << 1 per byte) from hm or hm >> 4 and merged
- * by one bit select. Lanes: 4 isum | osum; red_q3_k weighs 1/4 and -4.
- * Bounds: dpbusd lanes <= 4 * 28 * 128 (packs exact); a folded lane covers
- * 64 elements: 4 * 7 * 32 * 128 * 64 < 2^24 (converted exactly). */
+ * by one bit select. 4 isum goes to acc->a, osum to acc->b (one factor d:
+ * no fold needed); red_q3_k weighs them 1/4 and -4 (exact: powers of 2).
+ * Bounds: dpbusd lanes <= 4 * 28 * 128 (packs exact); an isum lane covers
+ * 32 elements: 4 * 7 * 32 * 128 * 32 < 2^24 (converted exactly). */
 typedef struct { __m256i q[8], sc2[4], sc16; __m256 dv; } u_q3_k;
 
 INL void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
@@ -405,13 +412,14 @@ INL void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
     i0 = dot2_scaled(i0, u->q[4], loadu(y->qs + 128), u->q[5], loadu(y->qs + 160), u->sc2[2]);
     i1 = dot2_scaled(i1, u->q[6], loadu(y->qs + 192), u->q[7], loadu(y->qs + 224), u->sc2[3]);
     __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
-    __m256i v = fold_im(_mm256_add_epi32(i0, i1), osum);
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u->dv, _mm256_set1_ps(y->d)), acc->a);
+    __m256 f = _mm256_mul_ps(u->dv, _mm256_set1_ps(y->d));
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), f, acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), f, acc->b);
 }
 
 static inline float red_q3_k(const acc_t *a)
 {
-    return hsum8(_mm256_mul_ps(a->a, _mm256_set_ps(-4.0f, 0.25f, -4.0f, 0.25f, -4.0f, 0.25f, -4.0f, 0.25f)));
+    return 0.25f * hsum8(a->a) - 4.0f * hsum8(a->b);
 }
 #else
 typedef struct { __m256i q[8], sc[8], sc16; __m256 dv; } u_q3_k;
@@ -552,7 +560,7 @@ FN(tile_##T)(int NX, int NY, int64_t nb, const char *vx, size_t bx, const char *
     UNROLL for (int i = 0; i < NX; i++)                                                  \
         UNROLL for (int j = 0; j < NY; j++)                                              \
             acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
-    for (int64_t b = 0; b < nb; b++)                                                     \
+    BLOOP for (int64_t b = 0; b < nb; b++)                                               \
         UNROLL for (int i = 0; i < NX; i++) {                                            \
             u_##T u;                                                                     \
             unp_##T((const XB *)(vx + (size_t)i * bx) + b, &u);                          \
