@@ -101,6 +101,7 @@ static void init(void)
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_dot_fill_avx512vnni(k);
+            sl_gemm_fill_avx512vnni(k);
             break;
 #endif
 #if defined(__aarch64__)

@@ -1,0 +1,559 @@
+/* Prefill GEMM for the avx512vnni level: activation rows in zmm lanes.
+ *
+ * The per-pair gemm tiles of dot_x86.h spend about half their multiply-port
+ * slots on packing and scaling, so a 64-row matmul reached only ~2.5x the
+ * rows/s of a bandwidth-bound matvec. Here 16 activation rows are transposed
+ * once per call into a panel (4 bytes of each row per 64-byte vector), and
+ * each weight row is unpacked once per K chunk into plain u8 values; one
+ * vpdpbusd then does 16 rows x 4 bytes against a broadcast weight dword with
+ * nothing else in the inner loop. Per sub-block scales are applied to int32
+ * lane sums with one vpmulld (q2_K: pre-multiplied into the weights, which
+ * still fit in u8), the min / offset terms via the activation block sums
+ * with vpdpwssd, and the float finish runs once per 256-element superblock.
+ *
+ * Integer sums per superblock are exact, as in vec_dot; only the order of
+ * the float finish differs, so results agree with vec_dot to within the
+ * rounding bound the tests derive (sl_dot_scalar_mag), not bit for bit. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kern_internal.h"
+
+#define NR 8           /* weight rows per register tile */
+#define LANES 16       /* activation rows per panel group (one zmm of int32) */
+#define KQ_CH 8        /* K chunk for K-quants, in 256-element superblocks */
+#define LG_CH 64       /* K chunk for 32-element block types, in blocks */
+#define ROW_BLOCK 64   /* rows per sweep over one K chunk of the panel */
+#ifndef PF_TILES
+#define PF_TILES 3     /* weights are prefetched this many tiles ahead */
+#endif
+
+static inline float f16s(sl_f16 h) { return _cvtsh_ss(h); }
+
+/* ---- K-quants ---------------------------------------------------------- */
+
+/* One weight row's superblock, unpacked: isum = sum_j sc[j] * (q . a)_j,
+ * msum = sum over sub-blocks of mn * bsum, dot = da*(d*isum - dm*msum). */
+typedef struct {
+    int32_t sc[16];          /* per sub-block scale (8 or 16 used) */
+    int32_t mn[8];           /* min / offset pairs as int16 (lo: sub-block 2p, hi: 2p+1);
+                                32-element sub-blocks (q4_K, q5_K) use 4 pairs */
+    float d, dm;
+} kq_meta;
+
+/* One superblock of 16 activation rows. */
+typedef struct {
+    int8_t qs[64][64];       /* [k-step][lane][4 bytes] */
+    int32_t bs[8][16];       /* bsums pairs (group 2p | 2p+1 << 16) per lane */
+    int32_t bs32[4][16];     /* the same over 32-element sub-blocks (q4_K, q5_K) */
+    float d[16];
+} kq_act;
+
+static void kq_pack_act(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+{
+    kq_act *P = panel;
+    int64_t groups = (n_act + LANES - 1) / LANES;
+    memset(P, 0, (size_t)(groups * nb) * sizeof *P);
+    for (int64_t n = 0; n < n_act; n++) {
+        const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)act + (size_t)n * arb);
+        int lane = (int)(n % LANES);
+        kq_act *g = P + (n / LANES) * nb;
+        for (int64_t b = 0; b < nb; b++) {
+            for (int s = 0; s < 64; s++) memcpy(&g[b].qs[s][4 * lane], y[b].qs + 4 * s, 4);
+            const int16_t *bs = y[b].bsums;
+            for (int p = 0; p < 8; p++)
+                g[b].bs[p][lane] = (int32_t)((uint32_t)(uint16_t)bs[2 * p]
+                                             | (uint32_t)(uint16_t)bs[2 * p + 1] << 16);
+            for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
+                g[b].bs32[p][lane] = (int32_t)((uint32_t)(uint16_t)(bs[4 * p] + bs[4 * p + 1])
+                                               | (uint32_t)(uint16_t)(bs[4 * p + 2] + bs[4 * p + 3]) << 16);
+            g[b].d[lane] = y[b].d;
+        }
+    }
+}
+
+static inline __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+
+/* q4_K/q5_K 6-bit scales and mins of the 8 sub-blocks, unpacked 4 at a time
+ * in general registers; mins go out as the pairs (m_j, m_j) of 32 bits that
+ * meet the activation's 32-element sums bs32[j] (one vpdpwssd per 2 groups). */
+static inline void k4_scales(const uint8_t *s12, kq_meta *m)
+{
+    uint32_t w[3], sc[2], mn[2];
+    memcpy(w, s12, 12);
+    sc[0] = w[0] & 0x3f3f3f3f;
+    mn[0] = w[1] & 0x3f3f3f3f;
+    sc[1] = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
+    mn[1] = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
+    __m128i s8 = _mm_cvtsi64_si128((long long)(((uint64_t)sc[1] << 32) | sc[0]));
+    __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
+    st(m->sc, _mm256_cvtepu8_epi32(s8));
+    /* (m_2p, m_2p+1) word pairs for the 32-element activation sums */
+    _mm_storeu_si128((__m128i *)m->mn, _mm_cvtepu8_epi16(m8));
+}
+
+static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q4_k *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int p = 0; p < 4; p++) {
+        __m256i v = ld(x->qs + 32 * p);
+        st(q + 64 * p, _mm256_and_si256(v, m4));
+        st(q + 64 * p + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    }
+    k4_scales(x->scales, m);
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
+}
+
+static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q5_k *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256i hb = ld(x->qh);
+    for (int p = 0; p < 4; p++) {
+        __m256i v = ld(x->qs + 32 * p);
+        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p), one), 4);
+        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p + 1), one), 4);
+        st(q + 64 * p, _mm256_or_si256(_mm256_and_si256(v, m4), h0));
+        st(q + 64 * p + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1));
+    }
+    k4_scales(x->scales, m);
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
+}
+
+/* q6_K: q + 32 (0..63) as u8; the offset 32 * sc goes through the block sums */
+static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q6_k *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        __m256i l0 = ld(x->ql + 64 * h), l1 = ld(x->ql + 64 * h + 32), H = ld(x->qh + 32 * h);
+        uint8_t *o = q + 128 * h;
+        st(o, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
+        st(o + 32, _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4)));
+        st(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4)));
+        st(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4)));
+    }
+    __m128i s8 = _mm_loadu_si128((const __m128i *)x->scales);
+    _mm512_storeu_si512(m->sc, _mm512_cvtepi8_epi32(s8));
+    st(m->mn, _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 5));     /* 32 * sc as word pairs */
+    m->d = m->dm = f16s(x->d);
+}
+
+/* q3_K: q + 4 (0..7) as u8; the offset 4 * sc goes through the block sums */
+static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q3_k *x = vx;
+    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256i hm = ld(x->hmask);
+    for (int h = 0; h < 2; h++) {
+        __m256i v = ld(x->qs + 32 * h);
+        for (int k = 0; k < 4; k++) {
+            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
+            __mmask32 hb = _mm256_test_epi8_mask(hm, _mm256_set1_epi8((char)(1 << (4 * h + k))));
+            st(q + 128 * h + 32 * k, _mm256_mask_add_epi8(lo, hb, lo, four));
+        }
+    }
+    uint32_t a[3], w[4];
+    memcpy(a, x->scales, 12);
+    w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
+    w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
+    w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
+    w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    __m128i s8 = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
+    _mm512_storeu_si512(m->sc, _mm512_cvtepi8_epi32(s8));
+    st(m->mn, _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 2));     /* 4 * sc as word pairs */
+    m->d = m->dm = f16s(x->d);
+}
+
+/* q2_K: q * sc (0..45) fits in u8, so the scale is folded into the weights
+ * with a per-128-bit-lane table lookup (each lane is one 16-element group). */
+static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q2_k *x = vx;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        __m256i v = ld(x->qs + 32 * h);
+        for (int k = 0; k < 4; k++) {
+            int s0 = 8 * h + 2 * k;
+            /* bytes 0, sc, 2sc, 3sc: no carries since 3 * 15 < 256 */
+            __m256i lut = _mm256_set_m128i(_mm_set1_epi32((int)((x->scales[s0 + 1] & 15) * 0x03020100u)),
+                                           _mm_set1_epi32((int)((x->scales[s0] & 15) * 0x03020100u)));
+            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
+            st(q + 128 * h + 32 * k, _mm256_shuffle_epi8(lut, lo));
+        }
+    }
+    __m128i s8 = _mm_loadu_si128((const __m128i *)x->scales);
+    st(m->mn, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15))));
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
+}
+
+/* NR rows x 16 activation rows over nbc superblocks. wq: [nbc][NR][256],
+ * wm: [nbc][NR]; A: nbc consecutive panel superblocks; acc: [NR][16] floats.
+ * SUBK = k-steps (4 bytes each) per scaled sub-block; 64: no sub-block scale. */
+static inline __attribute__((always_inline)) void
+kq_tile(const int SUBK, const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A,
+        float *acc, int first)
+{
+    __m512 facc[NR];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++)
+        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+    for (int b = 0; b < nbc; b++, wq += NR * 256, wm += NR) {
+        const kq_act *a = A + b;
+        __m512i isum[NR];
+        if (SUBK == 64) {
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < NR; r++) isum[r] = _mm512_setzero_si512();
+            for (int s = 0; s < 64; s++) {
+                __m512i av = _mm512_loadu_si512(a->qs[s]);
+                _Pragma("GCC unroll 8")
+                for (int r = 0; r < NR; r++) {
+                    int32_t w;
+                    memcpy(&w, wq + 256 * r + 4 * s, 4);
+                    isum[r] = _mm512_dpbusd_epi32(isum[r], _mm512_set1_epi32(w), av);
+                }
+            }
+        } else {
+            for (int j = 0; j < 64 / SUBK; j++) {
+                __m512i part[NR];
+                _Pragma("GCC unroll 8")
+                for (int r = 0; r < NR; r++) part[r] = _mm512_setzero_si512();
+                _Pragma("GCC unroll 8")
+                for (int s = j * SUBK; s < j * SUBK + SUBK; s++) {
+                    __m512i av = _mm512_loadu_si512(a->qs[s]);
+                    _Pragma("GCC unroll 8")
+                    for (int r = 0; r < NR; r++) {
+                        int32_t w;
+                        memcpy(&w, wq + 256 * r + 4 * s, 4);
+                        part[r] = _mm512_dpbusd_epi32(part[r], _mm512_set1_epi32(w), av);
+                    }
+                }
+                _Pragma("GCC unroll 8")
+                for (int r = 0; r < NR; r++) {
+                    __m512i t = _mm512_mullo_epi32(part[r], _mm512_set1_epi32(wm[r].sc[j]));
+                    isum[r] = j ? _mm512_add_epi32(isum[r], t) : t;
+                }
+            }
+        }
+        __m512 da = _mm512_loadu_ps(a->d);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < NR; r++) {
+            __m512i ms = _mm512_setzero_si512();
+            if (SUBK == 8) {
+                _Pragma("GCC unroll 4")
+                for (int p = 0; p < 4; p++)
+                    ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512(a->bs32[p]), _mm512_set1_epi32(wm[r].mn[p]));
+            } else {
+                _Pragma("GCC unroll 8")
+                for (int p = 0; p < 8; p++)
+                    ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512(a->bs[p]), _mm512_set1_epi32(wm[r].mn[p]));
+            }
+            __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_set1_ps(wm[r].d));
+            t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_set1_ps(wm[r].dm), t);
+            facc[r] = _mm512_fmadd_ps(t, da, facc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+}
+
+static void tile_sub8(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(8, wq, wm, nbc, A, acc, first);
+}
+static void tile_sub4(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(4, wq, wm, nbc, A, acc, first);
+}
+static void tile_nosub(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(64, wq, wm, nbc, A, acc, first);
+}
+
+/* ---- 32-element block types (q8_0, q4_0, q5_0 with q8_0 activations) --- */
+
+/* Weights as u8 = q + off; sum (q + off) a = dot + off * sum(a), and the
+ * panel carries off * sum(a) per block and lane. */
+typedef struct {
+    int8_t qs[8][64];
+    int32_t osum[16];
+    float d[16];
+} lg_act;
+
+static void lg_pack_act(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel, int off)
+{
+    lg_act *P = panel;
+    int64_t groups = (n_act + LANES - 1) / LANES;
+    memset(P, 0, (size_t)(groups * nb) * sizeof *P);
+    for (int64_t n = 0; n < n_act; n++) {
+        const sl_block_q8_0 *y = (const sl_block_q8_0 *)((const char *)act + (size_t)n * arb);
+        int lane = (int)(n % LANES);
+        lg_act *g = P + (n / LANES) * nb;
+        for (int64_t b = 0; b < nb; b++) {
+            int sum = 0;
+            for (int i = 0; i < 32; i++) sum += y[b].qs[i];
+            for (int s = 0; s < 8; s++) memcpy(&g[b].qs[s][4 * lane], y[b].qs + 4 * s, 4);
+            g[b].osum[lane] = off * sum;
+            g[b].d[lane] = f16s(y[b].d);
+        }
+    }
+}
+static void pack_q8_0(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+{
+    lg_pack_act(act, arb, n_act, nb, panel, 128);
+}
+static void pack_q4_0(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+{
+    lg_pack_act(act, arb, n_act, nb, panel, 8);
+}
+static void pack_q5_0(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+{
+    lg_pack_act(act, arb, n_act, nb, panel, 16);
+}
+
+static void unp_q8_0(const void *vx, uint8_t *q, float *d)
+{
+    const sl_block_q8_0 *x = vx;
+    st(q, _mm256_xor_si256(ld(x->qs), _mm256_set1_epi8((char)0x80)));
+    *d = f16s(x->d);
+}
+
+static inline __m256i nib32(const uint8_t *qs)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+}
+
+static void unp_q4_0(const void *vx, uint8_t *q, float *d)
+{
+    const sl_block_q4_0 *x = vx;
+    st(q, nib32(x->qs));
+    *d = f16s(x->d);
+}
+
+static void unp_q5_0(const void *vx, uint8_t *q, float *d)
+{
+    const sl_block_q5_0 *x = vx;
+    uint32_t h;
+    memcpy(&h, x->qh, 4);
+    __m256i hi = _mm256_maskz_mov_epi8((__mmask32)h, _mm256_set1_epi8(0x10));
+    st(q, _mm256_or_si256(nib32(x->qs), hi));
+    *d = f16s(x->d);
+}
+
+/* NR rows x 16 activation rows over nbc blocks; wq: [nbc][NR][32], wd: [nbc][NR]. */
+static void lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
+{
+    __m512 facc[NR];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++)
+        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+    for (int b = 0; b < nbc; b++, wq += NR * 32, wd += NR) {
+        const lg_act *a = A + b;
+        __m512i part[NR];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < NR; r++) part[r] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8")
+        for (int s = 0; s < 8; s++) {
+            __m512i av = _mm512_loadu_si512(a->qs[s]);
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < NR; r++) {
+                int32_t w;
+                memcpy(&w, wq + 32 * r + 4 * s, 4);
+                part[r] = _mm512_dpbusd_epi32(part[r], _mm512_set1_epi32(w), av);
+            }
+        }
+        __m512i os = _mm512_loadu_si512(a->osum);
+        __m512 da = _mm512_loadu_ps(a->d);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < NR; r++) {
+            __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(part[r], os));
+            facc[r] = _mm512_fmadd_ps(f, _mm512_mul_ps(da, _mm512_set1_ps(wd[r])), facc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+typedef void (*kq_unp_fn)(const void *x, uint8_t *q, kq_meta *m);
+typedef void (*kq_tile_fn)(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A,
+                           float *acc, int first);
+typedef void (*lg_unp_fn)(const void *x, uint8_t *q, float *d);
+
+typedef struct {
+    int kquant;              /* 1: 256-element superblocks, else 32-element blocks */
+    size_t xbs;              /* weight block bytes */
+    kq_unp_fn kq_unp;
+    kq_tile_fn kq_tile;
+    lg_unp_fn lg_unp;
+} panel_type;
+
+/* Per-thread scratch: one chunk of NR unpacked rows + the row block's accumulators. */
+static inline size_t wbuf_bytes(const panel_type *t)
+{
+    return t->kquant ? (size_t)KQ_CH * NR * (256 + sizeof(kq_meta))
+                     : (size_t)LG_CH * NR * (32 + sizeof(float));
+}
+
+static inline __attribute__((always_inline)) void
+unpack_chunk(const panel_type *t, const char *W, size_t wrb, int64_t r0, int nr,
+                         int64_t b0, int nbc, void *wbuf)
+{
+    if (t->kquant) {
+        uint8_t *wq = wbuf;
+        kq_meta *wm = (kq_meta *)(wq + (size_t)nbc * NR * 256);
+        if (nr < NR) {
+            memset(wq, 0, (size_t)nbc * NR * 256);
+            memset(wm, 0, (size_t)nbc * NR * sizeof *wm);
+        }
+        for (int r = 0; r < nr; r++) {
+            const char *x = W + (size_t)(r0 + r) * wrb + (size_t)b0 * t->xbs;
+            for (int b = 0; b < nbc; b++)
+                t->kq_unp(x + (size_t)b * t->xbs, wq + ((size_t)b * NR + r) * 256, wm + (size_t)b * NR + r);
+        }
+    } else {
+        uint8_t *wq = wbuf;
+        float *wd = (float *)(wq + (size_t)nbc * NR * 32);
+        if (nr < NR) {
+            memset(wq, 0, (size_t)nbc * NR * 32);
+            memset(wd, 0, (size_t)nbc * NR * sizeof *wd);
+        }
+        for (int r = 0; r < nr; r++) {
+            const char *x = W + (size_t)(r0 + r) * wrb + (size_t)b0 * t->xbs;
+            for (int b = 0; b < nbc; b++)
+                t->lg_unp(x + (size_t)b * t->xbs, wq + ((size_t)b * NR + r) * 32, wd + (size_t)b * NR + r);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void
+run_rows(const panel_type *t, const char *W, size_t wrb, int64_t r0, int64_t r1,
+                     int64_t nb, const void *panel, int64_t n_act, float *Y, int64_t ldy,
+                     void *scratch)
+{
+    int64_t groups = (n_act + LANES - 1) / LANES;
+    int64_t ch = t->kquant ? KQ_CH : LG_CH;
+    size_t gbytes = (size_t)nb * (t->kquant ? sizeof(kq_act) : sizeof(lg_act));  /* one group */
+    uint8_t *wbuf = scratch;
+    float *acc = (float *)(wbuf + wbuf_bytes(t));       /* [tile][group][NR][16] */
+    for (int64_t rb0 = r0; rb0 < r1; rb0 += ROW_BLOCK) {
+        int64_t rb1 = rb0 + ROW_BLOCK < r1 ? rb0 + ROW_BLOCK : r1;
+        for (int64_t b0 = 0; b0 < nb; b0 += ch) {
+            int nbc = (int)(nb - b0 < ch ? nb - b0 : ch);
+            for (int64_t tr = rb0; tr < rb1; tr += NR) {
+                int nr = (int)(rb1 - tr < NR ? rb1 - tr : NR);
+                unpack_chunk(t, W, wrb, tr, nr, b0, nbc, wbuf);
+                /* the next tile's weights come from DRAM: fetch them into L2
+                 * while this tile computes (spread over its groups so the
+                 * miss queue never fills) instead of stalling in unpack */
+                int64_t nt = tr, nbn = b0, nrb0 = rb0, nrb1 = rb1;
+                for (int step = 0; step < PF_TILES; step++) {
+                    if (nt + NR < nrb1) nt += NR;
+                    else if (nbn + ch < nb) { nt = nrb0; nbn += ch; }
+                    else { nrb0 = nt = nrb1; nbn = 0; nrb1 = nrb0 + ROW_BLOCK < r1 ? nrb0 + ROW_BLOCK : r1; }
+                }
+                int64_t pf_rows = nt < r1 ? (nt + NR < r1 ? NR : r1 - nt) : 0;
+                size_t pf_len = (size_t)(nb - nbn < ch ? nb - nbn : ch) * t->xbs;
+                float *tacc = acc + (size_t)((tr - rb0) / NR) * (size_t)groups * NR * LANES;
+                for (int64_t g = 0; g < groups; g++) {
+                    for (int64_t r = pf_rows * g / groups; r < pf_rows * (g + 1) / groups; r++) {
+                        const char *x = W + (size_t)(nt + r) * wrb + (size_t)nbn * t->xbs;
+                        for (size_t o = 0; o < pf_len; o += 64) _mm_prefetch(x + o, _MM_HINT_T1);
+                    }
+                    const char *gp = (const char *)panel + (size_t)g * gbytes;
+                    float *ga = tacc + (size_t)g * NR * LANES;
+                    if (t->kquant)
+                        t->kq_tile(wbuf, (const kq_meta *)(wbuf + (size_t)nbc * NR * 256), nbc,
+                                   (const kq_act *)gp + b0, ga, b0 == 0);
+                    else
+                        lg_tile(wbuf, (const float *)(wbuf + (size_t)nbc * NR * 32), nbc,
+                                (const lg_act *)gp + b0, ga, b0 == 0);
+                }
+            }
+        }
+        for (int64_t tr = rb0; tr < rb1; tr += NR) {
+            int nr = (int)(rb1 - tr < NR ? rb1 - tr : NR);
+            const float *tacc = acc + (size_t)((tr - rb0) / NR) * (size_t)groups * NR * LANES;
+            for (int64_t n = 0; n < n_act; n++) {
+                const float *src = tacc + (size_t)(n / LANES) * NR * LANES + n % LANES;
+                for (int r = 0; r < nr; r++) Y[n * ldy + tr + r] = src[r * LANES];
+            }
+        }
+    }
+}
+
+/* The sl_panel entries (kern_internal.h), one per type. */
+#define KQ_PANEL(T, XB, TILE)                                                               \
+static const panel_type pt_##T = { 1, sizeof(XB), unp_##T, TILE, NULL };                    \
+static void run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,        \
+                    const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
+{ run_rows(&pt_##T, W, wrb, r0, r1, cols / 256, panel, n_act, Y, ldy, scratch); }
+#define LG_PANEL(T, XB)                                                                     \
+static const panel_type pt_##T = { 0, sizeof(XB), NULL, NULL, unp_##T };                    \
+static void run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,        \
+                    const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
+{ run_rows(&pt_##T, W, wrb, r0, r1, cols / 32, panel, n_act, Y, ldy, scratch); }
+
+KQ_PANEL(q4_k, sl_block_q4_k, tile_sub8)
+KQ_PANEL(q5_k, sl_block_q5_k, tile_sub8)
+KQ_PANEL(q6_k, sl_block_q6_k, tile_sub4)
+KQ_PANEL(q3_k, sl_block_q3_k, tile_sub4)
+KQ_PANEL(q2_k, sl_block_q2_k, tile_nosub)
+LG_PANEL(q8_0, sl_block_q8_0)
+LG_PANEL(q4_0, sl_block_q4_0)
+LG_PANEL(q5_0, sl_block_q5_0)
+
+static void kq_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+{
+    kq_pack_act(act, arb, n_act, nb, panel);
+}
+
+static size_t panel_bytes_kq(int64_t cols, int64_t n_act)
+{
+    return (size_t)((n_act + LANES - 1) / LANES) * (size_t)(cols / 256) * sizeof(kq_act);
+}
+static size_t panel_bytes_lg(int64_t cols, int64_t n_act)
+{
+    return (size_t)((n_act + LANES - 1) / LANES) * (size_t)(cols / 32) * sizeof(lg_act);
+}
+static size_t scratch_kq(int64_t n_act)
+{
+    return wbuf_bytes(&pt_q4_k) + (size_t)(ROW_BLOCK / NR) * (size_t)((n_act + LANES - 1) / LANES)
+           * NR * LANES * sizeof(float);
+}
+static size_t scratch_lg(int64_t n_act)
+{
+    return wbuf_bytes(&pt_q8_0) + (size_t)(ROW_BLOCK / NR) * (size_t)((n_act + LANES - 1) / LANES)
+           * NR * LANES * sizeof(float);
+}
+
+static const sl_panel pn_q4_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q4_k, 256 };
+static const sl_panel pn_q5_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q5_k, 256 };
+static const sl_panel pn_q6_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q6_k, 256 };
+static const sl_panel pn_q3_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q3_k, 256 };
+static const sl_panel pn_q2_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q2_k, 256 };
+static const sl_panel pn_q8_0 = { panel_bytes_lg, scratch_lg, pack_q8_0, run_q8_0, 32 };
+static const sl_panel pn_q4_0 = { panel_bytes_lg, scratch_lg, pack_q4_0, run_q4_0, 32 };
+static const sl_panel pn_q5_0 = { panel_bytes_lg, scratch_lg, pack_q5_0, run_q5_0, 32 };
+
+void sl_gemm_fill_avx512vnni(sl_kern *k)
+{
+    k->panel[SL_Q_Q4_K] = &pn_q4_k;
+    k->panel[SL_Q_Q5_K] = &pn_q5_k;
+    k->panel[SL_Q_Q6_K] = &pn_q6_k;
+    k->panel[SL_Q_Q3_K] = &pn_q3_k;
+    k->panel[SL_Q_Q2_K] = &pn_q2_k;
+    k->panel[SL_Q_Q8_0] = &pn_q8_0;
+    k->panel[SL_Q_Q4_0] = &pn_q4_0;
+    k->panel[SL_Q_Q5_0] = &pn_q5_0;
+}
