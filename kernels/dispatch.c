@@ -111,6 +111,7 @@ static void init(void)
         case SL_ISA_DOTPROD:
             sl_dot_fill_neon(k); sl_ops_fill_neon(k);
             sl_dot_fill_dotprod(k);
+            sl_gemm_fill_dotprod(k);
             break;
 #endif
         default:

@@ -21,6 +21,7 @@ void sl_gemm_fill_avx512vnni(sl_kern *k);  /* prefill panel GEMM */
 void sl_dot_fill_neon(sl_kern *k);
 void sl_ops_fill_neon(sl_kern *k);
 void sl_dot_fill_dotprod(sl_kern *k);      /* may reuse neon ops */
+void sl_gemm_fill_dotprod(sl_kern *k);     /* prefill panel GEMM */
 #endif
 
 #define SL_PANEL_MIN_ACT 10
