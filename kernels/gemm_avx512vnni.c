@@ -43,27 +43,20 @@ typedef struct {
     float d[16];
 } kq_act;
 
-static void kq_pack_act(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+/* The type's part of packing one superblock of one activation row (the
+ * transposition itself is panel_pack in gemm_panel.h). */
+static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
-    kq_act *P = panel;
-    int64_t groups = (n_act + LANES - 1) / LANES;
-    memset(P, 0, (size_t)(groups * nb) * sizeof *P);
-    for (int64_t n = 0; n < n_act; n++) {
-        const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)act + (size_t)n * arb);
-        int lane = (int)(n % LANES);
-        kq_act *g = P + (n / LANES) * nb;
-        for (int64_t b = 0; b < nb; b++) {
-            for (int s = 0; s < 64; s++) memcpy(&g[b].qs[s][4 * lane], y[b].qs + 4 * s, 4);
-            const int16_t *bs = y[b].bsums;
-            for (int p = 0; p < 8; p++)
-                g[b].bs[p][lane] = (int32_t)((uint32_t)(uint16_t)bs[2 * p]
-                                             | (uint32_t)(uint16_t)bs[2 * p + 1] << 16);
-            for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
-                g[b].bs32[p][lane] = (int32_t)((uint32_t)(uint16_t)(bs[4 * p] + bs[4 * p + 1])
-                                               | (uint32_t)(uint16_t)(bs[4 * p + 2] + bs[4 * p + 3]) << 16);
-            g[b].d[lane] = y[b].d;
-        }
-    }
+    const sl_block_q8_k *y = vy;
+    kq_act *g = vp;
+    const int16_t *bs = y->bsums;
+    (void)arg;
+    for (int p = 0; p < 8; p++)
+        g->bs[p][lane] = (int32_t)((uint32_t)(uint16_t)bs[2 * p] | (uint32_t)(uint16_t)bs[2 * p + 1] << 16);
+    for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
+        g->bs32[p][lane] = (int32_t)((uint32_t)(uint16_t)(bs[4 * p] + bs[4 * p + 1])
+                                     | (uint32_t)(uint16_t)(bs[4 * p + 2] + bs[4 * p + 3]) << 16);
+    g->d[lane] = y->d;
 }
 
 static inline __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -282,36 +275,18 @@ typedef struct {
     float d[16];
 } lg_act;
 
-static void lg_pack_act(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel, int off)
+static void lg_extra(const void *vy, void *vp, int lane, int off)
 {
-    lg_act *P = panel;
-    int64_t groups = (n_act + LANES - 1) / LANES;
-    memset(P, 0, (size_t)(groups * nb) * sizeof *P);
-    for (int64_t n = 0; n < n_act; n++) {
-        const sl_block_q8_0 *y = (const sl_block_q8_0 *)((const char *)act + (size_t)n * arb);
-        int lane = (int)(n % LANES);
-        lg_act *g = P + (n / LANES) * nb;
-        for (int64_t b = 0; b < nb; b++) {
-            int sum = 0;
-            for (int i = 0; i < 32; i++) sum += y[b].qs[i];
-            for (int s = 0; s < 8; s++) memcpy(&g[b].qs[s][4 * lane], y[b].qs + 4 * s, 4);
-            g[b].osum[lane] = off * sum;
-            g[b].d[lane] = f16s(y[b].d);
-        }
-    }
+    const sl_block_q8_0 *y = vy;
+    lg_act *g = vp;
+    int sum = 0;
+    for (int i = 0; i < 32; i++) sum += y->qs[i];
+    g->osum[lane] = off * sum;
+    g->d[lane] = f16s(y->d);
 }
-static void pack_q8_0(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
-{
-    lg_pack_act(act, arb, n_act, nb, panel, 128);
-}
-static void pack_q4_0(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
-{
-    lg_pack_act(act, arb, n_act, nb, panel, 8);
-}
-static void pack_q5_0(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
-{
-    lg_pack_act(act, arb, n_act, nb, panel, 16);
-}
+#define LG_OFF_Q8_0 128    /* u8 weight = q + off */
+#define LG_OFF_Q4_0 8
+#define LG_OFF_Q5_0 16
 
 static void unp_q8_0(const void *vx, uint8_t *q, float *d)
 {

@@ -34,22 +34,14 @@ typedef struct {
     float d[8];
 } kq_act;
 
-static void kq_pack_act(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
-    kq_act *P = panel;
-    int64_t groups = (n_act + LANES - 1) / LANES;
-    memset(P, 0, (size_t)(groups * nb) * sizeof *P);
-    for (int64_t n = 0; n < n_act; n++) {
-        const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)act + (size_t)n * arb);
-        int lane = (int)(n % LANES);
-        kq_act *g = P + (n / LANES) * nb;
-        for (int64_t b = 0; b < nb; b++) {
-            for (int s = 0; s < 64; s++) memcpy(&g[b].qs[s][4 * lane], y[b].qs + 4 * s, 4);
-            for (int j = 0; j < 16; j++) g[b].bs[j][lane] = y[b].bsums[j];
-            for (int j = 0; j < 8; j++) g[b].bs32[j][lane] = y[b].bsums[2 * j] + y[b].bsums[2 * j + 1];
-            g[b].d[lane] = y[b].d;
-        }
-    }
+    const sl_block_q8_k *y = vy;
+    kq_act *g = vp;
+    (void)arg;
+    for (int j = 0; j < 16; j++) g->bs[j][lane] = y->bsums[j];
+    for (int j = 0; j < 8; j++) g->bs32[j][lane] = y->bsums[2 * j] + y->bsums[2 * j + 1];
+    g->d[lane] = y->d;
 }
 
 static inline float f16s(sl_f16 h)
@@ -239,24 +231,15 @@ typedef struct {
     float d[8];
 } lg_act;
 
-static void lg_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+static void lg_extra(const void *vy, void *vp, int lane, int off)
 {
-    lg_act *P = panel;
-    int64_t groups = (n_act + LANES - 1) / LANES;
-    memset(P, 0, (size_t)(groups * nb) * sizeof *P);
-    for (int64_t n = 0; n < n_act; n++) {
-        const sl_block_q8_0 *y = (const sl_block_q8_0 *)((const char *)act + (size_t)n * arb);
-        int lane = (int)(n % LANES);
-        lg_act *g = P + (n / LANES) * nb;
-        for (int64_t b = 0; b < nb; b++) {
-            for (int s = 0; s < 8; s++) memcpy(&g[b].qs[s][4 * lane], y[b].qs + 4 * s, 4);
-            g[b].d[lane] = f16s(y[b].d);
-        }
-    }
+    lg_act *g = vp;
+    (void)off;
+    g->d[lane] = f16s(((const sl_block_q8_0 *)vy)->d);
 }
-#define pack_q8_0 lg_pack
-#define pack_q4_0 lg_pack
-#define pack_q5_0 lg_pack
+#define LG_OFF_Q8_0 0      /* signed weights: no offsets */
+#define LG_OFF_Q4_0 0
+#define LG_OFF_Q5_0 0
 
 static void unp_q8_0(const void *vx, uint8_t *q, float *d)
 {

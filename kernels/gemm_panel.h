@@ -7,12 +7,15 @@
  *
  * The includer defines before inclusion: NR, LANES; the types kq_meta,
  * kq_act (one superblock of one group), lg_act (one 32-element block of one
- * group); unp_<type>() and tile functions TILE_Q4_K .. TILE_Q2_K, lg_tile;
- * kq_pack_act() and pack_q8_0/q4_0/q5_0(); PANEL_PREFETCH(p). It gets the
- * sl_panel objects pn_<type> to install in its fill function. */
+ * group), both starting with their qs[k-step][lane][4] bytes; unp_<type>()
+ * and tile functions TILE_Q4_K .. TILE_Q2_K, lg_tile; kq_extra() and
+ * lg_extra() (the type's part of packing one block of one activation row)
+ * with LG_OFF_Q8_0/Q4_0/Q5_0 passed to lg_extra; PANEL_PREFETCH(p). It gets
+ * the sl_panel objects pn_<type> to install in its fill function. */
 #ifndef SL_GEMM_PANEL_H
 #define SL_GEMM_PANEL_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "kern_internal.h"
@@ -161,10 +164,46 @@ LG_PANEL(q8_0, sl_block_q8_0)
 LG_PANEL(q4_0, sl_block_q4_0)
 LG_PANEL(q5_0, sl_block_q5_0)
 
+/* Activation row n goes to lane n % LANES of group n / LANES: its 4-byte
+ * k-steps are interleaved with the group's other rows; lanes past n_act
+ * stay zero. */
+static void panel_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel,
+                       size_t pbs, size_t ybs, size_t qs_off, int nsteps,
+                       void (*extra)(const void *y, void *pb, int lane, int arg), int arg)
+{
+    int64_t groups = (n_act + LANES - 1) / LANES;
+    memset(panel, 0, (size_t)(groups * nb) * pbs);
+    for (int64_t n = 0; n < n_act; n++) {
+        const char *y = (const char *)act + (size_t)n * arb;
+        int lane = (int)(n % LANES);
+        char *g = (char *)panel + (size_t)(n / LANES) * (size_t)nb * pbs;
+        for (int64_t b = 0; b < nb; b++) {
+            const char *yb = y + (size_t)b * ybs;
+            char *pb = g + (size_t)b * pbs;
+            for (int s = 0; s < nsteps; s++)
+                memcpy(pb + ((size_t)s * LANES + (size_t)lane) * 4, yb + qs_off + 4 * (size_t)s, 4);
+            extra(yb, pb, lane, arg);
+        }
+    }
+}
+
+_Static_assert(offsetof(kq_act, qs) == 0 && sizeof(((kq_act *)0)->qs) == 64 * LANES * 4, "panel qs layout");
+_Static_assert(offsetof(lg_act, qs) == 0 && sizeof(((lg_act *)0)->qs) == 8 * LANES * 4, "panel qs layout");
+
 static void kq_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
 {
-    kq_pack_act(act, arb, n_act, nb, panel);
+    panel_pack(act, arb, n_act, nb, panel, sizeof(kq_act), sizeof(sl_block_q8_k),
+               offsetof(sl_block_q8_k, qs), 64, kq_extra, 0);
 }
+#define LG_PACK(T, OFF)                                                                     \
+static void pack_##T(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)   \
+{                                                                                           \
+    panel_pack(act, arb, n_act, nb, panel, sizeof(lg_act), sizeof(sl_block_q8_0),           \
+               offsetof(sl_block_q8_0, qs), 8, lg_extra, OFF);                              \
+}
+LG_PACK(q8_0, LG_OFF_Q8_0)
+LG_PACK(q4_0, LG_OFF_Q4_0)
+LG_PACK(q5_0, LG_OFF_Q5_0)
 
 static size_t panel_bytes_kq(int64_t cols, int64_t n_act)
 {
