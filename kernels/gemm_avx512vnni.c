@@ -40,6 +40,7 @@ typedef struct {
     int8_t qs[64][64];       /* [k-step][lane][4 bytes] */
     int32_t bs[8][16];       /* bsums pairs (group 2p | 2p+1 << 16) per lane */
     int32_t bs32[4][16];     /* the same over 32-element sub-blocks (q4_K, q5_K) */
+    int32_t osum[16];        /* 127 * sum of the superblock (q3_K's weight offset) */
     float d[16];
 } kq_act;
 
@@ -56,6 +57,9 @@ static void kq_extra(const void *vy, void *vp, int lane, int arg)
     for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
         g->bs32[p][lane] = (int32_t)((uint32_t)(uint16_t)(bs[4 * p] + bs[4 * p + 1])
                                      | (uint32_t)(uint16_t)(bs[4 * p + 2] + bs[4 * p + 3]) << 16);
+    int sum = 0;
+    for (int j = 0; j < 16; j++) sum += bs[j];
+    g->osum[lane] = 127 * sum;
     g->d[lane] = y->d;
 }
 
@@ -133,20 +137,12 @@ static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
     m->d = m->dm = f16s(x->d);
 }
 
-/* q3_K: q + 4 (0..7) as u8; the offset 4 * sc goes through the block sums */
+/* q3_K: (q - 4) * sc lies in [-124, 128], so with an offset of 127 the
+ * scaled weight fits in u8 ([3, 255]) and needs no per-sub-block multiply;
+ * the panel's osum (127 * sum of the activations) takes the offset back. */
 static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q3_k *x = vx;
-    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-    __m256i hm = ld(x->hmask);
-    for (int h = 0; h < 2; h++) {
-        __m256i v = ld(x->qs + 32 * h);
-        for (int k = 0; k < 4; k++) {
-            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
-            __mmask32 hb = _mm256_test_epi8_mask(hm, _mm256_set1_epi8((char)(1 << (4 * h + k))));
-            st(q + 128 * h + 32 * k, _mm256_mask_add_epi8(lo, hb, lo, four));
-        }
-    }
     uint32_t a[3], w[4];
     memcpy(a, x->scales, 12);
     w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
@@ -154,9 +150,25 @@ static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
     w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
     w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
     __m128i s8 = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
-    _mm512_storeu_si512(m->sc, _mm512_cvtepi8_epi32(s8));
-    st(m->mn, _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 2));     /* 4 * sc as word pairs */
-    m->d = m->dm = f16s(x->d);
+    __m512i scw = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));     /* words 0..15: sc */
+    const __m512i hi1 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+    const __m512i o127 = _mm512_set1_epi16(127);
+    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256i hm = ld(x->hmask);
+    for (int h = 0; h < 2; h++) {
+        __m256i v = ld(x->qs + 32 * h);
+        for (int k = 0; k < 4; k++) {
+            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
+            __mmask32 hb = _mm256_test_epi8_mask(hm, _mm256_set1_epi8((char)(1 << (4 * h + k))));
+            __m256i qv = _mm256_mask_sub_epi8(lo, (__mmask32)~hb, lo, four);   /* q - 4 */
+            /* words 0..15 get sub-block 8h+2k's scale, 16..31 the next one's */
+            __m512i sc = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_set1_epi16((short)(8 * h + 2 * k)), hi1), scw);
+            __m512i p = _mm512_add_epi16(_mm512_mullo_epi16(_mm512_cvtepi8_epi16(qv), sc), o127);
+            st(q + 128 * h + 32 * k, _mm512_cvtusepi16_epi8(p));
+        }
+    }
+    m->d = f16s(x->d);
+    m->dm = 0.0f;
 }
 
 /* q2_K: q * sc (0..45) fits in u8, so the scale is folded into the weights
@@ -184,10 +196,11 @@ static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
 
 /* NR rows x 16 activation rows over nbc superblocks. wq: [nbc][NR][256],
  * wm: [nbc][NR]; A: nbc consecutive panel superblocks; acc: [NR][16] floats.
- * SUBK = k-steps (4 bytes each) per scaled sub-block; 64: no sub-block scale. */
+ * SUBK = k-steps (4 bytes each) per scaled sub-block (64: none); MINS = 0, or
+ * 4 / 8 min pairs against bs32 / bs; OFF: take back the panel's osum. */
 static inline __attribute__((always_inline)) void
-kq_tile(const int SUBK, const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A,
-        float *acc, int first)
+kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const kq_meta *wm,
+        int nbc, const kq_act *A, float *acc, int first)
 {
     __m512 facc[NR];
     _Pragma("GCC unroll 8")
@@ -231,20 +244,19 @@ kq_tile(const int SUBK, const uint8_t *wq, const kq_meta *wm, int nbc, const kq_
             }
         }
         __m512 da = _mm512_loadu_ps(a->d);
+        __m512i os = OFF ? _mm512_loadu_si512(a->osum) : _mm512_setzero_si512();
         _Pragma("GCC unroll 8")
         for (int r = 0; r < NR; r++) {
-            __m512i ms = _mm512_setzero_si512();
-            if (SUBK == 8) {
-                _Pragma("GCC unroll 4")
-                for (int p = 0; p < 4; p++)
-                    ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512(a->bs32[p]), _mm512_set1_epi32(wm[r].mn[p]));
-            } else {
-                _Pragma("GCC unroll 8")
-                for (int p = 0; p < 8; p++)
-                    ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512(a->bs[p]), _mm512_set1_epi32(wm[r].mn[p]));
-            }
+            if (OFF) isum[r] = _mm512_sub_epi32(isum[r], os);
             __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_set1_ps(wm[r].d));
-            t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_set1_ps(wm[r].dm), t);
+            if (MINS) {
+                __m512i ms = _mm512_setzero_si512();
+                _Pragma("GCC unroll 8")
+                for (int p = 0; p < MINS; p++)
+                    ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512(MINS == 4 ? a->bs32[p] : a->bs[p]),
+                                             _mm512_set1_epi32(wm[r].mn[p]));
+                t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_set1_ps(wm[r].dm), t);
+            }
             facc[r] = _mm512_fmadd_ps(t, da, facc[r]);
         }
     }
@@ -252,17 +264,21 @@ kq_tile(const int SUBK, const uint8_t *wq, const kq_meta *wm, int nbc, const kq_
     for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
 }
 
-static void tile_sub8(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+static void tile_q4_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
 {
-    kq_tile(8, wq, wm, nbc, A, acc, first);
+    kq_tile(8, 4, 0, wq, wm, nbc, A, acc, first);
 }
-static void tile_sub4(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+static void tile_q6_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
 {
-    kq_tile(4, wq, wm, nbc, A, acc, first);
+    kq_tile(4, 8, 0, wq, wm, nbc, A, acc, first);
 }
-static void tile_nosub(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+static void tile_q2_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
 {
-    kq_tile(64, wq, wm, nbc, A, acc, first);
+    kq_tile(64, 8, 0, wq, wm, nbc, A, acc, first);
+}
+static void tile_q3_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(64, 0, 1, wq, wm, nbc, A, acc, first);
 }
 
 /* ---- 32-element block types (q8_0, q4_0, q5_0 with q8_0 activations) --- */
@@ -352,11 +368,11 @@ static void lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A
     for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
 }
 
-#define TILE_Q4_K tile_sub8
-#define TILE_Q5_K tile_sub8
-#define TILE_Q6_K tile_sub4
-#define TILE_Q3_K tile_sub4
-#define TILE_Q2_K tile_nosub
+#define TILE_Q4_K tile_q4_k
+#define TILE_Q5_K tile_q4_k
+#define TILE_Q6_K tile_q6_k
+#define TILE_Q3_K tile_q3_k
+#define TILE_Q2_K tile_q2_k
 #define PANEL_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
 #include "gemm_panel.h"
 

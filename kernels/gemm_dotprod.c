@@ -31,6 +31,7 @@ typedef struct {
     int8_t qs[64][32];       /* [k-step][lane][4 bytes] */
     int32_t bs[16][8];       /* 16-element sums per lane */
     int32_t bs32[8][8];      /* 32-element sums per lane */
+    int32_t asum[8];         /* sum of the superblock (q3_K's weight offset) */
     float d[8];
 } kq_act;
 
@@ -40,7 +41,12 @@ static void kq_extra(const void *vy, void *vp, int lane, int arg)
     kq_act *g = vp;
     (void)arg;
     for (int j = 0; j < 16; j++) g->bs[j][lane] = y->bsums[j];
-    for (int j = 0; j < 8; j++) g->bs32[j][lane] = y->bsums[2 * j] + y->bsums[2 * j + 1];
+    int sum = 0;
+    for (int j = 0; j < 8; j++) {
+        g->bs32[j][lane] = y->bsums[2 * j] + y->bsums[2 * j + 1];
+        sum += g->bs32[j][lane];
+    }
+    g->asum[lane] = sum;
     g->d[lane] = y->d;
 }
 
@@ -116,24 +122,30 @@ static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
     m->d = m->dm = f16s(x->d);
 }
 
-/* q3_K: the signed value q - 4 (hmask bit clear) */
+/* q3_K: (q - 4) * sc lies in [-124, 128]; minus 1 it fits in s8, so the
+ * scale is folded into the weights and the panel's asum takes the 1 back. */
 static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q3_k *x = vx;
-    const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1), four = vdupq_n_u8(4);
+    int8_t sc[16];
+    sl_q3k_scales(x->scales, sc);
+    const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+    const int16x8_t one16 = vdupq_n_s16(1);
     for (int hh = 0; hh < 2; hh++)
         for (int h = 0; h < 2; h++) {
             uint8x16_t v = vld1q_u8(x->qs + 32 * hh + 16 * h), hm = vld1q_u8(x->hmask + 16 * h);
             for (int k = 0; k < 4; k++) {
                 uint8x16_t lo = vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * k))), m3);
                 uint8x16_t hb = vandq_u8(vshlq_u8(hm, vdupq_n_s8((int8_t)(-(4 * hh + k)))), one);
-                vst1q_u8(q + 128 * hh + 32 * k + 16 * h, vsubq_u8(vorrq_u8(lo, vshlq_n_u8(hb, 2)), four));
+                int8x16_t qv = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hb, 2))), vdupq_n_s8(4));
+                int8x8_t s = vdup_n_s8(sc[8 * hh + 2 * k + h]);
+                int16x8_t p0 = vsubq_s16(vmull_s8(vget_low_s8(qv), s), one16);
+                int16x8_t p1 = vsubq_s16(vmull_s8(vget_high_s8(qv), s), one16);
+                vst1q_s8((int8_t *)q + 128 * hh + 32 * k + 16 * h, vcombine_s8(vmovn_s16(p0), vmovn_s16(p1)));
             }
         }
-    int8_t sc[16];
-    sl_q3k_scales(x->scales, sc);
-    for (int s = 0; s < 16; s++) m->sc[s] = sc[s];
-    m->d = m->dm = f16s(x->d);
+    m->d = f16s(x->d);
+    m->dm = 0.0f;
 }
 
 /* q2_K: q * sc (0..45), the scale folded into the weights */
@@ -167,9 +179,9 @@ static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
 
 /* NR rows x 8 activation rows over nbc superblocks; wq: [nbc][NR][256],
  * wm: [nbc][NR]. SUBK: k-steps per scaled sub-block (64: none); MINS: 0, or
- * 8 / 16 sub-blocks of mins against bs32 / bs. */
+ * 8 / 16 sub-blocks of mins against bs32 / bs; OFF: add the panel's asum back. */
 static inline __attribute__((always_inline)) void
-kq_tile(const int SUBK, const int MINS, const uint8_t *wq, const kq_meta *wm, int nbc,
+kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const kq_meta *wm, int nbc,
         const kq_act *A, float *acc, int first)
 {
     float32x4_t facc[NR][2];
@@ -197,6 +209,7 @@ kq_tile(const int SUBK, const int MINS, const uint8_t *wq, const kq_meta *wm, in
         }
         for (int r = 0; r < NR; r++)
             for (int h = 0; h < 2; h++) {
+                if (OFF) isum[r][h] = vaddq_s32(isum[r][h], vld1q_s32(a->asum + 4 * h));
                 float32x4_t t = vmulq_n_f32(vcvtq_f32_s32(isum[r][h]), wm[r].d);
                 if (MINS) {
                     int32x4_t ms = vdupq_n_s32(0);
@@ -213,15 +226,19 @@ kq_tile(const int SUBK, const int MINS, const uint8_t *wq, const kq_meta *wm, in
 
 static void tile_q4_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
 {
-    kq_tile(8, 8, wq, wm, nbc, A, acc, first);
+    kq_tile(8, 8, 0, wq, wm, nbc, A, acc, first);
 }
 static void tile_q6_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
 {
-    kq_tile(4, 0, wq, wm, nbc, A, acc, first);
+    kq_tile(4, 0, 0, wq, wm, nbc, A, acc, first);
 }
 static void tile_q2_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
 {
-    kq_tile(64, 16, wq, wm, nbc, A, acc, first);
+    kq_tile(64, 16, 0, wq, wm, nbc, A, acc, first);
+}
+static void tile_q3_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(64, 0, 1, wq, wm, nbc, A, acc, first);
 }
 
 /* ---- 32-element block types: signed weights, no offsets ---------------- */
@@ -300,7 +317,7 @@ static void lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A
 #define TILE_Q4_K tile_q4_k
 #define TILE_Q5_K tile_q4_k
 #define TILE_Q6_K tile_q6_k
-#define TILE_Q3_K tile_q6_k
+#define TILE_Q3_K tile_q3_k
 #define TILE_Q2_K tile_q2_k
 #define PANEL_PREFETCH(p) __builtin_prefetch((p), 0, 2)
 #include "gemm_panel.h"
