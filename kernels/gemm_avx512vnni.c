@@ -209,38 +209,28 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
     for (int b = 0; b < nbc; b++, wq += NR * 256, wm += NR) {
         const kq_act *a = A + b;
         __m512i isum[NR];
-        if (SUBK == 64) {
+        /* runs of RUN k-steps into fresh partial sums, then scaled (or, with
+         * no sub-block scale, just added) into isum: accumulating 64 steps
+         * straight into isum made gcc 12 copy every accumulator each step */
+        const int RUN = SUBK == 64 ? 8 : SUBK;
+        for (int j = 0; j < 64 / RUN; j++) {
+            __m512i part[NR];
             _Pragma("GCC unroll 8")
-            for (int r = 0; r < NR; r++) isum[r] = _mm512_setzero_si512();
-            for (int s = 0; s < 64; s++) {
+            for (int r = 0; r < NR; r++) part[r] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 8")
+            for (int s = j * RUN; s < j * RUN + RUN; s++) {
                 __m512i av = _mm512_loadu_si512(a->qs[s]);
                 _Pragma("GCC unroll 8")
                 for (int r = 0; r < NR; r++) {
                     int32_t w;
                     memcpy(&w, wq + 256 * r + 4 * s, 4);
-                    isum[r] = _mm512_dpbusd_epi32(isum[r], _mm512_set1_epi32(w), av);
+                    part[r] = _mm512_dpbusd_epi32(part[r], _mm512_set1_epi32(w), av);
                 }
             }
-        } else {
-            for (int j = 0; j < 64 / SUBK; j++) {
-                __m512i part[NR];
-                _Pragma("GCC unroll 8")
-                for (int r = 0; r < NR; r++) part[r] = _mm512_setzero_si512();
-                _Pragma("GCC unroll 8")
-                for (int s = j * SUBK; s < j * SUBK + SUBK; s++) {
-                    __m512i av = _mm512_loadu_si512(a->qs[s]);
-                    _Pragma("GCC unroll 8")
-                    for (int r = 0; r < NR; r++) {
-                        int32_t w;
-                        memcpy(&w, wq + 256 * r + 4 * s, 4);
-                        part[r] = _mm512_dpbusd_epi32(part[r], _mm512_set1_epi32(w), av);
-                    }
-                }
-                _Pragma("GCC unroll 8")
-                for (int r = 0; r < NR; r++) {
-                    __m512i t = _mm512_mullo_epi32(part[r], _mm512_set1_epi32(wm[r].sc[j]));
-                    isum[r] = j ? _mm512_add_epi32(isum[r], t) : t;
-                }
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < NR; r++) {
+                __m512i t = SUBK == 64 ? part[r] : _mm512_mullo_epi32(part[r], _mm512_set1_epi32(wm[r].sc[j]));
+                isum[r] = j ? _mm512_add_epi32(isum[r], t) : t;
             }
         }
         __m512 da = _mm512_loadu_ps(a->d);
