@@ -1,15 +1,24 @@
 /* F16 KV cache allocation. */
 #include "kv.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../gguf/sl_status.h"
 
+/* Saturates at UINT64_MAX (hostile header sizes must not wrap to a small
+ * cache that the attention kernels would then overrun). */
 uint64_t sl_kv_bytes(int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
 {
-    return 2ull * (uint64_t)n_layer * (uint64_t)n_ctx * (uint64_t)kv_dim * sizeof(sl_f16);
+    if (n_layer <= 0 || n_ctx <= 0 || kv_dim <= 0) return 0;
+    uint64_t r;
+    if (__builtin_mul_overflow((uint64_t)n_layer, (uint64_t)n_ctx, &r) ||
+        __builtin_mul_overflow(r, (uint64_t)kv_dim, &r) ||
+        __builtin_mul_overflow(r, 2u * sizeof(sl_f16), &r))
+        return UINT64_MAX;
+    return r;
 }
 
 int sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim)
@@ -20,8 +29,8 @@ int sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int
         return sl_err_set(SL_EINVAL, "kv cache: invalid size (%d layers, %d ctx, %d kv heads x %d)",
                           n_layer, n_ctx, n_head_kv, head_dim);
     int32_t kv_dim = n_head_kv * head_dim;
-    uint64_t half = sl_kv_bytes(n_layer, n_ctx, kv_dim) / 2;
-    if (half > (uint64_t)SIZE_MAX / 2)
+    uint64_t total = sl_kv_bytes(n_layer, n_ctx, kv_dim), half = total / 2;
+    if (total == UINT64_MAX || half > (uint64_t)PTRDIFF_MAX / 2)
         return sl_err_set(SL_ENOMEM, "kv cache: %llu bytes too large", (unsigned long long)half);
     /* 64-byte aligned base helps the SIMD attention kernels */
     size_t sz = ((size_t)half + 63) & ~(size_t)63;

@@ -122,9 +122,15 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     sc.mem_budget = p.mem_budget;
     sc.max_pinned = p.max_pinned;
     sc.mlock = p.mlock;
-    sc.reserve_bytes = sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.kv_dim) +
-                       sl_forward_arena_bytes(&m->d, m->n_batch, m->n_ctx, nth) +
-                       (uint64_t)m->d.n_vocab * (4 + 4 + 8 + 1) + (uint64_t)m->n_ctx * 4;
+    /* saturating: a hostile size must not wrap to a small reserve */
+    uint64_t parts[4] = {
+        sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.kv_dim),
+        sl_forward_arena_bytes(&m->d, m->n_batch, m->n_ctx, nth),
+        (uint64_t)m->d.n_vocab * (4 + 4 + 8 + 1), (uint64_t)m->n_ctx * 4,
+    };
+    sc.reserve_bytes = 0;
+    for (int i = 0; i < 4; i++)
+        if (__builtin_add_overflow(sc.reserve_bytes, parts[i], &sc.reserve_bytes)) sc.reserve_bytes = UINT64_MAX;
     rc = sl_stream_open(&m->st, path, &sc);
     if (rc) {
         char msg[512];

@@ -101,6 +101,7 @@ static void init(void)
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_dot_fill_avx512vnni(k);
+            sl_gemm_fill_avx512vnni(k);
             break;
 #endif
 #if defined(__aarch64__)
@@ -110,6 +111,7 @@ static void init(void)
         case SL_ISA_DOTPROD:
             sl_dot_fill_neon(k); sl_ops_fill_neon(k);
             sl_dot_fill_dotprod(k);
+            sl_gemm_fill_dotprod(k);
             break;
 #endif
         default:

@@ -15,12 +15,29 @@ void sl_ops_fill_avx2(sl_kern *k);
 void sl_dot_fill_avx512(sl_kern *k);
 void sl_ops_fill_avx512(sl_kern *k);
 void sl_dot_fill_avx512vnni(sl_kern *k);   /* may reuse avx512 ops */
+void sl_gemm_fill_avx512vnni(sl_kern *k);  /* prefill panel GEMM */
 #endif
 #if defined(__aarch64__)
 void sl_dot_fill_neon(sl_kern *k);
 void sl_ops_fill_neon(sl_kern *k);
 void sl_dot_fill_dotprod(sl_kern *k);      /* may reuse neon ops */
+void sl_gemm_fill_dotprod(sl_kern *k);     /* prefill panel GEMM */
 #endif
+
+#define SL_PANEL_MIN_ACT 10
+/* Prefill GEMM on a panel of activation rows (matmul with n_act >= 10 on
+ * levels that set sl_kern.panel[type]): pack() transposes the activation
+ * rows once per call into panel_bytes(); run() computes Y rows [r0, r1)
+ * for all of them with scratch_bytes(n_act) of private scratch per thread.
+ * Results agree with vec_dot within the float rounding bound of the tests. */
+typedef struct sl_panel {
+    size_t (*panel_bytes)(int64_t cols, int64_t n_act);
+    size_t (*scratch_bytes)(int64_t n_act);
+    void (*pack)(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel);
+    void (*run)(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,
+                const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch);
+    int block;               /* elements per block: nb = cols / block */
+} sl_panel;
 
 /* Scalar oracle helpers (dot_scalar.c), shared with the SIMD files and tests. */
 /* sum over elements of |d sc| (|q| + 2 offset) |y| + |dmin m| |y|: bounds the

@@ -41,6 +41,7 @@ typedef struct sl_kern {
     const char *name;
     sl_vec_dot_fn vec_dot[SL_Q_COUNT];          /* NULL: type not supported */
     sl_gemm_fn gemm[SL_Q_COUNT];                /* NULL: matvec/matmul loop vec_dot */
+    const struct sl_panel *panel[SL_Q_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */
     /* y = x / sqrt(mean(x^2) + eps) * w */
     void (*rmsnorm)(float *y, const float *x, const float *w, int64_t n, float eps);
     /* In place over n_head heads of head_dim: rotate the first n_rot dims of

@@ -1,6 +1,11 @@
 /* kernels/matvec.c: matvec and matmul on every level, with and without a pool,
- * equal the level's own vec_dot row by row, bit for bit (the gemm tiles
- * promise identical arithmetic per pair); argument checks. */
+ * against the level's own vec_dot row by row. matvec and the gemm tiles use
+ * vec_dot's arithmetic per pair: bit for bit. The panel GEMM (prefill on
+ * levels with sl_kern.panel, n_act >= SL_PANEL_MIN_ACT) forms the same exact integer sums
+ * per block but finishes them in float in its own order (per superblock:
+ * convert, scale, fused multiply-add into a lane accumulator), so it is held
+ * to test_kern_dot's derived bound between two levels, 2 (nb + 12) u M
+ * (M = sl_dot_scalar_mag); argument checks. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +14,8 @@
 #include "../kernels/kern_internal.h"
 #include "kern_rand.h"
 #include "sl_test.h"
+
+#define U (1.0 / 16777216.0)
 
 static const int types[] = {
     SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q2_K, SL_Q_Q3_K,
@@ -36,6 +43,15 @@ static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_
         for (int64_t r = 0; r < rows; r++) {
             float s;
             k->vec_dot[t](cols, &s, W + (size_t)r * rb, A + (size_t)i * ab);
+            if (k->panel[t] && n_act >= SL_PANEL_MIN_ACT) {
+                double nb = (double)(cols / sl_quant_block_elems(t));
+                double tol = 2.0 * (nb + 12) * U
+                           * (double)sl_dot_scalar_mag(t, cols, W + (size_t)r * rb, A + (size_t)i * ab) + 1e-30;
+                cr_assert(fabs((double)s - (double)Y[i * ldy + r]) <= tol,
+                          "%s %s panel rows=%lld cols=%lld n_act=%lld act %lld row %lld: %.9g vs vec_dot %.9g (tol %.3g)",
+                          k->name, sl_quant_type_name(t), (long long)rows, (long long)cols,
+                          (long long)n_act, (long long)i, (long long)r, Y[i * ldy + r], s, tol);
+            } else
             cr_assert(memcmp(&s, &Y[i * ldy + r], 4) == 0,
                       "%s %s rows=%lld cols=%lld act %lld row %lld: matmul %.9g vec_dot %.9g",
                       k->name, sl_quant_type_name(t), (long long)rows, (long long)cols,
@@ -49,6 +65,53 @@ static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_
     free(W); free(A); free(Y); free(y1);
 }
 
+/* The panel kernels fold scales and offsets into u8 / s8 weights and int16
+ * block sums; their range arguments are tightest at the format's corners
+ * (q3_K: (q - 4) * sc = 128 when every bit is 0). Uniform byte patterns put
+ * every field at such a corner, against activations at +-127 / -128. */
+Test(kern_matvec, panel_extreme_fields)
+{
+    static const uint8_t pats[] = { 0x00, 0xff, 0x55, 0xaa, 0x80, 0x7f };
+    static const int64_t rows = 24, n_act = 18;
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k) continue;
+        for (int ti = 0; ti < NTYPES; ti++) {
+            int t = types[ti];
+            if (!k->panel[t]) continue;
+            int64_t cols = 2 * sl_quant_block_elems(t) * (sl_quant_block_elems(t) == 32 ? 8 : 1);
+            size_t rb = sl_quant_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
+            size_t bb = (size_t)sl_quant_block_bytes(t);
+            uint8_t *W = malloc(rb * rows), *A = malloc(ab * n_act);
+            float *x = malloc((size_t)(cols * n_act) * sizeof *x), *Y = malloc((size_t)(rows * n_act) * sizeof *Y);
+            cr_assert(W && A && x && Y);
+            for (int64_t i = 0; i < cols * n_act; i++)        /* rows of +-1 with one -2 per row */
+                x[i] = (i % cols == (i / cols) % cols) ? -2.0f : ((i / cols) & 1 ? 1.0f : -1.0f);
+            sl_kern_quantize_act(k, t, x, cols, n_act, A);
+            for (size_t pi = 0; pi < sizeof pats; pi++) {
+                memset(W, pats[pi], rb * rows);
+                const int *f = kr_f16_fields(t);
+                for (size_t b = 0; b < rb * rows / bb; b++)
+                    for (int j = 0; f[j] >= 0; j++) kr_put_f16(W + b * bb + (size_t)f[j], (b & 1) ? 0.01f : -0.02f);
+                cr_assert_eq(sl_kern_matmul(k, NULL, t, W, rows, cols, A, n_act, Y, rows), 0);
+                for (int64_t i = 0; i < n_act; i++)
+                    for (int64_t r = 0; r < rows; r++) {
+                        float s;
+                        k->vec_dot[t](cols, &s, W + (size_t)r * rb, A + (size_t)i * ab);
+                        double nb = (double)(cols / sl_quant_block_elems(t));
+                        double tol = 2.0 * (nb + 12) * U
+                                   * (double)sl_dot_scalar_mag(t, cols, W + (size_t)r * rb, A + (size_t)i * ab) + 1e-30;
+                        cr_assert(fabs((double)s - (double)Y[i * rows + r]) <= tol,
+                                  "%s %s pattern 0x%02x act %lld row %lld: panel %.9g vec_dot %.9g (tol %.3g)",
+                                  k->name, sl_quant_type_name(t), pats[pi], (long long)i, (long long)r,
+                                  Y[i * rows + r], s, tol);
+                    }
+            }
+            free(W); free(A); free(x); free(Y);
+        }
+    }
+}
+
 Test(kern_matvec, equals_vec_dot_every_level)
 {
     sl_pool *p = NULL;
@@ -56,6 +119,8 @@ Test(kern_matvec, equals_vec_dot_every_level)
     uint64_t seed = 777;
     static const int64_t shapes[][3] = { /* rows, cols in blocks (x be), n_act */
         {1, 1, 1}, {3, 2, 5}, {4, 1, 4}, {13, 3, 9}, {37, 2, 7}, {64, 1, 17},
+        /* panel GEMM edges: row tails, > 64-row blocks, K over one chunk, lanes > 16 */
+        {70, 9, 33}, {19, 67, 10}, {8, 1, 16},
     };
     for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
         const sl_kern *k = sl_kern_for(isa);

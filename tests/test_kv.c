@@ -27,6 +27,10 @@ Test(kv, rejects_bad_sizes)
     cr_assert_eq(sl_kv_init(&kv, 2, 16, 2, -1), SL_EINVAL);
     cr_assert_eq(sl_kv_init(&kv, 2, 16, 65536, 65536), SL_EINVAL);
     cr_assert_null(kv.k);
+    /* 2^31 x 2^31 x 1024 x 4 bytes wraps 64 bits: must saturate, not shrink */
+    cr_assert_eq(sl_kv_bytes(INT32_MAX, INT32_MAX, 1024), UINT64_MAX);
+    cr_assert_eq(sl_kv_init(&kv, INT32_MAX, INT32_MAX, 1, 1024), SL_ENOMEM);
+    cr_assert_null(kv.k);
 }
 
 Test(kv, head_major_rows_tile_the_cache)

@@ -5,6 +5,8 @@
 #include "sl_test.h"
 
 #include <limits.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,9 +92,42 @@ Test(session, bad_input)
     cr_assert_not_null(strstr(sl_last_error(), "does-not-exist"), "%s", sl_last_error());
 }
 
-/* Prefill in chunks of 5, in one batch, and token by token: every row of the
- * logits is computed from the same quantized activations in the same order,
- * so the results must be bitwise identical. */
+/* Rows of logits computed with different batch shapes differ by rounding
+ * only: the prefill GEMM (n_act >= 10 on levels with a panel kernel) finishes
+ * the same exact integer block sums in another float order than the decode
+ * dot (each dot within 2 (nb + 12) u M of the other, test_kern_matvec), and
+ * where that moves an activation across a q8 rounding boundary the next
+ * layer sees one quantization step of difference. That is the kind of
+ * perturbation ../shared/golden/README.md measures on llama.cpp itself, so
+ * the bound is test_golden's for the model class, in units of the row's
+ * logit sd (synth-tiny 0.14, TinyStories-Q8_0 0.09), and the argmax must
+ * agree wherever the reference margin is at least 0.2 sd. Measured here:
+ * most rows ~1e-6 sd, a few rows up to 0.07 sd. */
+static void rows_close(const float *a, const float *b, size_t n_rows, size_t n_vocab, double max_sd,
+                       const char *what)
+{
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *x = a + r * n_vocab, *y = b + r * n_vocab;
+        double sum = 0, ss = 0, worst = 0;
+        size_t ax = 0, ay = 0, ay2 = SIZE_MAX;
+        for (size_t i = 0; i < n_vocab; i++) {
+            sum += y[i];
+            ss += (double)y[i] * y[i];
+            double d = fabs((double)x[i] - (double)y[i]);
+            if (d > worst) worst = d;
+            if (x[i] > x[ax]) ax = i;
+            if (y[i] > y[ay]) { ay2 = ay; ay = i; }
+            else if (i != ay && (ay2 == SIZE_MAX || y[i] > y[ay2])) ay2 = i;
+        }
+        double mean = sum / (double)n_vocab, sd = sqrt(fmax(ss / (double)n_vocab - mean * mean, 1e-30));
+        cr_assert(worst <= max_sd * sd, "%s: row %zu differs by %.4f sd (bound %.2f)", what, r, worst / sd, max_sd);
+        if (ay2 != SIZE_MAX && y[ay] - y[ay2] >= 0.2 * sd)
+            cr_assert_eq(ax, ay, "%s: row %zu argmax %zu vs %zu", what, r, ax, ay);
+    }
+}
+
+/* Prefill in chunks of 5, in one batch, and token by token: the same
+ * quantized activations; equal up to the rounding order of the GEMM. */
 Test(session, chunking_is_exact)
 {
     enum { N = 23 };
@@ -115,11 +150,9 @@ Test(session, chunking_is_exact)
         }
         if (!ref) ref = lg;
         else {
-            for (size_t i = 0; i < (size_t)N * 32000; i++)
-                if (memcmp(&lg[i], &ref[i], sizeof(float))) {
-                    cr_assert_fail("batch %d: logit %zu (position %zu) differs: %.9g vs %.9g", batches[b],
-                                   i, i / 32000, lg[i], ref[i]);
-                }
+            char what[64];
+            snprintf(what, sizeof what, "batch %d vs 64", batches[b]);
+            rows_close(lg, ref, N, 32000, 0.14, what);
             free(lg);
         }
         sl_session_free(s);
@@ -217,7 +250,7 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     return 0;
 }
 
-static void modes_identical(const char *path, int32_t n_vocab)
+static void modes_identical(const char *path, int32_t n_vocab, double max_sd)
 {
     enum { N = 12, G = 8 };
     const mode_cfg cfgs[] = {
@@ -238,14 +271,20 @@ static void modes_identical(const char *path, int32_t n_vocab)
     char why[512];
     int rc = run_mode(path, &cfgs[0], ids, N, ref, gref, G, lref, why, sizeof why);
     cr_assert_eq(rc, 0, "resident: %s", why);
-    cr_assert(!memcmp(lref, ref + (size_t)(N - 1) * n_vocab, (size_t)n_vocab * sizeof(float)),
-              "feed and eval disagree on the last row");
+    /* feed runs the lm head on the last row only (a matvec), eval on all rows */
+    rows_close(lref, ref + (size_t)(N - 1) * n_vocab, 1, (size_t)n_vocab, max_sd, "feed vs eval, last row");
     for (size_t c = 1; c < sizeof cfgs / sizeof cfgs[0]; c++) {
         rc = run_mode(path, &cfgs[c], ids, N, lg, g, G, last, why, sizeof why);
         cr_assert_eq(rc, 0, "%s: %s", cfgs[c].name, why);
+        cr_expect(!memcmp(g, gref, sizeof g), "%s: greedy tokens differ from resident", cfgs[c].name);
+        if (cfgs[c].n_batch) {        /* other batch shapes: rounding order only */
+            rows_close(lg, ref, N, (size_t)n_vocab, max_sd, cfgs[c].name);
+            rows_close(last, lref, 1, (size_t)n_vocab, max_sd, cfgs[c].name);
+            continue;
+        }
+        /* same batch shape: the same arithmetic whatever the weights came through */
         cr_expect(!memcmp(lg, ref, (size_t)N * n_vocab * sizeof(float)), "%s: logits differ from resident",
                   cfgs[c].name);
-        cr_expect(!memcmp(g, gref, sizeof g), "%s: greedy tokens differ from resident", cfgs[c].name);
         cr_expect(!memcmp(last, lref, (size_t)n_vocab * sizeof(float)), "%s: fed logits differ from resident",
                   cfgs[c].name);
     }
@@ -255,8 +294,8 @@ static void modes_identical(const char *path, int32_t n_vocab)
     free(last);
 }
 
-Test(session, modes_identical_q4k, .timeout = 120) { modes_identical(Q4K, 32000); }
-Test(session, modes_identical_tied, .timeout = 120) { modes_identical(MODELS "/TinyStories-656K-Q8_0.gguf", 2048); }
+Test(session, modes_identical_q4k, .timeout = 120) { modes_identical(Q4K, 32000, 0.14); }
+Test(session, modes_identical_tied, .timeout = 120) { modes_identical(MODELS "/TinyStories-656K-Q8_0.gguf", 2048, 0.09); }
 
 /* ---- the command line -------------------------------------------------------- */
 static int sluice_cmd(const char *args, char *out, size_t out_len)
