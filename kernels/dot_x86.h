@@ -271,7 +271,8 @@ static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc
  * one factor vector (d, dmin, d, dmin, ...) from a single f16 pair convert;
  * red_q2_k applies 1/4 and -1/16 per lane once per row (exact: powers of 2).
  * Bounds: dpbusd lanes <= 4 * 12 * 128 (packs exact), 4 isum per block
- * <= 4 * 45 * 128 * 256 < 2^24 (converted exactly). */
+ * <= 4 * 45 * 128 * 256 < 2^24, a folded msum lane <= 4 * 240 * 2048 < 2^24
+ * (both converted exactly). */
 typedef struct { __m256i q[8], sc2[4], m16; __m256 dv; } u_q2_k;
 
 INL void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
