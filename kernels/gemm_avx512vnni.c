@@ -176,19 +176,21 @@ static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q2_k *x = vx;
-    const __m256i m3 = _mm256_set1_epi8(3);
-    for (int h = 0; h < 2; h++) {
-        __m256i v = ld(x->qs + 32 * h);
-        for (int k = 0; k < 4; k++) {
-            int s0 = 8 * h + 2 * k;
-            /* bytes 0, sc, 2sc, 3sc: no carries since 3 * 15 < 256 */
-            __m256i lut = _mm256_set_m128i(_mm_set1_epi32((int)((x->scales[s0 + 1] & 15) * 0x03020100u)),
-                                           _mm_set1_epi32((int)((x->scales[s0] & 15) * 0x03020100u)));
-            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
-            st(q + 128 * h + 32 * k, _mm256_shuffle_epi8(lut, lo));
-        }
-    }
     __m128i s8 = _mm_loadu_si128((const __m128i *)x->scales);
+    /* dword s = bytes 0, sc, 2sc, 3sc of sub-block s: no carries, 3 * 15 < 256 */
+    __m512i lut16 = _mm512_mullo_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(s8, _mm_set1_epi8(15))),
+                                       _mm512_set1_epi32(0x03020100));
+    /* all 64 bytes at once: 128-bit lane l of shift k holds sub-block
+     * 2k + (l & 1) + 8 (l >> 1), elements 32k + 16 (l & 1) + 128 (l >> 1) */
+    __m512i v = _mm512_loadu_si512(x->qs);
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m512i lane_sb = _mm512_set_epi32(9, 9, 9, 9, 8, 8, 8, 8, 1, 1, 1, 1, 0, 0, 0, 0);
+    for (int k = 0; k < 4; k++) {
+        __m512i lut = _mm512_permutexvar_epi32(_mm512_add_epi32(lane_sb, _mm512_set1_epi32(2 * k)), lut16);
+        __m512i w = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 2 * k), m3));
+        st(q + 32 * k, _mm512_castsi512_si256(w));
+        st(q + 128 + 32 * k, _mm512_extracti64x4_epi64(w, 1));
+    }
     st(m->mn, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15))));
     m->d = f16s(x->d);
     m->dm = f16s(x->dmin);
