@@ -46,12 +46,8 @@ typedef struct { float32x4_t a; float s; } acc_t;
 
 static inline void unpack_q4k(const uint8_t *scales, uint8_t sc[8], uint8_t mn[8])
 {
-    uint32_t u[3], s[2], m[2];
-    memcpy(u, scales, 12);
-    s[0] = u[0] & 0x3f3f3f3f;
-    m[0] = u[1] & 0x3f3f3f3f;
-    s[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-    m[1] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+    uint32_t s[2], m[2];
+    sl_q4k_scales8(scales, s, m);
     memcpy(sc, s, 8);
     memcpy(mn, m, 8);
 }

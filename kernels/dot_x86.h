@@ -134,12 +134,8 @@ typedef struct { __m256i q[8], sc[8], sc2[4], m16; __m256 dv; } u_q4_k;
 
 static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 {
-    uint32_t w[3], sc[2], mn[2];
-    memcpy(w, x->scales, 12);
-    sc[0] = w[0] & 0x3f3f3f3f;
-    mn[0] = w[1] & 0x3f3f3f3f;
-    sc[1] = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
-    mn[1] = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
+    uint32_t sc[2], mn[2];
+    sl_q4k_scales8(x->scales, sc, mn);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m128i s8 = _mm_cvtsi64_si128((long long)(((uint64_t)sc[1] << 32) | sc[0]));
     __m128i s16 = _mm_cvtepu8_epi16(s8);
@@ -184,12 +180,8 @@ static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc
 
 static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
-    uint32_t u[3], sc[2], mn[2];
-    memcpy(u, x->scales, 12);
-    sc[0] = u[0] & 0x3f3f3f3f;
-    mn[0] = u[1] & 0x3f3f3f3f;
-    sc[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-    mn[1] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+    uint32_t sc[2], mn[2];
+    sl_q4k_scales8(x->scales, sc, mn);
     const uint8_t *s8 = (const uint8_t *)sc;
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     __m256i hb = loadu(x->qh);

@@ -71,12 +71,8 @@ static inline void st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v)
  * meet the activation's 32-element sums bs32[j] (one vpdpwssd per 2 groups). */
 static inline void k4_scales(const uint8_t *s12, kq_meta *m)
 {
-    uint32_t w[3], sc[2], mn[2];
-    memcpy(w, s12, 12);
-    sc[0] = w[0] & 0x3f3f3f3f;
-    mn[0] = w[1] & 0x3f3f3f3f;
-    sc[1] = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
-    mn[1] = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
+    uint32_t sc[2], mn[2];
+    sl_q4k_scales8(s12, sc, mn);
     __m128i s8 = _mm_cvtsi64_si128((long long)(((uint64_t)sc[1] << 32) | sc[0]));
     __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
     st(m->sc, _mm256_cvtepu8_epi32(s8));

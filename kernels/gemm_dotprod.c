@@ -59,11 +59,11 @@ static inline float f16s(sl_f16 h)
 
 static inline void k4_scales(const uint8_t *s12, kq_meta *m)
 {
+    uint32_t sc[2], mn[2];
+    sl_q4k_scales8(s12, sc, mn);
     for (int j = 0; j < 8; j++) {
-        int sc, mn;
-        sl_q4k_scale_min(s12, j, &sc, &mn);
-        m->sc[j] = sc;
-        m->mn[j] = mn;
+        m->sc[j] = (int32_t)((sc[j / 4] >> (8 * (j % 4))) & 0xff);
+        m->mn[j] = (int32_t)((mn[j / 4] >> (8 * (j % 4))) & 0xff);
     }
 }
 

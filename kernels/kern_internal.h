@@ -5,6 +5,8 @@
 #ifndef SL_KERN_INTERNAL_H
 #define SL_KERN_INTERNAL_H
 
+#include <string.h>
+
 #include "kernels.h"
 
 void sl_dot_fill_scalar(sl_kern *k);
@@ -46,5 +48,17 @@ typedef struct sl_panel {
 float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
 void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
 void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);  /* q4_K/q5_K */
+
+/* All 8 q4_K/q5_K 6-bit scales and mins at once, 4 per 32-bit word (byte j
+ * of the pair is sub-block j): plain integer work, shared by the SIMD files. */
+static inline void sl_q4k_scales8(const uint8_t *s12, uint32_t sc[2], uint32_t mn[2])
+{
+    uint32_t w[3];
+    memcpy(w, s12, 12);
+    sc[0] = w[0] & 0x3f3f3f3f;
+    mn[0] = w[1] & 0x3f3f3f3f;
+    sc[1] = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
+    mn[1] = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
+}
 
 #endif
