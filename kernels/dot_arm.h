@@ -148,12 +148,8 @@ static inline void blk_q2_k(const sl_block_q2_k *x, const sl_block_q8_k *y, acc_
 
 static inline void blk_q3_k(const sl_block_q3_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
-    uint32_t a[3], w[4];
-    memcpy(a, x->scales, 12);
-    w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
-    w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
-    w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
-    w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    uint32_t w[4];
+    sl_q3k_words(x->scales, w);
     uint8_t sc[16];
     memcpy(sc, w, 16);
     const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);

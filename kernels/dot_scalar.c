@@ -120,13 +120,8 @@ static void blk_q2_k(const void *vx, const void *vy, int64_t i, float *a, float 
 /* 16 six-bit scales of q3_K, +32 bias removed. */
 void sl_q3k_scales(const uint8_t *sc12, int8_t out[16])
 {
-    uint32_t a0 = load_u32(sc12), a1 = load_u32(sc12 + 4), a2 = load_u32(sc12 + 8);
-    uint32_t w[4] = {
-        (a0 & 0x0f0f0f0f) | (((a2 >> 0) & 0x03030303) << 4),
-        (a1 & 0x0f0f0f0f) | (((a2 >> 2) & 0x03030303) << 4),
-        ((a0 >> 4) & 0x0f0f0f0f) | (((a2 >> 4) & 0x03030303) << 4),
-        ((a1 >> 4) & 0x0f0f0f0f) | (((a2 >> 6) & 0x03030303) << 4),
-    };
+    uint32_t w[4];
+    sl_q3k_words(sc12, w);
     for (int j = 0; j < 16; j++) out[j] = (int8_t)((int)((w[j / 4] >> (8 * (j % 4))) & 0xff) - 32);
 }
 

@@ -139,12 +139,8 @@ static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q3_k *x = vx;
-    uint32_t a[3], w[4];
-    memcpy(a, x->scales, 12);
-    w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
-    w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
-    w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
-    w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    uint32_t w[4];
+    sl_q3k_words(x->scales, w);
     __m128i s8 = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
     __m512i scw = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));     /* words 0..15: sc */
     const __m512i hi1 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);

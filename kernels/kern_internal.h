@@ -49,6 +49,18 @@ float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
 void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
 void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);  /* q4_K/q5_K */
 
+/* The 16 q3_K 6-bit scales, biased by +32 (subtract 32 for the value), 4 per
+ * 32-bit word in sub-block order. */
+static inline void sl_q3k_words(const uint8_t *s12, uint32_t w[4])
+{
+    uint32_t a[3];
+    memcpy(a, s12, 12);
+    w[0] = (a[0] & 0x0f0f0f0f) | (((a[2] >> 0) & 0x03030303) << 4);
+    w[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
+    w[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
+    w[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+}
+
 /* All 8 q4_K/q5_K 6-bit scales and mins at once, 4 per 32-bit word (byte j
  * of the pair is sub-block j): plain integer work, shared by the SIMD files. */
 static inline void sl_q4k_scales8(const uint8_t *s12, uint32_t sc[2], uint32_t mn[2])
