@@ -19,6 +19,10 @@
 #define X86_CAT(a, b) X86_CAT2(a, b)
 #define FN(name) X86_CAT(name, X86_SUFFIX)
 #define UNROLL _Pragma("GCC unroll 16")
+/* Block kernels must inline into the loops: a call passes the unpacked
+ * block (up to ~22 vectors) through memory; gcc's size heuristic declined to
+ * inline unp_q4_k once, halving q4_K decode. */
+#define KINLINE inline __attribute__((always_inline))
 /* block kernels must inline into the tile loop: a call spills the unpacked block */
 #ifdef BUNROLL
 #define BLOOP _Pragma("GCC unroll 2")
@@ -132,7 +136,7 @@ static inline void fin_dmin(__m256i isum, __m256i msum, __m256 dv, float yd, acc
  * pair_T() the per-activation-row work (two independent integer chains). */
 typedef struct { __m256i q[8], sc[8], sc2[4], m16; __m256 dv; } u_q4_k;
 
-static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
+static KINLINE void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 {
     uint32_t sc[2], mn[2];
     sl_q4k_scales8(x->scales, sc, mn);
@@ -159,7 +163,7 @@ static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
     u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
 }
 
-static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
+static KINLINE void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
 #if X86_VNNI
@@ -178,7 +182,7 @@ static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc
     fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
 }
 
-static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
+static KINLINE void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
     uint32_t sc[2], mn[2];
     sl_q4k_scales8(x->scales, sc, mn);
@@ -208,7 +212,7 @@ static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_
 /* q6_K: q + 32 (0..63) times y; 32 * sum(sc * bsums) goes to acc->b. */
 typedef struct { __m256i q[8], sc[8], sc2[4], sc16; __m256 dv; } u_q6_k;
 
-static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
+static KINLINE void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     UNROLL
@@ -235,7 +239,7 @@ static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
     u->dv = dmin_vec(d, 32.0f * d);
 }
 
-static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
+static KINLINE void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
 #if X86_VNNI
@@ -487,33 +491,33 @@ static inline void fin_legacy(__m256i isum, float d, acc_t *acc)
     acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc->a);
 }
 
-static inline void blk_q4_0(const sl_block_q4_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+static KINLINE void blk_q4_0(const sl_block_q4_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
     __m256i q = _mm256_sub_epi8(nibbles32(x->qs), _mm256_set1_epi8(8));
     fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
 }
 
-static inline void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+static KINLINE void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_t *acc)
 {
     fin_legacy(dot_u8s8(_mm256_setzero_si256(), nibbles32(x->qs), loadu(y->qs)),
                f16s(x->d) * f16s(y->d), acc);
     acc->s += f16s(x->m) * f16s(y->s);
 }
 
-static inline void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+static KINLINE void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
     __m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(x->qs), bit4_32(x->qh)), _mm256_set1_epi8(16));
     fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
 }
 
-static inline void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+static KINLINE void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
 {
     __m256i q = _mm256_or_si256(nibbles32(x->qs), bit4_32(x->qh));
     fin_legacy(dot_u8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
     acc->s += f16s(x->m) * f16s(y->s);
 }
 
-static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+static KINLINE void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
     fin_legacy(dot_s8s8(_mm256_setzero_si256(), loadu(x->qs), loadu(y->qs)),
                f16s(x->d) * f16s(y->d), acc);
@@ -532,8 +536,8 @@ DEF_RED(q4_0) DEF_RED(q4_1) DEF_RED(q5_0) DEF_RED(q5_1) DEF_RED(q8_0)
 /* Types without a split kernel: unpacking is just the block pointer. */
 #define DEF_NOSPLIT(T, XB, YB)                                                           \
 typedef const XB *u_##T;                                                                 \
-static inline void unp_##T(const XB *x, u_##T *u) { *u = x; }                            \
-static inline void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
+static KINLINE void unp_##T(const XB *x, u_##T *u) { *u = x; }                            \
+static KINLINE void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
 
 DEF_NOSPLIT(q5_k, sl_block_q5_k, sl_block_q8_k)
 DEF_NOSPLIT(q4_0, sl_block_q4_0, sl_block_q8_0)
