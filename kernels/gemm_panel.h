@@ -8,7 +8,8 @@
  * The includer defines before inclusion: NR, LANES; the types kq_meta,
  * kq_act (one superblock of one group), lg_act (one 32-element block of one
  * group), both starting with their qs[k-step][lane][4] bytes; unp_<type>()
- * and tile functions TILE_Q4_K .. TILE_Q2_K, lg_tile; kq_extra() and
+ * and tile functions TILE_Q4_K .. TILE_Q2_K, lg_tile (or TILE_Q8_0 / Q4_0 /
+ * Q5_0 each; PANEL_NO_Q8_0 leaves q8_0 out); kq_extra() and
  * lg_extra() (the type's part of packing one block of one activation row)
  * with LG_OFF_Q8_0/Q4_0/Q5_0 passed to lg_extra; PANEL_PREFETCH(p). It gets
  * the sl_panel objects pn_<type> to install in its fill function. */
@@ -149,8 +150,17 @@ static const panel_type pt_##T = { 1, sizeof(XB), unp_##T, TILE, NULL, NULL };  
 static void run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,        \
                     const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
 { run_rows(&pt_##T, W, wrb, r0, r1, cols / 256, panel, n_act, Y, ldy, scratch); }
-#define LG_PANEL(T, XB)                                                                     \
-static const panel_type pt_##T = { 0, sizeof(XB), NULL, NULL, unp_##T, lg_tile };                    \
+#ifndef TILE_Q8_0
+#define TILE_Q8_0 lg_tile
+#endif
+#ifndef TILE_Q4_0
+#define TILE_Q4_0 lg_tile
+#endif
+#ifndef TILE_Q5_0
+#define TILE_Q5_0 lg_tile
+#endif
+#define LG_PANEL(T, XB, TILE)                                                               \
+static const panel_type pt_##T = { 0, sizeof(XB), NULL, NULL, unp_##T, TILE };              \
 static void run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,        \
                     const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
 { run_rows(&pt_##T, W, wrb, r0, r1, cols / 32, panel, n_act, Y, ldy, scratch); }
@@ -160,9 +170,11 @@ KQ_PANEL(q5_k, sl_block_q5_k, TILE_Q5_K)
 KQ_PANEL(q6_k, sl_block_q6_k, TILE_Q6_K)
 KQ_PANEL(q3_k, sl_block_q3_k, TILE_Q3_K)
 KQ_PANEL(q2_k, sl_block_q2_k, TILE_Q2_K)
-LG_PANEL(q8_0, sl_block_q8_0)
-LG_PANEL(q4_0, sl_block_q4_0)
-LG_PANEL(q5_0, sl_block_q5_0)
+#ifndef PANEL_NO_Q8_0
+LG_PANEL(q8_0, sl_block_q8_0, TILE_Q8_0)
+#endif
+LG_PANEL(q4_0, sl_block_q4_0, TILE_Q4_0)
+LG_PANEL(q5_0, sl_block_q5_0, TILE_Q5_0)
 
 /* Activation row n goes to lane n % LANES of group n / LANES: its 4-byte
  * k-steps are interleaved with the group's other rows; lanes past n_act
@@ -201,7 +213,9 @@ static void pack_##T(const void *act, size_t arb, int64_t n_act, int64_t nb, voi
     panel_pack(act, arb, n_act, nb, panel, sizeof(lg_act), sizeof(sl_block_q8_0),           \
                offsetof(sl_block_q8_0, qs), 8, lg_extra, OFF);                              \
 }
+#ifndef PANEL_NO_Q8_0
 LG_PACK(q8_0, LG_OFF_Q8_0)
+#endif
 LG_PACK(q4_0, LG_OFF_Q4_0)
 LG_PACK(q5_0, LG_OFF_Q5_0)
 
@@ -220,7 +234,7 @@ static size_t scratch_kq(int64_t n_act)
 }
 static size_t scratch_lg(int64_t n_act)
 {
-    return wbuf_bytes(&pt_q8_0) + (size_t)(ROW_BLOCK / NR) * (size_t)((n_act + LANES - 1) / LANES)
+    return wbuf_bytes(&pt_q4_0) + (size_t)(ROW_BLOCK / NR) * (size_t)((n_act + LANES - 1) / LANES)
            * NR * LANES * sizeof(float);
 }
 
@@ -229,7 +243,9 @@ static const sl_panel pn_q5_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q5_k,
 static const sl_panel pn_q6_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q6_k, 256 };
 static const sl_panel pn_q3_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q3_k, 256 };
 static const sl_panel pn_q2_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q2_k, 256 };
+#ifndef PANEL_NO_Q8_0
 static const sl_panel pn_q8_0 = { panel_bytes_lg, scratch_lg, pack_q8_0, run_q8_0, 32 };
+#endif
 static const sl_panel pn_q4_0 = { panel_bytes_lg, scratch_lg, pack_q4_0, run_q4_0, 32 };
 static const sl_panel pn_q5_0 = { panel_bytes_lg, scratch_lg, pack_q5_0, run_q5_0, 32 };
 

@@ -14,6 +14,7 @@ void sl_ops_fill_scalar(sl_kern *k);
 #if defined(__x86_64__) || defined(__i386__)
 void sl_dot_fill_avx2(sl_kern *k);
 void sl_ops_fill_avx2(sl_kern *k);
+void sl_gemm_fill_avx2(sl_kern *k);        /* prefill panel GEMM (avx2 and avx512) */
 void sl_dot_fill_avx512(sl_kern *k);
 void sl_ops_fill_avx512(sl_kern *k);
 void sl_dot_fill_avx512vnni(sl_kern *k);   /* may reuse avx512 ops */

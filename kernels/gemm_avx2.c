@@ -1,0 +1,333 @@
+/* Prefill GEMM for the avx2 level (and avx512 without VNNI): the panel
+ * scheme of gemm_avx512vnni.c on 8 activation rows per ymm. Without
+ * vpdpbusd a step is vpmaddubsw (u8 weight dword broadcast x s8 activation
+ * bytes -> word pairs) added up in 16 bits for as many k-steps as the type's
+ * range allows (q4_K: a whole 32-element sub-block), then one vpmaddwd with
+ * the sub-block scale as a word pair widens, scales and sums in one go.
+ * Weights stay unsigned small values (q, q + 32 for q6_K, q + 4 for q3_K)
+ * so vpmaddubsw never saturates (|pair| <= 2 * 63 * 128); offsets and mins
+ * go through the activation block sums. q8_0 (255 * 128 * 2 would saturate)
+ * keeps the per-pair tiles. Results agree with vec_dot within the tests'
+ * rounding bound. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kern_internal.h"
+
+#define NR 4           /* weight rows per register tile (16 ymm registers) */
+#define LANES 8        /* activation rows per panel group (one ymm of int32) */
+
+static inline float f16s(sl_f16 h) { return _cvtsh_ss(h); }
+static inline __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline int32_t pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
+
+/* ---- K-quants ---------------------------------------------------------- */
+
+typedef struct {
+    int32_t scw[16];         /* sub-block scale as a word pair (sc, sc) */
+    int32_t mn[8];           /* min / offset pairs (sub-blocks 2p, 2p+1); 4 for q4_K/q5_K */
+    float d, dm;
+} kq_meta;
+
+typedef struct {
+    int8_t qs[64][32];       /* [k-step][lane][4 bytes] */
+    int32_t bs[8][8];        /* 16-element sums, pairs (2p | 2p+1 << 16) per lane */
+    int32_t bs32[4][8];      /* 32-element sums, pairs */
+    float d[8];
+} kq_act;
+
+static void kq_extra(const void *vy, void *vp, int lane, int arg)
+{
+    const sl_block_q8_k *y = vy;
+    kq_act *g = vp;
+    const int16_t *bs = y->bsums;
+    (void)arg;
+    for (int p = 0; p < 8; p++) g->bs[p][lane] = pair16(bs[2 * p], bs[2 * p + 1]);
+    for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
+        g->bs32[p][lane] = pair16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
+    g->d[lane] = y->d;
+}
+
+static inline void k4_meta(const uint8_t *s12, kq_meta *m)
+{
+    uint32_t sc[2], mn[2];
+    sl_q4k_scales8(s12, sc, mn);
+    for (int j = 0; j < 8; j++) {
+        int s = (int)((sc[j / 4] >> (8 * (j % 4))) & 0xff);
+        m->scw[j] = pair16(s, s);
+    }
+    for (int p = 0; p < 4; p++)
+        m->mn[p] = pair16((int)((mn[p / 2] >> (16 * (p % 2))) & 0xff), (int)((mn[p / 2] >> (16 * (p % 2) + 8)) & 0xff));
+}
+
+static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q4_k *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int p = 0; p < 4; p++) {
+        __m256i v = ld(x->qs + 32 * p);
+        st(q + 64 * p, _mm256_and_si256(v, m4));
+        st(q + 64 * p + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    }
+    k4_meta(x->scales, m);
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
+}
+
+static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q5_k *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256i hb = ld(x->qh);
+    for (int p = 0; p < 4; p++) {
+        __m256i v = ld(x->qs + 32 * p);
+        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p), one), 4);
+        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p + 1), one), 4);
+        st(q + 64 * p, _mm256_or_si256(_mm256_and_si256(v, m4), h0));
+        st(q + 64 * p + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1));
+    }
+    k4_meta(x->scales, m);
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
+}
+
+/* q6_K: q + 32 (0..63); the offset 32 * sc goes through the block sums */
+static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q6_k *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        __m256i l0 = ld(x->ql + 64 * h), l1 = ld(x->ql + 64 * h + 32), H = ld(x->qh + 32 * h);
+        uint8_t *o = q + 128 * h;
+        st(o, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
+        st(o + 32, _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4)));
+        st(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4)));
+        st(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4)));
+    }
+    for (int s = 0; s < 16; s++) m->scw[s] = pair16(x->scales[s], x->scales[s]);
+    for (int p = 0; p < 8; p++) m->mn[p] = pair16(32 * x->scales[2 * p], 32 * x->scales[2 * p + 1]);
+    m->d = m->dm = f16s(x->d);
+}
+
+/* q3_K: q + 4 (0..7); the offset 4 * sc goes through the block sums */
+static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q3_k *x = vx;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256i hm = ld(x->hmask);
+    for (int h = 0; h < 2; h++) {
+        __m256i v = ld(x->qs + 32 * h);
+        for (int k = 0; k < 4; k++) {
+            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
+            st(q + 128 * h + 32 * k, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2)));
+        }
+    }
+    uint32_t w[4];
+    sl_q3k_words(x->scales, w);
+    int sc[16];
+    for (int s = 0; s < 16; s++) sc[s] = (int)((w[s / 4] >> (8 * (s % 4))) & 0xff) - 32;
+    for (int s = 0; s < 16; s++) m->scw[s] = pair16(sc[s], sc[s]);
+    for (int p = 0; p < 8; p++) m->mn[p] = pair16(4 * sc[2 * p], 4 * sc[2 * p + 1]);
+    m->d = m->dm = f16s(x->d);
+}
+
+/* q2_K: q (0..3), scale per 16-element group, mins through the block sums */
+static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q2_k *x = vx;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        __m256i v = ld(x->qs + 32 * h);
+        for (int k = 0; k < 4; k++) st(q + 128 * h + 32 * k, _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3));
+    }
+    for (int s = 0; s < 16; s++) m->scw[s] = pair16(x->scales[s] & 15, x->scales[s] & 15);
+    for (int p = 0; p < 8; p++) m->mn[p] = pair16(x->scales[2 * p] >> 4, x->scales[2 * p + 1] >> 4);
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
+}
+
+/* words += (u8 weight dword broadcast) x (s8 activation bytes), per lane pair */
+static inline __m256i step16(__m256i acc, const uint8_t *w4, __m256i av)
+{
+    int32_t w;
+    memcpy(&w, w4, 4);
+    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(_mm256_set1_epi32(w), av));
+}
+
+/* NR rows x 8 activation rows over nbc superblocks. SUBK: k-steps per
+ * scaled sub-block; RUN: k-steps summed in 16 bits before widening (the
+ * type's range bound); MINS: 4 / 8 pairs against bs32 / bs. */
+static inline __attribute__((always_inline)) void
+kq_tile(const int SUBK, const int RUN, const int MINS, const uint8_t *wq, const kq_meta *wm,
+        int nbc, const kq_act *A, float *acc, int first)
+{
+    __m256 facc[NR];
+    for (int r = 0; r < NR; r++) facc[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 8 * r);
+    for (int b = 0; b < nbc; b++, wq += NR * 256, wm += NR) {
+        const kq_act *a = A + b;
+        __m256i isum[NR];
+        for (int r = 0; r < NR; r++) isum[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 64 / SUBK; j++) {
+            _Pragma("GCC unroll 8")
+            for (int c = j * SUBK; c < j * SUBK + SUBK; c += RUN) {
+                __m256i p16[NR];
+                for (int r = 0; r < NR; r++) p16[r] = _mm256_setzero_si256();
+                _Pragma("GCC unroll 8")
+                for (int s = c; s < c + RUN; s++) {
+                    __m256i av = ld(a->qs[s]);
+                    _Pragma("GCC unroll 4")
+                    for (int r = 0; r < NR; r++) p16[r] = step16(p16[r], wq + 256 * r + 4 * s, av);
+                }
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < NR; r++)
+                    isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], _mm256_set1_epi32(wm[r].scw[j])));
+            }
+        }
+        __m256 da = _mm256_loadu_ps(a->d);
+        for (int r = 0; r < NR; r++) {
+            __m256i ms = _mm256_setzero_si256();
+            for (int p = 0; p < MINS; p++)
+                ms = _mm256_add_epi32(ms, _mm256_madd_epi16(ld(MINS == 4 ? a->bs32[p] : a->bs[p]),
+                                                            _mm256_set1_epi32(wm[r].mn[p])));
+            __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(wm[r].d));
+            t = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(wm[r].dm), t);
+            facc[r] = _mm256_fmadd_ps(t, da, facc[r]);
+        }
+    }
+    for (int r = 0; r < NR; r++) _mm256_storeu_ps(acc + 8 * r, facc[r]);
+}
+
+/* 16-bit runs: q4_K 8 x 2 x 15 x 128 = 30720; q5_K 4 x 7936; q6_K 2 x 16128 (all < 32768) */
+static void tile_q4_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(8, 8, 4, wq, wm, nbc, A, acc, first);
+}
+static void tile_q5_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(8, 4, 4, wq, wm, nbc, A, acc, first);
+}
+static void tile_q6_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(4, 2, 8, wq, wm, nbc, A, acc, first);
+}
+static void tile_q32_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
+{
+    kq_tile(4, 4, 8, wq, wm, nbc, A, acc, first);     /* q3_K / q2_K: |q| <= 7 */
+}
+
+/* ---- 32-element block types (q4_0, q5_0) -------------------------------- */
+
+typedef struct {
+    int8_t qs[8][32];
+    int32_t osum[8];         /* offset * sum of the block's activations */
+    float d[8];
+} lg_act;
+
+static void lg_extra(const void *vy, void *vp, int lane, int off)
+{
+    const sl_block_q8_0 *y = vy;
+    lg_act *g = vp;
+    int sum = 0;
+    for (int i = 0; i < 32; i++) sum += y->qs[i];
+    g->osum[lane] = off * sum;
+    g->d[lane] = f16s(y->d);
+}
+#define PANEL_NO_Q8_0
+#define LG_OFF_Q4_0 8      /* u8 weight = q + off */
+#define LG_OFF_Q5_0 16
+
+static inline __m256i nib32(const uint8_t *qs)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+}
+
+static void unp_q4_0(const void *vx, uint8_t *q, float *d)
+{
+    const sl_block_q4_0 *x = vx;
+    st(q, nib32(x->qs));
+    *d = f16s(x->d);
+}
+
+static void unp_q5_0(const void *vx, uint8_t *q, float *d)
+{
+    const sl_block_q5_0 *x = vx;
+    uint32_t h;
+    memcpy(&h, x->qh, 4);
+    /* 0x10 in byte j where bit j of qh is set */
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h),
+                                    _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                                      0x0101010101010101LL, 0));
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    v = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits), _mm256_set1_epi8(0x10));
+    st(q, _mm256_or_si256(nib32(x->qs), v));
+    *d = f16s(x->d);
+}
+
+static inline __attribute__((always_inline)) void
+lg_tile_run(const int RUN, const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc,
+            int first)
+{
+    __m256 facc[NR];
+    for (int r = 0; r < NR; r++) facc[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 8 * r);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int b = 0; b < nbc; b++, wq += NR * 32, wd += NR) {
+        const lg_act *a = A + b;
+        __m256i part[NR];
+        for (int r = 0; r < NR; r++) part[r] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 2")
+        for (int c = 0; c < 8; c += RUN) {
+            __m256i p16[NR];
+            for (int r = 0; r < NR; r++) p16[r] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8")
+            for (int s = c; s < c + RUN; s++) {
+                __m256i av = ld(a->qs[s]);
+                for (int r = 0; r < NR; r++) p16[r] = step16(p16[r], wq + 32 * r + 4 * s, av);
+            }
+            for (int r = 0; r < NR; r++) part[r] = _mm256_add_epi32(part[r], _mm256_madd_epi16(p16[r], ones));
+        }
+        __m256i os = ld(a->osum);
+        __m256 da = _mm256_loadu_ps(a->d);
+        for (int r = 0; r < NR; r++) {
+            __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(part[r], os));
+            facc[r] = _mm256_fmadd_ps(f, _mm256_mul_ps(da, _mm256_set1_ps(wd[r])), facc[r]);
+        }
+    }
+    for (int r = 0; r < NR; r++) _mm256_storeu_ps(acc + 8 * r, facc[r]);
+}
+
+/* 16-bit runs: q4_0 8 x 2 x 15 x 128 = 30720, q5_0 4 x 2 x 31 x 128 = 31744 */
+static void tile_q4_0(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
+{
+    lg_tile_run(8, wq, wd, nbc, A, acc, first);
+}
+static void tile_q5_0(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
+{
+    lg_tile_run(4, wq, wd, nbc, A, acc, first);
+}
+
+#define TILE_Q4_K tile_q4_k
+#define TILE_Q5_K tile_q5_k
+#define TILE_Q6_K tile_q6_k
+#define TILE_Q3_K tile_q32_k
+#define TILE_Q2_K tile_q32_k
+#define TILE_Q4_0 tile_q4_0
+#define TILE_Q5_0 tile_q5_0
+#define PANEL_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
+#include "gemm_panel.h"
+
+void sl_gemm_fill_avx2(sl_kern *k)
+{
+    k->panel[SL_Q_Q4_K] = &pn_q4_k;
+    k->panel[SL_Q_Q5_K] = &pn_q5_k;
+    k->panel[SL_Q_Q6_K] = &pn_q6_k;
+    k->panel[SL_Q_Q3_K] = &pn_q3_k;
+    k->panel[SL_Q_Q2_K] = &pn_q2_k;
+    k->panel[SL_Q_Q4_0] = &pn_q4_0;
+    k->panel[SL_Q_Q5_0] = &pn_q5_0;
+}
