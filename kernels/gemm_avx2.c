@@ -17,9 +17,6 @@
 #define NR 4           /* weight rows per register tile (16 ymm registers) */
 #define LANES 8        /* activation rows per panel group (one ymm of int32) */
 
-static inline float f16s(sl_f16 h) { return _cvtsh_ss(h); }
-static inline __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-static inline void st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
 static inline int32_t pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
 
 /* ---- K-quants ---------------------------------------------------------- */
@@ -36,6 +33,14 @@ typedef struct {
     int32_t bs32[4][8];      /* 32-element sums, pairs */
     float d[8];
 } kq_act;
+
+typedef struct {
+    int8_t qs[8][32];
+    int32_t osum[8];         /* offset * sum of the block's activations */
+    float d[8];
+} lg_act;
+
+#include "gemm_x86.h"
 
 static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
@@ -64,12 +69,7 @@ static inline void k4_meta(const uint8_t *s12, kq_meta *m)
 static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q4_k *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    for (int p = 0; p < 4; p++) {
-        __m256i v = ld(x->qs + 32 * p);
-        st(q + 64 * p, _mm256_and_si256(v, m4));
-        st(q + 64 * p + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-    }
+    x86_q4k_values(x, q);
     k4_meta(x->scales, m);
     m->d = f16s(x->d);
     m->dm = f16s(x->dmin);
@@ -78,15 +78,7 @@ static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q5_k *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    __m256i hb = ld(x->qh);
-    for (int p = 0; p < 4; p++) {
-        __m256i v = ld(x->qs + 32 * p);
-        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p), one), 4);
-        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p + 1), one), 4);
-        st(q + 64 * p, _mm256_or_si256(_mm256_and_si256(v, m4), h0));
-        st(q + 64 * p + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1));
-    }
+    x86_q5k_values(x, q);
     k4_meta(x->scales, m);
     m->d = f16s(x->d);
     m->dm = f16s(x->dmin);
@@ -96,18 +88,7 @@ static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q6_k *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
-    for (int h = 0; h < 2; h++) {
-        __m256i l0 = ld(x->ql + 64 * h), l1 = ld(x->ql + 64 * h + 32), H = ld(x->qh + 32 * h);
-        uint8_t *o = q + 128 * h;
-        st(o, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
-        st(o + 32, _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4)));
-        st(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4)));
-        st(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4)));
-    }
+    x86_q6k_values(x, q);
     for (int s = 0; s < 16; s++) m->scw[s] = pair16(x->scales[s], x->scales[s]);
     for (int p = 0; p < 8; p++) m->mn[p] = pair16(32 * x->scales[2 * p], 32 * x->scales[2 * p + 1]);
     m->d = m->dm = f16s(x->d);
@@ -220,54 +201,12 @@ static void tile_q32_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_a
     kq_tile(4, 4, 8, wq, wm, nbc, A, acc, first);     /* q3_K / q2_K: |q| <= 7 */
 }
 
+
 /* ---- 32-element block types (q4_0, q5_0) -------------------------------- */
 
-typedef struct {
-    int8_t qs[8][32];
-    int32_t osum[8];         /* offset * sum of the block's activations */
-    float d[8];
-} lg_act;
-
-static void lg_extra(const void *vy, void *vp, int lane, int off)
-{
-    const sl_block_q8_0 *y = vy;
-    lg_act *g = vp;
-    int sum = 0;
-    for (int i = 0; i < 32; i++) sum += y->qs[i];
-    g->osum[lane] = off * sum;
-    g->d[lane] = f16s(y->d);
-}
 #define PANEL_NO_Q8_0
 #define LG_OFF_Q4_0 8      /* u8 weight = q + off */
 #define LG_OFF_Q5_0 16
-
-static inline __m256i nib32(const uint8_t *qs)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
-}
-
-static void unp_q4_0(const void *vx, uint8_t *q, float *d)
-{
-    const sl_block_q4_0 *x = vx;
-    st(q, nib32(x->qs));
-    *d = f16s(x->d);
-}
-
-static void unp_q5_0(const void *vx, uint8_t *q, float *d)
-{
-    const sl_block_q5_0 *x = vx;
-    uint32_t h;
-    memcpy(&h, x->qh, 4);
-    /* 0x10 in byte j where bit j of qh is set */
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h),
-                                    _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
-                                                      0x0101010101010101LL, 0));
-    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    v = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits), _mm256_set1_epi8(0x10));
-    st(q, _mm256_or_si256(nib32(x->qs), v));
-    *d = f16s(x->d);
-}
 
 static inline __attribute__((always_inline)) void
 lg_tile_run(const int RUN, const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc,

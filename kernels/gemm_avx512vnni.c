@@ -22,7 +22,6 @@
 #define NR 8           /* weight rows per register tile */
 #define LANES 16       /* activation rows per panel group (one zmm of int32) */
 
-static inline float f16s(sl_f16 h) { return _cvtsh_ss(h); }
 
 /* ---- K-quants ---------------------------------------------------------- */
 
@@ -44,6 +43,16 @@ typedef struct {
     float d[16];
 } kq_act;
 
+/* Weights as u8 = q + off; sum (q + off) a = dot + off * sum(a), and the
+ * panel carries off * sum(a) per block and lane. */
+typedef struct {
+    int8_t qs[8][64];
+    int32_t osum[16];
+    float d[16];
+} lg_act;
+
+#include "gemm_x86.h"
+
 /* The type's part of packing one superblock of one activation row (the
  * transposition itself is panel_pack in gemm_panel.h). */
 static void kq_extra(const void *vy, void *vp, int lane, int arg)
@@ -63,9 +72,6 @@ static void kq_extra(const void *vy, void *vp, int lane, int arg)
     g->d[lane] = y->d;
 }
 
-static inline __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-static inline void st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
-
 /* q4_K/q5_K 6-bit scales and mins of the 8 sub-blocks, unpacked 4 at a time
  * in general registers; mins go out as the pairs (m_j, m_j) of 32 bits that
  * meet the activation's 32-element sums bs32[j] (one vpdpwssd per 2 groups). */
@@ -83,12 +89,7 @@ static inline void k4_scales(const uint8_t *s12, kq_meta *m)
 static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q4_k *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    for (int p = 0; p < 4; p++) {
-        __m256i v = ld(x->qs + 32 * p);
-        st(q + 64 * p, _mm256_and_si256(v, m4));
-        st(q + 64 * p + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-    }
+    x86_q4k_values(x, q);
     k4_scales(x->scales, m);
     m->d = f16s(x->d);
     m->dm = f16s(x->dmin);
@@ -97,15 +98,7 @@ static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q5_k *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    __m256i hb = ld(x->qh);
-    for (int p = 0; p < 4; p++) {
-        __m256i v = ld(x->qs + 32 * p);
-        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p), one), 4);
-        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * p + 1), one), 4);
-        st(q + 64 * p, _mm256_or_si256(_mm256_and_si256(v, m4), h0));
-        st(q + 64 * p + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1));
-    }
+    x86_q5k_values(x, q);
     k4_scales(x->scales, m);
     m->d = f16s(x->d);
     m->dm = f16s(x->dmin);
@@ -115,18 +108,7 @@ static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q6_k *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
-    for (int h = 0; h < 2; h++) {
-        __m256i l0 = ld(x->ql + 64 * h), l1 = ld(x->ql + 64 * h + 32), H = ld(x->qh + 32 * h);
-        uint8_t *o = q + 128 * h;
-        st(o, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
-        st(o + 32, _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4)));
-        st(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4)));
-        st(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4)));
-    }
+    x86_q6k_values(x, q);
     __m128i s8 = _mm_loadu_si128((const __m128i *)x->scales);
     _mm512_storeu_si512(m->sc, _mm512_cvtepi8_epi32(s8));
     st(m->mn, _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 5));     /* 32 * sc as word pairs */
@@ -267,23 +249,7 @@ static void tile_q3_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_ac
 
 /* ---- 32-element block types (q8_0, q4_0, q5_0 with q8_0 activations) --- */
 
-/* Weights as u8 = q + off; sum (q + off) a = dot + off * sum(a), and the
- * panel carries off * sum(a) per block and lane. */
-typedef struct {
-    int8_t qs[8][64];
-    int32_t osum[16];
-    float d[16];
-} lg_act;
 
-static void lg_extra(const void *vy, void *vp, int lane, int off)
-{
-    const sl_block_q8_0 *y = vy;
-    lg_act *g = vp;
-    int sum = 0;
-    for (int i = 0; i < 32; i++) sum += y->qs[i];
-    g->osum[lane] = off * sum;
-    g->d[lane] = f16s(y->d);
-}
 #define LG_OFF_Q8_0 128    /* u8 weight = q + off */
 #define LG_OFF_Q4_0 8
 #define LG_OFF_Q5_0 16
@@ -292,29 +258,6 @@ static void unp_q8_0(const void *vx, uint8_t *q, float *d)
 {
     const sl_block_q8_0 *x = vx;
     st(q, _mm256_xor_si256(ld(x->qs), _mm256_set1_epi8((char)0x80)));
-    *d = f16s(x->d);
-}
-
-static inline __m256i nib32(const uint8_t *qs)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
-}
-
-static void unp_q4_0(const void *vx, uint8_t *q, float *d)
-{
-    const sl_block_q4_0 *x = vx;
-    st(q, nib32(x->qs));
-    *d = f16s(x->d);
-}
-
-static void unp_q5_0(const void *vx, uint8_t *q, float *d)
-{
-    const sl_block_q5_0 *x = vx;
-    uint32_t h;
-    memcpy(&h, x->qh, 4);
-    __m256i hi = _mm256_maskz_mov_epi8((__mmask32)h, _mm256_set1_epi8(0x10));
-    st(q, _mm256_or_si256(nib32(x->qs), hi));
     *d = f16s(x->d);
 }
 
