@@ -204,7 +204,8 @@ static int run_main(int argc, char **argv)
         fprintf(stderr, "sluice run: -p PROMPT is required\n");
         return 2;
     }
-    if (!o.seed_set) fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sp.seed);
+    /* the seed matters (and is worth printing) only when sampling */
+    if (!o.seed_set && o.sp.temp > 0) fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sp.seed);
     sl_model *m = NULL;
     sl_session *s = NULL;
     int ret = 1;
