@@ -7,9 +7,10 @@
  * each weight row is unpacked once per K chunk into plain u8 values; one
  * vpdpbusd then does 16 rows x 4 bytes against a broadcast weight dword with
  * nothing else in the inner loop. Per sub-block scales are applied to int32
- * lane sums with one vpmulld (q2_K: pre-multiplied into the weights, which
- * still fit in u8), the min / offset terms via the activation block sums
- * with vpdpwssd, and the float finish runs once per 256-element superblock.
+ * lane sums with one vpmulld (q2_K and q3_K: pre-multiplied into the
+ * weights, which still fit in u8), the min / offset terms via the activation
+ * block sums with vpdpwssd, and the float finish runs once per 256-element
+ * superblock. The loop structure is gemm_panel.h's.
  *
  * Integer sums per superblock are exact, as in vec_dot; only the order of
  * the float finish differs, so results agree with vec_dot to within the
@@ -21,7 +22,6 @@
 
 #define NR 8           /* weight rows per register tile */
 #define LANES 16       /* activation rows per panel group (one zmm of int32) */
-
 
 /* ---- K-quants ---------------------------------------------------------- */
 
@@ -248,7 +248,6 @@ static void tile_q3_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_ac
 }
 
 /* ---- 32-element block types (q8_0, q4_0, q5_0 with q8_0 activations) --- */
-
 
 #define LG_OFF_Q8_0 128    /* u8 weight = q + off */
 #define LG_OFF_Q4_0 8
