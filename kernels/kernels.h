@@ -74,7 +74,13 @@ void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t c
 int sl_kern_matvec(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                    int64_t cols, const void *act, float *y);
 /* Y[i][r] = dot(W row r, act row i) for i < n_act; Y row stride = ldy floats.
- * Tiled so each weight block is loaded once per tile of activation rows. */
+ * Tiled so each weight block is loaded once per tile of activation rows.
+ * From 10 rows on levels with a panel kernel (avx2, avx512, avx512vnni,
+ * dotprod) the activations are first transposed into a buffer of about
+ * n_act x cols bytes (plus per-thread tiles) that is kept per calling thread,
+ * grown on demand and freed when that thread exits; if it cannot be
+ * allocated the per-pair tiles run instead. Panel results equal vec_dot's
+ * within float rounding (same integer sums, another summation order). */
 int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                    int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy);
 
