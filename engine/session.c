@@ -123,13 +123,16 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     sc.max_pinned = p.max_pinned;
     sc.mlock = p.mlock;
     /* saturating: a hostile size must not wrap to a small reserve */
-    uint64_t parts[4] = {
+    int32_t max_k = m->d.n_embd > m->d.n_ff ? m->d.n_embd : m->d.n_ff;
+    if (m->d.q_dim > max_k) max_k = m->d.q_dim;
+    uint64_t parts[5] = {
         sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.kv_dim),
         sl_forward_arena_bytes(&m->d, m->n_batch, m->n_ctx, nth),
         (uint64_t)m->d.n_vocab * (4 + 4 + 8 + 1), (uint64_t)m->n_ctx * 4,
+        sl_kern_matmul_scratch_bound(m->k, max_k, m->n_batch, nth),   /* prefill panel */
     };
     sc.reserve_bytes = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (__builtin_add_overflow(sc.reserve_bytes, parts[i], &sc.reserve_bytes)) sc.reserve_bytes = UINT64_MAX;
     rc = sl_stream_open(&m->st, path, &sc);
     if (rc) {

@@ -83,6 +83,10 @@ int sl_kern_matvec(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
  * within float rounding (same integer sums, another summation order). */
 int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                    int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy);
+/* Upper bound of the per-thread buffer sl_kern_matmul keeps for n_act rows of
+ * at most `cols` elements on any weight type, with n_threads pool threads
+ * (for memory budgets; 0 where no panel kernel runs). */
+size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_act, int n_threads);
 
 /* ---- attention over an F16 KV cache --------------------------------- */
 /* Query row i (i < n_q) sits at position pos0 + i and attends to cache

@@ -167,6 +167,20 @@ static void pn_worker(void *ctx, int ith, int nth)
                    j->scratch + (size_t)ith * j->per);
 }
 
+size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_act, int n_threads)
+{
+    size_t best = 0;
+    if (!k || cols <= 0 || n_act < SL_PANEL_MIN_ACT || n_threads < 1) return 0;
+    for (int t = 0; t < SL_Q_COUNT; t++) {
+        const sl_panel *pn = k->panel[t];
+        if (!pn) continue;
+        int64_t c = (cols + pn->block - 1) / pn->block * pn->block;
+        size_t b = up64(pn->panel_bytes(c, n_act)) + (size_t)n_threads * up64(pn->scratch_bytes(n_act));
+        if (b > best) best = b;
+    }
+    return best;
+}
+
 /* 0: done; 1: not taken (no panel kernel, batch too small, or no memory). */
 static int panel_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                         int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy)

@@ -158,3 +158,23 @@ Test(kern_matvec, bad_arguments)
     cr_assert_eq(sl_kern_act_bytes(SL_Q_F16, 10, 2), 40);
     cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_K, 100, 1), 0);
 }
+
+/* The bound the session reserves for the prefill buffer covers what matmul
+ * actually asks for, on every type and level. */
+Test(kern_matvec, scratch_bound_covers_panels)
+{
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k) continue;
+        cr_assert_eq(sl_kern_matmul_scratch_bound(k, 4096, SL_PANEL_MIN_ACT - 1, 2), 0);
+        for (int t = 0; t < SL_Q_COUNT; t++) {
+            const sl_panel *pn = k->panel[t];
+            if (!pn) continue;
+            for (int64_t n = SL_PANEL_MIN_ACT; n <= 70; n += 30) {
+                size_t need = pn->panel_bytes(4096, n) + 2 * pn->scratch_bytes(n);
+                cr_assert_geq(sl_kern_matmul_scratch_bound(k, 4096, n, 2), need, "%s type %d n %lld", k->name, t, (long long)n);
+                cr_assert_geq(sl_kern_matmul_scratch_bound(k, 4000, n, 2), pn->panel_bytes(3840, n), "%s type %d", k->name, t);
+            }
+        }
+    }
+}
