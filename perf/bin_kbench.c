@@ -8,8 +8,11 @@
  * All figures are medians of several repetitions; each repetition measures
  * the read bandwidth, the matvec and the matmul back to back, and the two
  * ratios ('% bw', 'mm/mv') are medians of the per-repetition ratios.
+ * With -c, instead: the same kernels on a 256x4096 matrix that stays in L2,
+ * best of the repetitions (compute throughput without the memory system, the
+ * stable way to compare kernel changes on a shared machine).
  * Usage: kbench [-t threads] [-r reps] [-m MiB of weights per type] [-b MiB buffer]
- *               [-T type,type,...] (SLUICE_ISA picks the kernel level). */
+ *               [-T type,type,...] [-c] (SLUICE_ISA picks the kernel level). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +132,46 @@ static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
             if (off[k] >= 0) put_f16(w + b * bb + (size_t)off[k], 0.01f);
 }
 
+/* -c: matvec and 64-row matmul on a matrix small enough to stay in L2. */
+#define CROWS 256
+static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntypes, int reps,
+                    const float *xf, float *Y)
+{
+    uint64_t seed = 7;
+    printf("in cache: %dx%d matrix (stays in L2), matmul batch %d\n", CROWS, COLS, BATCH);
+    printf("%-6s %9s %11s | %10s %9s\n", "type", "mv GB/s", "ns/block/th", "mm GMAC/s", "mm/mv");
+    int nth = sl_pool_n_threads(pool);
+    for (int ti = 0; ti < ntypes; ti++) {
+        int t = types[ti];
+        if (!k->vec_dot[t]) continue;
+        size_t mb = sl_quant_row_bytes(t, COLS) * CROWS;
+        uint8_t *W = malloc(mb);
+        void *act = malloc(sl_kern_act_bytes(t, COLS, BATCH));
+        if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
+        fill_weights(t, W, mb, &seed);
+        sl_kern_quantize_act(k, t, xf, COLS, BATCH, act);
+        int inner = 200;
+        double bmv = 1e30, bmm = 1e30;
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            for (int i = 0; i < inner; i++) sl_kern_matvec(k, pool, t, W, CROWS, COLS, act, Y);
+            double tv = (now() - t0) / inner;
+            t0 = now();
+            for (int i = 0; i < inner / 20; i++) sl_kern_matmul(k, pool, t, W, CROWS, COLS, act, BATCH, Y, CROWS);
+            double tm = (now() - t0) / (inner / 20);
+            if (tv < bmv) bmv = tv;
+            if (tm < bmm) bmm = tm;
+        }
+        double blocks = (double)CROWS * COLS / sl_quant_block_elems(t);
+        printf("%-6s %9.2f %11.2f | %10.1f %8.2fx\n", sl_quant_type_name(t), (double)mb / bmv / 1e9,
+               bmv * 1e9 * nth / blocks, (double)CROWS * COLS * BATCH / bmm / 1e9, BATCH * bmv / bmm);
+        fflush(stdout);
+        free(W);
+        free(act);
+    }
+    return 0;
+}
+
 static const int all_types[] = {
     SL_Q_Q2_K, SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_Q4_0, SL_Q_Q4_1,
     SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_F16, SL_Q_BF16, SL_Q_F32,
@@ -143,7 +186,7 @@ static int type_by_name(const char *s)
 
 int main(int argc, char **argv)
 {
-    int nth = 2, reps = 7;
+    int nth = 2, reps = 7, cache_only = 0;
     size_t wmib = 320, bmib = 1024;
     int types[32], ntypes = 0;
     for (int i = 1; i < argc; i++) {
@@ -151,6 +194,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) wmib = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "-b") && i + 1 < argc) bmib = (size_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "-c")) cache_only = 1;
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) {
             char *list = argv[++i];
             for (char *tok = strtok(list, ","); tok && ntypes < 32; tok = strtok(NULL, ",")) {
@@ -160,7 +204,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-m MiB weights/type] "
-                            "[-b MiB read buffer] [-T q4_K,q6_K,...]\n");
+                            "[-b MiB read buffer] [-T q4_K,q6_K,...] [-c]\n");
             return 2;
         }
     }
@@ -173,7 +217,7 @@ int main(int argc, char **argv)
     int rc = sl_kern_best_checked(&k);
     if (rc) { fprintf(stderr, "kbench: SLUICE_ISA: level not available (%d)\n", rc); return 1; }
 
-    printf("kbench: kernels %s, %d threads, medians of %d reps\n", k->name, nth, reps);
+    printf("kbench: kernels %s, %d threads, %s of %d reps\n", k->name, nth, cache_only ? "best" : "medians", reps);
     size_t blen = bmib << 20;
     uint8_t *bbuf = aligned_alloc(4096, blen);
     sl_pool *pool = NULL, *pool1 = NULL;
@@ -182,6 +226,17 @@ int main(int argc, char **argv)
     if ((rc = sl_pool_create(&pool, nth)) != 0 || (rc = sl_pool_create(&pool1, 1)) != 0) {
         fprintf(stderr, "kbench: pool: %d\n", rc);
         return 1;
+    }
+    if (cache_only) {
+        uint64_t xs = 42;
+        float *x = malloc((size_t)BATCH * COLS * sizeof *x), *y = malloc((size_t)BATCH * CROWS * sizeof *y);
+        if (!x || !y) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
+        for (size_t i = 0; i < (size_t)BATCH * COLS; i++) x[i] = (float)(int)(rng(&xs) % 2001 - 1000) * 1e-3f;
+        rc = in_cache(k, pool, types, ntypes, reps, x, y);
+        free(x); free(y); free(bbuf);
+        sl_pool_destroy(pool);
+        sl_pool_destroy(pool1);
+        return rc;
     }
     double bw1 = read_bw(pool1, bbuf, blen, reps);
     double bwn = read_bw(pool, bbuf, blen, reps);
