@@ -22,13 +22,6 @@
 /* Block kernels must inline into the loops: a call passes the unpacked
  * block (up to ~22 vectors) through memory; gcc's size heuristic declined to
  * inline unp_q4_k once, halving q4_K decode. */
-#define KINLINE inline __attribute__((always_inline))
-/* block kernels must inline into the tile loop: a call spills the unpacked block */
-#ifdef BUNROLL
-#define BLOOP _Pragma("GCC unroll 2")
-#else
-#define BLOOP
-#endif
 #define INL static inline __attribute__((always_inline))
 
 static inline float hsum8(__m256 v)
@@ -112,6 +105,8 @@ static inline __m256i sc2_sub32(__m256i s16x2, int p)
 #endif
 
 typedef struct { __m256 a, b; float s; } acc_t;
+/* Plain reduction: lanes of a, minus lanes of b, plus the scalar s. */
+#define DEF_RED(T) static inline float red_##T(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
 
 /* Factors for fin_dmin's lane layout: d in lanes 0,1 and -dmin in 2,3 of each half. */
 static inline __m256 dmin_vec(float d, float dmin)
@@ -136,7 +131,7 @@ static inline void fin_dmin(__m256i isum, __m256i msum, __m256 dv, float yd, acc
  * pair_T() the per-activation-row work (two independent integer chains). */
 typedef struct { __m256i q[8], sc[8], sc2[4], m16; __m256 dv; } u_q4_k;
 
-static KINLINE void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
+INL void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 {
     uint32_t sc[2], mn[2];
     sl_q4k_scales8(x->scales, sc, mn);
@@ -163,7 +158,7 @@ static KINLINE void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
     u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
 }
 
-static KINLINE void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
+INL void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
 #if X86_VNNI
@@ -182,7 +177,7 @@ static KINLINE void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *ac
     fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
 }
 
-static KINLINE void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
+INL void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
     uint32_t sc[2], mn[2];
     sl_q4k_scales8(x->scales, sc, mn);
@@ -212,7 +207,7 @@ static KINLINE void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc
 /* q6_K: q + 32 (0..63) times y; 32 * sum(sc * bsums) goes to acc->b. */
 typedef struct { __m256i q[8], sc[8], sc2[4], sc16; __m256 dv; } u_q6_k;
 
-static KINLINE void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
+INL void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     UNROLL
@@ -239,7 +234,7 @@ static KINLINE void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
     u->dv = dmin_vec(d, 32.0f * d);
 }
 
-static KINLINE void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
+INL void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
 #if X86_VNNI
@@ -349,7 +344,7 @@ INL void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
     fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
 }
 
-static inline float red_q2_k(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
+DEF_RED(q2_k)
 #endif
 
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
@@ -461,7 +456,7 @@ INL void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
     fin_dmin(_mm256_add_epi32(i0, i1), osum, u->dv, y->d, acc);
 }
 
-static inline float red_q3_k(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
+DEF_RED(q3_k)
 #endif
 
 /* ---- legacy 32-element blocks ------------------------------------------- */
@@ -491,33 +486,33 @@ static inline void fin_legacy(__m256i isum, float d, acc_t *acc)
     acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc->a);
 }
 
-static KINLINE void blk_q4_0(const sl_block_q4_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+INL void blk_q4_0(const sl_block_q4_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
     __m256i q = _mm256_sub_epi8(nibbles32(x->qs), _mm256_set1_epi8(8));
     fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
 }
 
-static KINLINE void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+INL void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_t *acc)
 {
     fin_legacy(dot_u8s8(_mm256_setzero_si256(), nibbles32(x->qs), loadu(y->qs)),
                f16s(x->d) * f16s(y->d), acc);
     acc->s += f16s(x->m) * f16s(y->s);
 }
 
-static KINLINE void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+INL void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
     __m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(x->qs), bit4_32(x->qh)), _mm256_set1_epi8(16));
     fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
 }
 
-static KINLINE void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
+INL void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
 {
     __m256i q = _mm256_or_si256(nibbles32(x->qs), bit4_32(x->qh));
     fin_legacy(dot_u8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
     acc->s += f16s(x->m) * f16s(y->s);
 }
 
-static KINLINE void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
+INL void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
     fin_legacy(dot_s8s8(_mm256_setzero_si256(), loadu(x->qs), loadu(y->qs)),
                f16s(x->d) * f16s(y->d), acc);
@@ -529,15 +524,14 @@ static KINLINE void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc
  * registers, and the x-only part of each block kernel (unpacking) is shared
  * across the NY activation rows after inlining. */
 /* Default per-row reduction of the accumulators. */
-#define DEF_RED(T) static inline float red_##T(const acc_t *a) { return hsum8(a->a) - hsum8(a->b) + a->s; }
 DEF_RED(q4_k) DEF_RED(q5_k) DEF_RED(q6_k)
 DEF_RED(q4_0) DEF_RED(q4_1) DEF_RED(q5_0) DEF_RED(q5_1) DEF_RED(q8_0)
 
 /* Types without a split kernel: unpacking is just the block pointer. */
 #define DEF_NOSPLIT(T, XB, YB)                                                           \
 typedef const XB *u_##T;                                                                 \
-static KINLINE void unp_##T(const XB *x, u_##T *u) { *u = x; }                            \
-static KINLINE void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
+INL void unp_##T(const XB *x, u_##T *u) { *u = x; }                            \
+INL void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
 
 DEF_NOSPLIT(q5_k, sl_block_q5_k, sl_block_q8_k)
 DEF_NOSPLIT(q4_0, sl_block_q4_0, sl_block_q8_0)
@@ -557,7 +551,7 @@ FN(tile_##T)(int NX, int NY, int64_t nb, const char *vx, size_t bx, const char *
     UNROLL for (int i = 0; i < NX; i++)                                                  \
         UNROLL for (int j = 0; j < NY; j++)                                              \
             acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
-    BLOOP for (int64_t b = 0; b < nb; b++)                                               \
+    for (int64_t b = 0; b < nb; b++)                                                     \
         UNROLL for (int i = 0; i < NX; i++) {                                            \
             u_##T u;                                                                     \
             unp_##T((const XB *)(vx + (size_t)i * bx) + b, &u);                          \

@@ -188,7 +188,7 @@ static int panel_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, 
     const sl_panel *pn = k->panel[wtype];
     /* the panel computes 16 activation rows at a time: at 8 rows it only
      * matched the per-pair tiles (q4_K, 1 thread), from 12 it won by 1.5x+ */
-    if (!pn || n_act < SL_PANEL_MIN_ACT || cols % pn->block) return 1;
+    if (!pn || n_act < SL_PANEL_MIN_ACT) return 1;    /* cols: a block multiple (check) */
     int nth = sl_pool_n_threads(p);
     size_t pb = up64(pn->panel_bytes(cols, n_act)), per = up64(pn->scratch_bytes(n_act));
     char *mem = scratch_get(pb + (size_t)nth * per);
