@@ -18,6 +18,8 @@ const char *sl_strerror(int status)
     case SL_ENOENT: return "not found";
     case SL_ENOSYS: return "not available on this system";
     case SL_ERANGE: return "value out of range";
+    case SL_EBUSY: return "no free slot";
+    case SL_ECANCELED: return "cancelled";
     case SL_EFORMAT: return "malformed file";
     case SL_EVERSION: return "unsupported file version";
     case SL_ETYPE: return "wrong value type";

@@ -18,6 +18,8 @@
 #define SL_ENOENT      (-ENOENT)   /* file, key or tensor not found */
 #define SL_ENOSYS      (-ENOSYS)   /* feature unavailable here (io_uring, ISA) */
 #define SL_ERANGE      (-ERANGE)   /* value out of range / overflow */
+#define SL_EBUSY       (-EBUSY)    /* no free slot: every streamer slot is held */
+#define SL_ECANCELED   (-ECANCELED) /* read cancelled (the schedule moved on) */
 #define SL_EFORMAT     (-1001)     /* malformed or hostile file contents */
 #define SL_EVERSION    (-1002)     /* unsupported file version */
 #define SL_ETYPE       (-1003)     /* value of an unexpected type */

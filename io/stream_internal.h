@@ -1,14 +1,16 @@
-/* Internals shared by the streamer's files: the loader (a queue of read jobs
- * served by an io_uring thread or a pread pool), the unit table and the planner. */
+/* Internals shared by the streamer's files: named limits, the loader (a queue
+ * of read jobs served by an I/O backend), the backends' table, the unit map
+ * and the planner. The stream object and its modes: stream_mode.h. */
 #ifndef SL_STREAM_INTERNAL_H
 #define SL_STREAM_INTERNAL_H
 
 #include "sluice_stream.h"
 #include "../gguf/gguf.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+struct iovec;
 
 #define SL_HUGE_PAGE (2u << 20)
 #define SL_DEFAULT_DEPTH 3
@@ -23,7 +25,14 @@
 #define SL_DEFAULT_IO_THREADS 8
 #define SL_MAX_RETRIES 64
 
-/* ---- loader ------------------------------------------------------------ */
+/* Limits of sl_stream_config (checked at open, clamped by the loader). A ring
+ * has at most SL_MAX_DEPTH + 1 slots. */
+#define SL_MAX_DEPTH 64
+#define SL_MAX_QD 1024               /* requests in flight (io_uring entries) */
+#define SL_MAX_IO_THREADS 64
+#define SL_MAX_REQ_BYTES (1u << 30)
+
+/* ---- loader (stream_loader.c) ------------------------------------------- */
 
 /* One contiguous file range read into dst. Widened to the direct-I/O
  * alignment by the caller; reads past need_end may come back short (EOF). */
@@ -32,7 +41,7 @@ typedef struct sl_io_job {
     uint64_t off, len;
     uint64_t need_end;       /* bytes up to here must arrive */
     int buf_index;           /* registered buffer, or -1 */
-    int32_t unit;            /* for messages */
+    int32_t unit;            /* for messages; -1: not a unit */
     /* loader-private progress (under the loader mutex) */
     uint64_t next;           /* next offset to hand out */
     uint32_t outstanding;
@@ -42,17 +51,23 @@ typedef struct sl_io_job {
     struct sl_io_job *qnext;
 } sl_io_job;
 
+/* One read request of a job, as a backend serves it. */
 typedef struct sl_io_req {
     sl_io_job *job;
+    int fd;
     uint64_t off, len;       /* remaining range of this request */
     uint32_t tries;
+    bool direct;             /* O_DIRECT: a short read resumes from an aligned offset */
+    bool counted;            /* part of the loader's stats and busy time */
     struct sl_io_req *free_next;
 } sl_io_req;
 
-typedef struct sl_loader sl_loader;
+static inline uint8_t *sl_io_req_dst(const sl_io_req *r) { return r->job->dst + (r->off - r->job->off); }
+
+typedef struct sl_loader sl_loader;   /* private to stream_loader.c */
 
 typedef struct sl_loader_cfg {
-    int io;                  /* SL_IO_URING or SL_IO_PREAD (AUTO resolved by caller or loader) */
+    int io;                  /* SL_IO_URING, SL_IO_PREAD, or SL_IO_AUTO (io_uring, else the pool) */
     int fd;
     bool direct;
     uint32_t align;
@@ -78,44 +93,49 @@ void sl_loader_submit(sl_loader *L, sl_io_job *job);
 /* Waits until job done; returns job->status. */
 int sl_loader_wait(sl_loader *L, sl_io_job *job);
 bool sl_loader_is_done(sl_loader *L, sl_io_job *job);
-/* Stops handing out the job's remaining requests; it is done (status < 0)
- * once those already in flight complete. */
+/* Stops handing out the job's remaining requests; it is done (status
+ * SL_ECANCELED) once those already in flight complete. */
 void sl_loader_cancel(sl_loader *L, sl_io_job *job);
+/* A small job as one request on the calling thread, from fd (a buffered
+ * descriptor: no alignment), with the same retry and error policy; not queued
+ * behind the background reads and not counted in the stats. */
+int sl_loader_read_now(sl_loader *L, sl_io_job *job, int fd);
 void sl_loader_get_stats(sl_loader *L, sl_loader_stats *st);
 void sl_loader_reset_stats(sl_loader *L);
-
-/* Backend-neutral parts (stream_loader.c), used by the backends. */
-struct sl_loader {
-    sl_loader_cfg cfg;
-    int backend;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_work, cv_done;
-    sl_io_job *qhead, *qtail;
-    bool stop;
-    int active;              /* requests being served */
-    double busy_t0;
-    sl_loader_stats st;
-    void *impl;              /* backend state */
-    pthread_t *threads; int n_threads;
-    bool fixed_ok;
-};
 double sl_now_ms(void);
-/* Hands out the next request (mutex held). false when no work queued. */
-bool sl_loader_take(sl_loader *L, sl_io_req *r);
+
+/* ---- backends (stream_uring.c, stream_pread.c) ------------------------- */
+
+/* A backend serves the loader's queue from its own threads. It calls only the
+ * three backend-side functions below; the loader calls it only through its
+ * table. */
+typedef struct sl_io_backend {
+    int io;                  /* SL_IO_URING or SL_IO_PREAD */
+    /* Starts the threads; *fixed: cfg->fixed registered. Status + sl_last_error
+     * on failure; a failure that leaves *state set is stopped with stop(). */
+    int (*start)(sl_loader *L, const sl_loader_cfg *cfg, void **state, bool *fixed);
+    /* Joins the threads (the loader has raised stop and woken them), frees state. */
+    void (*stop)(void *state);
+} sl_io_backend;
+
+extern const sl_io_backend sl_io_uring_backend, sl_io_pread_backend;
+
+/* Next request. wait: block until there is one; false only once the loader
+ * stops. !wait: false when nothing is queued (or stopping). */
+bool sl_loader_take(sl_loader *L, sl_io_req *r, bool wait);
+/* The read of r by pread(2) or the read hook (the only caller of the hook):
+ * bytes read or -errno. */
+int64_t sl_loader_read(sl_loader *L, const sl_io_req *r);
 /* Outcome of one read of r (res = bytes or -errno). Returns true when r must
  * be resubmitted (short read, EAGAIN, EINTR); else the request is finished
- * and accounted. Takes the mutex itself. */
+ * and accounted. */
 bool sl_loader_result(sl_loader *L, sl_io_req *r, int64_t res);
-void sl_loader_busy_begin(sl_loader *L);   /* mutex held */
-void sl_loader_busy_end(sl_loader *L);     /* mutex held */
 
-int sl_uring_start(sl_loader *L);          /* ENOSYS etc. when unavailable */
-void sl_uring_stop(sl_loader *L);
-int sl_uring_probe(void);                  /* 0 if io_uring_setup works here */
-int sl_pread_start(sl_loader *L);
-void sl_pread_stop(sl_loader *L);
+/* 0 if io_uring_setup works in this process. Probed once per process (see
+ * sluice_stream.h: the SIGSYS guard). */
+int sl_uring_probe(void);
 
-/* ---- units ------------------------------------------------------------- */
+/* ---- the unit map (stream_units.c) ------------------------------------- */
 
 typedef struct sl_unit {
     sl_stream_unit info;
@@ -130,20 +150,28 @@ typedef struct sl_unit {
     bool acquired;
 } sl_unit;
 
-typedef struct sl_model_layout {
+/* The file cut into units (layers, then lm-head chunks) and the facts the
+ * planner counts. */
+typedef struct sl_unit_map {
     sl_unit *units; int32_t n_units, n_layers, n_head_chunks;
     const sl_gguf_tensor *head;     /* lm head tensor (output.weight or tied token_embd) */
     const sl_gguf_tensor *embd;     /* token_embd or NULL */
     uint64_t globals_bytes;         /* non-layer tensors except head and embd */
     uint64_t meta_bytes;            /* header + metadata (what the reader keeps) */
     uint64_t max_unit_span;         /* largest widened unit */
-} sl_model_layout;
+} sl_unit_map;
 
-int sl_layout_build(sl_model_layout *lo, const sl_gguf *g, uint32_t align);
-void sl_layout_free(sl_model_layout *lo);
-/* Fills plan, sets units' pinned flags. path used for messages only. */
-int sl_plan_compute(sl_model_layout *lo, const sl_gguf *g, const sl_stream_config *c,
+int sl_unit_map_build(sl_unit_map *um, const sl_gguf *g, uint32_t align);
+void sl_unit_map_free(sl_unit_map *um);
+
+/* ---- planner (stream_plan.c) ------------------------------------------- */
+
+/* Fills plan, sets units' pinned flags. */
+int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c,
                     uint32_t align, sl_stream_plan *p, char *err, size_t err_len);
+
+/* ---- memory and files (stream_mem.c) ----------------------------------- */
+
 uint64_t sl_buf_round(uint64_t n);
 uint64_t sl_mem_available(void);
 

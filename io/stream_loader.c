@@ -1,16 +1,39 @@
 /* The loader: a FIFO of read jobs cut into requests of req_bytes, served by
- * a backend (io_uring thread or pread pool). Retry and error policy lives
- * here so every backend behaves the same: short reads and EAGAIN/EINTR are
- * resubmitted, anything else fails the job with a message naming the unit,
- * file offset, length and errno. A job is "done" only when every request has
- * finished, so nobody sees a half-filled buffer as complete. */
+ * a backend (io_uring thread or pread pool) picked from a const table. Retry
+ * and error policy lives here so every backend behaves the same: short reads
+ * and EAGAIN/EINTR are resubmitted, anything else fails the job with a message
+ * naming the unit, file offset, length and errno. A job is "done" only when
+ * every request has finished, so nobody sees a half-filled buffer as complete. */
 #include "stream_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+struct sl_loader {
+    sl_loader_cfg cfg;
+    const sl_io_backend *be;
+    void *be_state;
+    bool fixed;              /* cfg.fixed registered by the backend */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    sl_io_job *qhead, *qtail;
+    bool stop;
+    int active;              /* counted requests being served */
+    double busy_t0;
+    sl_loader_stats st;
+};
+
+/* indexed by enum sl_stream_io */
+static const sl_io_backend *const backends[] = {
+    [SL_IO_URING] = &sl_io_uring_backend,
+    [SL_IO_PREAD] = &sl_io_pread_backend,
+};
 
 double sl_now_ms(void)
 {
@@ -19,14 +42,17 @@ double sl_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void sl_loader_busy_begin(sl_loader *L)
+/* First failure of a job wins; "unit N: " when the job is a unit. Mutex held. */
+__attribute__((format(printf, 3, 4)))
+static void job_fail(sl_io_job *j, int status, const char *fmt, ...)
 {
-    if (L->active++ == 0) L->busy_t0 = sl_now_ms();
-}
-
-void sl_loader_busy_end(sl_loader *L)
-{
-    if (--L->active == 0) L->st.busy_ms += sl_now_ms() - L->busy_t0;
+    if (j->status != 0) return;
+    j->status = status;
+    int n = j->unit >= 0 ? snprintf(j->err, sizeof j->err, "unit %d: ", (int)j->unit) : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->err + n, sizeof j->err - (size_t)n, fmt, ap);
+    va_end(ap);
 }
 
 /* Removes j from the queue wherever it is. A done job must not stay queued:
@@ -50,7 +76,8 @@ static void job_pop(sl_loader *L)
     j->queued = false;
 }
 
-bool sl_loader_take(sl_loader *L, sl_io_req *r)
+/* Mutex held. */
+static bool take_locked(sl_loader *L, sl_io_req *r)
 {
     while (L->qhead) {
         sl_io_job *j = L->qhead;
@@ -58,14 +85,36 @@ bool sl_loader_take(sl_loader *L, sl_io_req *r)
         if (j->status != 0 || j->next >= end) { job_pop(L); continue; }
         uint64_t n = end - j->next;
         if (n > L->cfg.req_bytes) n = L->cfg.req_bytes;
-        r->job = j; r->off = j->next; r->len = n; r->tries = 0;
+        r->job = j; r->fd = L->cfg.fd; r->off = j->next; r->len = n; r->tries = 0;
+        r->direct = L->cfg.direct; r->counted = true;
         j->next += n;
         j->outstanding++;
         if (j->next >= end) job_pop(L);
-        sl_loader_busy_begin(L);
+        if (L->active++ == 0) L->busy_t0 = sl_now_ms();
         return true;
     }
     return false;
+}
+
+bool sl_loader_take(sl_loader *L, sl_io_req *r, bool wait)
+{
+    pthread_mutex_lock(&L->mu);
+    bool got = false;
+    for (;;) {
+        if (L->stop) break;
+        if ((got = take_locked(L, r)) || !wait) break;
+        pthread_cond_wait(&L->cv_work, &L->mu);
+    }
+    pthread_mutex_unlock(&L->mu);
+    return got;
+}
+
+int64_t sl_loader_read(sl_loader *L, const sl_io_req *r)
+{
+    uint8_t *dst = sl_io_req_dst(r);
+    if (L->cfg.hook) return L->cfg.hook(L->cfg.hook_ctx, r->fd, dst, (size_t)r->len, r->off);
+    ssize_t n = pread(r->fd, dst, (size_t)r->len, (off_t)r->off);
+    return n < 0 ? -(int64_t)errno : (int64_t)n;
 }
 
 static void finish_locked(sl_loader *L, sl_io_job *j)
@@ -82,20 +131,22 @@ static void finish_locked(sl_loader *L, sl_io_job *j)
 bool sl_loader_result(sl_loader *L, sl_io_req *r, int64_t res)
 {
     sl_io_job *j = r->job;
+    sl_loader_stats *st = &L->st, uncounted;
+    if (!r->counted) st = &uncounted;
     pthread_mutex_lock(&L->mu);
     if (res == -EAGAIN || res == -EINTR) {
-        L->st.retries++;
+        st->retries++;
         if (++r->tries <= SL_MAX_RETRIES) { pthread_mutex_unlock(&L->mu); return true; }
     }
     if (res > 0) {
-        L->st.bytes += (uint64_t)res;
-        L->st.reads++;
+        st->bytes += (uint64_t)res;
+        st->reads++;
         if ((uint64_t)res > r->len) res = (int64_t)r->len;
         r->off += (uint64_t)res; r->len -= (uint64_t)res;
         if (r->len > 0 && r->off < j->need_end) {
             /* short read: resubmit the rest (from an aligned offset for O_DIRECT) */
-            L->st.retries++;
-            if (L->cfg.direct && L->cfg.align > 1) {
+            st->retries++;
+            if (r->direct && L->cfg.align > 1) {
                 uint64_t a = r->off & ~(uint64_t)(L->cfg.align - 1);
                 r->len += r->off - a; r->off = a;
             }
@@ -107,23 +158,17 @@ bool sl_loader_result(sl_loader *L, sl_io_req *r, int64_t res)
     } else if (res == 0 && r->off >= j->need_end) {
         res = 0;  /* EOF inside the alignment padding past the data */
     } else if (res == 0) {
-        if (j->status == 0) {
-            j->status = SL_ETRUNC;
-            snprintf(j->err, sizeof j->err,
-                     "unit %d: unexpected end of file reading %llu bytes at file offset %llu",
-                     (int)j->unit, (unsigned long long)r->len, (unsigned long long)r->off);
-        }
-        res = 1;
+        job_fail(j, SL_ETRUNC, "unexpected end of file reading %llu bytes at file offset %llu",
+                 (unsigned long long)r->len, (unsigned long long)r->off);
     }
-    if (res < 0 && j->status == 0) {
+    if (res < 0) {
         int e = (int)-res;
-        j->status = e == EAGAIN || e == EINTR ? SL_EIO : -e;
-        snprintf(j->err, sizeof j->err,
-                 "unit %d: read of %llu bytes at file offset %llu failed: %s (errno %d%s)",
-                 (int)j->unit, (unsigned long long)r->len, (unsigned long long)r->off,
-                 strerror(e), e, e == EAGAIN || e == EINTR ? ", retries exhausted" : "");
+        bool again = e == EAGAIN || e == EINTR;
+        job_fail(j, again ? SL_EIO : -e, "read of %llu bytes at file offset %llu failed: %s (errno %d%s)",
+                 (unsigned long long)r->len, (unsigned long long)r->off, strerror(e), e,
+                 again ? ", retries exhausted" : "");
     }
-    sl_loader_busy_end(L);
+    if (r->counted && --L->active == 0) L->st.busy_ms += sl_now_ms() - L->busy_t0;
     finish_locked(L, j);
     pthread_mutex_unlock(&L->mu);
     return false;
@@ -142,6 +187,17 @@ void sl_loader_submit(sl_loader *L, sl_io_job *j)
     pthread_mutex_unlock(&L->mu);
 }
 
+int sl_loader_read_now(sl_loader *L, sl_io_job *j, int fd)
+{
+    pthread_mutex_lock(&L->mu);
+    j->next = j->off + j->len; j->outstanding = 1; j->status = 0; j->err[0] = 0;
+    j->done = false; j->queued = false; j->qnext = NULL;
+    pthread_mutex_unlock(&L->mu);
+    sl_io_req r = { .job = j, .fd = fd, .off = j->off, .len = j->len, .direct = false, .counted = false };
+    while (sl_loader_result(L, &r, sl_loader_read(L, &r))) { }
+    return j->status;
+}
+
 int sl_loader_wait(sl_loader *L, sl_io_job *j)
 {
     pthread_mutex_lock(&L->mu);
@@ -155,10 +211,7 @@ void sl_loader_cancel(sl_loader *L, sl_io_job *j)
 {
     pthread_mutex_lock(&L->mu);
     if (!j->done) {
-        if (j->status == 0) {
-            j->status = SL_EINVAL;
-            snprintf(j->err, sizeof j->err, "unit %d: read cancelled", (int)j->unit);
-        }
+        job_fail(j, SL_ECANCELED, "read cancelled");
         job_unlink(L, j);
         if (j->outstanding == 0) { j->done = true; pthread_cond_broadcast(&L->cv_done); }
     }
@@ -189,12 +242,35 @@ void sl_loader_reset_stats(sl_loader *L)
     pthread_mutex_unlock(&L->mu);
 }
 
-int sl_loader_backend(const sl_loader *L) { return L->backend; }
-bool sl_loader_fixed(const sl_loader *L) { return L->fixed_ok; }
+int sl_loader_backend(const sl_loader *L) { return L->be->io; }
+bool sl_loader_fixed(const sl_loader *L) { return L->fixed; }
+
+static void stop_threads(sl_loader *L, const sl_io_backend *be)
+{
+    pthread_mutex_lock(&L->mu);
+    L->stop = true;
+    pthread_cond_broadcast(&L->cv_work);
+    pthread_mutex_unlock(&L->mu);
+    be->stop(L->be_state);
+    L->be_state = NULL;
+    L->stop = false;
+}
+
+/* A backend that fails part-way may leave state (threads running): stopped here. */
+static int start(sl_loader *L, int io)
+{
+    L->be_state = NULL;
+    int rc = backends[io]->start(L, &L->cfg, &L->be_state, &L->fixed);
+    if (rc == 0) L->be = backends[io];
+    else if (L->be_state) stop_threads(L, backends[io]);
+    return rc;
+}
 
 int sl_loader_create(sl_loader **out, const sl_loader_cfg *cfg, char *notice, size_t notice_len)
 {
     *out = NULL;
+    if (cfg->io < SL_IO_AUTO || cfg->io > SL_IO_PREAD)
+        return sl_err_set(SL_EINVAL, "streamer: bad io backend %d", cfg->io);
     sl_loader *L = calloc(1, sizeof *L);
     if (!L) return sl_err_set(SL_ENOMEM, "streamer: out of memory for the loader");
     L->cfg = *cfg;
@@ -202,30 +278,21 @@ int sl_loader_create(sl_loader **out, const sl_loader_cfg *cfg, char *notice, si
     if (L->cfg.align > 1)   /* requests must stay aligned */
         L->cfg.req_bytes = (L->cfg.req_bytes + L->cfg.align - 1) & ~(L->cfg.align - 1);
     if (L->cfg.queue_depth <= 0) L->cfg.queue_depth = SL_DEFAULT_QD;
-    if (L->cfg.queue_depth > 1024) L->cfg.queue_depth = 1024;
+    if (L->cfg.queue_depth > SL_MAX_QD) L->cfg.queue_depth = SL_MAX_QD;
     if (L->cfg.n_threads <= 0) L->cfg.n_threads = SL_DEFAULT_IO_THREADS;
-    if (L->cfg.n_threads > 64) L->cfg.n_threads = 64;
+    if (L->cfg.n_threads > SL_MAX_IO_THREADS) L->cfg.n_threads = SL_MAX_IO_THREADS;
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv_work, NULL);
     pthread_cond_init(&L->cv_done, NULL);
 
     int rc = SL_ENOSYS;
     if (cfg->io != SL_IO_PREAD) {
-        rc = sl_uring_start(L);
-        if (rc == 0) L->backend = SL_IO_URING;
-        else if (cfg->io == SL_IO_URING) {
-            sl_loader_destroy(L);
-            return rc;
-        } else if (notice && notice_len) {
-            snprintf(notice, notice_len, "io_uring unavailable (%s); using the pread pool",
-                     sl_last_error());
-        }
+        rc = start(L, SL_IO_URING);
+        if (rc && cfg->io == SL_IO_URING) { sl_loader_destroy(L); return rc; }
+        if (rc && notice && notice_len)
+            snprintf(notice, notice_len, "io_uring unavailable (%s); using the pread pool", sl_last_error());
     }
-    if (rc != 0) {
-        rc = sl_pread_start(L);
-        if (rc != 0) { sl_loader_destroy(L); return rc; }
-        L->backend = SL_IO_PREAD;
-    }
+    if (rc && (rc = start(L, SL_IO_PREAD)) != 0) { sl_loader_destroy(L); return rc; }
     *out = L;
     return 0;
 }
@@ -233,8 +300,7 @@ int sl_loader_create(sl_loader **out, const sl_loader_cfg *cfg, char *notice, si
 void sl_loader_destroy(sl_loader *L)
 {
     if (!L) return;
-    if (L->backend == SL_IO_URING) sl_uring_stop(L);
-    else if (L->backend == SL_IO_PREAD) sl_pread_stop(L);
+    if (L->be) stop_threads(L, L->be);
     pthread_mutex_destroy(&L->mu);
     pthread_cond_destroy(&L->cv_work);
     pthread_cond_destroy(&L->cv_done);

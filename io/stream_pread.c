@@ -3,53 +3,45 @@
  * one request at a time from the loader's queue. */
 #include "stream_internal.h"
 
-#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-static int64_t do_read(sl_loader *L, sl_io_req *r)
-{
-    uint8_t *dst = r->job->dst + (r->off - r->job->off);
-    if (L->cfg.hook) return L->cfg.hook(L->cfg.hook_ctx, L->cfg.fd, dst, (size_t)r->len, r->off);
-    ssize_t n = pread(L->cfg.fd, dst, (size_t)r->len, (off_t)r->off);
-    return n < 0 ? -(int64_t)errno : (int64_t)n;
-}
+typedef struct pool { pthread_t *threads; int n; sl_loader *L; } pool;
 
 static void *worker(void *arg)
 {
     sl_loader *L = arg;
-    for (;;) {
-        sl_io_req r;
-        pthread_mutex_lock(&L->mu);
-        while (!L->stop && !sl_loader_take(L, &r)) pthread_cond_wait(&L->cv_work, &L->mu);
-        if (L->stop) { pthread_mutex_unlock(&L->mu); return NULL; }
-        pthread_mutex_unlock(&L->mu);
-        while (sl_loader_result(L, &r, do_read(L, &r))) { }
-    }
+    sl_io_req r;
+    while (sl_loader_take(L, &r, true))
+        while (sl_loader_result(L, &r, sl_loader_read(L, &r))) { }
+    return NULL;
 }
 
-int sl_pread_start(sl_loader *L)
+static void pool_stop(void *state)
 {
-    L->threads = calloc((size_t)L->cfg.n_threads, sizeof *L->threads);
-    if (!L->threads) return sl_err_set(SL_ENOMEM, "streamer: out of memory for io threads");
-    for (int i = 0; i < L->cfg.n_threads; i++) {
-        int e = pthread_create(&L->threads[i], NULL, worker, L);
-        if (e) {
-            sl_pread_stop(L);
+    pool *P = state;
+    if (!P) return;
+    for (int i = 0; i < P->n; i++) pthread_join(P->threads[i], NULL);
+    free(P->threads);
+    free(P);
+}
+
+static int pool_start(sl_loader *L, const sl_loader_cfg *cfg, void **state, bool *fixed)
+{
+    *state = NULL; *fixed = false;
+    pool *P = calloc(1, sizeof *P);
+    if (P) P->threads = calloc((size_t)cfg->n_threads, sizeof *P->threads);
+    if (!P || !P->threads) { free(P); return sl_err_set(SL_ENOMEM, "streamer: out of memory for io threads"); }
+    for (int i = 0; i < cfg->n_threads; i++) {
+        int e = pthread_create(&P->threads[i], NULL, worker, L);
+        if (e) {   /* *state set: the loader stops the workers already running */
+            *state = P;
             return sl_err_set(-e, "streamer: cannot start pread thread %d: errno %d", i, e);
         }
-        L->n_threads++;
+        P->n++;
     }
+    *state = P;
     return 0;
 }
 
-void sl_pread_stop(sl_loader *L)
-{
-    pthread_mutex_lock(&L->mu);
-    L->stop = true;
-    pthread_cond_broadcast(&L->cv_work);
-    pthread_mutex_unlock(&L->mu);
-    for (int i = 0; i < L->n_threads; i++) pthread_join(L->threads[i], NULL);
-    free(L->threads);
-    L->threads = NULL; L->n_threads = 0;
-}
+const sl_io_backend sl_io_pread_backend = { SL_IO_PREAD, pool_start, pool_stop };

@@ -1,11 +1,13 @@
 /* io_uring backend: one thread owns the ring (so SINGLE_ISSUER/DEFER_TASKRUN
  * apply), keeps up to queue_depth requests in flight, reaps completions and
  * refills. Slot buffers are registered as fixed buffers when the kernel and
- * RLIMIT_MEMLOCK allow (READ_FIXED), else plain READ. Builds without
- * liburing (cross builds) compile to stubs that report ENOSYS. */
+ * RLIMIT_MEMLOCK allow (READ_FIXED), else plain READ. With a read hook the
+ * thread serves each request through the loader's read instead. Builds
+ * without liburing (cross builds) report ENOSYS. */
 #include "stream_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,57 +21,76 @@
 
 /* Probe io_uring_setup with a SIGSYS guard: a seccomp filter with
  * SECCOMP_RET_TRAP (Android apps) would otherwise kill us. The handler is
- * process-wide, so it is installed only around the one syscall. */
-static __thread sigjmp_buf probe_env;
+ * process-wide, so it is installed once per process (pthread_once), around
+ * the one syscall, and the caller's handler is put back. */
+static sigjmp_buf probe_env;
+static int probe_rc;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static void probe_sigsys(int sig) { (void)sig; siglongjmp(probe_env, 1); }
 
-int sl_uring_probe(void)
+static void probe_run(void)
 {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = probe_sigsys;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSYS, &sa, &old) != 0) return -errno;
-    int rc;
+    if (sigaction(SIGSYS, &sa, &old) != 0) { probe_rc = -errno; return; }
     if (sigsetjmp(probe_env, 1) == 0) {
         struct io_uring_params p;
         memset(&p, 0, sizeof p);
         long fd = syscall(__NR_io_uring_setup, 1, &p);
-        rc = fd < 0 ? -errno : 0;
+        probe_rc = fd < 0 ? -errno : 0;
         if (fd >= 0) close((int)fd);
     } else {
-        rc = -ENOSYS;   /* trapped by seccomp */
+        probe_rc = -ENOSYS;   /* trapped by seccomp */
     }
     sigaction(SIGSYS, &old, NULL);
-    return rc;
+}
+
+int sl_uring_probe(void)
+{
+    pthread_once(&probe_once, probe_run);
+    return probe_rc;
 }
 
 typedef struct uring_state {
+    sl_loader *L;
+    const sl_loader_cfg *cfg;
     struct io_uring ring;
-    bool ring_ok;
-    int init_rc;
+    bool ring_ok, fixed;
+    pthread_t thread;
+    pthread_mutex_t mu;      /* start handshake */
+    pthread_cond_t cv;
     bool init_done;
+    int init_rc;
     char init_msg[200];
-    sl_io_req *reqs, *free_reqs;
+    sl_io_req *reqs, *free_reqs;   /* free list: the ring thread's alone */
     int inflight;
 } uring_state;
 
-static void submit_req(sl_loader *L, uring_state *U, sl_io_req *r)
+static void submit_req(uring_state *U, sl_io_req *r)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&U->ring);
     if (!sqe) { io_uring_submit(&U->ring); sqe = io_uring_get_sqe(&U->ring); }
-    uint8_t *dst = r->job->dst + (r->off - r->job->off);
-    if (r->job->buf_index >= 0 && L->fixed_ok)
-        io_uring_prep_read_fixed(sqe, L->cfg.fd, dst, (unsigned)r->len, r->off, r->job->buf_index);
+    if (r->job->buf_index >= 0 && U->fixed)
+        io_uring_prep_read_fixed(sqe, r->fd, sl_io_req_dst(r), (unsigned)r->len, r->off, r->job->buf_index);
     else
-        io_uring_prep_read(sqe, L->cfg.fd, dst, (unsigned)r->len, r->off);
+        io_uring_prep_read(sqe, r->fd, sl_io_req_dst(r), (unsigned)r->len, r->off);
     io_uring_sqe_set_data(sqe, r);
     U->inflight++;
 }
 
-static int ring_init(sl_loader *L, uring_state *U)
+/* A request just taken: into the ring, or (read hook) served right here. */
+static void start_req(uring_state *U, sl_io_req *r)
 {
-    unsigned entries = (unsigned)L->cfg.queue_depth;
+    if (!U->cfg->hook) { submit_req(U, r); return; }
+    while (sl_loader_result(U->L, r, sl_loader_read(U->L, r))) { }
+    r->free_next = U->free_reqs; U->free_reqs = r;
+}
+
+static int ring_init(uring_state *U)
+{
+    unsigned entries = (unsigned)U->cfg->queue_depth;
     static const unsigned flag_sets[] = {
 #ifdef IORING_SETUP_DEFER_TASKRUN
         IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
@@ -91,52 +112,35 @@ static int ring_init(sl_loader *L, uring_state *U)
         return rc;
     }
     U->ring_ok = true;
-    if (L->cfg.n_fixed > 0 && !L->cfg.hook) {
+    if (U->cfg->n_fixed > 0 && !U->cfg->hook) {
         /* fails with ENOMEM under a small RLIMIT_MEMLOCK: plain reads then */
-        L->fixed_ok = io_uring_register_buffers(&U->ring, L->cfg.fixed,
-                                                (unsigned)L->cfg.n_fixed) == 0;
+        U->fixed = io_uring_register_buffers(&U->ring, U->cfg->fixed, (unsigned)U->cfg->n_fixed) == 0;
     }
     return 0;
 }
 
 static void *uring_thread(void *arg)
 {
-    sl_loader *L = arg;
-    uring_state *U = L->impl;
-    int rc = ring_init(L, U);
-    pthread_mutex_lock(&L->mu);
+    uring_state *U = arg;
+    int rc = ring_init(U);
+    pthread_mutex_lock(&U->mu);
     U->init_rc = rc; U->init_done = true;
-    pthread_cond_broadcast(&L->cv_done);
-    pthread_mutex_unlock(&L->mu);
+    pthread_cond_signal(&U->cv);
+    pthread_mutex_unlock(&U->mu);
     if (rc < 0) return NULL;
 
     for (;;) {
-        pthread_mutex_lock(&L->mu);
-        while (!L->stop && U->inflight == 0 && !L->qhead)
-            pthread_cond_wait(&L->cv_work, &L->mu);
-        if (L->stop && U->inflight == 0) { pthread_mutex_unlock(&L->mu); break; }
-        int taken = 0;
-        sl_io_req *hooked[1024]; int n_hooked = 0;
-        while (U->free_reqs) {
-            sl_io_req *r = U->free_reqs;
-            if (L->stop || !sl_loader_take(L, r)) break;
+        sl_io_req *r;
+        /* idle: block until there is work (false: the loader stops) */
+        if (U->inflight == 0) {
+            r = U->free_reqs;
+            if (!sl_loader_take(U->L, r, true)) break;
             U->free_reqs = r->free_next;
-            if (L->cfg.hook) hooked[n_hooked++] = r;
-            else { submit_req(L, U, r); taken++; }
+            start_req(U, r);
         }
-        pthread_mutex_unlock(&L->mu);
-
-        /* fault-injection / custom storage: the hook stands in for the read */
-        for (int i = 0; i < n_hooked; i++) {
-            sl_io_req *r = hooked[i];
-            for (;;) {
-                uint8_t *dst = r->job->dst + (r->off - r->job->off);
-                int64_t res = L->cfg.hook(L->cfg.hook_ctx, L->cfg.fd, dst, (size_t)r->len, r->off);
-                if (!sl_loader_result(L, r, res)) break;
-            }
-            pthread_mutex_lock(&L->mu);
-            r->free_next = U->free_reqs; U->free_reqs = r;
-            pthread_mutex_unlock(&L->mu);
+        while ((r = U->free_reqs) && sl_loader_take(U->L, r, false)) {
+            U->free_reqs = r->free_next;
+            start_req(U, r);
         }
         if (U->inflight == 0) continue;
 
@@ -144,81 +148,80 @@ static void *uring_thread(void *arg)
         /* errors of the wait itself (EINTR, EBUSY) just mean: look again */
         (void)io_uring_submit_and_wait(&U->ring, 1);
         unsigned head, n = 0;
-        sl_io_req *resub[1024]; int n_resub = 0;
+        sl_io_req *resub = NULL;
         io_uring_for_each_cqe(&U->ring, head, cqe) {
-            sl_io_req *r = io_uring_cqe_get_data(cqe);
+            r = io_uring_cqe_get_data(cqe);
             n++;
             U->inflight--;
-            if (sl_loader_result(L, r, cqe->res)) resub[n_resub++] = r;
-            else {
-                pthread_mutex_lock(&L->mu);
-                r->free_next = U->free_reqs; U->free_reqs = r;
-                pthread_mutex_unlock(&L->mu);
-            }
+            bool again = sl_loader_result(U->L, r, cqe->res);
+            if (again) { r->free_next = resub; resub = r; }
+            else { r->free_next = U->free_reqs; U->free_reqs = r; }
         }
         io_uring_cq_advance(&U->ring, n);
-        for (int i = 0; i < n_resub; i++) submit_req(L, U, resub[i]);
-        (void)taken;
+        while ((r = resub)) { resub = r->free_next; submit_req(U, r); }
     }
     return NULL;
 }
 
-int sl_uring_start(sl_loader *L)
+static void uring_free(uring_state *U)
 {
-    int pr = sl_uring_probe();
-    if (pr < 0)
-        return sl_err_set(SL_ENOSYS, "io_uring_setup: %s", strerror(-pr));
-    uring_state *U = calloc(1, sizeof *U);
-    if (!U) return sl_err_set(SL_ENOMEM, "streamer: out of memory (io_uring state)");
-    int qd = L->cfg.queue_depth;
-    U->reqs = calloc((size_t)qd, sizeof *U->reqs);
-    if (!U->reqs) { free(U); return sl_err_set(SL_ENOMEM, "streamer: out of memory (requests)"); }
-    for (int i = 0; i < qd; i++) { U->reqs[i].free_next = U->free_reqs; U->free_reqs = &U->reqs[i]; }
-    L->impl = U;
-    L->threads = calloc(1, sizeof *L->threads);
-    int e = L->threads ? pthread_create(&L->threads[0], NULL, uring_thread, L) : ENOMEM;
-    if (e) {
-        free(L->threads); L->threads = NULL;
-        free(U->reqs); free(U); L->impl = NULL;
-        return sl_err_set(-e, "streamer: cannot start the io_uring thread: errno %d", e);
-    }
-    L->n_threads = 1;
-    pthread_mutex_lock(&L->mu);
-    while (!U->init_done) pthread_cond_wait(&L->cv_done, &L->mu);
-    int rc = U->init_rc;
-    pthread_mutex_unlock(&L->mu);
-    if (rc < 0) {
-        pthread_join(L->threads[0], NULL);
-        int st = sl_err_set(rc == -ENOMEM ? SL_ENOMEM : SL_ENOSYS, "%s", U->init_msg);
-        free(L->threads); L->threads = NULL; L->n_threads = 0;
-        free(U->reqs); free(U); L->impl = NULL;
-        return st;
-    }
-    return 0;
+    if (U->ring_ok) io_uring_queue_exit(&U->ring);
+    pthread_mutex_destroy(&U->mu);
+    pthread_cond_destroy(&U->cv);
+    free(U->reqs);
+    free(U);
 }
 
-void sl_uring_stop(sl_loader *L)
+static void uring_stop(void *state)
 {
-    uring_state *U = L->impl;
+    uring_state *U = state;
     if (!U) return;
-    pthread_mutex_lock(&L->mu);
-    L->stop = true;
-    pthread_cond_broadcast(&L->cv_work);
-    pthread_mutex_unlock(&L->mu);
-    if (L->n_threads) pthread_join(L->threads[0], NULL);
-    if (U->ring_ok) io_uring_queue_exit(&U->ring);
-    free(L->threads); L->threads = NULL; L->n_threads = 0;
-    free(U->reqs); free(U); L->impl = NULL;
+    pthread_join(U->thread, NULL);
+    uring_free(U);
+}
+
+static int uring_start(sl_loader *L, const sl_loader_cfg *cfg, void **state, bool *fixed)
+{
+    *state = NULL; *fixed = false;
+    int pr = sl_uring_probe();
+    if (pr < 0) return sl_err_set(SL_ENOSYS, "io_uring_setup: %s", strerror(-pr));
+    uring_state *U = calloc(1, sizeof *U);
+    if (!U) return sl_err_set(SL_ENOMEM, "streamer: out of memory (io_uring state)");
+    U->L = L; U->cfg = cfg;
+    pthread_mutex_init(&U->mu, NULL);
+    pthread_cond_init(&U->cv, NULL);
+    U->reqs = calloc((size_t)cfg->queue_depth, sizeof *U->reqs);
+    if (!U->reqs) { uring_free(U); return sl_err_set(SL_ENOMEM, "streamer: out of memory (requests)"); }
+    for (int i = 0; i < cfg->queue_depth; i++) { U->reqs[i].free_next = U->free_reqs; U->free_reqs = &U->reqs[i]; }
+    int e = pthread_create(&U->thread, NULL, uring_thread, U);
+    if (e) { uring_free(U); return sl_err_set(-e, "streamer: cannot start the io_uring thread: errno %d", e); }
+    pthread_mutex_lock(&U->mu);
+    while (!U->init_done) pthread_cond_wait(&U->cv, &U->mu);
+    int rc = U->init_rc;
+    pthread_mutex_unlock(&U->mu);
+    if (rc < 0) {
+        pthread_join(U->thread, NULL);
+        int st = sl_err_set(rc == -ENOMEM ? SL_ENOMEM : SL_ENOSYS, "%s", U->init_msg);
+        uring_free(U);
+        return st;
+    }
+    *fixed = U->fixed;
+    *state = U;
+    return 0;
 }
 
 #else  /* no liburing: the pread pool serves everything */
 
 int sl_uring_probe(void) { return -ENOSYS; }
-int sl_uring_start(sl_loader *L)
+
+static int uring_start(sl_loader *L, const sl_loader_cfg *cfg, void **state, bool *fixed)
 {
-    (void)L;
+    (void)L; (void)cfg; *state = NULL; *fixed = false;
     return sl_err_set(SL_ENOSYS, "io_uring: not compiled in (built without liburing)");
 }
-void sl_uring_stop(sl_loader *L) { (void)L; }
+
+static void uring_stop(void *state) { (void)state; }
 
 #endif
+
+const sl_io_backend sl_io_uring_backend = { SL_IO_URING, uring_start, uring_stop };

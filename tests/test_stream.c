@@ -110,8 +110,9 @@ Test(stream, order_wraparound_restart_and_misuse)
         cr_assert_neq(sl_stream_acquire(s, U, &x), 0);
         cr_assert_eq(sl_stream_acquire(s, 2, &x), 0);
         /* all 3 slots held: a fourth unit cannot be served */
-        cr_assert_neq(sl_stream_acquire(s, 4, &x), 0);
+        cr_assert_eq(sl_stream_acquire(s, 4, &x), SL_EBUSY);
         cr_assert_not_null(strstr(sl_stream_errmsg(s), "slot"));
+        cr_assert_str_eq(sl_strerror(SL_EBUSY), "no free slot");
         sl_stream_unit i0, i1;
         sl_stream_unit_info(s, 0, &i0); sl_stream_unit_info(s, 1, &i1);
         st_check_view(fd, g, &a, &i0);
@@ -233,6 +234,42 @@ Test(stream, fault_short_reads_and_eagain_are_retried)
                 if (mode == SL_MODE_STREAM) cr_assert_gt(st.n_retries, 0, "kind %d io %d", kind, io);
                 sl_stream_close(s);
             }
+    unlink(path);
+}
+
+/* Embedding rows that are not in memory are one read each, through the
+ * loader's retry policy: short reads and EAGAIN/EINTR still give the row. */
+Test(stream, row_reads_retried_through_the_loader)
+{
+    char path[1100];
+    make(path, sizeof path, "rowfault", &small_spec);
+    sl_stream_config c;
+    stream_cfg(&c, SL_IO_PREAD);
+    sl_stream_plan p;
+    char err[256];
+    cr_assert_eq(sl_stream_plan_model(path, &c, &p, err, sizeof err), 0, "%s", err);
+    cr_assert(p.embd_pinned);
+    c.mem_budget = p.peak_bytes - p.embd_bytes / 2;   /* everything but the table */
+    for (int kind = 0; kind < 2; kind++)
+        for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+            fault f = { .kind = kind };
+            c.io = io;
+            c.read_hook = fault_hook; c.read_hook_ctx = &f;
+            sl_stream *s;
+            open_ok(&s, path, &c);
+            cr_assert(!sl_stream_get_plan(s)->embd_pinned);
+            const sl_gguf_tensor *et = sl_gguf_find_tensor(sl_stream_gguf(s), "token_embd.weight");
+            uint8_t row[1024], ref[1024];
+            for (uint64_t r = 0; r < small_spec.n_vocab; r += 7) {
+                cr_assert_eq(sl_stream_read_row(s, "token_embd.weight", r, row, sizeof row), 0, "%s",
+                             sl_stream_errmsg(s));
+                cr_assert_eq(sl_gguf_read(sl_stream_gguf(s), ref, sizeof ref, et->file_offset + r * 1024), 0);
+                cr_assert_eq(memcmp(ref, row, sizeof row), 0, "kind %d io %d row %llu", kind, io,
+                             (unsigned long long)r);
+            }
+            cr_assert_gt(atomic_load(&f.faults), 0);
+            sl_stream_close(s);
+        }
     unlink(path);
 }
 

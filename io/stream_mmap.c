@@ -1,0 +1,68 @@
+/* mmap mode (the baseline): the file mapped read-only; the kernel pages it
+ * in. acquire advises WILLNEED on the next depth units, release DONTNEED. */
+#include "stream_mode.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+typedef struct mapped { uint8_t *map; size_t len; } mapped;
+
+static const uint8_t *mmap_at(const sl_stream *s, uint64_t off)
+{
+    const mapped *m = s->mode_state;
+    return m->map + off;
+}
+
+static int mmap_open(sl_stream *s)
+{
+    mapped *m = calloc(1, sizeof *m);
+    if (!m) return sl_err_set(SL_ENOMEM, "mmap mode: out of memory");
+    s->mode_state = m;
+    uint64_t fsize = sl_gguf_file_size(s->g);
+    void *p = mmap(NULL, (size_t)fsize, PROT_READ, MAP_SHARED, s->fd, 0);
+    if (p == MAP_FAILED)
+        return sl_err_set(-errno, "mmap of %llu bytes: %s", (unsigned long long)fsize, strerror(errno));
+    m->map = p; m->len = (size_t)fsize;
+    s->plan.io = SL_IO_AUTO;   /* no loader */
+    return 0;
+}
+
+static void mmap_close(sl_stream *s)
+{
+    mapped *m = s->mode_state;
+    if (!m) return;
+    if (m->map) munmap(m->map, m->len);
+    free(m);
+    s->mode_state = NULL;
+}
+
+/* WILLNEED widens to whole pages; DONTNEED only drops pages entirely inside the unit */
+static void advise(sl_stream *s, const sl_unit *un, int advice)
+{
+    if (un->end == un->begin) return;
+    const mapped *m = s->mode_state;
+    uintptr_t b = (uintptr_t)(m->map + un->begin), e = (uintptr_t)(m->map + un->end);
+    long pg = sysconf(_SC_PAGESIZE);
+    if (advice == MADV_DONTNEED) { b = (b + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1); e &= ~(uintptr_t)(pg - 1); }
+    else b &= ~(uintptr_t)(pg - 1);
+    if (e > b) madvise((void *)b, e - b, advice);
+}
+
+static int mmap_acquire(sl_stream *s, int32_t unit, const uint8_t **base)
+{
+    *base = mmap_at(s, s->um.units[unit].abeg);
+    for (int32_t d = 1; d <= s->cfg.depth; d++)
+        advise(s, &s->um.units[(unit + d) % s->um.n_units], MADV_WILLNEED);
+    return 0;
+}
+
+static void mmap_release(sl_stream *s, int32_t unit) { advise(s, &s->um.units[unit], MADV_DONTNEED); }
+static void mmap_prefetch(sl_stream *s, int32_t unit) { advise(s, &s->um.units[unit], MADV_WILLNEED); }
+
+const sl_stream_mode_ops sl_stream_mmap_ops = {
+    .mode = SL_MODE_MMAP, .open = mmap_open, .close = mmap_close, .file_at = mmap_at,
+    .acquire = mmap_acquire, .release = mmap_release, .prefetch = mmap_prefetch,
+};

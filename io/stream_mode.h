@@ -1,0 +1,59 @@
+/* The stream object and its modes. Each mode (stream_resident.c,
+ * stream_mmap.c, stream_ring.c) brings its operations in a const table the
+ * stream holds; stream.c does what all modes share (open, plan, globals,
+ * views, rows, stats) and calls the mode for what differs. */
+#ifndef SL_STREAM_MODE_H
+#define SL_STREAM_MODE_H
+
+#include "stream_internal.h"
+
+typedef struct sl_owned_buf { void *map; size_t len; } sl_owned_buf;
+
+typedef struct sl_stream_mode_ops {
+    int mode;                                  /* enum sl_stream_mode */
+    /* Loads, maps or allocates what s->plan says; sets s->mode_state. */
+    int (*open)(sl_stream *s);
+    /* Frees the mode's state, also after a failed open. */
+    void (*close)(sl_stream *s);
+    /* Address of file byte off when the whole file is in memory; NULL: not this mode. */
+    const uint8_t *(*file_at)(const sl_stream *s, uint64_t off);
+    /* Unit in memory: *base = the buffer holding file offset abeg. Status < 0 + sl_last_error. */
+    int (*acquire)(sl_stream *s, int32_t unit, const uint8_t **base);
+    void (*release)(sl_stream *s, int32_t unit);      /* NULL: nothing to do */
+    void (*prefetch)(sl_stream *s, int32_t unit);     /* NULL: nothing to do */
+} sl_stream_mode_ops;
+
+extern const sl_stream_mode_ops sl_stream_resident_ops, sl_stream_mmap_ops, sl_stream_ring_ops;
+
+struct sl_stream {
+    sl_gguf *g;
+    int fd, dfd;             /* buffered; O_DIRECT (-1 if refused) */
+    sl_stream_config cfg;
+    sl_stream_plan plan;
+    sl_unit_map um;
+    uint32_t align;
+    bool direct;
+    char notice[512];
+    char err[512];
+    sl_loader *L;            /* resident and ring modes */
+    const sl_stream_mode_ops *ops;
+    void *mode_state;
+    /* globals */
+    sl_stream_tensor *globals; uint32_t n_globals;
+    sl_owned_buf gmem;
+    const uint8_t *embd_data;   /* token_embd when in memory (resident, mapped, pinned) */
+    /* telemetry */
+    double stall_ms; uint64_t acquires;
+};
+
+/* Shared by the modes (stream.c). */
+void sl_stream_add_notice(sl_stream *s, const char *msg);
+/* The loader over the stream's file; fixed: buffers to register (may be NULL). */
+int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed);
+/* A job reading [abeg, aend) (clipped to the aligned EOF) into dst. */
+void sl_stream_job_init(const sl_stream *s, sl_io_job *j, uint8_t *dst, uint64_t abeg, uint64_t aend,
+                        uint64_t need_end, int32_t unit, int buf_index);
+static inline void *sl_owned_alloc(sl_owned_buf *b, size_t len) { return sl_buf_alloc(len, &b->len, &b->map); }
+static inline void sl_owned_free(sl_owned_buf *b) { sl_buf_free(b->map, b->len); b->map = NULL; b->len = 0; }
+
+#endif

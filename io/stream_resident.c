@@ -1,0 +1,69 @@
+/* Resident mode: the whole tensor data read once through the loader into one
+ * buffer; acquire is a pointer into it. */
+#include "stream_mode.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+typedef struct resident {
+    sl_owned_buf mem;
+    uint8_t *buf;
+    uint64_t base;           /* file offset of buf[0] */
+} resident;
+
+static const uint8_t *resident_at(const sl_stream *s, uint64_t off)
+{
+    const resident *r = s->mode_state;
+    return r->buf + (off - r->base);
+}
+
+static int resident_open(sl_stream *s)
+{
+    resident *r = calloc(1, sizeof *r);
+    if (!r) return sl_err_set(SL_ENOMEM, "resident mode: out of memory");
+    s->mode_state = r;
+    uint64_t a = s->align, fsize = sl_gguf_file_size(s->g);
+    uint64_t beg = sl_gguf_data_offset(s->g) / a * a, end = (fsize + a - 1) / a * a;
+    r->buf = sl_owned_alloc(&r->mem, (size_t)(end - beg));
+    if (!r->buf) return sl_err_set(SL_ENOMEM, "resident mode: cannot allocate %llu bytes",
+                                   (unsigned long long)(end - beg));
+    r->base = beg;
+    int rc = sl_stream_make_loader(s, NULL, 0);
+    if (rc) return rc;
+    sl_io_job j;
+    sl_stream_job_init(s, &j, r->buf, beg, end, fsize, -1, -1);
+    sl_loader_submit(s->L, &j);
+    rc = sl_loader_wait(s->L, &j);
+    if (rc) return sl_err_set(rc, "resident load: %s", j.err);
+    if (s->cfg.mlock && mlock(r->buf, (size_t)(end - beg)) != 0) {
+        char m[160];
+        snprintf(m, sizeof m, "mlock of %llu bytes failed (%s): memory not locked",
+                 (unsigned long long)(end - beg), strerror(errno));
+        sl_stream_add_notice(s, m);
+    }
+    return 0;
+}
+
+static void resident_close(sl_stream *s)
+{
+    resident *r = s->mode_state;
+    if (!r) return;
+    sl_owned_free(&r->mem);
+    free(r);
+    s->mode_state = NULL;
+}
+
+static int resident_acquire(sl_stream *s, int32_t unit, const uint8_t **base)
+{
+    const sl_unit *un = &s->um.units[unit];
+    *base = un->n_tensors ? resident_at(s, un->abeg) : NULL;
+    return 0;
+}
+
+const sl_stream_mode_ops sl_stream_resident_ops = {
+    .mode = SL_MODE_RESIDENT, .open = resident_open, .close = resident_close,
+    .file_at = resident_at, .acquire = resident_acquire,
+};

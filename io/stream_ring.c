@@ -1,0 +1,279 @@
+/* Stream mode: a ring of slots with an eager cyclic prefetch, plus the units
+ * (and the embedding table) the planner pinned, read once at open. Every free
+ * slot gets the next unpinned unit of the schedule 0..U-1, 0..U-1, ...; an
+ * acquire out of schedule order (or a prefetch hint) restarts the schedule. */
+#include "stream_mode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+/* STALE: the unit is no longer wanted (schedule restarted) but reads into
+ * the slot may still be in flight: it is reused only once they are done. */
+enum { SLOT_FREE = 0, SLOT_LOADING, SLOT_ACQUIRED, SLOT_STALE };
+
+typedef struct sl_slot {
+    uint8_t *buf;
+    int32_t unit;
+    int state;
+    bool keep;               /* restart_at: begins the new schedule */
+    uint64_t seq;            /* issue order: the oldest loading slot is next in the schedule */
+    sl_io_job job;
+} sl_slot;
+
+typedef struct ring {
+    sl_slot *slots; int32_t n_slots; uint64_t slot_bytes;
+    sl_owned_buf smem;
+    sl_owned_buf *pmem;      /* [n_units] pinned unit buffers */
+    sl_owned_buf emem;       /* pinned embedding table */
+    int32_t next_sched;
+    uint64_t seq;
+} ring;
+
+/* The first unpinned unit from u on, cyclically; -1 if all are pinned. */
+static int32_t next_streamed(const sl_stream *s, int32_t u)
+{
+    int32_t U = s->um.n_units;
+    for (int32_t t = 0; t < U; t++, u = (u + 1) % U)
+        if (!s->um.units[u].info.pinned) return u;
+    return -1;
+}
+
+/* Stale slots whose reads have finished become free. */
+static void reap_stale(sl_stream *s, bool wait_one)
+{
+    ring *R = s->mode_state;
+    int32_t oldest = -1;
+    for (int32_t i = 0; i < R->n_slots; i++) {
+        sl_slot *sl = &R->slots[i];
+        if (sl->state != SLOT_STALE) continue;
+        if (sl_loader_is_done(s->L, &sl->job)) sl->state = SLOT_FREE;
+        else if (oldest < 0 || sl->seq < R->slots[oldest].seq) oldest = i;
+    }
+    if (wait_one && oldest >= 0) {
+        sl_loader_wait(s->L, &R->slots[oldest].job);
+        R->slots[oldest].state = SLOT_FREE;
+    }
+}
+
+static int32_t count_state(const ring *R, int state)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < R->n_slots; i++) n += R->slots[i].state == state;
+    return n;
+}
+
+/* Eager: every free slot gets the next unit of the cyclic schedule, so while
+ * the caller computes one unit the other depth slots are loading. */
+static void refill(sl_stream *s)
+{
+    ring *R = s->mode_state;
+    int32_t U = s->um.n_units;
+    if (R->n_slots == 0) return;
+    reap_stale(s, false);
+    while (count_state(R, SLOT_LOADING) < R->n_slots) {
+        int32_t free_i = -1;
+        for (int32_t i = 0; i < R->n_slots; i++) if (R->slots[i].state == SLOT_FREE) { free_i = i; break; }
+        if (free_i < 0) return;
+        int32_t u = next_streamed(s, R->next_sched);
+        if (u < 0) return;                      /* everything pinned */
+        sl_unit *un = &s->um.units[u];
+        if (un->slot >= 0) return;              /* wrapped onto a unit still held */
+        sl_slot *sl = &R->slots[free_i];
+        sl->unit = u; sl->state = SLOT_LOADING; sl->seq = R->seq++;
+        un->slot = free_i;
+        sl_stream_job_init(s, &sl->job, sl->buf, un->abeg, un->aend, un->end, u,
+                           sl_loader_fixed(s->L) ? free_i : -1);
+        sl_loader_submit(s->L, &sl->job);
+        R->next_sched = (u + 1) % U;
+    }
+}
+
+/* Restart the schedule at unit u (out-of-order access or a prefetch hint)
+ * without blocking: units already loading that begin the new schedule are
+ * kept, the other loads are cancelled and their slots turn stale. */
+static void restart_at(sl_stream *s, int32_t u)
+{
+    ring *R = s->mode_state;
+    int32_t U = s->um.n_units, cur = next_streamed(s, u);
+    if (cur < 0) return;
+    for (int32_t i = 0; i < R->n_slots; i++) R->slots[i].keep = false;
+    /* the kept prefix: cur, next, ... while each is loading */
+    for (int32_t n = 0; n < U; n++) {
+        int32_t sl = s->um.units[cur].slot;
+        if (sl < 0 || R->slots[sl].state != SLOT_LOADING) break;
+        R->slots[sl].keep = true;
+        cur = next_streamed(s, (cur + 1) % U);
+    }
+    for (int32_t i = 0; i < R->n_slots; i++) {
+        sl_slot *sl = &R->slots[i];
+        if (sl->state != SLOT_LOADING || sl->keep) continue;
+        sl_loader_cancel(s->L, &sl->job);
+        s->um.units[sl->unit].slot = -1;
+        sl->unit = -1;
+        sl->state = SLOT_STALE;
+    }
+    R->next_sched = cur;
+    refill(s);
+}
+
+/* Pinned units and the embedding table: all submitted, then waited. */
+static int load_pinned(sl_stream *s)
+{
+    ring *R = s->mode_state;
+    int32_t U = s->um.n_units;
+    R->pmem = calloc((size_t)(U ? U : 1), sizeof *R->pmem);
+    sl_io_job *jobs = calloc((size_t)U + 1, sizeof *jobs);
+    if (!R->pmem || !jobs) { free(jobs); return sl_err_set(SL_ENOMEM, "streamer: out of memory"); }
+    int n_jobs = 0, rc = 0;
+    for (int32_t u = 0; u < U; u++) {
+        sl_unit *un = &s->um.units[u];
+        if (!un->info.pinned || un->aend == un->abeg) continue;
+        un->pinned_buf = sl_owned_alloc(&R->pmem[u], (size_t)(un->aend - un->abeg));
+        if (!un->pinned_buf) { rc = sl_err_set(SL_ENOMEM, "streamer: cannot allocate pinned unit %d", (int)u); break; }
+        sl_stream_job_init(s, &jobs[n_jobs], un->pinned_buf, un->abeg, un->aend, un->end, u, -1);
+        sl_loader_submit(s->L, &jobs[n_jobs++]);
+    }
+    const sl_gguf_tensor *e = s->um.embd;
+    if (rc == 0 && s->plan.embd_pinned && e) {
+        uint64_t a = s->align, b = e->file_offset / a * a;
+        uint64_t end = (e->file_offset + e->nbytes + a - 1) / a * a;
+        uint8_t *buf = sl_owned_alloc(&R->emem, (size_t)(end - b));
+        if (!buf) rc = sl_err_set(SL_ENOMEM, "streamer: cannot allocate the embedding table");
+        else {
+            sl_stream_job_init(s, &jobs[n_jobs], buf, b, end, e->file_offset + e->nbytes, -1, -1);
+            sl_loader_submit(s->L, &jobs[n_jobs++]);
+            s->embd_data = buf + (e->file_offset - b);
+        }
+    }
+    for (int i = 0; i < n_jobs; i++) {
+        int st = sl_loader_wait(s->L, &jobs[i]);
+        if (st && rc == 0) rc = sl_err_set(st, "loading pinned data: %s", jobs[i].err);
+    }
+    free(jobs);
+    if (rc) return rc;
+    if (s->cfg.mlock) {
+        for (int32_t u = 0; u < U; u++)
+            if (s->um.units[u].pinned_buf && mlock(R->pmem[u].map, R->pmem[u].len) != 0) {
+                sl_stream_add_notice(s, "mlock of pinned units failed: memory not locked");
+                break;
+            }
+    }
+    return 0;
+}
+
+static int ring_open(sl_stream *s)
+{
+    ring *R = calloc(1, sizeof *R);
+    if (!R) return sl_err_set(SL_ENOMEM, "streamer: out of memory");
+    s->mode_state = R;
+    R->n_slots = s->plan.n_slots;
+    R->slot_bytes = s->plan.slot_bytes;
+    struct iovec *iov = NULL;
+    if (R->n_slots > 0) {
+        R->slots = calloc((size_t)R->n_slots, sizeof *R->slots);
+        iov = calloc((size_t)R->n_slots, sizeof *iov);
+        uint8_t *m = sl_owned_alloc(&R->smem, (size_t)(R->slot_bytes * (uint64_t)R->n_slots));
+        if (!R->slots || !iov || !m) {
+            free(iov);
+            return sl_err_set(SL_ENOMEM, "streamer: cannot allocate %d slots of %llu bytes",
+                              (int)R->n_slots, (unsigned long long)R->slot_bytes);
+        }
+        for (int32_t i = 0; i < R->n_slots; i++) {
+            R->slots[i].buf = m + (uint64_t)i * R->slot_bytes;
+            R->slots[i].unit = -1;
+            iov[i].iov_base = R->slots[i].buf; iov[i].iov_len = (size_t)R->slot_bytes;
+        }
+    }
+    /* a registered buffer is at most 1 GiB */
+    int n_fixed = R->slot_bytes <= (1ull << 30) ? R->n_slots : 0;
+    int rc = sl_stream_make_loader(s, iov, n_fixed);
+    free(iov);
+    if (rc) return rc;
+    if (n_fixed > 0 && sl_loader_backend(s->L) == SL_IO_URING && !sl_loader_fixed(s->L) && !s->cfg.read_hook)
+        sl_stream_add_notice(s, "io_uring fixed buffers not registered (RLIMIT_MEMLOCK?): plain reads");
+    rc = load_pinned(s);
+    if (rc) return rc;
+    R->next_sched = 0;
+    refill(s);
+    return 0;
+}
+
+/* Waits for every read into a slot: before the loader goes. */
+static void ring_close(sl_stream *s)
+{
+    ring *R = s->mode_state;
+    if (!R) return;
+    for (int32_t i = 0; s->L && i < R->n_slots; i++) {
+        sl_slot *sl = &R->slots[i];
+        if (sl->state == SLOT_LOADING || sl->state == SLOT_STALE) sl_loader_wait(s->L, &sl->job);
+    }
+    free(R->slots);
+    sl_owned_free(&R->smem);
+    if (R->pmem) for (int32_t u = 0; u < s->um.n_units; u++) sl_owned_free(&R->pmem[u]);
+    free(R->pmem);
+    sl_owned_free(&R->emem);
+    free(R);
+    s->mode_state = NULL;
+}
+
+static int ring_acquire(sl_stream *s, int32_t unit, const uint8_t **base)
+{
+    ring *R = s->mode_state;
+    sl_unit *un = &s->um.units[unit];
+    if (un->info.pinned) { *base = un->pinned_buf; return 0; }
+    if (un->slot < 0) restart_at(s, unit);
+    /* every slot stale or held: wait for a stale one */
+    while (un->slot < 0 && count_state(R, SLOT_STALE) > 0) {
+        reap_stale(s, true);
+        restart_at(s, unit);
+    }
+    if (un->slot < 0)
+        return sl_err_set(SL_EBUSY, "acquire: no free slot for unit %d (all %d slots acquired)",
+                          (int)unit, (int)R->n_slots);
+    sl_slot *sl = &R->slots[un->slot];
+    double t0 = sl_now_ms();
+    int st = sl_loader_wait(s->L, &sl->job);
+    s->stall_ms += sl_now_ms() - t0;
+    if (st) {
+        sl_err_set(st, "%s", sl->job.err);
+        sl->state = SLOT_FREE; sl->unit = -1; un->slot = -1;
+        return st;
+    }
+    sl->state = SLOT_ACQUIRED;
+    *base = sl->buf;
+    refill(s);
+    return 0;
+}
+
+static void ring_release(sl_stream *s, int32_t unit)
+{
+    ring *R = s->mode_state;
+    sl_unit *un = &s->um.units[unit];
+    if (un->info.pinned) return;
+    sl_slot *sl = &R->slots[un->slot];
+    sl->state = SLOT_FREE; sl->unit = -1; un->slot = -1;
+    refill(s);
+}
+
+/* The next unpinned unit from `unit` on must be the oldest loading slot. */
+static void ring_prefetch(sl_stream *s, int32_t unit)
+{
+    ring *R = s->mode_state;
+    int32_t u = next_streamed(s, unit);
+    if (u < 0) return;
+    int32_t oldest = -1;
+    for (int32_t i = 0; i < R->n_slots; i++)
+        if (R->slots[i].state == SLOT_LOADING && (oldest < 0 || R->slots[i].seq < R->slots[oldest].seq))
+            oldest = i;
+    if (oldest >= 0 && R->slots[oldest].unit == u) return;
+    if (s->um.units[u].slot >= 0) return;      /* acquired right now */
+    restart_at(s, u);
+}
+
+const sl_stream_mode_ops sl_stream_ring_ops = {
+    .mode = SL_MODE_STREAM, .open = ring_open, .close = ring_close, .file_at = NULL,
+    .acquire = ring_acquire, .release = ring_release, .prefetch = ring_prefetch,
+};

@@ -1,0 +1,125 @@
+/* The streamer's loader (io/stream_loader.c) on its own: a cancelled job ends
+ * with SL_ECANCELED, a one-request read on the caller's thread follows the
+ * same retry policy and stays out of the stats, a failed start of a forced
+ * backend is an error. Portable (pread pool). */
+#include "sl_test.h"
+#include "../gguf/sl_status.h"
+#include "../io/stream_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FILE_BYTES (1u << 20)
+
+static int make_file(char *path, size_t n)
+{
+    snprintf(path, n, "/tmp/sl_test_loader_%d.bin", (int)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    cr_assert(fd >= 0);
+    uint8_t *b = malloc(FILE_BYTES);
+    for (uint32_t i = 0; i < FILE_BYTES; i++) b[i] = (uint8_t)(i * 7 + (i >> 8));
+    cr_assert_eq(write(fd, b, FILE_BYTES), (ssize_t)FILE_BYTES);
+    free(b);
+    return fd;
+}
+
+typedef struct slow { atomic_int calls; } slow;
+
+/* 2 ms per request, every third call EINTR: a long job to cancel, retries to count */
+static int64_t slow_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+    slow *s = ctx;
+    int n = atomic_fetch_add(&s->calls, 1);
+    if (n % 3 == 1) return -EINTR;
+    usleep(2000);
+    ssize_t r = pread(fd, buf, len, (off_t)off);
+    return r < 0 ? -errno : r;
+}
+
+static sl_loader *loader(int fd, slow *h)
+{
+    sl_loader_cfg lc;
+    memset(&lc, 0, sizeof lc);
+    lc.io = SL_IO_PREAD; lc.fd = fd; lc.align = 1; lc.req_bytes = 4096; lc.n_threads = 2;
+    lc.hook = slow_hook; lc.hook_ctx = h;
+    sl_loader *L;
+    cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_loader_backend(L), SL_IO_PREAD);
+    return L;
+}
+
+Test(stream_loader, cancelled_job_ends_with_ecanceled)
+{
+    char path[256];
+    int fd = make_file(path, sizeof path);
+    slow h = { 0 };
+    sl_loader *L = loader(fd, &h);
+    uint8_t *buf = calloc(1, FILE_BYTES);
+    sl_io_job j;
+    memset(&j, 0, sizeof j);
+    j.dst = buf; j.off = 0; j.len = FILE_BYTES; j.need_end = FILE_BYTES; j.unit = 7; j.buf_index = -1;
+    sl_loader_submit(L, &j);   /* 256 requests of 2 ms on 2 threads: ~250 ms */
+    usleep(5000);
+    sl_loader_cancel(L, &j);
+    cr_assert_eq(sl_loader_wait(L, &j), SL_ECANCELED);
+    cr_assert_not_null(strstr(j.err, "unit 7"), "%s", j.err);
+    cr_assert_not_null(strstr(j.err, "cancelled"), "%s", j.err);
+    cr_assert_lt(atomic_load(&h.calls), 200, "the rest of the job was not handed out");
+    cr_assert_str_eq(sl_strerror(SL_ECANCELED), "cancelled");
+    /* the loader goes on serving */
+    j.len = 65536; j.need_end = 65536;
+    sl_loader_submit(L, &j);
+    cr_assert_eq(sl_loader_wait(L, &j), 0, "%s", j.err);
+    sl_loader_destroy(L);
+    free(buf);
+    close(fd);
+    unlink(path);
+}
+
+Test(stream_loader, read_now_retries_and_stays_out_of_the_stats)
+{
+    char path[256];
+    int fd = make_file(path, sizeof path);
+    slow h = { 0 };
+    sl_loader *L = loader(fd, &h);
+    sl_loader_stats st;
+    for (uint64_t off = 3; off < FILE_BYTES; off += 77777) {
+        uint8_t got[300], want[300];
+        sl_io_job j;
+        memset(&j, 0, sizeof j);
+        j.dst = got; j.off = off; j.len = sizeof got; j.need_end = off + sizeof got; j.unit = -1;
+        cr_assert_eq(sl_loader_read_now(L, &j, fd), 0, "%s", j.err);
+        cr_assert_eq(pread(fd, want, sizeof want, (off_t)off), (ssize_t)sizeof want);
+        cr_assert_eq(memcmp(got, want, sizeof got), 0, "offset %llu", (unsigned long long)off);
+    }
+    cr_assert_gt(atomic_load(&h.calls), 14, "EINTR was retried");
+    sl_loader_get_stats(L, &st);
+    cr_assert_eq(st.bytes, 0);
+    cr_assert_eq(st.retries, 0);
+    /* past the end: SL_ETRUNC with the offset, no "unit" prefix */
+    uint8_t b[16];
+    sl_io_job j;
+    memset(&j, 0, sizeof j);
+    j.dst = b; j.off = FILE_BYTES - 8; j.len = 16; j.need_end = FILE_BYTES + 8; j.unit = -1;
+    cr_assert_eq(sl_loader_read_now(L, &j, fd), SL_ETRUNC);
+    cr_assert_not_null(strstr(j.err, "file offset"), "%s", j.err);
+    cr_assert_null(strstr(j.err, "unit"), "%s", j.err);
+    sl_loader_destroy(L);
+    close(fd);
+    unlink(path);
+}
+
+Test(stream_loader, bad_backend_is_an_error)
+{
+    sl_loader_cfg lc;
+    memset(&lc, 0, sizeof lc);
+    lc.io = 42; lc.fd = -1;
+    sl_loader *L = (sl_loader *)&lc;
+    cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), SL_EINVAL);
+    cr_assert_null(L);
+}
