@@ -81,18 +81,11 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
         o->mp.max_pinned = (int32_t)n; return 1;
     }
     if (!strcmp(a, "--mode")) {
-        if (!strcmp(v, "resident")) o->mp.mode = SL_MODE_RESIDENT;
-        else if (!strcmp(v, "stream")) o->mp.mode = SL_MODE_STREAM;
-        else if (!strcmp(v, "mmap")) o->mp.mode = SL_MODE_MMAP;
-        else if (!strcmp(v, "auto")) o->mp.mode = SL_MODE_AUTO;
-        else goto bad;
+        if (sl_stream_mode_parse(v, &o->mp.mode)) goto bad;
         return 1;
     }
     if (!strcmp(a, "--io")) {
-        if (!strcmp(v, "uring")) o->mp.io = SL_IO_URING;
-        else if (!strcmp(v, "pread")) o->mp.io = SL_IO_PREAD;
-        else if (!strcmp(v, "auto")) o->mp.io = SL_IO_AUTO;
-        else goto bad;
+        if (sl_stream_io_parse(v, &o->mp.io)) goto bad;
         return 1;
     }
     if (!strcmp(a, "--mem-budget")) {

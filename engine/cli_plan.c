@@ -1,10 +1,13 @@
-/* `sluice plan -m MODEL [--mem-budget X] [-c CTX] [--mode M] [--io B] ...`:
- * the streamer's memory decision and every number behind it, plus the
+/* `sluice plan -m MODEL [--mem-budget X] [-c CTX] [-t N] [-b N] [--mode M] ...`:
+ * the streamer's memory decision and every number behind it (the reserve
+ * from engine/reserve.c, as `sluice run` computes it), plus the
  * predicted ms/token from the device profile (~/.cache/sluice/profile.json,
  * written by `sluice profile`) or conservative defaults when there is none. */
 #include "cli.h"
+#include "cli_opts.h"
+#include "reserve.h"
+#include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
-#include "../gguf/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,109 +60,68 @@ static int load_profile(char *path, size_t n, double *disk, double *mem)
     return ok ? 0 : -1;
 }
 
-/* KV cache and compute arena of a llama-style model, estimated from metadata
- * (f16 K and V per layer; f32 activations). The engine's exact figure may
- * differ a little; --reserve overrides. */
-static uint64_t estimate_reserve(const char *path, uint64_t ctx, uint64_t *kv, uint64_t *arena)
-{
-    *kv = *arena = 0;
-    sl_gguf *g;
-    if (sl_gguf_open_path(&g, path) != 0) return 0;
-    const char *arch = "llama";
-    uint64_t alen;
-    sl_gguf_get_str(g, "general.architecture", &arch, &alen);
-    char key[160];
-    uint32_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, n_ff = 0;
-#define GETU(field, name) snprintf(key, sizeof key, "%s." name, arch); sl_gguf_get_u32(g, key, &field)
-    GETU(n_layer, "block_count");
-    GETU(n_embd, "embedding_length");
-    GETU(n_head, "attention.head_count");
-    GETU(n_head_kv, "attention.head_count_kv");
-    GETU(n_ff, "feed_forward_length");
-#undef GETU
-    if (!n_head_kv) n_head_kv = n_head;
-    uint64_t n_vocab = 0;
-    const sl_gguf_tensor *e = sl_gguf_find_tensor(g, "token_embd.weight");
-    if (e && e->n_dims >= 2) n_vocab = e->ne[1];
-    if (!n_layer) n_layer = (uint32_t)sl_gguf_n_layers(g);
-    if (!n_embd && e) n_embd = (uint32_t)e->ne[0];
-    uint64_t kv_dim = n_head ? (uint64_t)n_embd * n_head_kv / n_head : n_embd;
-    *kv = 2ull * n_layer * ctx * kv_dim * 2;
-    *arena = (8ull * n_embd + 3ull * n_ff + n_vocab + (uint64_t)n_head * ctx) * 4 * 2;
-    sl_gguf_close(g);
-    return *kv + *arena;
-}
-
 static int usage(FILE *f)
 {
     fprintf(f,
-        "usage: sluice plan -m MODEL [--mem-budget SIZE] [-c CTX] [--mode auto|resident|stream|mmap]\n"
-        "                   [--io auto|uring|pread] [--reserve SIZE] [--depth N] [--max-pinned N]\n"
-        "                   [--no-direct]\n"
+        "usage: sluice plan -m MODEL [options]\n"
         "Prints the streamer's decision (resident / stream / mmap), every size it counts,\n"
-        "the pinned units, slots, bytes streamed per token and the predicted ms/token.\n"
-        "SIZE accepts 2.5G, 800M, 4096. Without --mem-budget: MemAvailable minus a margin.\n"
-        "Without --reserve: KV cache (f16, CTX tokens, default 4096) + arena estimated\n"
-        "from the model's metadata.\n");
+        "the pinned units, slots, bytes streamed per token and the predicted ms/token:\n"
+        "the plan `sluice run` with the same options follows.\n"
+        "%s"
+        "  --reserve SIZE         memory outside the streamer instead of the engine's\n"
+        "                         KV cache + arena + scratch for these options\n"
+        "  --depth N              prefetch depth (default 3)\n"
+        "  --no-direct            buffered reads instead of O_DIRECT\n"
+        "SIZE accepts 2.5G, 800M, 4096. Without --mem-budget: MemAvailable minus a margin.\n",
+        sl_cli_model_opts_help);
     return f == stdout ? 0 : 2;
 }
 
 static int cmd_plan(int argc, char **argv)
 {
-    const char *model = NULL;
-    sl_stream_config c;
-    sl_stream_config_init(&c);
-    uint64_t ctx = 4096;
-    bool reserve_given = false;
+    sl_cli_model_opts o;
+    sl_cli_model_opts_init(&o);
+    bool no_direct = false, reserve_given = false;
+    unsigned long long reserve = 0;
+    long long depth = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
-        if (!strcmp(a, "--no-direct")) { c.no_direct = true; continue; }
+        if (!strcmp(a, "--no-direct")) { no_direct = true; continue; }
+        if (!strcmp(a, "--ctx")) argv[i] = (char *)"--ctx-size";   /* the older spelling */
+        int r = sl_cli_model_opt(&o, argc, argv, &i, "plan");
+        if (r < 0) return 2;
+        if (r > 0) continue;
         if (i + 1 >= argc) { fprintf(stderr, "plan: %s needs a value\n", a); return usage(stderr); }
         const char *v = argv[++i];
-        unsigned long long n;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--mem-budget")) {
-            if (sl_cli_parse_size(v, &n) || n == 0) { fprintf(stderr, "plan: bad size '%s'\n", v); return 2; }
-            c.mem_budget = n;
-        } else if (!strcmp(a, "--reserve")) {
-            if (sl_cli_parse_size(v, &n)) { fprintf(stderr, "plan: bad size '%s'\n", v); return 2; }
-            c.reserve_bytes = n; reserve_given = true;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
-            char *end; ctx = strtoull(v, &end, 10);
-            if (*end || ctx == 0 || ctx > (1u << 24)) { fprintf(stderr, "plan: bad context '%s'\n", v); return 2; }
-        } else if (!strcmp(a, "--mode")) {
-            if (!strcmp(v, "auto")) c.mode = SL_MODE_AUTO;
-            else if (!strcmp(v, "resident")) c.mode = SL_MODE_RESIDENT;
-            else if (!strcmp(v, "stream")) c.mode = SL_MODE_STREAM;
-            else if (!strcmp(v, "mmap")) c.mode = SL_MODE_MMAP;
-            else { fprintf(stderr, "plan: bad mode '%s'\n", v); return 2; }
-        } else if (!strcmp(a, "--io")) {
-            if (!strcmp(v, "auto")) c.io = SL_IO_AUTO;
-            else if (!strcmp(v, "uring")) c.io = SL_IO_URING;
-            else if (!strcmp(v, "pread")) c.io = SL_IO_PREAD;
-            else { fprintf(stderr, "plan: bad io backend '%s'\n", v); return 2; }
-        } else if (!strcmp(a, "--depth")) c.depth = atoi(v);
-        else if (!strcmp(a, "--max-pinned")) c.max_pinned = atoi(v);
-        else { fprintf(stderr, "plan: unknown option '%s'\n", a); return usage(stderr); }
+        if (!strcmp(a, "--reserve")) {
+            if (sl_cli_parse_size(v, &reserve)) { fprintf(stderr, "plan: bad size '%s'\n", v); return 2; }
+            reserve_given = true;
+        } else if (!strcmp(a, "--depth")) {
+            if (sl_cli_int(v, 1, 64, &depth)) { fprintf(stderr, "plan: bad depth '%s'\n", v); return 2; }
+        } else { fprintf(stderr, "plan: unknown option '%s'\n", a); return usage(stderr); }
     }
+    const char *model = o.path;
     if (!model) { fprintf(stderr, "plan: -m MODEL is required\n"); return usage(stderr); }
 
-    uint64_t kv = 0, arena = 0;
-    if (!reserve_given) c.reserve_bytes = estimate_reserve(model, ctx, &kv, &arena);
+    sl_reserve rs;
+    if (sl_reserve_compute_file(&rs, model, &o.mp)) { fprintf(stderr, "plan: %s\n", sl_last_error()); return 1; }
+    sl_stream_config c;
+    sl_reserve_stream_config(&rs, &o.mp, &c);
+    if (reserve_given) c.reserve_bytes = reserve;
+    if (depth) c.depth = (int)depth;
+    c.no_direct = no_direct;
 
     sl_stream_plan p;
     char err[512];
     int rc = sl_stream_plan_model(model, &c, &p, err, sizeof err);
     if (rc && p.model_bytes == 0) { fprintf(stderr, "plan: %s\n", err); return 1; }
 
-    static const char *modes[] = { "auto", "resident", "stream", "mmap" };
-    static const char *ios[] = { "auto", "io_uring", "pread pool" };
     char b1[32], b2[32];
 #define ROW(label, v) printf("  %-28s %14llu  %s\n", label, (ull)(v), hsize(b1, sizeof b1, (double)(v)))
     printf("model                          %s\n", model);
     printf("decision                       %s%s (io: %s, %s reads, alignment %u)\n",
-           modes[p.mode], rc ? " -- DOES NOT FIT" : "", ios[p.io], p.direct ? "O_DIRECT" : "buffered",
+           sl_stream_mode_name(p.mode), rc ? " -- DOES NOT FIT" : "", sl_stream_io_name(p.io), p.direct ? "O_DIRECT" : "buffered",
            p.align);
     if (rc) printf("  %s\n", err);
     printf("budget\n");
@@ -178,9 +140,13 @@ static int cmd_plan(int argc, char **argv)
     if (reserve_given) ROW("reserve (--reserve)", p.reserve_bytes);
     else {
         char lab[64];
-        snprintf(lab, sizeof lab, "KV cache (ctx %llu, est.)", (ull)ctx);
-        ROW(lab, kv);
-        ROW("compute arena (est.)", arena);
+        snprintf(lab, sizeof lab, "KV cache (ctx %d)", (int)rs.n_ctx);
+        ROW(lab, rs.kv_bytes);
+        snprintf(lab, sizeof lab, "compute arena (batch %d)", (int)rs.n_batch);
+        ROW(lab, rs.arena_bytes);
+        ROW("logits, sampler, history", rs.logits_bytes);
+        snprintf(lab, sizeof lab, "prefill panels (%d threads)", rs.n_threads);
+        ROW(lab, rs.panel_bytes);
     }
     printf("units                          %d = %d layers + %d lm-head chunks\n",
            (int)p.n_units, (int)p.n_layers, (int)p.n_head_chunks);

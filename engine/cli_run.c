@@ -120,13 +120,6 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
     return 0;
 }
 
-static const char *mode_name(int m)
-{
-    return m == SL_MODE_RESIDENT ? "resident" : m == SL_MODE_STREAM ? "stream" : m == SL_MODE_MMAP ? "mmap" : "auto";
-}
-
-static const char *io_name(int io) { return io == SL_IO_URING ? "uring" : io == SL_IO_PREAD ? "pread" : "auto"; }
-
 static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, const sl_stats *pre)
 {
     sl_model_info mi;
@@ -145,7 +138,7 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
     if (o->stats)
         fprintf(stderr, "stats: mode %s, io %s, %d threads, %s kernels; per decode token: compute %.2f ms, "
                         "I/O stall %.2f ms, read %.2f MB (%.1f MB/s); prompt read %.2f MB\n",
-                mode_name(mi.mode), io_name(mi.io), mi.n_threads, mi.isa, comp / per, stall / per,
+                sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, comp / per, stall / per,
                 (double)bytes / 1e6 / per, mbps, (double)pre->bytes_read / 1e6);
     if (o->json)
         fprintf(stderr, "{\"mode\":\"%s\",\"io\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"n_prompt\":%lld,"
@@ -153,7 +146,7 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "\"decode_tok_s\":%.3f,\"ttft_ms\":%.3f,\"compute_ms_per_token\":%.3f,"
                         "\"stall_ms_per_token\":%.3f,\"bytes_read_per_token\":%.0f,\"decode_mb_s\":%.3f,"
                         "\"prompt_bytes_read\":%llu}\n",
-                mode_name(mi.mode), io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
+                sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
                 all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms, comp / per, stall / per,
                 (double)bytes / per, mbps, (unsigned long long)pre->bytes_read);
 }

@@ -14,6 +14,7 @@
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
+#include "reserve.h"
 #include "sampler.h"
 #include "tokenizer.h"
 
@@ -98,42 +99,19 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     }
     sl_gguf_close(g);
 
-    int nth = p.n_threads;
-    if (nth == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        nth = c > 0 ? (int)c : 1;
-    }
-    if (nth > 256) nth = 256;
-    m->n_ctx = p.n_ctx ? p.n_ctx : (m->d.n_ctx_train < 4096 ? m->d.n_ctx_train : 4096);
-    m->n_batch = p.n_batch ? p.n_batch : 64;
-    if (m->n_batch > m->n_ctx) m->n_batch = m->n_ctx;
-
-    rc = sl_kern_best_checked(&m->k);
+    sl_reserve r;
+    rc = sl_reserve_compute(&r, &m->d, &p);
     if (rc) goto fail;
-    if ((rc = sl_pool_create(&m->pool, nth))) {
-        rc = sl_err_set(rc, "thread pool of %d threads: %s", nth, sl_strerror(rc));
+    m->k = r.k;
+    m->n_ctx = r.n_ctx;
+    m->n_batch = r.n_batch;
+    if ((rc = sl_pool_create(&m->pool, r.n_threads))) {
+        rc = sl_err_set(rc, "thread pool of %d threads: %s", r.n_threads, sl_strerror(rc));
         goto fail;
     }
 
     sl_stream_config sc;
-    sl_stream_config_init(&sc);
-    sc.mode = p.mode;
-    sc.io = p.io;
-    sc.mem_budget = p.mem_budget;
-    sc.max_pinned = p.max_pinned;
-    sc.mlock = p.mlock;
-    /* saturating: a hostile size must not wrap to a small reserve */
-    int32_t max_k = m->d.n_embd > m->d.n_ff ? m->d.n_embd : m->d.n_ff;
-    if (m->d.q_dim > max_k) max_k = m->d.q_dim;
-    uint64_t parts[5] = {
-        sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.kv_dim),
-        sl_forward_arena_bytes(&m->d, m->n_batch, m->n_ctx, nth),
-        (uint64_t)m->d.n_vocab * (4 + 4 + 8 + 1), (uint64_t)m->n_ctx * 4,
-        sl_kern_matmul_scratch_bound(m->k, max_k, m->n_batch, nth),   /* prefill panel */
-    };
-    sc.reserve_bytes = 0;
-    for (int i = 0; i < 5; i++)
-        if (__builtin_add_overflow(sc.reserve_bytes, parts[i], &sc.reserve_bytes)) sc.reserve_bytes = UINT64_MAX;
+    sl_reserve_stream_config(&r, &p, &sc);
     rc = sl_stream_open(&m->st, path, &sc);
     if (rc) {
         char msg[512];

@@ -110,6 +110,14 @@ typedef struct sl_stream_plan {
     bool fits;                  /* false: budget below the minimum (peak_bytes says the need) */
 } sl_stream_plan;
 
+/* Names of modes ("auto" "resident" "stream" "mmap") and backends ("auto"
+ * "uring" "pread"), as flags and reports spell them; "?" for other values.
+ * parse: 0 and *out set, or SL_EINVAL (*out untouched) for any other string. */
+const char *sl_stream_mode_name(int mode);
+const char *sl_stream_io_name(int io);
+int sl_stream_mode_parse(const char *s, int *mode);
+int sl_stream_io_parse(const char *s, int *io);
+
 /* Defaults for every field. */
 void sl_stream_config_init(sl_stream_config *c);
 /* Plan only (no buffers): the decision `sluice plan` prints. */

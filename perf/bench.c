@@ -6,6 +6,7 @@
  * the rest of RAM in build/balloon (no cgroups). The disk bandwidth is measured
  * in the same run, and each configuration is set against its physical bound. */
 #include "../engine/cli.h"
+#include "../io/sluice_stream.h"
 #include "bench.h"
 #include "perf.h"
 
@@ -31,6 +32,12 @@ static int g_n_runners;
 void bench_register(const bench_runner *r)
 {
     if (g_n_runners < MAX_RUNNERS) g_runners[g_n_runners++] = r;
+}
+
+void bench_sample_names(bench_sample *o, int mode, int io)
+{
+    snprintf(o->mode, sizeof o->mode, "%s", sl_stream_mode_name(mode));
+    snprintf(o->io, sizeof o->io, "%s", mode == SL_MODE_MMAP ? "mmap" : sl_stream_io_name(io));
 }
 
 /* ---- statistics ----------------------------------------------------------- */
@@ -230,7 +237,8 @@ static void print_md(FILE *f, bench_result *res, int nres, const char *model, do
         perf_fmt_bytes(b1, sizeof b1, (double)r->budget_bytes);
         if (r->free_bytes) perf_fmt_bytes(b2, sizeof b2, (double)r->free_bytes); else snprintf(b2, sizeof b2, "-");
         if (!r->n) {
-            fprintf(f, "| %s | %s | %s | %s | %d | failed: %s |||||||||||\n", r->cfg.mode, r->cfg.io,
+            fprintf(f, "| %s | %s | %s | %s | %d | failed: %s |||||||||||\n", sl_stream_mode_name(r->cfg.mode),
+                    sl_stream_io_name(r->cfg.io),
                     r->cfg.mem_budget ? b1 : "auto", b2, r->cfg.threads, r->error);
             continue;
         }
@@ -266,8 +274,8 @@ static void print_json(FILE *f, bench_result *res, int nres, const char *runner,
         fprintf(f, ", \"runner\": \"%s\", \"compute_included\": %s, \"mode\": \"%s\", \"io\": \"%s\", "
                    "\"mem_budget_bytes\": %llu, \"free_bytes\": %llu, \"threads\": %d, \"n_prompt\": %d, "
                    "\"n_gen\": %d, \"reps\": %d, \"mem_available_bytes\": %llu, \"model_bytes\": %llu, \"disk_bytes_per_s_measured\": %.0f",
-                runner, r->compute_included ? "true" : "false", r->n ? r->mode : r->cfg.mode,
-                r->n ? r->io : r->cfg.io, (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
+                runner, r->compute_included ? "true" : "false", r->n ? r->mode : sl_stream_mode_name(r->cfg.mode),
+                r->n ? r->io : sl_stream_io_name(r->cfg.io), (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
                 (unsigned long long)r->free_bytes, r->cfg.threads, r->cfg.n_prompt, r->cfg.n_gen, r->n,
                 (unsigned long long)r->avail_bytes, (unsigned long long)r->model_bytes, disk_bw);
         if (!r->n) {
@@ -292,8 +300,8 @@ static void print_csv(FILE *f, bench_result *res, int nres, const char *runner)
     fprintf(f, ",error\n");
     for (int i = 0; i < nres; i++) {
         bench_result *r = &res[i];
-        fprintf(f, "%s,%d,%s,%s,%llu,%llu,%d,%d,%d,%d", runner, r->compute_included, r->n ? r->mode : r->cfg.mode,
-                r->n ? r->io : r->cfg.io, (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
+        fprintf(f, "%s,%d,%s,%s,%llu,%llu,%d,%d,%d,%d", runner, r->compute_included, r->n ? r->mode : sl_stream_mode_name(r->cfg.mode),
+                r->n ? r->io : sl_stream_io_name(r->cfg.io), (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
                 (unsigned long long)r->free_bytes, r->cfg.threads, r->cfg.n_prompt, r->cfg.n_gen, r->n);
         for (int k = 0; k < M_N; k++) {
             double m = NAN, sd = NAN;
@@ -372,185 +380,249 @@ static void usage(FILE *f)
         "sequential O_DIRECT bandwidth is measured first, in the same run, for the bound.\n");
 }
 
-int perf_bench_main(int argc, char **argv)
+/* What the command line asks for: the sweep's dimensions and the output. */
+typedef struct { uint64_t budget, free; const char *label; } mem_entry;
+
+typedef struct bench_opts {
+    const char *model, *fmt, *outp, *plot, *force;
+    int n_prompt, n_gen, reps;
+    unsigned long long req;    /* 0 = from the profile */
+    int qd;                    /* 0 = from the profile */
+    mem_entry mem[2 * MAX_LIST]; int nmem;
+    int modes[MAX_LIST]; int nmo;
+    int ios[MAX_LIST]; int nio;
+    int threads[MAX_LIST]; int nth;
+    char budgets_s[256], free_s[256], modes_s[128], ios_s[128], th_s[64];   /* the lists' storage */
+} bench_opts;
+
+/* Lists of names ("stream,mmap") into enum values; -1 on a bad name. */
+static int parse_names(char *list, int (*parse)(const char *, int *), int *out, const char *what)
 {
-    const char *model = NULL, *fmt = "md", *outp = NULL, *plot = NULL, *force = NULL;
-    char budgets_s[256] = "auto", free_s[256] = "", modes_s[128] = "auto", ios_s[128] = "auto", th_s[64] = "";
-    int n_prompt = 32, n_gen = 16, reps = 3;
-    unsigned long long req_arg = 0;
-    int qd_arg = 0;
+    char *items[MAX_LIST];
+    int n = split_list(list, items, MAX_LIST);
+    for (int i = 0; i < n; i++)
+        if (parse(items[i], &out[i])) { fprintf(stderr, "bench: bad %s '%s'\n", what, items[i]); return -1; }
+    return n;
+}
+
+/* 0, or the exit code (help printed: 0 is returned as -1). */
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->fmt = "md"; o->n_prompt = 32; o->n_gen = 16; o->reps = 3;
+    snprintf(o->budgets_s, sizeof o->budgets_s, "auto");
+    snprintf(o->modes_s, sizeof o->modes_s, "auto");
+    snprintf(o->ios_s, sizeof o->ios_s, "auto");
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!v) { fprintf(stderr, "bench: %s needs a value\n", a); return 2; }
-        if (!strcmp(a, "-m")) model = v;
-        else if (!strcmp(a, "--mem-budget")) snprintf(budgets_s, sizeof budgets_s, "%s", v);
-        else if (!strcmp(a, "--free")) snprintf(free_s, sizeof free_s, "%s", v);
-        else if (!strcmp(a, "--mode")) snprintf(modes_s, sizeof modes_s, "%s", v);
-        else if (!strcmp(a, "--io")) snprintf(ios_s, sizeof ios_s, "%s", v);
-        else if (!strcmp(a, "-t")) snprintf(th_s, sizeof th_s, "%s", v);
-        else if (!strcmp(a, "-p")) n_prompt = atoi(v);
-        else if (!strcmp(a, "-n")) n_gen = atoi(v);
-        else if (!strcmp(a, "-r")) reps = atoi(v);
-        else if (!strcmp(a, "-o")) fmt = v;
-        else if (!strcmp(a, "--out")) outp = v;
-        else if (!strcmp(a, "--plot")) plot = v;
-        else if (!strcmp(a, "--runner")) force = v;
-        else if (!strcmp(a, "--req")) { if (sl_cli_parse_size(v, &req_arg) || req_arg < 4096 || req_arg % 4096 || req_arg > (64u << 20)) { fprintf(stderr, "bench: bad --req\n"); return 2; } }
-        else if (!strcmp(a, "--qd")) { qd_arg = atoi(v); if (qd_arg < 1 || qd_arg > 256) { fprintf(stderr, "bench: bad --qd\n"); return 2; } }
+        if (!strcmp(a, "-m")) o->model = v;
+        else if (!strcmp(a, "--mem-budget")) snprintf(o->budgets_s, sizeof o->budgets_s, "%s", v);
+        else if (!strcmp(a, "--free")) snprintf(o->free_s, sizeof o->free_s, "%s", v);
+        else if (!strcmp(a, "--mode")) snprintf(o->modes_s, sizeof o->modes_s, "%s", v);
+        else if (!strcmp(a, "--io")) snprintf(o->ios_s, sizeof o->ios_s, "%s", v);
+        else if (!strcmp(a, "-t")) snprintf(o->th_s, sizeof o->th_s, "%s", v);
+        else if (!strcmp(a, "-p")) o->n_prompt = atoi(v);
+        else if (!strcmp(a, "-n")) o->n_gen = atoi(v);
+        else if (!strcmp(a, "-r")) o->reps = atoi(v);
+        else if (!strcmp(a, "-o")) o->fmt = v;
+        else if (!strcmp(a, "--out")) o->outp = v;
+        else if (!strcmp(a, "--plot")) o->plot = v;
+        else if (!strcmp(a, "--runner")) o->force = v;
+        else if (!strcmp(a, "--req")) { if (sl_cli_parse_size(v, &o->req) || o->req < 4096 || o->req % 4096 || o->req > (64u << 20)) { fprintf(stderr, "bench: bad --req\n"); return 2; } }
+        else if (!strcmp(a, "--qd")) { o->qd = atoi(v); if (o->qd < 1 || o->qd > 256) { fprintf(stderr, "bench: bad --qd\n"); return 2; } }
         else { fprintf(stderr, "bench: unknown argument '%s'\n", a); usage(stderr); return 2; }
     }
-    if (!model) { usage(stderr); return 2; }
-    if (n_prompt < 1 || n_gen < 1 || reps < 1 || reps > 64) { fprintf(stderr, "bench: -p, -n >= 1, -r 1..64\n"); return 2; }
-    if (strcmp(fmt, "md") && strcmp(fmt, "csv") && strcmp(fmt, "json")) { fprintf(stderr, "bench: -o md|csv|json\n"); return 2; }
-    if (access(model, R_OK)) { fprintf(stderr, "bench: %s: %s\n", model, strerror(errno)); return 1; }
+    if (!o->model) { usage(stderr); return 2; }
+    if (o->n_prompt < 1 || o->n_gen < 1 || o->reps < 1 || o->reps > 64) { fprintf(stderr, "bench: -p, -n >= 1, -r 1..64\n"); return 2; }
+    if (strcmp(o->fmt, "md") && strcmp(o->fmt, "csv") && strcmp(o->fmt, "json")) { fprintf(stderr, "bench: -o md|csv|json\n"); return 2; }
+    if (access(o->model, R_OK)) { fprintf(stderr, "bench: %s: %s\n", o->model, strerror(errno)); return 1; }
 
-    const bench_runner *rn = NULL;
-    for (int i = 0; i < g_n_runners; i++) {
-        if (force ? !strcmp(g_runners[i]->name, force) : (!rn || g_runners[i]->priority > rn->priority)) rn = g_runners[i];
-    }
-    if (!rn) { fprintf(stderr, "bench: no runner%s%s\n", force ? " named " : "", force ? force : ""); return 2; }
-
-    /* dimension lists */
-    char *budgets[MAX_LIST], *frees[MAX_LIST], *modes[MAX_LIST], *ios[MAX_LIST], *ths[MAX_LIST];
-    int nb = split_list(budgets_s, budgets, MAX_LIST), nf = free_s[0] ? split_list(free_s, frees, MAX_LIST) : 0;
-    int nmo = split_list(modes_s, modes, MAX_LIST), nio = split_list(ios_s, ios, MAX_LIST);
-    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    char thdef[16];
-    if (!th_s[0]) { snprintf(thdef, sizeof thdef, "%d", ncpu > 0 ? ncpu : 1); snprintf(th_s, sizeof th_s, "%s", thdef); }
-    int nth = split_list(th_s, ths, MAX_LIST);
     /* memory entries: budgets (no balloon), then free-memory entries (balloon, planner default budget) */
-    typedef struct { uint64_t budget, free; } mem_entry;
-    mem_entry mem[2 * MAX_LIST];
-    int nmem = 0;
-    if (!nf || strcmp(budgets_s, "auto"))
+    char *budgets[MAX_LIST], *frees[MAX_LIST], *ths[MAX_LIST];
+    bool auto_budget = !strcmp(o->budgets_s, "auto");
+    int nb = split_list(o->budgets_s, budgets, MAX_LIST), nf = o->free_s[0] ? split_list(o->free_s, frees, MAX_LIST) : 0;
+    if (!nf || !auto_budget)
         for (int i = 0; i < nb; i++) {
             unsigned long long b = 0;
             if (strcmp(budgets[i], "auto") && sl_cli_parse_size(budgets[i], &b)) { fprintf(stderr, "bench: bad budget '%s'\n", budgets[i]); return 2; }
-            mem[nmem++] = (mem_entry){ b, 0 };
+            o->mem[o->nmem++] = (mem_entry){ b, 0, b ? budgets[i] : "auto" };
         }
     for (int i = 0; i < nf; i++) {
         unsigned long long b = 0;
         if (sl_cli_parse_size(frees[i], &b) || b < (256u << 20)) { fprintf(stderr, "bench: bad --free '%s' (>= 256M)\n", frees[i]); return 2; }
-        mem[nmem++] = (mem_entry){ 0, b };
+        o->mem[o->nmem++] = (mem_entry){ 0, b, "auto" };
     }
-    for (int i = 0; i < nmo; i++)
-        if (strcmp(modes[i], "auto") && strcmp(modes[i], "resident") && strcmp(modes[i], "stream") && strcmp(modes[i], "mmap")) {
-            fprintf(stderr, "bench: bad mode '%s'\n", modes[i]); return 2;
-        }
-    for (int i = 0; i < nio; i++)
-        if (strcmp(ios[i], "auto") && strcmp(ios[i], "uring") && strcmp(ios[i], "pread")) { fprintf(stderr, "bench: bad io '%s'\n", ios[i]); return 2; }
-    int nconf = nmem * nmo * nio * nth;
-    bench_result *res = calloc((size_t)nconf, sizeof *res);
-    if (!res) return 1;
+    if ((o->nmo = parse_names(o->modes_s, sl_stream_mode_parse, o->modes, "mode")) < 0) return 2;
+    if ((o->nio = parse_names(o->ios_s, sl_stream_io_parse, o->ios, "io")) < 0) return 2;
+    if (!o->th_s[0]) {
+        int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(o->th_s, sizeof o->th_s, "%d", ncpu > 0 ? ncpu : 1);
+    }
+    o->nth = split_list(o->th_s, ths, MAX_LIST);
+    for (int i = 0; i < o->nth; i++) o->threads[i] = atoi(ths[i]) < 1 ? 1 : atoi(ths[i]);
+    return 0;
+}
 
-    /* same-run physical figures */
-    uint32_t req = 1u << 20;
-    int qd = 8;
-    double mem_bw = 0;
-    read_profile(&req, &qd, &mem_bw);
-    if (req_arg) req = (uint32_t)req_arg;
-    if (qd_arg) qd = qd_arg;
+static const bench_runner *pick_runner(const char *force)
+{
+    const bench_runner *rn = NULL;
+    for (int i = 0; i < g_n_runners; i++)
+        if (force ? !strcmp(g_runners[i]->name, force) : (!rn || g_runners[i]->priority > rn->priority)) rn = g_runners[i];
+    return rn;
+}
+
+/* The physical figures of this run, for the bound. */
+typedef struct bench_bounds {
+    uint32_t req; int qd;      /* read shape the runners use */
+    double disk_bw, mem_bw;    /* bytes/s */
+} bench_bounds;
+
+static int measure_bounds(const bench_opts *o, const bench_runner *rn, bench_bounds *bb)
+{
+    bb->req = 1u << 20; bb->qd = 8; bb->mem_bw = 0;
+    read_profile(&bb->req, &bb->qd, &bb->mem_bw);
+    if (o->req) bb->req = (uint32_t)o->req;
+    if (o->qd) bb->qd = o->qd;
     perf_disk_result dr;
     char err[256];
     uint64_t wb, we, mbytes;
-    if (bench_weight_range(model, &wb, &we, &mbytes, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
+    if (bench_weight_range(o->model, &wb, &we, &mbytes, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); return -1; }
     fprintf(stderr, "bench: runner '%s'%s; measuring disk bandwidth: one sequential O_DIRECT pass over the %.2f GB "
                     "of weights (%u KiB x %d, and 4 MiB x 8)...\n", rn->name,
-            rn->compute_included ? "" : " (weights only: compute not included)", (we - wb) / 1e9, req >> 10, qd);
+            rn->compute_included ? "" : " (weights only: compute not included)", (we - wb) / 1e9, bb->req >> 10, bb->qd);
     /* two passes (profile's best request shape, and 4 MiB x 8): the better one is the bound,
      * so a noisy profile cannot make the bound look easy */
-    perf_evict(model);
-    if (perf_disk_read_range(model, wb, we, req, qd, &dr, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); free(res); return 1; }
-    if (req != (4u << 20) || qd != 8) {
+    perf_evict(o->model);
+    if (perf_disk_read_range(o->model, wb, we, bb->req, bb->qd, &dr, err, sizeof err)) { fprintf(stderr, "bench: %s\n", err); return -1; }
+    if (bb->req != (4u << 20) || bb->qd != 8) {
         perf_disk_result d2;
-        perf_evict(model);
-        if (!perf_disk_read_range(model, wb, we, 4u << 20, 8, &d2, err, sizeof err) && d2.bytes_per_s > dr.bytes_per_s) dr = d2;
+        perf_evict(o->model);
+        if (!perf_disk_read_range(o->model, wb, we, 4u << 20, 8, &d2, err, sizeof err) && d2.bytes_per_s > dr.bytes_per_s) dr = d2;
     }
-    double disk_bw = dr.bytes_per_s;
-    if (mem_bw <= 0) {
+    bb->disk_bw = dr.bytes_per_s;
+    if (bb->mem_bw <= 0) {
+        int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
         size_t mb = 256u << 20;
         void *buf = malloc(mb);
-        if (buf) { memset(buf, 1, mb); mem_bw = perf_mem_read_bw(buf, mb, ncpu > 0 ? ncpu : 1, 3); free(buf); }
+        if (buf) { memset(buf, 1, mb); bb->mem_bw = perf_mem_read_bw(buf, mb, ncpu > 0 ? ncpu : 1, 3); free(buf); }
     }
-    fprintf(stderr, "bench: disk %.2f GB/s (%s%s), memory %.2f GB/s\n", disk_bw / 1e9, dr.engine,
-            dr.direct ? ", O_DIRECT" : ", buffered", mem_bw / 1e9);
+    fprintf(stderr, "bench: disk %.2f GB/s (%s%s), memory %.2f GB/s\n", bb->disk_bw / 1e9, dr.engine,
+            dr.direct ? ", O_DIRECT" : ", buffered", bb->mem_bw / 1e9);
+    return 0;
+}
 
-    int ci = 0, failed = 0;
+/* One repetition's figures into r's columns; returns ms/token and its bound. */
+static void record_sample(bench_result *r, const bench_sample *s, double press, uint64_t rss, int n_prompt,
+                          const bench_bounds *bb)
+{
+    int k = r->n++;
+    snprintf(r->mode, sizeof r->mode, "%s", s->mode);
+    snprintf(r->io, sizeof r->io, "%s", s->io);
+    snprintf(r->note, sizeof r->note, "%s", s->note);
+    r->compute_included = s->compute_included;
+    r->budget_bytes = s->budget_bytes;
+    r->model_bytes = s->model_bytes;
+    double dec_s = s->decode_ms / 1e3;
+    double bpt = s->n_decode ? (double)s->decode_bytes / s->n_decode : 0;
+    r->v[M_PP][k] = s->prompt_ms > 0 ? n_prompt / (s->prompt_ms / 1e3) : NAN;
+    r->v[M_TG][k] = dec_s > 0 ? s->n_decode / dec_s : NAN;
+    r->v[M_TTFT_COLD][k] = s->ttft_cold_ms;
+    r->v[M_TTFT_WARM][k] = s->ttft_warm_ms;
+    r->v[M_MSTOK][k] = s->n_decode ? s->decode_ms / s->n_decode : NAN;
+    r->v[M_STALL][k] = s->decode_ms > 0 ? 100.0 * s->stall_ms / s->decode_ms : NAN;
+    r->v[M_BPT][k] = bpt;
+    r->v[M_DISK][k] = dec_s > 0 ? (double)s->decode_bytes / dec_s : 0;
+    r->v[M_RSS][k] = (double)rss;
+    r->v[M_PRESS][k] = press;
+    /* a token must stream its bytes from disk AND read every weight from RAM */
+    double bound = NAN, bd = bpt > 0 && bb->disk_bw > 0 ? bpt / bb->disk_bw * 1e3 : 0;
+    /* (runners without compute do not read the pinned weights: disk part only) */
+    double bm = bb->mem_bw > 0 && (s->compute_included || !strcmp(s->mode, "resident"))
+                    ? (double)s->model_bytes / bb->mem_bw * 1e3 : 0;
+    if (bd > 0 || bm > 0) bound = bd > bm ? bd : bm;
+    r->v[M_BOUND][k] = bound;
+    r->v[M_FRAC][k] = isnan(bound) ? NAN : bound / r->v[M_MSTOK][k];
+}
+
+/* Every configuration x repetition, each in a child; returns the number that failed. */
+static int run_sweep(const bench_opts *o, const bench_runner *rn, const bench_bounds *bb, bench_result *res)
+{
+    int nconf = o->nmem * o->nmo * o->nio * o->nth, ci = 0, failed = 0;
+    char err[256];
     double t_all = perf_now();
-    for (int mi = 0; mi < nmem; mi++) {
+    for (int mi = 0; mi < o->nmem; mi++) {
+        const mem_entry *me = &o->mem[mi];
         pid_t bal = -1;
-        if (mem[mi].free) {
-            fprintf(stderr, "bench: balloon: leaving %.2f GiB of MemAvailable...\n", (double)mem[mi].free / (1u << 30));
-            bal = balloon_start(mem[mi].free, err, sizeof err);
+        if (me->free) {
+            fprintf(stderr, "bench: balloon: leaving %.2f GiB of MemAvailable...\n", (double)me->free / (1u << 30));
+            bal = balloon_start(me->free, err, sizeof err);
             if (bal < 0) fprintf(stderr, "bench: %s\n", err);
         }
-        for (int a = 0; a < nmo; a++)
-            for (int b = 0; b < nio; b++)
-                for (int t = 0; t < nth; t++) {
+        for (int a = 0; a < o->nmo; a++)
+            for (int b = 0; b < o->nio; b++)
+                for (int t = 0; t < o->nth; t++) {
                     bench_result *r = &res[ci++];
-                    r->cfg = (bench_cfg){ model, modes[a], ios[b], mem[mi].budget, atoi(ths[t]), n_prompt, n_gen,
-                                          req, qd };
-                    r->free_bytes = mem[mi].free;
+                    r->cfg = (bench_cfg){ o->model, o->modes[a], o->ios[b], me->budget, o->threads[t], o->n_prompt,
+                                          o->n_gen, bb->req, bb->qd };
+                    r->free_bytes = me->free;
                     { uint64_t av = 0, tt = 0; perf_meminfo(&av, &tt); r->avail_bytes = av; }
-                    if (r->cfg.threads < 1) r->cfg.threads = 1;
-                    if (mem[mi].free && bal < 0) { snprintf(r->error, sizeof r->error, "balloon failed"); failed++; continue; }
-                    for (int rep = 0; rep < reps; rep++) {
+                    if (me->free && bal < 0) { snprintf(r->error, sizeof r->error, "balloon failed"); failed++; continue; }
+                    for (int rep = 0; rep < o->reps; rep++) {
                         bench_sample s;
                         double press;
                         uint64_t rss;
-                        fprintf(stderr, "[%d/%d] mode %s io %s budget %s%s th %d rep %d/%d ... ", ci, nconf, modes[a],
-                                ios[b], mem[mi].budget ? budgets[mi] : "auto", mem[mi].free ? " (balloon)" : "",
-                                r->cfg.threads, rep + 1, reps);
+                        fprintf(stderr, "[%d/%d] mode %s io %s budget %s%s th %d rep %d/%d ... ", ci, nconf,
+                                sl_stream_mode_name(r->cfg.mode), sl_stream_io_name(r->cfg.io), me->label,
+                                me->free ? " (balloon)" : "", r->cfg.threads, rep + 1, o->reps);
                         if (run_child(rn, &r->cfg, &s, &press, &rss, err, sizeof err)) {
                             fprintf(stderr, "failed: %s\n", err);
                             snprintf(r->error, sizeof r->error, "%s", err);
                             break;
                         }
-                        int k = r->n++;
-                        snprintf(r->mode, sizeof r->mode, "%s", s.mode);
-                        snprintf(r->io, sizeof r->io, "%s", s.io);
-                        snprintf(r->note, sizeof r->note, "%s", s.note);
-                        r->compute_included = s.compute_included;
-                        r->budget_bytes = s.budget_bytes;
-                        r->model_bytes = s.model_bytes;
-                        double dec_s = s.decode_ms / 1e3;
-                        double bpt = s.n_decode ? (double)s.decode_bytes / s.n_decode : 0;
-                        r->v[M_PP][k] = s.prompt_ms > 0 ? n_prompt / (s.prompt_ms / 1e3) : NAN;
-                        r->v[M_TG][k] = dec_s > 0 ? s.n_decode / dec_s : NAN;
-                        r->v[M_TTFT_COLD][k] = s.ttft_cold_ms;
-                        r->v[M_TTFT_WARM][k] = s.ttft_warm_ms;
-                        r->v[M_MSTOK][k] = s.n_decode ? s.decode_ms / s.n_decode : NAN;
-                        r->v[M_STALL][k] = s.decode_ms > 0 ? 100.0 * s.stall_ms / s.decode_ms : NAN;
-                        r->v[M_BPT][k] = bpt;
-                        r->v[M_DISK][k] = dec_s > 0 ? (double)s.decode_bytes / dec_s : 0;
-                        r->v[M_RSS][k] = (double)rss;
-                        r->v[M_PRESS][k] = press;
-                        /* a token must stream its bytes from disk AND read every weight from RAM */
-                        double bound = NAN, bd = bpt > 0 && disk_bw > 0 ? bpt / disk_bw * 1e3 : 0;
-                        /* (runners without compute do not read the pinned weights: disk part only) */
-                        double bm = mem_bw > 0 && (s.compute_included || !strcmp(s.mode, "resident")) ? (double)s.model_bytes / mem_bw * 1e3 : 0;
-                        if (bd > 0 || bm > 0) bound = bd > bm ? bd : bm;
-                        r->v[M_BOUND][k] = bound;
-                        r->v[M_FRAC][k] = isnan(bound) ? NAN : bound / r->v[M_MSTOK][k];
-                        fprintf(stderr, "%.1f ms/token (bound %.1f)\n", r->v[M_MSTOK][k], bound);
+                        record_sample(r, &s, press, rss, o->n_prompt, bb);
+                        fprintf(stderr, "%.1f ms/token (bound %.1f)\n", r->v[M_MSTOK][r->n - 1], r->v[M_BOUND][r->n - 1]);
                     }
                     if (!r->n) failed++;
                 }
         balloon_stop(bal);
     }
     fprintf(stderr, "bench: %d configurations in %.1f s\n\n", nconf, perf_now() - t_all);
+    return failed;
+}
 
+/* The -o output (and the table on stderr), the plot. 0 or 1. */
+static int report(const bench_opts *o, const bench_runner *rn, const bench_bounds *bb, bench_result *res, int nconf)
+{
     FILE *out = stdout;
-    if (outp && !(out = fopen(outp, "w"))) { fprintf(stderr, "bench: %s: %s\n", outp, strerror(errno)); free(res); return 1; }
-    if (!strcmp(fmt, "md")) print_md(out, res, nconf, model, disk_bw, mem_bw, rn->name, rn->compute_included);
-    else if (!strcmp(fmt, "json")) print_json(out, res, nconf, rn->name, disk_bw);
+    if (o->outp && !(out = fopen(o->outp, "w"))) { fprintf(stderr, "bench: %s: %s\n", o->outp, strerror(errno)); return 1; }
+    if (!strcmp(o->fmt, "md")) print_md(out, res, nconf, o->model, bb->disk_bw, bb->mem_bw, rn->name, rn->compute_included);
+    else if (!strcmp(o->fmt, "json")) print_json(out, res, nconf, rn->name, bb->disk_bw);
     else print_csv(out, res, nconf, rn->name);
-    if (strcmp(fmt, "md") || outp) print_md(stderr, res, nconf, model, disk_bw, mem_bw, rn->name, rn->compute_included);
+    if (strcmp(o->fmt, "md") || o->outp)
+        print_md(stderr, res, nconf, o->model, bb->disk_bw, bb->mem_bw, rn->name, rn->compute_included);
     if (out != stdout) fclose(out);
-    if (plot && plot_svg(plot, res, nconf, rn->compute_included)) fprintf(stderr, "bench: gnuplot failed for %s\n", plot);
+    if (o->plot && plot_svg(o->plot, res, nconf, rn->compute_included)) fprintf(stderr, "bench: gnuplot failed for %s\n", o->plot);
+    return 0;
+}
+
+int perf_bench_main(int argc, char **argv)
+{
+    static bench_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    const bench_runner *rn = pick_runner(o.force);
+    if (!rn) { fprintf(stderr, "bench: no runner%s%s\n", o.force ? " named " : "", o.force ? o.force : ""); return 2; }
+    int nconf = o.nmem * o.nmo * o.nio * o.nth;
+    bench_result *res = calloc((size_t)nconf, sizeof *res);
+    if (!res) return 1;
+    bench_bounds bb;
+    if (measure_bounds(&o, rn, &bb)) { free(res); return 1; }
+    int failed = run_sweep(&o, rn, &bb, res);
+    rc = report(&o, rn, &bb, res, nconf);
     free(res);
-    return failed ? 1 : 0;
+    return rc ? rc : failed ? 1 : 0;
 }
 
 SL_CLI_COMMAND(sl_cmd_bench, "bench", "benchmark modes x memory budgets x threads: tok/s, TTFT, stall, bound, RSS",

@@ -12,8 +12,8 @@
 
 typedef struct bench_cfg {
     const char *model;
-    const char *mode;          /* auto|resident|stream|mmap */
-    const char *io;            /* auto|uring|pread */
+    int mode;                  /* enum sl_stream_mode */
+    int io;                    /* enum sl_stream_io */
     uint64_t mem_budget;       /* 0 = planner default (MemAvailable - margin) */
     int threads;
     int n_prompt, n_gen;
@@ -47,6 +47,9 @@ typedef struct bench_runner {
 } bench_runner;
 
 void bench_register(const bench_runner *r);
+
+/* o->mode and o->io: the names of what ran (io "mmap" in mmap mode). */
+void bench_sample_names(bench_sample *o, int mode, int io);
 
 /* [begin, end): file range of all tensors but token_embd (what a decode step reads
  * when nothing is pinned); model_bytes = all tensor bytes. 0 or -1 with err. */

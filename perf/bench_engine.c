@@ -13,27 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_mode(const char *s)
-{
-    if (!strcmp(s, "resident")) return SL_MODE_RESIDENT;
-    if (!strcmp(s, "stream")) return SL_MODE_STREAM;
-    if (!strcmp(s, "mmap")) return SL_MODE_MMAP;
-    return SL_MODE_AUTO;
-}
-
-static const char *mode_name(int m)
-{
-    return m == SL_MODE_RESIDENT ? "resident" : m == SL_MODE_STREAM ? "stream" : m == SL_MODE_MMAP ? "mmap" : "auto";
-}
-
 static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err_len)
 {
     sl_model_params mp;
     sl_model_params_init(&mp);
     mp.n_threads = c->threads;
     mp.n_ctx = c->n_prompt + c->n_gen + 8;
-    mp.mode = parse_mode(c->mode);
-    mp.io = !strcmp(c->io, "uring") ? SL_IO_URING : !strcmp(c->io, "pread") ? SL_IO_PREAD : SL_IO_AUTO;
+    mp.mode = c->mode;
+    mp.io = c->io;
     mp.mem_budget = c->mem_budget;
     perf_evict(c->model);
     double t0 = perf_now();
@@ -90,9 +77,7 @@ static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err
     }
     if (rc) snprintf(err, err_len, "run: %s", sl_session_errmsg(s));
     const sl_stream_plan *pl = sl_model_stream(m) ? sl_stream_get_plan(sl_model_stream(m)) : NULL;
-    snprintf(o->mode, sizeof o->mode, "%s", mode_name(mi.mode));
-    snprintf(o->io, sizeof o->io, "%s", mi.mode == SL_MODE_MMAP ? "mmap" : mi.io == SL_IO_URING ? "uring" :
-             mi.io == SL_IO_PREAD ? "pread" : "-");
+    bench_sample_names(o, mi.mode, mi.io);
     o->model_bytes = mi.model_bytes;
     o->budget_bytes = pl ? pl->budget : c->mem_budget;
     o->ttft_cold_ms = (t1 - t0) * 1e3;

@@ -7,6 +7,7 @@
  *   resident — the weight range read once into RAM, then read from RAM per token.
  * It gives the disk/memory side of the bound while engine/io are not linked in. */
 #include "../gguf/gguf.h"
+#include "../io/sluice_stream.h"
 #include "bench.h"
 #include "perf.h"
 
@@ -77,16 +78,16 @@ static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_le
     if (bench_weight_range(c->model, &begin, &end, &model_bytes, err, err_len)) return -1;
     uint64_t wbytes = end - begin;
     o->model_bytes = model_bytes;
-    const char *mode = c->mode;
-    if (!strcmp(mode, "auto")) {
+    int mode = c->mode;
+    if (mode == SL_MODE_AUTO) {
         uint64_t avail = 0, total = 0, budget = c->mem_budget;
         if (!budget && !perf_meminfo(&avail, &total)) budget = avail > (1ull << 30) ? avail - (1ull << 30) : 0;
-        mode = wbytes < budget ? "resident" : "stream";
+        mode = wbytes < budget ? SL_MODE_RESIDENT : SL_MODE_STREAM;
         o->budget_bytes = budget;
     } else {
         o->budget_bytes = c->mem_budget;
     }
-    snprintf(o->mode, sizeof o->mode, "%s", mode);
+    snprintf(o->mode, sizeof o->mode, "%s", sl_stream_mode_name(mode));
     volatile uint64_t sink = 0;
     uint32_t req = c->req_bytes ? c->req_bytes : 1u << 20;
     int qd = c->queue_depth ? c->queue_depth : 4;
@@ -94,7 +95,7 @@ static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_le
     double t_first = 0, t_dec0 = 0, stall = 0;
     uint64_t dec_bytes = 0;
 
-    if (!strcmp(mode, "stream")) {
+    if (mode == SL_MODE_STREAM) {
         snprintf(o->io, sizeof o->io, "raw");
         for (int s = 0; s < steps; s++) {
             double ts = perf_now();
@@ -106,7 +107,7 @@ static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_le
             else { stall += te - ts; dec_bytes += r.bytes; }
             if (!strcmp(o->io, "raw")) snprintf(o->io, sizeof o->io, "%s", r.engine);
         }
-    } else if (!strcmp(mode, "resident")) {
+    } else if (mode == SL_MODE_RESIDENT) {
         /* read once into our own memory (O_DIRECT: not the page cache's), then per token
          * read it all from RAM with the configured threads */
         snprintf(o->io, sizeof o->io, "-");
@@ -124,7 +125,7 @@ static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_le
             if (s == 0) { t_first = perf_now(); t_dec0 = t_first; }
         }
         free(res);
-    } else if (!strcmp(mode, "mmap")) {
+    } else if (mode == SL_MODE_MMAP) {
         int fd = open(c->model, O_RDONLY | O_CLOEXEC);
         if (fd < 0) { snprintf(err, err_len, "%s: cannot open", c->model); return -1; }
         uint64_t fsize = perf_file_size(c->model);
@@ -141,7 +142,7 @@ static int run_raw(const bench_cfg *c, bench_sample *o, char *err, size_t err_le
         stall = perf_now() - t_dec0;            /* no compute: all of it is waiting on memory/disk */
         munmap(map, fsize);
     } else {
-        snprintf(err, err_len, "unknown mode '%s'", mode);
+        snprintf(err, err_len, "unknown mode %d", mode);
         return -1;
     }
     double t_end = perf_now();

@@ -10,19 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_mode(const char *s)
-{
-    if (!strcmp(s, "resident")) return SL_MODE_RESIDENT;
-    if (!strcmp(s, "stream")) return SL_MODE_STREAM;
-    if (!strcmp(s, "mmap")) return SL_MODE_MMAP;
-    return SL_MODE_AUTO;
-}
-
-static const char *mode_name(int m)
-{
-    return m == SL_MODE_RESIDENT ? "resident" : m == SL_MODE_STREAM ? "stream" : m == SL_MODE_MMAP ? "mmap" : "auto";
-}
-
 /* One pass over the schedule; returns 0 or -1 with err. */
 static int one_token(sl_stream *s, int32_t n_units, uint64_t row, uint8_t *rowbuf, size_t rowlen,
                      volatile uint64_t *sink, char *err, size_t err_len)
@@ -48,8 +35,8 @@ static int run_stream(const bench_cfg *c, bench_sample *o, char *err, size_t err
 {
     sl_stream_config sc;
     sl_stream_config_init(&sc);
-    sc.mode = parse_mode(c->mode);
-    sc.io = !strcmp(c->io, "uring") ? SL_IO_URING : !strcmp(c->io, "pread") ? SL_IO_PREAD : SL_IO_AUTO;
+    sc.mode = c->mode;
+    sc.io = c->io;
     sc.mem_budget = c->mem_budget;
     sc.req_bytes = c->req_bytes;
     sc.queue_depth = c->queue_depth;
@@ -61,8 +48,7 @@ static int run_stream(const bench_cfg *c, bench_sample *o, char *err, size_t err
         return -1;
     }
     const sl_stream_plan *pl = sl_stream_get_plan(s);
-    snprintf(o->mode, sizeof o->mode, "%s", mode_name(pl->mode));
-    snprintf(o->io, sizeof o->io, "%s", pl->io == SL_IO_URING ? "uring" : pl->io == SL_IO_PREAD ? "pread" : "-");
+    bench_sample_names(o, pl->mode, pl->io);
     o->model_bytes = pl->model_bytes;
     o->budget_bytes = pl->budget;
     int32_t nu = sl_stream_n_units(s), n_pinned = pl->n_pinned;   /* pl dies with s */

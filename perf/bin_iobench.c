@@ -58,8 +58,9 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--no-direct")) { direct = false; continue; }
         i++;
-        if (!strcmp(a, "--io")) io = !strcmp(v, "pread") ? SL_IO_PREAD : SL_IO_URING;
-        else if (!strcmp(a, "--req")) n_req = parse_list(v, reqs, 16);
+        if (!strcmp(a, "--io")) {
+            if (sl_stream_io_parse(v, &io)) { fprintf(stderr, "iobench: bad --io '%s'\n", v); return 2; }
+        } else if (!strcmp(a, "--req")) n_req = parse_list(v, reqs, 16);
         else if (!strcmp(a, "--qd")) n_qd = parse_list(v, qds, 16);
         else if (!strcmp(a, "--bytes")) limit = parse_size(v);
         else if (!strcmp(a, "--reps")) reps = atoi(v);
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
         iov[b].iov_base = buf[b]; iov[b].iov_len = (size_t)chunk;
     }
     printf("# iobench %s: %.2f GB read per run, %s, %s, align %u, chunk %llu MiB, median of %d\n",
-           path, (double)size / 1e9, io == SL_IO_URING ? "io_uring" : "pread pool",
+           path, (double)size / 1e9, sl_stream_io_name(io),
            direct ? "O_DIRECT" : "buffered", align, (unsigned long long)(chunk >> 20), reps);
     printf("%10s %4s %10s %10s %10s\n", "req", "qd", "GB/s", "min", "max");
     double best = 0; uint64_t best_req = 0, best_qd = 0;

@@ -1,8 +1,10 @@
 /* Memory planner: decisions for budgets from tiny to huge, the numbers
  * behind them (peak within budget, pins spread evenly, streamed bytes), mode
- * overrides, reserve, the lm head split into chunks. Portable (no io_uring). */
+ * overrides, reserve, the lm head split into chunks; `sluice plan` and an
+ * opened model agree. Portable (no io_uring). */
 #include "stream_testutil.h"
 #include "../io/stream_internal.h"   /* sl_buf_round: the planner's page rounding */
+#include "../engine/reserve.h"       /* what `sluice plan` computes */
 
 static const st_model_spec spec = { .n_layers = 8, .ne0 = 256, .rows_q = 64, .rows_up = 150,
                                     .n_vocab = 900, .tied = false };
@@ -194,4 +196,86 @@ Test(planner, tied_embeddings_stream_through_head_units)
     cr_assert_eq(memcmp(row, ref, sizeof row), 0);
     sl_stream_close(s);
     unlink(path);
+}
+
+/* `sluice plan` (engine/cli_plan.c: sl_reserve_compute_file, then
+ * sl_reserve_stream_config, then sl_stream_plan_model) and sl_model_open with
+ * the same options arrive at the same plan: mode, slots, the units pinned. */
+
+static void plan_as_cli(const char *path, const sl_model_params *mp, sl_stream_plan *p, int *rc)
+{
+    sl_reserve r;
+    cr_assert_eq(sl_reserve_compute_file(&r, path, mp), 0, "%s", sl_last_error());
+    sl_stream_config c;
+    sl_reserve_stream_config(&r, mp, &c);
+    char err[512];
+    *rc = sl_stream_plan_model(path, &c, p, err, sizeof err);
+}
+
+static void same_plan(const char *path, const sl_model_params *mp)
+{
+    sl_stream_plan want;
+    int rc;
+    plan_as_cli(path, mp, &want, &rc);
+    sl_model *m;
+    int orc = sl_model_open(&m, path, mp);
+    if (rc) {   /* plan says it does not fit: open refuses too */
+        cr_assert_neq(orc, 0, "plan refused budget %llu, open accepted it", (unsigned long long)mp->mem_budget);
+        return;
+    }
+    cr_assert_eq(orc, 0, "budget %llu: %s", (unsigned long long)mp->mem_budget, sl_last_error());
+    sl_stream *st = sl_model_stream(m);
+    const sl_stream_plan *got = sl_stream_get_plan(st);
+    unsigned long long b = mp->mem_budget;
+    cr_assert_eq(got->mode, want.mode, "budget %llu", b);
+    cr_assert_eq(got->io, want.io, "budget %llu", b);
+    cr_assert_eq(got->reserve_bytes, want.reserve_bytes, "budget %llu", b);
+    cr_assert_eq(got->n_slots, want.n_slots, "budget %llu", b);
+    cr_assert_eq(got->slot_bytes, want.slot_bytes, "budget %llu", b);
+    cr_assert_eq(got->n_pinned, want.n_pinned, "budget %llu", b);
+    cr_assert_eq(got->embd_pinned, want.embd_pinned, "budget %llu", b);
+    cr_assert_eq(got->head_pinned, want.head_pinned, "budget %llu", b);
+    cr_assert_eq(got->peak_bytes, want.peak_bytes, "budget %llu", b);
+    bool pinned[4096] = { false };
+    cr_assert_lt(want.n_units, 4096);
+    for (int32_t i = 0; i < want.n_pinned; i++) pinned[sl_stream_plan_pinned_unit(&want, i)] = true;
+    for (int32_t u = 0; u < want.n_units; u++) {
+        sl_stream_unit info;
+        cr_assert_eq(sl_stream_unit_info(st, u, &info), 0);
+        cr_assert_eq(info.pinned, pinned[u], "budget %llu unit %d", b, (int)u);
+    }
+    sl_model_free(m);
+}
+
+Test(planner, plan_command_and_session_agree)
+{
+    const char *models[] = { "stories260K.gguf", "synth-tiny-q4_k.gguf" };
+    int seen = 0;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/models/%s", SL_SHARED_DIR, models[i]);
+        if (access(path, R_OK) != 0) continue;
+        seen++;
+        const struct { int threads, ctx, batch; } opts[] = { { 1, 0, 0 }, { 2, 256, 16 } };
+        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+            sl_model_params mp;
+            sl_model_params_init(&mp);
+            mp.n_threads = opts[k].threads; mp.n_ctx = opts[k].ctx; mp.n_batch = opts[k].batch;
+            mp.mem_budget = 1ull << 30;
+            sl_stream_plan top;
+            int rc;
+            plan_as_cli(path, &mp, &top, &rc);
+            cr_assert_eq(rc, 0);
+            cr_assert_eq(top.mode, SL_MODE_RESIDENT);
+            /* from everything resident down past the smallest stream plan */
+            uint64_t hi = top.peak_bytes, step = (top.model_bytes + 7) / 8;
+            for (uint64_t b = hi; b > step; b -= step) {
+                mp.mem_budget = b;
+                same_plan(path, &mp);
+                mp.mem_budget = b - 1;
+                same_plan(path, &mp);
+            }
+        }
+    }
+    if (!seen) cr_skip_test("no models in %s/models", SL_SHARED_DIR);
 }

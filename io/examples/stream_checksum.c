@@ -48,10 +48,9 @@ int main(int argc, char **argv)
         if (!v) return usage();
         i++;
         if (!strcmp(a, "--mode")) {
-            c.mode = !strcmp(v, "resident") ? SL_MODE_RESIDENT : !strcmp(v, "stream") ? SL_MODE_STREAM
-                   : !strcmp(v, "mmap") ? SL_MODE_MMAP : SL_MODE_AUTO;
+            if (sl_stream_mode_parse(v, &c.mode)) return usage();
         } else if (!strcmp(a, "--io")) {
-            c.io = !strcmp(v, "uring") ? SL_IO_URING : !strcmp(v, "pread") ? SL_IO_PREAD : SL_IO_AUTO;
+            if (sl_stream_io_parse(v, &c.io)) return usage();
         } else if (!strcmp(a, "--mem-budget")) c.mem_budget = strtoull(v, NULL, 0);
         else if (!strcmp(a, "--passes")) passes = atoi(v);
         else if (!strcmp(a, "--req")) c.req_bytes = (uint32_t)strtoul(v, NULL, 0);
@@ -63,9 +62,7 @@ int main(int argc, char **argv)
     if (rc) { fprintf(stderr, "open: %s\n", sl_stream_open_errmsg()); return 1; }
     if (sl_stream_notice(s)[0]) fprintf(stderr, "notice: %s\n", sl_stream_notice(s));
     const sl_stream_plan *p = sl_stream_get_plan(s);
-    static const char *modes[] = { "auto", "resident", "stream", "mmap" };
-    static const char *ios[] = { "auto", "uring", "pread" };
-    printf("mode %s io %s units %d pinned %d slots %d x %llu\n", modes[p->mode], ios[p->io],
+    printf("mode %s io %s units %d pinned %d slots %d x %llu\n", sl_stream_mode_name(p->mode), sl_stream_io_name(p->io),
            (int)p->n_units, (int)p->n_pinned, (int)p->n_slots, (unsigned long long)p->slot_bytes);
     int32_t U = sl_stream_n_units(s);
     sl_stream_reset_stats(s);   /* count the passes, not the loading of pinned units */

@@ -1,0 +1,59 @@
+/* The session's memory reserve (reserve.h). */
+#include "reserve.h"
+
+#include <unistd.h>
+
+#include "../gguf/gguf.h"
+#include "../gguf/sl_status.h"
+#include "forward.h"
+#include "kv.h"
+
+int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p)
+{
+    int nth = p->n_threads;
+    if (nth == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        nth = c > 0 ? (int)c : 1;
+    }
+    if (nth > 256) nth = 256;
+    r->n_threads = nth;
+    r->n_ctx = p->n_ctx ? p->n_ctx : (d->n_ctx_train < 4096 ? d->n_ctx_train : 4096);
+    r->n_batch = p->n_batch ? p->n_batch : 64;
+    if (r->n_batch > r->n_ctx) r->n_batch = r->n_ctx;
+    int rc = sl_kern_best_checked(&r->k);
+    if (rc) return rc;
+    int32_t max_k = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
+    if (d->q_dim > max_k) max_k = d->q_dim;
+    r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim);
+    r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
+    r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;
+    r->panel_bytes = sl_kern_matmul_scratch_bound(r->k, max_k, r->n_batch, nth);
+    /* saturating: a hostile size must not wrap to a small reserve */
+    const uint64_t parts[] = { r->kv_bytes, r->arena_bytes, r->logits_bytes, r->panel_bytes };
+    r->total = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (__builtin_add_overflow(r->total, parts[i], &r->total)) r->total = UINT64_MAX;
+    return 0;
+}
+
+int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p)
+{
+    sl_gguf *g;
+    int rc = sl_gguf_open_path(&g, path);
+    if (rc) return rc;   /* message names the path */
+    sl_model_desc d;
+    rc = sl_model_desc_load(&d, g);
+    sl_gguf_close(g);
+    return rc ? rc : sl_reserve_compute(r, &d, p);
+}
+
+void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_stream_config *sc)
+{
+    sl_stream_config_init(sc);
+    sc->mode = p->mode;
+    sc->io = p->io;
+    sc->mem_budget = p->mem_budget;
+    sc->max_pinned = p->max_pinned;
+    sc->mlock = p->mlock;
+    sc->reserve_bytes = r->total;
+}

@@ -1,0 +1,35 @@
+/* What the engine needs besides the weights, settled before the streamer
+ * plans: threads, context, batch, kernels and the reserve (KV cache, compute
+ * arena, logits/sampler/history, prefill panel scratch). sl_model_open and
+ * `sluice plan` both start here, so the plan `plan` prints is the plan `run`
+ * follows. */
+#ifndef SL_ENGINE_RESERVE_H
+#define SL_ENGINE_RESERVE_H
+
+#include <stdint.h>
+
+#include "../io/sluice_stream.h"
+#include "../kernels/kernels.h"
+#include "model.h"
+#include "sluice.h"
+
+typedef struct sl_reserve {
+    int32_t n_ctx, n_batch;     /* params resolved (0 = default) */
+    int n_threads;
+    const sl_kern *k;           /* kernel level the forward pass uses */
+    uint64_t kv_bytes;          /* KV cache of one session */
+    uint64_t arena_bytes;       /* forward pass arena */
+    uint64_t logits_bytes;      /* logits, sampler scratch, token history */
+    uint64_t panel_bytes;       /* prefill panel buffers (per thread) */
+    uint64_t total;             /* saturating sum: the streamer's reserve_bytes */
+} sl_reserve;
+
+/* Fills r for a model of description d opened with p. Fails only when the
+ * kernel level asked for (SLUICE_ISA) is not available. */
+int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p);
+/* The same from a file's metadata (no weights read). */
+int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p);
+/* The streamer config sl_model_open uses: p's mode/io/budget/pins/mlock + r->total. */
+void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_stream_config *sc);
+
+#endif

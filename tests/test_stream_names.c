@@ -1,0 +1,34 @@
+/* The one spelling of modes and backends (io/stream_names.c): every name
+ * parses back to its value, anything else is SL_EINVAL and leaves the output
+ * alone. Portable. */
+#include "sl_test.h"
+#include "../gguf/sl_status.h"
+#include "../io/sluice_stream.h"
+
+Test(stream_names, round_trip_and_rejects)
+{
+    const char *modes[] = { "auto", "resident", "stream", "mmap" };
+    for (int m = SL_MODE_AUTO; m <= SL_MODE_MMAP; m++) {
+        cr_assert_str_eq(sl_stream_mode_name(m), modes[m]);
+        int got = -1;
+        cr_assert_eq(sl_stream_mode_parse(modes[m], &got), 0);
+        cr_assert_eq(got, m);
+    }
+    const char *ios[] = { "auto", "uring", "pread" };
+    for (int io = SL_IO_AUTO; io <= SL_IO_PREAD; io++) {
+        cr_assert_str_eq(sl_stream_io_name(io), ios[io]);
+        int got = -1;
+        cr_assert_eq(sl_stream_io_parse(ios[io], &got), 0);
+        cr_assert_eq(got, io);
+    }
+    cr_assert_str_eq(sl_stream_mode_name(-1), "?");
+    cr_assert_str_eq(sl_stream_mode_name(SL_MODE_MMAP + 1), "?");
+    cr_assert_str_eq(sl_stream_io_name(SL_IO_PREAD + 1), "?");
+    const char *bad[] = { "", "Stream", "streams", "io_uring", "uring ", "pread pool", NULL };
+    for (int i = 0; i < 7; i++) {
+        int v = 77;
+        cr_assert_eq(sl_stream_mode_parse(bad[i], &v), SL_EINVAL);
+        cr_assert_eq(sl_stream_io_parse(bad[i], &v), SL_EINVAL);
+        cr_assert_eq(v, 77);
+    }
+}
