@@ -14,9 +14,18 @@
  * Threads: the calls on one sl_stream come from one thread at a time (the
  * engine's driver thread); the streamer's own I/O threads never call back.
  * Tensor views of a streamed unit are valid only between acquire and
- * release; at most depth+1 units are held at once (acquire fails with a
- * "no free slot" message beyond that). Acquiring out of schedule order is
- * allowed: the prefetch queue drains and restarts at that unit. */
+ * release; at most depth+1 units are held at once (acquire fails with
+ * SL_EBUSY, "no free slot", beyond that). Acquiring out of schedule order is
+ * allowed: the prefetch queue drains and restarts at that unit.
+ *
+ * Signals: the first open that may use io_uring (io auto or uring, mode not
+ * mmap; also sl_stream_plan_model with io auto) probes io_uring_setup once
+ * per process. Where a seccomp filter traps it (SECCOMP_RET_TRAP, as in
+ * Android apps) the probe catches the SIGSYS: for the duration of that one
+ * syscall it installs its own process-wide SIGSYS handler, then puts the
+ * previous one back. A host that handles SIGSYS itself should make its first
+ * open before it installs its handler, or pass SL_IO_PREAD. Later opens reuse
+ * the answer (a filter installed after the probe is not seen). */
 #ifndef SLUICE_STREAM_H
 #define SLUICE_STREAM_H
 
@@ -34,8 +43,10 @@ enum sl_stream_io   { SL_IO_AUTO = 0, SL_IO_URING, SL_IO_PREAD };
 enum sl_stream_mode { SL_MODE_AUTO = 0, SL_MODE_RESIDENT, SL_MODE_STREAM, SL_MODE_MMAP };
 enum sl_unit_kind   { SL_UNIT_LAYER = 0, SL_UNIT_HEAD };
 
-/* Fault injection / custom storage: replaces the data read of one request.
- * Must behave like pread: bytes read, or -errno (EIO, EAGAIN, EINTR). */
+/* Fault injection / custom storage: replaces the data read of one request
+ * (also the one-row reads of read_row). Called from the streamer's I/O
+ * threads, or from the caller's thread for read_row. Must behave like pread:
+ * bytes read, or -errno (EIO, EAGAIN, EINTR). */
 typedef int64_t (*sl_stream_read_hook)(void *ctx, int fd, void *buf, size_t len,
                                        uint64_t offset);
 
@@ -44,10 +55,10 @@ typedef struct sl_stream_config {
     int mode;                /* enum sl_stream_mode */
     uint64_t mem_budget;     /* bytes for everything the planner counts; 0 = MemAvailable - margin */
     uint64_t reserve_bytes;  /* bytes the caller needs outside the streamer (KV cache, arena) */
-    int depth;               /* prefetch depth, 0 = default 3 */
-    uint32_t req_bytes;      /* bytes per read request, 0 = default */
-    int queue_depth;         /* requests in flight, 0 = default */
-    int n_io_threads;        /* pread pool size, 0 = default */
+    int depth;               /* prefetch depth 0..64, 0 = default 3 */
+    uint32_t req_bytes;      /* bytes per read request (at most 1 GiB), 0 = default */
+    int queue_depth;         /* requests in flight 0..1024, 0 = default */
+    int n_io_threads;        /* pread pool size 0..64, 0 = default */
     bool mlock;              /* lock resident/pinned memory */
     bool no_direct;          /* buffered reads instead of O_DIRECT */
     int32_t max_pinned;      /* -1 = planner decides; else cap on pinned layers */
@@ -157,7 +168,9 @@ int sl_stream_prefetch(sl_stream *s, int32_t unit);
  * resident (mode resident/mmap, or embeddings pinned): use read_row for
  * embeddings and the head units for the lm head. */
 const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
-/* One row of a non-layer matrix (token_embd): from RAM if resident, else one small read. */
+/* One row of a non-layer matrix (token_embd): from RAM if resident, else one
+ * small read through the page cache on the caller's thread (the loader's retry
+ * policy; not counted in the stats). */
 int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
 
 void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out);

@@ -44,14 +44,9 @@ void sl_stream_add_notice(sl_stream *s, const char *msg)
 
 void sl_stream_config_init(sl_stream_config *c)
 {
-    memset(c, 0, sizeof *c);
-    c->io = SL_IO_AUTO;
-    c->mode = SL_MODE_AUTO;
-    c->depth = SL_DEFAULT_DEPTH;
-    c->req_bytes = SL_DEFAULT_REQ_BYTES;
-    c->queue_depth = SL_DEFAULT_QD;
-    c->n_io_threads = SL_DEFAULT_IO_THREADS;
-    c->max_pinned = -1;
+    *c = (sl_stream_config){ .io = SL_IO_AUTO, .mode = SL_MODE_AUTO, .depth = SL_DEFAULT_DEPTH,
+                             .req_bytes = SL_DEFAULT_REQ_BYTES, .queue_depth = SL_DEFAULT_QD,
+                             .n_io_threads = SL_DEFAULT_IO_THREADS, .max_pinned = -1 };
 }
 
 static int check_config(const sl_stream_config *c)

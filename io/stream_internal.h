@@ -145,7 +145,6 @@ typedef struct sl_unit {
     sl_stream_tensor *tensors;
     uint64_t *tofs;          /* file offset of each tensor */
     uint8_t *pinned_buf;     /* pinned: data of abeg.. */
-    size_t pinned_len;
     int slot;                /* stream: slot holding it, -1 */
     bool acquired;
 } sl_unit;
@@ -156,6 +155,7 @@ typedef struct sl_unit_map {
     sl_unit *units; int32_t n_units, n_layers, n_head_chunks;
     const sl_gguf_tensor *head;     /* lm head tensor (output.weight or tied token_embd) */
     const sl_gguf_tensor *embd;     /* token_embd or NULL */
+    uint64_t embd_row_bytes;        /* one row of embd (0 without) */
     uint64_t globals_bytes;         /* non-layer tensors except head and embd */
     uint64_t meta_bytes;            /* header + metadata (what the reader keeps) */
     uint64_t max_unit_span;         /* largest widened unit */
@@ -174,6 +174,9 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
 
 uint64_t sl_buf_round(uint64_t n);
 uint64_t sl_mem_available(void);
+/* The first value of a line matching fmt ("MemAvailable: %llu kB") in a text
+ * file under /proc: 0, or -1 if the file or the line is missing (*out = 0). */
+int sl_proc_value(const char *path, const char *fmt, uint64_t *out);
 
 /* Buffers: 2 MiB-aligned + MADV_HUGEPAGE when large. */
 void *sl_buf_alloc(size_t len, size_t *maplen, void **mapbase);

@@ -72,14 +72,23 @@ uint32_t sl_dio_align(int dfd, uint64_t file_size)
     return found;
 }
 
+int sl_proc_value(const char *path, const char *fmt, uint64_t *out)
+{
+    *out = 0;
+    FILE *f = fopen(path, "re");
+    if (!f) return -1;
+    char line[256];
+    unsigned long long v = 0;
+    int found = -1;
+    while (found && fgets(line, sizeof line, f))
+        if (sscanf(line, fmt, &v) == 1) { *out = v; found = 0; }
+    fclose(f);
+    return found;
+}
+
 uint64_t sl_mem_available(void)
 {
-    FILE *f = fopen("/proc/meminfo", "re");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    fclose(f);
-    return (uint64_t)kb * 1024;
+    uint64_t kb;
+    sl_proc_value("/proc/meminfo", "MemAvailable: %llu kB", &kb);
+    return kb * 1024;
 }

@@ -8,13 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint64_t rows_of(const sl_gguf_tensor *t)
-{
-    uint64_t r = 1;
-    for (uint32_t d = 1; d < t->n_dims; d++) r *= t->ne[d];
-    return r;
-}
-
 static uint64_t unit_span(const sl_unit *u) { return u->aend - u->abeg; }
 
 /* k positions spread evenly over n (distinct for k <= n) */
@@ -132,10 +125,7 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     }
     for (int32_t u = 0; u < um->n_units; u++)
         if (!um->units[u].info.pinned) p->streamed_bytes_per_token += unit_span(&um->units[u]);
-    if (um->embd && !p->embd_pinned && rows_of(um->embd) > 0) {
-        uint64_t rb = um->embd->nbytes / rows_of(um->embd);
-        p->streamed_bytes_per_token += rb;
-    }
+    if (um->embd && !p->embd_pinned) p->streamed_bytes_per_token += um->embd_row_bytes;
     p->peak_bytes = used;
     p->fits = true;
     return 0;

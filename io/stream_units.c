@@ -40,6 +40,7 @@ int sl_unit_map_build(sl_unit_map *um, const sl_gguf *g, uint32_t align)
     int64_t T = sl_gguf_n_tensors(g);
     um->embd = sl_gguf_find_tensor(g, "token_embd.weight");
     um->head = sl_gguf_find_tensor(g, "output.weight");
+    if (um->embd && rows_of(um->embd) > 0) um->embd_row_bytes = um->embd->nbytes / rows_of(um->embd);
     if (!um->head) um->head = um->embd;          /* tied embeddings */
     /* the reader's in-memory metadata (strings + value nodes: measured ~1.8x
      * the on-disk header for a 128k vocab) plus the streamer's own tables

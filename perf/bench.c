@@ -34,6 +34,12 @@ void bench_register(const bench_runner *r)
     if (g_n_runners < MAX_RUNNERS) g_runners[g_n_runners++] = r;
 }
 
+double bench_cold_start(const char *model)
+{
+    perf_evict(model);
+    return perf_now();
+}
+
 void bench_sample_names(bench_sample *o, int mode, int io)
 {
     snprintf(o->mode, sizeof o->mode, "%s", sl_stream_mode_name(mode));

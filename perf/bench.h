@@ -48,6 +48,10 @@ typedef struct bench_runner {
 
 void bench_register(const bench_runner *r);
 
+/* Cold start: drops the model's pages from the page cache, then returns the
+ * clock (perf_now) that TTFT cold counts from. */
+double bench_cold_start(const char *model);
+
 /* o->mode and o->io: the names of what ran (io "mmap" in mmap mode). */
 void bench_sample_names(bench_sample *o, int mode, int io);
 

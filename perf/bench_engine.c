@@ -22,8 +22,7 @@ static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err
     mp.mode = c->mode;
     mp.io = c->io;
     mp.mem_budget = c->mem_budget;
-    perf_evict(c->model);
-    double t0 = perf_now();
+    double t0 = bench_cold_start(c->model);
     sl_model *m = NULL;
     sl_session *s = NULL;
     int32_t *ids = NULL;

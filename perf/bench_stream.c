@@ -40,8 +40,7 @@ static int run_stream(const bench_cfg *c, bench_sample *o, char *err, size_t err
     sc.mem_budget = c->mem_budget;
     sc.req_bytes = c->req_bytes;
     sc.queue_depth = c->queue_depth;
-    perf_evict(c->model);
-    double t0 = perf_now();
+    double t0 = bench_cold_start(c->model);
     sl_stream *s = NULL;
     if (sl_stream_open(&s, c->model, &sc)) {
         snprintf(err, err_len, "%s", sl_stream_open_errmsg());

@@ -8,27 +8,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../kernels/kernels.h"
+#include "perf.h"
 
 #define NH 32
 #define NKV 8
 #define HD 128
 #define REPS 15
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int bench_ctx(int32_t ctx)
 {
@@ -65,11 +52,11 @@ static int bench_ctx(int32_t ctx)
                                   .n_q = 1, .n_head = NH, .n_head_kv = NKV, .head_dim = HD,
                                   .pos0 = ctx - 1, .scale = 1.0f / sqrtf((float)HD),
                                   .kv_head_stride = hm ? (int64_t)ctx * HD : 0 };
-                    double t0 = now();
+                    double t0 = perf_now();
                     if (sl_kern_attention(kk, p, &a, ws)) { fprintf(stderr, "attnbench: attention failed\n"); return 1; }
-                    t[r] = now() - t0;
+                    t[r] = perf_now() - t0;
                 }
-                qsort(t, (size_t)reps, sizeof t[0], cmp_d);
+                perf_sort(t, reps);
                 double med = t[reps / 2];
                 if (isa == SL_ISA_SCALAR) t_scalar = med;
                 printf("%-12s %-11s %7d %10.3f %9.2f %8.1fx\n", hm ? "head-major" : "interleaved",

@@ -9,6 +9,7 @@
  * LIST: comma-separated, sizes accept K/M suffixes. Prints the median GB/s. */
 #include "../engine/cli.h"
 #include "../io/stream_internal.h"
+#include "perf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,12 +34,6 @@ static int parse_list(const char *s, uint64_t *out, int max)
     snprintf(buf, sizeof buf, "%s", s);
     for (char *t = strtok(buf, ","); t && n < max; t = strtok(NULL, ",")) out[n++] = parse_size(t);
     return n;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -134,7 +129,7 @@ int main(int argc, char **argv)
                 gbs[r] = (double)size / dt / 1e9;
             }
             sl_loader_destroy(L);
-            qsort(gbs, (size_t)reps, sizeof gbs[0], cmp_d);
+            perf_sort(gbs, reps);
             double med = gbs[reps / 2];
             printf("%9lluK %4llu %10.3f %10.3f %10.3f\n", (unsigned long long)(reqs[ri] >> 10),
                    (unsigned long long)qds[qi], med, gbs[0], gbs[reps - 1]);

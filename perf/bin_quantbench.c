@@ -4,22 +4,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../quant/quant.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "perf.h"
 
 int main(int argc, char **argv)
 {
@@ -45,15 +32,15 @@ int main(int argc, char **argv)
         int t = types[k];
         double tq[REPS], td[REPS];
         for (int r = 0; r < REPS; r++) {
-            double t0 = now();
+            double t0 = perf_now();
             if (sl_quant_quantize_row(t, x, q, n) < 0) { fprintf(stderr, "quantize %s failed\n", sl_quant_type_name(t)); return 1; }
-            double t1 = now();
+            double t1 = perf_now();
             if (sl_quant_dequantize_row(t, q, y, n) < 0) { fprintf(stderr, "dequantize %s failed\n", sl_quant_type_name(t)); return 1; }
-            double t2 = now();
+            double t2 = perf_now();
             tq[r] = t1 - t0; td[r] = t2 - t1;
         }
-        qsort(tq, REPS, sizeof tq[0], cmp_d);
-        qsort(td, REPS, sizeof td[0], cmp_d);
+        perf_sort(tq, REPS);
+        perf_sort(td, REPS);
         double se = 0, sx = 0;
         for (int64_t i = 0; i < n; i++) { double d = (double)y[i] - x[i]; se += d * d; sx += (double)x[i] * x[i]; }
         printf("%-5s %14.1f %14.1f %12.5f\n", sl_quant_type_name(t), (double)n / tq[REPS / 2] * 1e-6,

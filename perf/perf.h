@@ -11,6 +11,7 @@
 int perf_mkmodel_main(int argc, char **argv);
 
 double perf_now(void);                         /* monotonic seconds */
+void perf_sort(double *x, int n);              /* ascending: medians, min/max of repetitions */
 int perf_meminfo(uint64_t *avail, uint64_t *total);   /* bytes; -1 if unreadable */
 uint64_t perf_vmhwm(int pid);                  /* VmHWM of /proc/PID/status in bytes (0 = self) */
 /* Drops a file's pages from the page cache (posix_fadvise DONTNEED; never

@@ -1,6 +1,7 @@
 /* Small helpers shared by the perf tools: time, /proc readers, page-cache
  * eviction of one file, JSON string output. */
 #include "perf.h"
+#include "../io/stream_internal.h"   /* sl_proc_value */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,32 +18,31 @@ double perf_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void perf_sort(double *x, int n) { qsort(x, (size_t)n, sizeof *x, cmp_d); }
+
 int perf_meminfo(uint64_t *avail, uint64_t *total)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    int got = 0;
-    unsigned long long kb;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { *avail = kb * 1024; got |= 1; }
-        else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) { *total = kb * 1024; got |= 2; }
-    }
-    fclose(f);
-    return got == 3 ? 0 : -1;
+    uint64_t a, t;
+    int ra = sl_proc_value("/proc/meminfo", "MemAvailable: %llu kB", &a);
+    int rt = sl_proc_value("/proc/meminfo", "MemTotal: %llu kB", &t);
+    if (!ra) *avail = a * 1024;
+    if (!rt) *total = t * 1024;
+    return ra || rt ? -1 : 0;
 }
 
 uint64_t perf_vmhwm(int pid)
 {
-    char path[64], line[256];
+    char path[64];
     if (pid) snprintf(path, sizeof path, "/proc/%d/status", pid);
     else snprintf(path, sizeof path, "/proc/self/status");
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
-    fclose(f);
+    uint64_t kb = 0;
+    sl_proc_value(path, "VmHWM: %llu kB", &kb);
     return kb * 1024;
 }
 
@@ -97,12 +97,7 @@ void perf_json_str(FILE *f, const char *s)
 
 uint64_t perf_proc_read_bytes(void)
 {
-    FILE *f = fopen("/proc/self/io", "r");
-    if (!f) return 0;
-    char line[128];
-    unsigned long long v = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "read_bytes: %llu", &v) == 1) break;
-    fclose(f);
+    uint64_t v = 0;
+    sl_proc_value("/proc/self/io", "read_bytes: %llu", &v);
     return v;
 }

@@ -89,6 +89,13 @@ static inline int st_make_model(const char *path, const st_model_spec *sp)
     return sl_gguf_writer_close(w);
 }
 
+/* path of a model in ../shared/models; false if it is not there. */
+static inline bool st_shared_model(char *path, size_t n, const char *name)
+{
+    snprintf(path, n, "%s/models/%s", SL_SHARED_DIR, name);
+    return access(path, R_OK) == 0;
+}
+
 /* A directory on the real disk (next to the test binary): /tmp may be tmpfs,
  * where O_DIRECT is refused. */
 static inline void st_disk_path(char *buf, size_t n, const char *tag)

@@ -253,8 +253,7 @@ Test(planner, plan_command_and_session_agree)
     int seen = 0;
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char path[512];
-        snprintf(path, sizeof path, "%s/models/%s", SL_SHARED_DIR, models[i]);
-        if (access(path, R_OK) != 0) continue;
+        if (!st_shared_model(path, sizeof path, models[i])) continue;
         seen++;
         const struct { int threads, ctx, batch; } opts[] = { { 1, 0, 0 }, { 2, 256, 16 } };
         for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {

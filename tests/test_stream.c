@@ -56,6 +56,17 @@ Test(stream, identical_bytes_every_mode_and_backend)
             cr_assert(p->direct, "the build dir should take O_DIRECT (%s)", sl_stream_notice(s));
         }
         st_run_passes(s, path, 3);
+        /* tensors of a view by suffix at a '.' boundary or by full name */
+        sl_stream_view v;
+        cr_assert_eq(sl_stream_acquire(s, 2, &v), 0, "%s", sl_stream_errmsg(s));
+        const sl_stream_tensor *q = sl_stream_view_find(&v, "attn_q.weight");
+        cr_assert_not_null(q);
+        cr_assert_str_eq(q->name, "blk.2.attn_q.weight");
+        cr_assert_eq(sl_stream_view_find(&v, "blk.2.ffn_up.weight"), &v.tensors[2]);
+        cr_assert_null(sl_stream_view_find(&v, "q.weight"));
+        cr_assert_null(sl_stream_view_find(&v, "ffn_down.weight"));
+        cr_assert_null(sl_stream_view_find(&v, "blk.3.attn_q.weight"));
+        cr_assert_eq(sl_stream_release(s, 2), 0);
         /* globals and embedding rows */
         const sl_stream_tensor *on = sl_stream_global(s, "output_norm.weight");
         cr_assert_not_null(on);

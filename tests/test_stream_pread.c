@@ -109,8 +109,7 @@ Test(stream_pread, real_models_every_unit_matches_the_file)
     int seen = 0;
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char path[512];
-        snprintf(path, sizeof path, "%s/models/%s", SL_SHARED_DIR, models[i]);
-        if (access(path, R_OK) != 0) continue;
+        if (!st_shared_model(path, sizeof path, models[i])) continue;
         seen++;
         for (int mode = SL_MODE_RESIDENT; mode <= SL_MODE_MMAP; mode++) {
             sl_stream_config c;
