@@ -23,9 +23,11 @@
  * per process. Where a seccomp filter traps it (SECCOMP_RET_TRAP, as in
  * Android apps) the probe catches the SIGSYS: for the duration of that one
  * syscall it installs its own process-wide SIGSYS handler, then puts the
- * previous one back. A host that handles SIGSYS itself should make its first
- * open before it installs its handler, or pass SL_IO_PREAD. Later opens reuse
- * the answer (a filter installed after the probe is not seen). */
+ * previous one back; a SIGSYS of another thread meanwhile is passed on to that
+ * previous handler (or the default action). A host should not change the
+ * SIGSYS handler concurrently with its first open (or pass SL_IO_PREAD).
+ * Later opens reuse the answer (a filter installed after the probe is not
+ * seen). */
 #ifndef SLUICE_STREAM_H
 #define SLUICE_STREAM_H
 

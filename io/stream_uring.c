@@ -22,19 +22,31 @@
 /* Probe io_uring_setup with a SIGSYS guard: a seccomp filter with
  * SECCOMP_RET_TRAP (Android apps) would otherwise kill us. The handler is
  * process-wide, so it is installed once per process (pthread_once), around
- * the one syscall, and the caller's handler is put back. */
+ * the one syscall, and the caller's handler is put back. A SIGSYS another
+ * thread takes meanwhile goes on to that handler (or the default action). */
 static sigjmp_buf probe_env;
 static int probe_rc;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static void probe_sigsys(int sig) { (void)sig; siglongjmp(probe_env, 1); }
+static struct sigaction probe_old;
+static __thread volatile sig_atomic_t probing;
+
+static void probe_sigsys(int sig, siginfo_t *si, void *uc)
+{
+    if (probing) siglongjmp(probe_env, 1);
+    if (probe_old.sa_flags & SA_SIGINFO) probe_old.sa_sigaction(sig, si, uc);
+    else if (probe_old.sa_handler == SIG_DFL) { signal(SIGSYS, SIG_DFL); raise(SIGSYS); }
+    else if (probe_old.sa_handler != SIG_IGN) probe_old.sa_handler(sig);
+}
 
 static void probe_run(void)
 {
-    struct sigaction sa, old;
+    struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = probe_sigsys;
+    sa.sa_sigaction = probe_sigsys;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSYS, &sa, &old) != 0) { probe_rc = -errno; return; }
+    if (sigaction(SIGSYS, &sa, &probe_old) != 0) { probe_rc = -errno; return; }
+    probing = 1;
     if (sigsetjmp(probe_env, 1) == 0) {
         struct io_uring_params p;
         memset(&p, 0, sizeof p);
@@ -44,7 +56,8 @@ static void probe_run(void)
     } else {
         probe_rc = -ENOSYS;   /* trapped by seccomp */
     }
-    sigaction(SIGSYS, &old, NULL);
+    probing = 0;
+    sigaction(SIGSYS, &probe_old, NULL);
 }
 
 int sl_uring_probe(void)

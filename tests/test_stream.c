@@ -461,6 +461,7 @@ Test(stream, prefetch_runs_depth_units_ahead)
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <signal.h>
 
 /* Blocks io_uring_setup in this test process (Criterion runs each test in
  * its own process): action SECCOMP_RET_TRAP (SIGSYS) or RET_ERRNO. */
@@ -487,10 +488,18 @@ static void block_io_uring(uint32_t action)
     cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0, "seccomp: %s", strerror(errno));
 }
 
+static void host_sigsys(int sig) { (void)sig; }
+
 static void fallback_to_pread(uint32_t action)
 {
     char path[1100];
     make(path, sizeof path, action == SECCOMP_RET_TRAP ? "sigsys" : "enosys", &small_spec);
+    /* the host's own SIGSYS handler survives the probe */
+    struct sigaction host, cur;
+    memset(&host, 0, sizeof host);
+    host.sa_handler = host_sigsys;
+    sigemptyset(&host.sa_mask);
+    cr_assert_eq(sigaction(SIGSYS, &host, NULL), 0);
     block_io_uring(action);
     sl_stream_config c;
     stream_cfg(&c, SL_IO_AUTO);
@@ -498,6 +507,8 @@ static void fallback_to_pread(uint32_t action)
     open_ok(&s, path, &c);
     cr_assert_eq(sl_stream_get_plan(s)->io, SL_IO_PREAD);
     cr_assert_not_null(strstr(sl_stream_notice(s), "io_uring unavailable"), "%s", sl_stream_notice(s));
+    cr_assert_eq(sigaction(SIGSYS, NULL, &cur), 0);
+    cr_assert(cur.sa_handler == host_sigsys, "the probe left its own SIGSYS handler");
     st_run_passes(s, path, 2);
     sl_stream_close(s);
     /* forced io_uring: a clear error, not a crash */
