@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 
 /* indexed by enum sl_stream_mode (the plan never says AUTO) */
 static const sl_stream_mode_ops *const mode_ops[] = {
