@@ -31,6 +31,7 @@ struct iovec;
 #define SL_MAX_QD 1024               /* requests in flight (io_uring entries) */
 #define SL_MAX_IO_THREADS 64
 #define SL_MAX_REQ_BYTES (1u << 30)
+#define SL_MAX_FIXED_BUF (1ull << 30)  /* io_uring: largest registered buffer */
 
 /* ---- loader (stream_loader.c) ------------------------------------------- */
 

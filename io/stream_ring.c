@@ -187,8 +187,7 @@ static int ring_open(sl_stream *s)
             iov[i].iov_base = R->slots[i].buf; iov[i].iov_len = (size_t)R->slot_bytes;
         }
     }
-    /* a registered buffer is at most 1 GiB */
-    int n_fixed = R->slot_bytes <= (1ull << 30) ? R->n_slots : 0;
+    int n_fixed = R->slot_bytes <= SL_MAX_FIXED_BUF ? R->n_slots : 0;
     int rc = sl_stream_make_loader(s, iov, n_fixed);
     free(iov);
     if (rc) return rc;
