@@ -9,9 +9,8 @@
 
 bool sl_model_matrix_type_ok(uint32_t type)
 {
-    if (type >= SL_Q_COUNT || !sl_quant_is_supported((int)type)) return false;
-    /* activation-side types are not weight types */
-    return type != SL_Q_Q8_K && type != SL_Q_Q8_1;
+    /* unknown ids and the activation-only Q8_1 / Q8_K are not weight types */
+    return type < SL_GGML_TYPE_COUNT && sl_quant_is_supported((int)type);
 }
 
 static int key_u32(const sl_gguf *g, const char *arch, const char *suffix, uint32_t *out,

@@ -1,10 +1,9 @@
 /* Scalar dequantizers. Every product and sum is rounded separately, in the
  * order of the format's definition (build uses -ffp-contract=off), so the
  * results equal ggml's to_float bit for bit. */
-#include <errno.h>
 #include <string.h>
 
-#include "quant.h"
+#include "quant_internal.h"
 
 #define F16(h) sl_f16_to_f32(h)
 
@@ -223,10 +222,10 @@ static void deq_q8_k(const void *src, float *y, int64_t n)
 
 int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n)
 {
-    int be = sl_quant_block_elems(type);
-    if (be == 0 || n < 0 || n % be) return -EINVAL;
+    if (!sl_gguf_block_elems((uint32_t)type)) return SL_EUNSUPPORTED;
     if (n == 0) return 0;
-    if (!src || !dst) return -EINVAL;
+    if (!sl_gguf_row_bytes((uint32_t)type, n)) return SL_EINVAL;  /* n < 0 or a partial block */
+    if (!src || !dst) return SL_EINVAL;
     switch (type) {
     case SL_Q_F32:  deq_f32(src, dst, n); break;
     case SL_Q_F16:  deq_f16(src, dst, n); break;
@@ -243,7 +242,7 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n)
     case SL_Q_Q5_K: deq_q5_k(src, dst, n); break;
     case SL_Q_Q6_K: deq_q6_k(src, dst, n); break;
     case SL_Q_Q8_K: deq_q8_k(src, dst, n); break;
-    default: return -EINVAL;
+    default: return SL_EUNSUPPORTED;
     }
     return 0;
 }
