@@ -15,27 +15,6 @@
  * sl_gguf_block_elems/_bytes, sl_gguf_row_bytes, sl_gguf_type_name), the
  * tree's one type table. quant/ adds the per-type operations below, keyed by
  * those ids; an unknown id fails here exactly as there. */
-/* transitional names, removed by the next commit (a mechanical rename) */
-#define SL_Q_F32 SL_GGML_F32
-#define SL_Q_F16 SL_GGML_F16
-#define SL_Q_BF16 SL_GGML_BF16
-#define SL_Q_Q4_0 SL_GGML_Q4_0
-#define SL_Q_Q4_1 SL_GGML_Q4_1
-#define SL_Q_Q5_0 SL_GGML_Q5_0
-#define SL_Q_Q5_1 SL_GGML_Q5_1
-#define SL_Q_Q8_0 SL_GGML_Q8_0
-#define SL_Q_Q8_1 SL_GGML_Q8_1
-#define SL_Q_Q2_K SL_GGML_Q2_K
-#define SL_Q_Q3_K SL_GGML_Q3_K
-#define SL_Q_Q4_K SL_GGML_Q4_K
-#define SL_Q_Q5_K SL_GGML_Q5_K
-#define SL_Q_Q6_K SL_GGML_Q6_K
-#define SL_Q_Q8_K SL_GGML_Q8_K
-#define SL_Q_COUNT SL_GGML_TYPE_COUNT
-#define sl_quant_block_elems sl_gguf_block_elems
-#define sl_quant_block_bytes sl_gguf_block_bytes
-#define sl_quant_row_bytes sl_gguf_row_bytes
-#define sl_quant_type_name sl_gguf_type_name
 
 #define SL_QK   32    /* elements per block of the legacy formats */
 #define SL_QKK  256   /* elements per K-quant super-block */

@@ -227,21 +227,21 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n)
     if (!sl_gguf_row_bytes((uint32_t)type, n)) return SL_EINVAL;  /* n < 0 or a partial block */
     if (!src || !dst) return SL_EINVAL;
     switch (type) {
-    case SL_Q_F32:  deq_f32(src, dst, n); break;
-    case SL_Q_F16:  deq_f16(src, dst, n); break;
-    case SL_Q_BF16: deq_bf16(src, dst, n); break;
-    case SL_Q_Q4_0: deq_q4_0(src, dst, n); break;
-    case SL_Q_Q4_1: deq_q4_1(src, dst, n); break;
-    case SL_Q_Q5_0: deq_q5_0(src, dst, n); break;
-    case SL_Q_Q5_1: deq_q5_1(src, dst, n); break;
-    case SL_Q_Q8_0: deq_q8_0(src, dst, n); break;
-    case SL_Q_Q8_1: deq_q8_1(src, dst, n); break;
-    case SL_Q_Q2_K: deq_q2_k(src, dst, n); break;
-    case SL_Q_Q3_K: deq_q3_k(src, dst, n); break;
-    case SL_Q_Q4_K: deq_q4_k(src, dst, n); break;
-    case SL_Q_Q5_K: deq_q5_k(src, dst, n); break;
-    case SL_Q_Q6_K: deq_q6_k(src, dst, n); break;
-    case SL_Q_Q8_K: deq_q8_k(src, dst, n); break;
+    case SL_GGML_F32:  deq_f32(src, dst, n); break;
+    case SL_GGML_F16:  deq_f16(src, dst, n); break;
+    case SL_GGML_BF16: deq_bf16(src, dst, n); break;
+    case SL_GGML_Q4_0: deq_q4_0(src, dst, n); break;
+    case SL_GGML_Q4_1: deq_q4_1(src, dst, n); break;
+    case SL_GGML_Q5_0: deq_q5_0(src, dst, n); break;
+    case SL_GGML_Q5_1: deq_q5_1(src, dst, n); break;
+    case SL_GGML_Q8_0: deq_q8_0(src, dst, n); break;
+    case SL_GGML_Q8_1: deq_q8_1(src, dst, n); break;
+    case SL_GGML_Q2_K: deq_q2_k(src, dst, n); break;
+    case SL_GGML_Q3_K: deq_q3_k(src, dst, n); break;
+    case SL_GGML_Q4_K: deq_q4_k(src, dst, n); break;
+    case SL_GGML_Q5_K: deq_q5_k(src, dst, n); break;
+    case SL_GGML_Q6_K: deq_q6_k(src, dst, n); break;
+    case SL_GGML_Q8_K: deq_q8_k(src, dst, n); break;
     default: return SL_EUNSUPPORTED;
     }
     return 0;
