@@ -108,8 +108,15 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     m->n_batch = p.n_batch ? p.n_batch : 64;
     if (m->n_batch > m->n_ctx) m->n_batch = m->n_ctx;
 
+    /* kernels/ only returns the code: name the override here, or the user sees
+     * whatever message an earlier, recovered lookup left behind. */
     rc = sl_kern_best_checked(&m->k);
-    if (rc) goto fail;
+    if (rc) {
+        rc = sl_err_set(rc == -ENOSYS ? SL_ENOSYS : SL_EINVAL, "SLUICE_ISA=%s: %s",
+                        getenv("SLUICE_ISA"), rc == -ENOSYS ? "not available on this CPU"
+                        : "unknown level (scalar, avx2, avx512, avx512vnni, neon, dotprod)");
+        goto fail;
+    }
     if ((rc = sl_pool_create(&m->pool, nth))) {
         rc = sl_err_set(rc, "thread pool of %d threads: %s", nth, sl_strerror(rc));
         goto fail;

@@ -92,6 +92,30 @@ Test(session, bad_input)
     cr_assert_not_null(strstr(sl_last_error(), "does-not-exist"), "%s", sl_last_error());
 }
 
+/* SLUICE_ISA naming a level this CPU lacks fails the open with a message that
+ * names the override (not a stale one from an earlier lookup). */
+Test(session, isa_override_unavailable)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    const char *missing = "neon";
+#else
+    const char *missing = "avx512vnni";
+#endif
+    char want[64];
+    snprintf(want, sizeof want, "SLUICE_ISA=%s: not available on this CPU", missing);
+    setenv("SLUICE_ISA", missing, 1);
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, S260, &mp), SL_ENOSYS);
+    cr_assert_null(m);
+    cr_assert_str_eq(sl_last_error(), want);
+    setenv("SLUICE_ISA", "mmx", 1);
+    cr_assert_eq(sl_model_open(&m, S260, &mp), SL_EINVAL);
+    cr_assert_not_null(strstr(sl_last_error(), "SLUICE_ISA=mmx: unknown level"), "%s", sl_last_error());
+    unsetenv("SLUICE_ISA");
+}
+
 /* Rows of logits computed with different batch shapes differ by rounding
  * only: the prefill GEMM (n_act >= 10 on levels with a panel kernel) finishes
  * the same exact integer block sums in another float order than the decode
@@ -370,6 +394,12 @@ Test(cli, model_errors_exit_1)
     cr_assert_not_null(strstr(out, "9999"), "%s", out);
     cr_assert_eq(sluice_cmd("eval -m " S260 " -c 4 --tokens 1,2,3,4,5", out, sizeof out), 1, "%s", out);
     cr_assert_not_null(strstr(out, "context full"), "%s", out);
+#if defined(__x86_64__) || defined(__i386__)
+    setenv("SLUICE_ISA", "neon", 1);   /* inherited by the child */
+    cr_assert_eq(sluice_cmd("run -m " S260 " -p hi -n 2 --temp 0", out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "SLUICE_ISA=neon: not available on this CPU"), "%s", out);
+    unsetenv("SLUICE_ISA");
+#endif
 }
 
 /* stories260K "Once upon a time" (golden text_once): the first 5 greedy steps
