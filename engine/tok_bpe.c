@@ -7,19 +7,6 @@
 #include <string.h>
 
 typedef struct bsym { uint32_t start, n; int32_t prev, next; } bsym;
-/* GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
- * rest to U+0100 + k in byte order. Returns the code point for byte b. */
-static uint32_t byte_to_cp(unsigned b)
-{
-    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae)) return b;
-    uint32_t k = 0;
-    for (unsigned x = 0; x < b; x++)
-        if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae))) k++;
-    return 0x100 + k;
-}
-
-uint32_t sl_bpe_byte_cp(unsigned b) { return byte_to_cp(b); }
-
 typedef struct work {
     char *w; size_t wcap;            /* mapped word */
     bsym *s; size_t scap;

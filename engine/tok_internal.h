@@ -96,9 +96,6 @@ typedef struct sl_ids {
 } sl_ids;
 int sl_ids_push(sl_ids *a, int32_t id);
 
-/* GPT-2 byte-level character (code point) of byte b. */
-uint32_t sl_bpe_byte_cp(unsigned b);
-
 /* Raw-text fragment tokenizers (no special-token handling). */
 int sl_tok_spm_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
 int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);

@@ -9,6 +9,17 @@
 
 #include "../gguf/gguf.h"
 
+/* GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
+ * rest to U+0100 + k in byte order. Returns the code point for byte b. */
+static uint32_t byte_to_cp(unsigned b)
+{
+    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae)) return b;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < b; x++)
+        if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae))) k++;
+    return 0x100 + k;
+}
+
 uint64_t sl_tok_hash(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;   /* FNV-1a, then a final mix */
@@ -345,7 +356,7 @@ static int setup_special(sl_tok *t, const sl_gguf *g)
     /* byte-level BPE character tables */
     for (int i = 0; i < 0x144; i++) t->brev[i] = -1;
     for (unsigned b = 0; b < 256; b++) {
-        uint32_t cp = sl_bpe_byte_cp(b);
+        uint32_t cp = byte_to_cp(b);
         t->bmap_len[b] = (uint8_t)sl_utf8_encode(cp, t->bmap[b]);
         t->brev[cp] = (int16_t)b;
     }
