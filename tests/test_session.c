@@ -92,6 +92,32 @@ Test(session, bad_input)
     cr_assert_not_null(strstr(sl_last_error(), "does-not-exist"), "%s", sl_last_error());
 }
 
+/* sl_model_token_piece: the bytes of each token (SPM "▁" -> " "), nothing
+ * for a control token, SL_ERANGE when the buffer is short, SL_EINVAL for a
+ * bad id. */
+Test(session, token_piece)
+{
+    sl_model *m = open_model(S260, 32, 0);
+    const char *text = "Once upon a time";
+    int32_t ids[32];
+    int n = sl_model_tokenize(m, text, strlen(text), false, false, ids, 32);
+    cr_assert_gt(n, 1);
+    char all[128] = "", piece[64];
+    for (int i = 0; i < n; i++) {
+        int len = sl_model_token_piece(m, ids[i], piece, sizeof piece);
+        cr_assert_gt(len, 0, "id %d: %s", ids[i], sl_last_error());
+        strncat(all, piece, (size_t)len);
+    }
+    cr_assert_str_eq(all, " Once upon a time");
+    sl_model_info mi;
+    sl_model_get_info(m, &mi);
+    cr_assert_eq(sl_model_token_piece(m, mi.bos_id, piece, sizeof piece), 0, "control token: no text");
+    cr_assert_eq(sl_model_token_piece(m, ids[0], piece, 2), SL_ERANGE);
+    cr_assert_eq(sl_model_token_piece(m, mi.n_vocab, piece, sizeof piece), SL_EINVAL);
+    cr_assert_eq(sl_model_token_piece(m, -1, piece, sizeof piece), SL_EINVAL);
+    sl_model_free(m);
+}
+
 /* SLUICE_ISA naming a level this CPU lacks fails the open with a message that
  * names the override (not a stale one from an earlier lookup). */
 Test(session, isa_override_unavailable)
