@@ -155,41 +155,36 @@ static void k4_scale_min(const uint8_t *s, int j, int *sc, int *m)
     }
 }
 
+/* q4_K and q5_K: the same 6-bit scale/min pairs over 8 groups of 32; q5_K adds
+ * a fifth bit per element from qh (NULL for q4_K). */
+static void deq_k45(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, float d, float dmin,
+                    float *y)
+{
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        k4_scale_min(scales, j, &sc, &m);
+        float d1 = d * (float)sc, m1 = dmin * (float)m;
+        const uint8_t *q = qs + 32 * (j / 2);
+        int shift = 4 * (j & 1);
+        for (int l = 0; l < 32; l++) {
+            int v = ((q[l] >> shift) & 15) | (qh ? ((qh[l] >> j) & 1) << 4 : 0);
+            y[32 * j + l] = d1 * (float)v - m1;
+        }
+    }
+}
+
 static void deq_q4_k(const void *src, float *y, int64_t n)
 {
     const sl_block_q4_k *b = src;
-    for (int64_t i = 0; i < n / SL_QKK; i++, b++) {
-        float d = F16(b->d), dmin = F16(b->dmin);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            k4_scale_min(b->scales, j, &sc, &m);
-            float d1 = d * (float)sc, m1 = dmin * (float)m;
-            const uint8_t *q = b->qs + 32 * (j / 2);
-            int shift = 4 * (j & 1);
-            for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)((q[l] >> shift) & 15) - m1;
-        }
-        y += SL_QKK;
-    }
+    for (int64_t i = 0; i < n / SL_QKK; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, NULL, F16(b->d), F16(b->dmin), y);
 }
 
 static void deq_q5_k(const void *src, float *y, int64_t n)
 {
     const sl_block_q5_k *b = src;
-    for (int64_t i = 0; i < n / SL_QKK; i++, b++) {
-        float d = F16(b->d), dmin = F16(b->dmin);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            k4_scale_min(b->scales, j, &sc, &m);
-            float d1 = d * (float)sc, m1 = dmin * (float)m;
-            const uint8_t *q = b->qs + 32 * (j / 2);
-            int shift = 4 * (j & 1);
-            for (int l = 0; l < 32; l++) {
-                int v = ((q[l] >> shift) & 15) | (((b->qh[l] >> j) & 1) << 4);
-                y[32 * j + l] = d1 * (float)v - m1;
-            }
-        }
-        y += SL_QKK;
-    }
+    for (int64_t i = 0; i < n / SL_QKK; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, b->qh, F16(b->d), F16(b->dmin), y);
 }
 
 static void deq_q6_k(const void *src, float *y, int64_t n)
