@@ -83,7 +83,6 @@ struct sl_tok {
     bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
 };
 
-uint64_t sl_tok_hash(const char *s, size_t n);
 /* Id of text, -1 if absent (last duplicate wins, as llama.cpp's map). */
 int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n);
 /* Merge rank of (left, right), -1 if none. */

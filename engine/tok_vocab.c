@@ -20,7 +20,7 @@ static uint32_t byte_to_cp(unsigned b)
     return 0x100 + k;
 }
 
-uint64_t sl_tok_hash(const char *s, size_t n)
+static uint64_t tok_hash(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;   /* FNV-1a, then a final mix */
     for (size_t i = 0; i < n; i++) {
@@ -35,7 +35,7 @@ uint64_t sl_tok_hash(const char *s, size_t n)
 
 int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n)
 {
-    uint64_t i = sl_tok_hash(s, n) & t->ht_mask;
+    uint64_t i = tok_hash(s, n) & t->ht_mask;
     for (;;) {
         uint32_t v = t->ht[i];
         if (v == 0) return -1;
@@ -47,7 +47,7 @@ int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n)
 
 static uint64_t merge_hash(const char *l, size_t ll, const char *r, size_t rl)
 {
-    return sl_tok_hash(l, ll) * 31u ^ sl_tok_hash(r, rl);
+    return tok_hash(l, ll) * 31u ^ tok_hash(r, rl);
 }
 
 int32_t sl_tok_merge_rank(const sl_tok *t, const char *l, size_t ll, const char *r, size_t rl)
@@ -162,7 +162,7 @@ static int load_strings(sl_tok *t, const sl_gguf *g, int64_t kv)
     for (uint64_t i = 0; i < n; i++) {
         const char *s = t->pool + t->text_off[i];
         uint32_t len = t->text_len[i];
-        uint64_t h = sl_tok_hash(s, len) & t->ht_mask;
+        uint64_t h = tok_hash(s, len) & t->ht_mask;
         for (;;) {
             uint32_t v = t->ht[h];
             if (v == 0) { t->ht[h] = (uint32_t)i + 1; break; }

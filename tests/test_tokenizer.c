@@ -301,6 +301,7 @@ Test(tokenizer, spm_special_and_pieces)
     cr_assert_eq(sl_tok_bos(t), 1);
     cr_assert_eq(sl_tok_eos(t), 2);
     cr_assert(sl_tok_add_bos(t));
+    cr_assert(!sl_tok_add_eos(t), "tokenizer.ggml.add_eos_token is false");
     cr_assert(sl_tok_is_eog(t, 2));
     cr_assert(!sl_tok_is_eog(t, 1));
 
