@@ -142,8 +142,8 @@ Test(quant_type, table)
 {
     for (int i = 0; i < NGOLDEN; i++) {
         const struct gtype *g = &k_golden[i];
-        cr_assert_eq(sl_gguf_block_elems(g->type), g->elems, "%s", g->file);
-        cr_assert_eq(sl_gguf_block_bytes(g->type), g->bytes, "%s", g->file);
+        cr_assert_eq((int)sl_gguf_block_elems(g->type), g->elems, "%s", g->file);
+        cr_assert_eq((int)sl_gguf_block_bytes(g->type), g->bytes, "%s", g->file);
         cr_assert_eq(sl_gguf_row_bytes(g->type, COLS), (size_t)g->row_bytes, "%s", g->file);
         cr_assert_eq(sl_quant_vec_dot_type(g->type), g->vdt, "%s", g->file);
         cr_assert(sl_quant_is_supported(g->type), "%s", g->file);
