@@ -2,6 +2,7 @@
  * (../shared/golden), special tokens, pieces, the streaming detokenizer and
  * bad input. The full vocab-file vectors are in test_tokenizer_vocab.c. */
 #include "sl_test.h"
+#include "tok_testutil.h"
 #include "util_file.h"
 
 #include <stdio.h>
@@ -15,18 +16,6 @@
 
 #define MODELS SL_SHARED_DIR "/models/"
 #define GOLDEN SL_SHARED_DIR "/golden/"
-
-static sl_tok *load_tok(const char *path)
-{
-    sl_gguf *g = NULL;
-    int rc = sl_gguf_open_path(&g, path);
-    cr_assert_eq(rc, 0, "open %s: %s", path, sl_last_error());
-    sl_tok *t = NULL;
-    rc = sl_tok_load(&t, g);
-    sl_gguf_close(g);
-    cr_assert_eq(rc, 0, "tokenizer of %s: %s", path, sl_last_error());
-    return t;
-}
 
 /* ---- a minimal JSON reader for golden.json (strings, ints, skipping) ---- */
 
