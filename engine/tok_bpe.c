@@ -13,18 +13,6 @@ typedef struct work {
     sl_tok_heap h;
 } work;
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *np = realloc(*p, nc * elem);
-    if (!np) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 static int add_bigram(const sl_tok *t, const work *k, int32_t l, int32_t r, sl_tok_heap *h)
 {
     if (l < 0 || r < 0) return 0;
@@ -42,7 +30,7 @@ static int bpe_word(const sl_tok *t, work *k, size_t wlen, sl_ids *out)
         int32_t id = sl_tok_lookup(t, k->w, wlen);
         if (id >= 0) return sl_ids_push(out, id);
     }
-    if ((rc = grow((void **)&k->s, &k->scap, wlen, sizeof *k->s)) < 0) return rc;
+    if ((rc = sl_tok_grow((void **)&k->s, &k->scap, wlen, sizeof *k->s)) < 0) return rc;
     int32_t n = 0;
     for (size_t off = 0; off < wlen;) {
         size_t cl = sl_utf8_len((unsigned char)k->w[off]);
@@ -100,7 +88,7 @@ int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out
     size_t pos = 0;
     for (size_t i = 0; i < nw && rc == 0; i++) {
         size_t wl = 0;
-        if ((rc = grow((void **)&k.w, &k.wcap, lens[i] * 8, 1)) < 0) break;
+        if ((rc = sl_tok_grow((void **)&k.w, &k.wcap, lens[i] * 8, 1)) < 0) break;
         for (size_t j = pos; j < pos + lens[i]; j++) {
             char u[4];
             size_t ul = sl_utf8_encode(cps[j], u);

@@ -88,6 +88,11 @@ int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n);
 /* Merge rank of (left, right), -1 if none. */
 int32_t sl_tok_merge_rank(const sl_tok *t, const char *l, size_t ll, const char *r, size_t rl);
 
+/* ---- encoder scratch (tok_heap.c) ---- */
+/* Grows *v (elements of elem bytes, capacity *cap) to hold need elements,
+ * doubling from 64; SL_ENOMEM with a message on failure. */
+int sl_tok_grow(void **v, size_t *cap, size_t need, size_t elem);
+
 /* Growable id list used while encoding. */
 typedef struct sl_ids {
     int32_t *v;
@@ -95,11 +100,6 @@ typedef struct sl_ids {
 } sl_ids;
 int sl_ids_push(sl_ids *a, int32_t id);
 
-/* Raw-text fragment tokenizers (no special-token handling). */
-int sl_tok_spm_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
-int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
-
-/* ---- merge candidates (SPM and BPE) ---- */
 /* A binary heap that pops the highest prio first, the leftmost pair on ties:
  * SPM pushes the merged token's score, BPE minus the merge rank. lsz/rsz are
  * the symbol sizes at push time, to recognise stale entries. */
@@ -107,5 +107,9 @@ typedef struct sl_tok_cand { double prio; int32_t left, right; uint32_t lsz, rsz
 typedef struct sl_tok_heap { sl_tok_cand *v; size_t n, cap; } sl_tok_heap;
 int sl_tok_heap_push(sl_tok_heap *h, sl_tok_cand c);
 sl_tok_cand sl_tok_heap_pop(sl_tok_heap *h);   /* h->n > 0 */
+
+/* ---- raw-text fragment tokenizers (tok_spm.c, tok_bpe.c; no special tokens) ---- */
+int sl_tok_spm_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
+int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
 
 #endif

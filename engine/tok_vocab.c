@@ -64,19 +64,6 @@ int32_t sl_tok_merge_rank(const sl_tok *t, const char *l, size_t ll, const char 
     }
 }
 
-int sl_ids_push(sl_ids *a, int32_t id)
-{
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 64;
-        int32_t *nv = realloc(a->v, nc * sizeof *nv);
-        if (!nv) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory for %zu ids", nc);
-        a->v = nv;
-        a->cap = nc;
-    }
-    a->v[a->n++] = id;
-    return 0;
-}
-
 static uint64_t pow2_at_least(uint64_t n)
 {
     uint64_t p = 16;

@@ -8,8 +8,8 @@
  *
  * The files depend one way; each calls only into the rows above it:
  *   unicode_tables.c tok_pretok.c  code point flags, UTF-8, BPE pre-tokenizer splits
- *   tok_vocab.c                    load, text/merge hash tables, id list, accessors
- *   tok_heap.c                     merge-candidate queue (SPM and BPE)
+ *   tok_vocab.c                    load, text/merge hash tables, accessors
+ *   tok_heap.c                     encoder scratch: growth, id list, merge-candidate queue
  *   tok_spm.c tok_bpe.c            raw-text fragment tokenizers (never call encode)
  *   tok_encode.c                   special tokens, BOS/EOS, dispatch to spm / bpe
  *   tok_detok.c                    ids -> text (vocab and UTF-8 only) */
