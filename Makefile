@@ -210,7 +210,7 @@ install: all
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libsluice.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libsluice.so.$(SOMAJOR)
 	ln -sf libsluice.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libsluice.so
-	for h in engine/sluice.h io/sluice_stream.h gguf/gguf.h gguf/sl_status.h; do \
+	for h in engine/sluice.h io/sluice_stream.h gguf/gguf.h gguf/gguf_type.h gguf/sl_status.h; do \
 	  [ -f $$h ] && install -m 644 $$h $(DESTDIR)$(PREFIX)/include/sluice/ || true; done
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice LLM engine and weight streamer\nVersion: %s\nLibs: -L$${libdir} -lsluice\nLibs.private: %s\nCflags: -I$${includedir}/sluice\n' \
 	  '$(PREFIX)' '$(VERSION)' '$(LDLIBS)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc

@@ -133,39 +133,23 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
         for (size_t i = start; i < n; i++) {
             int r = role_of(msgs[i].role);
             bool first = i == start;
-            if (r == 1) {
-                puts_(&w, bos);
-                puts_(&w, "[INST] ");
-                if (first && sys) {
-                    /* strip() of '<<SYS>>\n' + sys + ...: only the end can be trimmed */
-                    puts_(&w, "<<SYS>>\n");
-                    puts_(&w, sys);
-                    puts_(&w, "\n<</SYS>>\n\n");
-                    const char *c = msgs[i].content;
-                    size_t b = strlen(c);
-                    while (b > 0 && is_space(c[b - 1])) b--;
-                    put(&w, c, b);
-                } else {
-                    put_trim(&w, msgs[i].content);
-                }
-                puts_(&w, " [/INST]");
-            } else if (r == 2) {
-                puts_(&w, " ");
-                if (first && sys) {
-                    puts_(&w, "<<SYS>>\n");
-                    puts_(&w, sys);
-                    puts_(&w, "\n<</SYS>>\n\n");
-                    const char *c = msgs[i].content;
-                    size_t b = strlen(c);
-                    while (b > 0 && is_space(c[b - 1])) b--;
-                    put(&w, c, b);
-                } else {
-                    put_trim(&w, msgs[i].content);
-                }
-                puts_(&w, " ");
-                puts_(&w, eos);
+            if (r == 1) { puts_(&w, bos); puts_(&w, "[INST] "); }
+            else if (r == 2) puts_(&w, " ");
+            else continue;   /* later system messages: the template ignores them */
+            if (first && sys) {
+                /* strip() of '<<SYS>>\n' + sys + ...: only the end can be trimmed */
+                puts_(&w, "<<SYS>>\n");
+                puts_(&w, sys);
+                puts_(&w, "\n<</SYS>>\n\n");
+                const char *c = msgs[i].content;
+                size_t b = strlen(c);
+                while (b > 0 && is_space(c[b - 1])) b--;
+                put(&w, c, b);
+            } else {
+                put_trim(&w, msgs[i].content);
             }
-            /* later system messages: the template ignores them */
+            if (r == 1) puts_(&w, " [/INST]");
+            else { puts_(&w, " "); puts_(&w, eos); }
         }
         break;
     }

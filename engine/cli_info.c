@@ -55,30 +55,40 @@ static void text_str(FILE *f, const char *str, uint64_t n, uint64_t max)
     if (i < n) fprintf(f, "... (%llu bytes)", (ull)n);
 }
 
-static void text_scalar(FILE *f, const sl_gguf_value *v, uint64_t str_max)
+static void json_str(FILE *f, const char *str, uint64_t n);
+
+/* One scalar, in either format: integers and bools print alike; JSON writes a
+ * non-finite float as null and escapes strings its own way (no truncation). */
+static void print_scalar(FILE *f, const sl_gguf_value *v, bool json, uint64_t str_max)
 {
     uint64_t len;
-    switch (sl_gguf_value_type(v)) {
+    uint32_t type = sl_gguf_value_type(v);
+    switch (type) {
     case SL_GGUF_U8: case SL_GGUF_U16: case SL_GGUF_U32: case SL_GGUF_U64:
         fprintf(f, "%llu", (ull)sl_gguf_value_u64(v)); break;
     case SL_GGUF_I8: case SL_GGUF_I16: case SL_GGUF_I32: case SL_GGUF_I64:
         fprintf(f, "%lld", (long long)sl_gguf_value_i64(v)); break;
-    case SL_GGUF_F32: fprintf(f, "%.9g", sl_gguf_value_f64(v)); break;
-    case SL_GGUF_F64: fprintf(f, "%.17g", sl_gguf_value_f64(v)); break;
+    case SL_GGUF_F32: case SL_GGUF_F64: {
+        double d = sl_gguf_value_f64(v);
+        if (json && !isfinite(d)) fputs("null", f);
+        else fprintf(f, type == SL_GGUF_F32 ? "%.9g" : "%.17g", d);
+        break;
+    }
     case SL_GGUF_BOOL: fputs(sl_gguf_value_u64(v) ? "true" : "false", f); break;
     case SL_GGUF_STRING: {
         const char *s = sl_gguf_value_str(v, &len);
-        text_str(f, s, len, str_max);
+        if (json) json_str(f, s, len);
+        else text_str(f, s, len, str_max);
         break;
     }
-    default: break;
+    default: if (json) fputs("null", f); break;
     }
 }
 
 static void text_value(FILE *f, const sl_gguf_value *v, int depth)
 {
     if (sl_gguf_value_type(v) != SL_GGUF_ARRAY) {
-        text_scalar(f, v, depth ? ARR_ITEM_STR_MAX : TEXT_STR_MAX);
+        print_scalar(f, v, false, depth ? ARR_ITEM_STR_MAX : TEXT_STR_MAX);
         return;
     }
     uint64_t n = sl_gguf_value_arr_len(v);
@@ -203,44 +213,23 @@ static void json_str(FILE *f, const char *str, uint64_t n)
     fputc('"', f);
 }
 
-static void json_num(FILE *f, double d, int f32)
-{
-    if (!isfinite(d)) fputs("null", f);
-    else fprintf(f, f32 ? "%.9g" : "%.17g", d);
-}
-
 static void json_value(FILE *f, const sl_gguf_value *v, int top)
 {
-    uint64_t len;
-    switch (sl_gguf_value_type(v)) {
-    case SL_GGUF_U8: case SL_GGUF_U16: case SL_GGUF_U32: case SL_GGUF_U64:
-        fprintf(f, "%llu", (ull)sl_gguf_value_u64(v)); break;
-    case SL_GGUF_I8: case SL_GGUF_I16: case SL_GGUF_I32: case SL_GGUF_I64:
-        fprintf(f, "%lld", (long long)sl_gguf_value_i64(v)); break;
-    case SL_GGUF_F32: json_num(f, sl_gguf_value_f64(v), 1); break;
-    case SL_GGUF_F64: json_num(f, sl_gguf_value_f64(v), 0); break;
-    case SL_GGUF_BOOL: fputs(sl_gguf_value_u64(v) ? "true" : "false", f); break;
-    case SL_GGUF_STRING: {
-        const char *s = sl_gguf_value_str(v, &len);
-        json_str(f, s, len);
-        break;
+    if (sl_gguf_value_type(v) != SL_GGUF_ARRAY) {
+        print_scalar(f, v, true, 0);
+        return;
     }
-    case SL_GGUF_ARRAY: {
-        uint64_t n = sl_gguf_value_arr_len(v);
-        fprintf(f, "%s\"elem_type\": \"%s\", \"length\": %llu, \"head\": [", top ? "" : "{",
-                sl_gguf_vtype_name(sl_gguf_value_arr_type(v)), (ull)n);
-        for (uint64_t i = 0; i < n && i < 8; i++) {
-            sl_gguf_value tmp;
-            const sl_gguf_value *e;
-            if (sl_gguf_value_arr_at(v, i, &tmp, &e)) break;
-            if (i) fputs(", ", f);
-            json_value(f, e, 0);
-        }
-        fputs(top ? "]" : "]}", f);
-        break;
+    uint64_t n = sl_gguf_value_arr_len(v);
+    fprintf(f, "%s\"elem_type\": \"%s\", \"length\": %llu, \"head\": [", top ? "" : "{",
+            sl_gguf_vtype_name(sl_gguf_value_arr_type(v)), (ull)n);
+    for (uint64_t i = 0; i < n && i < 8; i++) {
+        sl_gguf_value tmp;
+        const sl_gguf_value *e;
+        if (sl_gguf_value_arr_at(v, i, &tmp, &e)) break;
+        if (i) fputs(", ", f);
+        json_value(f, e, 0);
     }
-    default: fputs("null", f);
-    }
+    fputs(top ? "]" : "]}", f);
 }
 
 static void json_extent(FILE *f, const sl_gguf_extent *e)

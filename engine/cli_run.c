@@ -151,30 +151,40 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                 (double)bytes / per, mbps, (unsigned long long)pre->bytes_read);
 }
 
-/* Generates until n tokens, EOG or a full context; prints pieces as they come. */
-static int generate(const gen_opts *o, sl_model *m, sl_session *s, long long n, bool *hit_eog)
+/* How a generation ended (when it did not fail). */
+enum gen_end { GEN_LIMIT, GEN_EOG, GEN_CTX_FULL };
+
+/* The one generation loop of run and chat: samples until -n tokens, an
+ * end-of-generation token or a full context, printing each piece as it comes
+ * (and appending it to capture, if given). feed_eog: the end token belongs to
+ * the conversation (chat) and is accepted into the context. Returns 0 with
+ * *end, or a negative SL_E* (message in sl_session_errmsg). */
+static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture, bool feed_eog,
+                    enum gen_end *end)
 {
     char piece[2048];
-    *hit_eog = false;
-    for (long long i = 0; n < 0 || i < n; i++) {
+    *end = GEN_LIMIT;
+    for (long long i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
         if (sl_session_n_past(s) >= sl_session_n_ctx(s)) {
             fprintf(stderr, "\n[context full: %d tokens]\n", sl_session_n_ctx(s));
+            *end = GEN_CTX_FULL;
             return 0;
         }
         int32_t tok;
         int rc = sl_session_sample(s, &tok);
-        if (rc) { fprintf(stderr, "\nsluice: %s\n", sl_session_errmsg(s)); return 1; }
+        if (rc) return rc;
         if (!o->ignore_eos && sl_model_token_is_eog(m, tok)) {
-            *hit_eog = true;
+            *end = GEN_EOG;
+            if (feed_eog && sl_session_n_past(s) < sl_session_n_ctx(s)) return sl_session_accept(s, tok);
             return 0;
         }
         int len = sl_session_detok(s, tok, piece, sizeof piece);
-        if (len > 0) { fwrite(piece, 1, (size_t)len, stdout); fflush(stdout); }
-        rc = sl_session_accept(s, tok);
-        if (rc) {
-            fprintf(stderr, "\nsluice: %s\n", sl_session_errmsg(s));
-            return 1;
+        if (len > 0) {
+            fwrite(piece, 1, (size_t)len, stdout);
+            fflush(stdout);
+            if (capture) fwrite(piece, 1, (size_t)len, capture);
         }
+        if ((rc = sl_session_accept(s, tok))) return rc;
     }
     return 0;
 }
@@ -214,8 +224,9 @@ static int run_main(int argc, char **argv)
     if (!o.no_display_prompt) { fputs(o.prompt, stdout); fflush(stdout); }
     sl_stats pre, all;
     sl_session_get_stats(s, &pre);
-    bool eog;
-    ret = generate(&o, m, s, o.n_predict, &eog);
+    enum gen_end end;
+    if (generate(&o, m, s, NULL, false, &end)) fprintf(stderr, "\nsluice: %s\n", sl_session_errmsg(s));
+    else ret = 0;
     putchar('\n');
     fflush(stdout);
     sl_session_get_stats(s, &all);
@@ -349,40 +360,13 @@ static int chat_main(int argc, char **argv)
         size_t rlen = 0;
         FILE *mem = open_memstream(&reply, &rlen);
         if (!mem) goto oom;
-        bool eog;
-        rc = 0;
-        {
-            char piece[2048];
-            long long lim = o.n_predict;
-            eog = false;
-            for (long long i = 0; lim < 0 || i < lim; i++) {
-                if (sl_session_n_past(s) >= sl_session_n_ctx(s)) {
-                    fprintf(stderr, "\n[context full: %d tokens]\n", sl_session_n_ctx(s));
-                    rc = 1;
-                    break;
-                }
-                int32_t tok;
-                if ((rc = sl_session_sample(s, &tok))) break;
-                if (!o.ignore_eos && sl_model_token_is_eog(m, tok)) {
-                    eog = true;
-                    /* the end-of-turn token belongs to the conversation: feed it */
-                    if (sl_session_n_past(s) < sl_session_n_ctx(s)) rc = sl_session_accept(s, tok);
-                    break;
-                }
-                int len = sl_session_detok(s, tok, piece, sizeof piece);
-                if (len > 0) {
-                    fwrite(piece, 1, (size_t)len, stdout);
-                    fflush(stdout);
-                    fwrite(piece, 1, (size_t)len, mem);
-                }
-                if ((rc = sl_session_accept(s, tok))) break;
-            }
-        }
+        enum gen_end end;
+        rc = generate(&o, m, s, mem, true, &end);
         fclose(mem);
         putchar('\n');
         fflush(stdout);
-        if (rc) {
-            if (rc != 1) fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
+        if (rc || end == GEN_CTX_FULL) {
+            if (rc) fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
             free(reply);
             goto out;
         }
@@ -392,7 +376,6 @@ static int chat_main(int argc, char **argv)
         free(prev);
         prev = render(t, &ms, false, bos, eos);
         if (!prev) { fprintf(stderr, "sluice chat: cannot render the chat template\n"); goto out; }
-        (void)eog;
     }
     ret = 0;
     if (o.stats || o.json) {

@@ -57,7 +57,7 @@ static int check_kernel_types(sl_forward *f)
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         if (t->n_dims < 2 || !strcmp(t->name, "rope_freqs.weight")) continue;
         if (!strcmp(t->name, "token_embd.weight") && !f->d->tied_output) continue;  /* rows only */
-        if (t->type >= SL_Q_COUNT || !f->k->vec_dot[t->type])
+        if (t->type >= SL_GGML_TYPE_COUNT || !f->k->vec_dot[t->type])
             return sl_err_set(SL_EUNSUPPORTED, "tensor '%s': type %s has no %s kernel", t->name,
                               sl_gguf_type_name(t->type) ? sl_gguf_type_name(t->type) : "?",
                               f->k->name);
@@ -102,7 +102,7 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     f->out_norm = on->data;
     const sl_gguf *g = sl_stream_gguf(st);
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
-    f->embd_row_bytes = sl_quant_row_bytes((int)te->type, d->n_embd);
+    f->embd_row_bytes = sl_gguf_row_bytes((int)te->type, d->n_embd);
     if (!f->embd_row_bytes || f->embd_row_bytes > (size_t)d->n_embd * 4 + 64)
         return sl_err_set(SL_EUNSUPPORTED, "token_embd.weight: type %u rows not supported", te->type);
 
@@ -280,7 +280,7 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
         uint64_t rows = ui.row_end - ui.row_begin;
         const uint8_t *data = NULL;
         if (w && w->ne[0] == (uint64_t)d->n_embd) {
-            size_t rb = sl_quant_row_bytes((int)w->type, d->n_embd);
+            size_t rb = sl_gguf_row_bytes((int)w->type, d->n_embd);
             if (w->ne[1] == rows) data = w->data;
             else if (w->ne[1] == (uint64_t)d->n_vocab) data = (const uint8_t *)w->data + ui.row_begin * rb;
         }

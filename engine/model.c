@@ -7,11 +7,11 @@
 
 #include "../quant/quant.h"
 
-bool sl_model_matrix_type_ok(uint32_t type)
+/* True if the kernels can multiply with weights of this type. */
+static bool matrix_type_ok(uint32_t type)
 {
-    if (type >= SL_Q_COUNT || !sl_quant_is_supported((int)type)) return false;
-    /* activation-side types are not weight types */
-    return type != SL_Q_Q8_K && type != SL_Q_Q8_1;
+    /* unknown ids and the activation-only Q8_1 / Q8_K are not weight types */
+    return type < SL_GGML_TYPE_COUNT && sl_quant_is_supported((int)type);
 }
 
 static int key_u32(const sl_gguf *g, const char *arch, const char *suffix, uint32_t *out,
@@ -73,7 +73,7 @@ static int check_tensor(const sl_gguf *g, const char *name, uint64_t ne0, uint64
         return sl_err_set(SL_EUNSUPPORTED, "tensor '%s': type %s, expected f32", name,
                           tn ? tn : "unknown");
     }
-    if (cls == T_MATRIX && !sl_model_matrix_type_ok(t->type)) {
+    if (cls == T_MATRIX && !matrix_type_ok(t->type)) {
         const char *tn = sl_gguf_type_name(t->type);
         return sl_err_set(SL_EUNSUPPORTED, "tensor '%s': type %s (%u) not supported for a matrix",
                           name, tn ? tn : "unknown", t->type);

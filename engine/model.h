@@ -39,7 +39,4 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g);
  * rope_freqs divisors included (freqs may be NULL when absent). */
 void sl_model_rope_inv_freq(const sl_model_desc *d, const float *freqs, float *inv_freq);
 
-/* True if the kernels can multiply with weights of this type. */
-bool sl_model_matrix_type_ok(uint32_t type);
-
 #endif

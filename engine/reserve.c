@@ -1,6 +1,7 @@
 /* The session's memory reserve (reserve.h). */
 #include "reserve.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "../gguf/gguf.h"
@@ -20,8 +21,13 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     r->n_ctx = p->n_ctx ? p->n_ctx : (d->n_ctx_train < 4096 ? d->n_ctx_train : 4096);
     r->n_batch = p->n_batch ? p->n_batch : 64;
     if (r->n_batch > r->n_ctx) r->n_batch = r->n_ctx;
+    /* kernels/ only returns the code: name the override here, or the user sees
+     * whatever message an earlier, recovered lookup left behind. */
     int rc = sl_kern_best_checked(&r->k);
-    if (rc) return rc;
+    if (rc)
+        return sl_err_set(rc == -ENOSYS ? SL_ENOSYS : SL_EINVAL, "SLUICE_ISA=%s: %s",
+                          getenv("SLUICE_ISA"), rc == -ENOSYS ? "not available on this CPU"
+                          : "unknown level (scalar, avx2, avx512, avx512vnni, neon, dotprod)");
     int32_t max_k = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
     if (d->q_dim > max_k) max_k = d->q_dim;
     r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim);

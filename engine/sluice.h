@@ -90,7 +90,10 @@ bool sl_model_token_is_eog(const sl_model *m, int32_t id);
 int sl_model_token_text(const sl_model *m, int32_t id, char *buf, size_t cap);
 /* A string metadata value (e.g. "tokenizer.chat_template"); NULL if absent. */
 const char *sl_model_meta_str(const sl_model *m, const char *key);
-/* Raw piece of a token (bytes, not necessarily valid UTF-8 alone); length or < 0. */
+/* The bytes a token stands for, as printed (SPM "▁" -> " ", byte-level characters
+ * decoded; control tokens: nothing), not NUL-terminated and not necessarily
+ * valid UTF-8 alone (sl_session_detok joins split sequences). Returns the
+ * length, SL_ERANGE if cap is too small, SL_EINVAL for a bad id. */
 int  sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap);
 
 /* ---- sampling -------------------------------------------------------------

@@ -7,36 +7,11 @@
 #include <string.h>
 
 typedef struct bsym { uint32_t start, n; int32_t prev, next; } bsym;
-/* GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
- * rest to U+0100 + k in byte order. Returns the code point for byte b. */
-static uint32_t byte_to_cp(unsigned b)
-{
-    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae)) return b;
-    uint32_t k = 0;
-    for (unsigned x = 0; x < b; x++)
-        if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae))) k++;
-    return 0x100 + k;
-}
-
-uint32_t sl_bpe_byte_cp(unsigned b) { return byte_to_cp(b); }
-
 typedef struct work {
     char *w; size_t wcap;            /* mapped word */
     bsym *s; size_t scap;
     sl_tok_heap h;
 } work;
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *np = realloc(*p, nc * elem);
-    if (!np) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
-    *p = np;
-    *cap = nc;
-    return 0;
-}
 
 static int add_bigram(const sl_tok *t, const work *k, int32_t l, int32_t r, sl_tok_heap *h)
 {
@@ -55,7 +30,7 @@ static int bpe_word(const sl_tok *t, work *k, size_t wlen, sl_ids *out)
         int32_t id = sl_tok_lookup(t, k->w, wlen);
         if (id >= 0) return sl_ids_push(out, id);
     }
-    if ((rc = grow((void **)&k->s, &k->scap, wlen, sizeof *k->s)) < 0) return rc;
+    if ((rc = sl_tok_grow((void **)&k->s, &k->scap, wlen, sizeof *k->s)) < 0) return rc;
     int32_t n = 0;
     for (size_t off = 0; off < wlen;) {
         size_t cl = sl_utf8_len((unsigned char)k->w[off]);
@@ -113,7 +88,7 @@ int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out
     size_t pos = 0;
     for (size_t i = 0; i < nw && rc == 0; i++) {
         size_t wl = 0;
-        if ((rc = grow((void **)&k.w, &k.wcap, lens[i] * 8, 1)) < 0) break;
+        if ((rc = sl_tok_grow((void **)&k.w, &k.wcap, lens[i] * 8, 1)) < 0) break;
         for (size_t j = pos; j < pos + lens[i]; j++) {
             char u[4];
             size_t ul = sl_utf8_encode(cps[j], u);

@@ -16,13 +16,8 @@ typedef struct frags { frag *v; size_t n, cap; } frags;
 
 static int frags_push(frags *f, frag x)
 {
-    if (f->n == f->cap) {
-        size_t nc = f->cap ? f->cap * 2 : 16;
-        frag *nv = realloc(f->v, nc * sizeof *nv);
-        if (!nv) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
-        f->v = nv;
-        f->cap = nc;
-    }
+    int rc = sl_tok_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v);
+    if (rc) return rc;
     f->v[f->n++] = x;
     return 0;
 }

@@ -1,4 +1,5 @@
-/* Priority queue of merge candidates shared by the SPM and BPE tokenizers. */
+/* Encoder scratch: array growth, the id list, and the priority queue of merge
+ * candidates shared by the SPM and BPE tokenizers. */
 #include "tok_internal.h"
 
 #include <stdlib.h>
@@ -9,15 +10,30 @@ static bool cand_before(const sl_tok_cand *a, const sl_tok_cand *b)
     return a->left < b->left;
 }
 
+int sl_tok_grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory for %zu elements", nc);
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
+int sl_ids_push(sl_ids *a, int32_t id)
+{
+    int rc = sl_tok_grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v);
+    if (rc) return rc;
+    a->v[a->n++] = id;
+    return 0;
+}
+
 int sl_tok_heap_push(sl_tok_heap *h, sl_tok_cand c)
 {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        sl_tok_cand *nv = realloc(h->v, nc * sizeof *nv);
-        if (!nv) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
-        h->v = nv;
-        h->cap = nc;
-    }
+    int rc = sl_tok_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v);
+    if (rc) return rc;
     size_t i = h->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;

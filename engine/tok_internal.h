@@ -83,11 +83,15 @@ struct sl_tok {
     bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
 };
 
-uint64_t sl_tok_hash(const char *s, size_t n);
 /* Id of text, -1 if absent (last duplicate wins, as llama.cpp's map). */
 int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n);
 /* Merge rank of (left, right), -1 if none. */
 int32_t sl_tok_merge_rank(const sl_tok *t, const char *l, size_t ll, const char *r, size_t rl);
+
+/* ---- encoder scratch (tok_heap.c) ---- */
+/* Grows *v (elements of elem bytes, capacity *cap) to hold need elements,
+ * doubling from 64; SL_ENOMEM with a message on failure. */
+int sl_tok_grow(void **v, size_t *cap, size_t need, size_t elem);
 
 /* Growable id list used while encoding. */
 typedef struct sl_ids {
@@ -96,14 +100,6 @@ typedef struct sl_ids {
 } sl_ids;
 int sl_ids_push(sl_ids *a, int32_t id);
 
-/* GPT-2 byte-level character (code point) of byte b. */
-uint32_t sl_bpe_byte_cp(unsigned b);
-
-/* Raw-text fragment tokenizers (no special-token handling). */
-int sl_tok_spm_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
-int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
-
-/* ---- merge candidates (SPM and BPE) ---- */
 /* A binary heap that pops the highest prio first, the leftmost pair on ties:
  * SPM pushes the merged token's score, BPE minus the merge rank. lsz/rsz are
  * the symbol sizes at push time, to recognise stale entries. */
@@ -111,5 +107,9 @@ typedef struct sl_tok_cand { double prio; int32_t left, right; uint32_t lsz, rsz
 typedef struct sl_tok_heap { sl_tok_cand *v; size_t n, cap; } sl_tok_heap;
 int sl_tok_heap_push(sl_tok_heap *h, sl_tok_cand c);
 sl_tok_cand sl_tok_heap_pop(sl_tok_heap *h);   /* h->n > 0 */
+
+/* ---- raw-text fragment tokenizers (tok_spm.c, tok_bpe.c; no special tokens) ---- */
+int sl_tok_spm_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
+int sl_tok_bpe_encode(const sl_tok *t, const char *text, size_t len, sl_ids *out);
 
 #endif

@@ -92,6 +92,16 @@ static inline uint16_t flg_at(const uint32_t *cps, size_t ini, size_t end, size_
 #define CPT(p) cpt_at(cps, ini, end, (p))
 #define FLG(p) flg_at(cps, ini, end, (p))
 
+/* The common tail of the gpt2 and llama3 splits, given the run of nws
+ * whitespace code points at pos: \s+(?!\S) (the run minus its last one when
+ * more text follows), else \s+, else one code point. Returns the new pos. */
+static size_t ws_tail(size_t pos, size_t nws, bool more, seg_out *o)
+{
+    pos += nws > 1 && more ? nws - 1 : nws > 0 ? nws : 1;
+    add_word(o, pos);
+    return pos;
+}
+
 /* ---- gpt-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 static void split_gpt2(const uint32_t *cps, size_t ini, size_t end, seg_out *o)
 {
@@ -131,13 +141,7 @@ static void split_gpt2(const uint32_t *cps, size_t ini, size_t end, seg_out *o)
         }
         size_t nws = 0;
         while (FLG(pos + nws) & SL_UCF_WHITESPACE) nws++;
-        if (nws > 1 && CPT(pos + nws) != OUT_OF_RANGE) {   /* \s+(?!\S) */
-            pos += nws - 1;
-            add_word(o, pos);
-            continue;
-        }
-        if (nws > 0) { pos += nws; add_word(o, pos); continue; }
-        add_word(o, ++pos);
+        pos = ws_tail(pos, nws, CPT(pos + nws) != OUT_OF_RANGE, o);
     }
 }
 
@@ -198,13 +202,7 @@ static void split_llama3(const uint32_t *cps, size_t ini, size_t end, size_t max
             nws++;
         }
         if (last_rn > 0) { pos = last_rn; add_word(o, pos); continue; }     /* \s*[\r\n]+ */
-        if (nws > 1 && CPT(pos + nws) != OUT_OF_RANGE) {                      /* \s+(?!\S) */
-            pos += nws - 1;
-            add_word(o, pos);
-            continue;
-        }
-        if (nws > 0) { pos += nws; add_word(o, pos); continue; }
-        add_word(o, ++pos);
+        pos = ws_tail(pos, nws, CPT(pos + nws) != OUT_OF_RANGE, o);
     }
 #undef CPT
 #undef FLG

@@ -9,7 +9,18 @@
 
 #include "../gguf/gguf.h"
 
-uint64_t sl_tok_hash(const char *s, size_t n)
+/* GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
+ * rest to U+0100 + k in byte order. Returns the code point for byte b. */
+static uint32_t byte_to_cp(unsigned b)
+{
+    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae)) return b;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < b; x++)
+        if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae))) k++;
+    return 0x100 + k;
+}
+
+static uint64_t tok_hash(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;   /* FNV-1a, then a final mix */
     for (size_t i = 0; i < n; i++) {
@@ -24,7 +35,7 @@ uint64_t sl_tok_hash(const char *s, size_t n)
 
 int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n)
 {
-    uint64_t i = sl_tok_hash(s, n) & t->ht_mask;
+    uint64_t i = tok_hash(s, n) & t->ht_mask;
     for (;;) {
         uint32_t v = t->ht[i];
         if (v == 0) return -1;
@@ -36,7 +47,7 @@ int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n)
 
 static uint64_t merge_hash(const char *l, size_t ll, const char *r, size_t rl)
 {
-    return sl_tok_hash(l, ll) * 31u ^ sl_tok_hash(r, rl);
+    return tok_hash(l, ll) * 31u ^ tok_hash(r, rl);
 }
 
 int32_t sl_tok_merge_rank(const sl_tok *t, const char *l, size_t ll, const char *r, size_t rl)
@@ -51,19 +62,6 @@ int32_t sl_tok_merge_rank(const sl_tok *t, const char *l, size_t ll, const char 
             return e->rank;
         i = (i + 1) & t->mt_mask;
     }
-}
-
-int sl_ids_push(sl_ids *a, int32_t id)
-{
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 64;
-        int32_t *nv = realloc(a->v, nc * sizeof *nv);
-        if (!nv) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory for %zu ids", nc);
-        a->v = nv;
-        a->cap = nc;
-    }
-    a->v[a->n++] = id;
-    return 0;
 }
 
 static uint64_t pow2_at_least(uint64_t n)
@@ -151,7 +149,7 @@ static int load_strings(sl_tok *t, const sl_gguf *g, int64_t kv)
     for (uint64_t i = 0; i < n; i++) {
         const char *s = t->pool + t->text_off[i];
         uint32_t len = t->text_len[i];
-        uint64_t h = sl_tok_hash(s, len) & t->ht_mask;
+        uint64_t h = tok_hash(s, len) & t->ht_mask;
         for (;;) {
             uint32_t v = t->ht[h];
             if (v == 0) { t->ht[h] = (uint32_t)i + 1; break; }
@@ -345,7 +343,7 @@ static int setup_special(sl_tok *t, const sl_gguf *g)
     /* byte-level BPE character tables */
     for (int i = 0; i < 0x144; i++) t->brev[i] = -1;
     for (unsigned b = 0; b < 256; b++) {
-        uint32_t cp = sl_bpe_byte_cp(b);
+        uint32_t cp = byte_to_cp(b);
         t->bmap_len[b] = (uint8_t)sl_utf8_encode(cp, t->bmap[b]);
         t->brev[cp] = (int16_t)b;
     }

@@ -4,7 +4,15 @@
  * token ids are interchangeable with it.
  *
  * A loaded sl_tok is immutable: any number of threads may encode/decode with
- * one handle at once (each call uses its own scratch memory). */
+ * one handle at once (each call uses its own scratch memory).
+ *
+ * The files depend one way; each calls only into the rows above it:
+ *   unicode_tables.c tok_pretok.c  code point flags, UTF-8, BPE pre-tokenizer splits
+ *   tok_vocab.c                    load, text/merge hash tables, accessors
+ *   tok_heap.c                     encoder scratch: growth, id list, merge-candidate queue
+ *   tok_spm.c tok_bpe.c            raw-text fragment tokenizers (never call encode)
+ *   tok_encode.c                   special tokens, BOS/EOS, dispatch to spm / bpe
+ *   tok_detok.c                    ids -> text (vocab and UTF-8 only) */
 #ifndef SL_TOKENIZER_H
 #define SL_TOKENIZER_H
 

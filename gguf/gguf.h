@@ -13,14 +13,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include "sl_status.h"
-
-/* ggml tensor type ids (the on-disk numbers). */
-enum sl_ggml_type {
-    SL_GGML_F32 = 0, SL_GGML_F16 = 1, SL_GGML_Q4_0 = 2, SL_GGML_Q4_1 = 3,
-    SL_GGML_Q5_0 = 6, SL_GGML_Q5_1 = 7, SL_GGML_Q8_0 = 8, SL_GGML_Q8_1 = 9,
-    SL_GGML_Q2_K = 10, SL_GGML_Q3_K = 11, SL_GGML_Q4_K = 12, SL_GGML_Q5_K = 13,
-    SL_GGML_Q6_K = 14, SL_GGML_Q8_K = 15, SL_GGML_BF16 = 30,
-};
+#include "gguf_type.h"   /* enum sl_ggml_type and its table */
 
 /* Metadata value types (the on-disk numbers). */
 enum sl_gguf_vtype {
@@ -64,18 +57,11 @@ typedef struct sl_gguf_extent {
     uint32_t n_tensors;
 } sl_gguf_extent;
 
+/* ---- metadata value types ------------------------------------------- */
+/* Name ("u32") or NULL for an unknown vtype. */
+const char *sl_gguf_vtype_name(uint32_t vtype);
 /* Size of one scalar of vtype on disk (1,2,4,8), 0 for STRING/ARRAY/unknown. */
 size_t sl_gguf_vtype_size(uint32_t vtype);
-
-/* ---- type table ------------------------------------------------------- */
-/* Name ("q4_K") or NULL for an id this build does not know. */
-const char *sl_gguf_type_name(uint32_t type);
-/* Block geometry; SL_EUNSUPPORTED for unknown types. */
-int sl_gguf_type_block(uint32_t type, uint32_t *elems_per_block, uint32_t *bytes_per_block);
-/* Bytes of a tensor; SL_EFORMAT if ne[0] is not a multiple of the block,
- * SL_ERANGE on overflow, SL_EUNSUPPORTED for unknown types. */
-int sl_gguf_tensor_size(uint32_t type, uint32_t n_dims, const uint64_t *ne, uint64_t *out);
-const char *sl_gguf_vtype_name(uint32_t vtype);
 
 /* ---- reader ----------------------------------------------------------- */
 /* name: used in messages (usually the path). The fd/callback must outlive the reader. */

@@ -314,12 +314,12 @@ static void FN(dot_bf16)(int64_t n, float *s, const void *vx, const void *vy)
 #define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T)
 static void FN(arm_fill)(sl_kern *k)
 {
-    SET(q4_k, SL_Q_Q4_K); SET(q5_k, SL_Q_Q5_K); SET(q6_k, SL_Q_Q6_K);
-    SET(q2_k, SL_Q_Q2_K); SET(q3_k, SL_Q_Q3_K);
-    SET(q4_0, SL_Q_Q4_0); SET(q4_1, SL_Q_Q4_1); SET(q5_0, SL_Q_Q5_0);
-    SET(q5_1, SL_Q_Q5_1); SET(q8_0, SL_Q_Q8_0);
-    k->vec_dot[SL_Q_F32] = FN(dot_f32);
-    k->vec_dot[SL_Q_F16] = FN(dot_f16);
-    k->vec_dot[SL_Q_BF16] = FN(dot_bf16);
+    SET(q4_k, SL_GGML_Q4_K); SET(q5_k, SL_GGML_Q5_K); SET(q6_k, SL_GGML_Q6_K);
+    SET(q2_k, SL_GGML_Q2_K); SET(q3_k, SL_GGML_Q3_K);
+    SET(q4_0, SL_GGML_Q4_0); SET(q4_1, SL_GGML_Q4_1); SET(q5_0, SL_GGML_Q5_0);
+    SET(q5_1, SL_GGML_Q5_1); SET(q8_0, SL_GGML_Q8_0);
+    k->vec_dot[SL_GGML_F32] = FN(dot_f32);
+    k->vec_dot[SL_GGML_F16] = FN(dot_f16);
+    k->vec_dot[SL_GGML_BF16] = FN(dot_bf16);
 }
 #undef SET

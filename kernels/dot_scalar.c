@@ -247,26 +247,26 @@ static void blk_bf16(const void *vx, const void *vy, int64_t i, float *a, float 
 static blk_fn blk_for(int type)
 {
     switch (type) {
-    case SL_Q_Q4_0: return blk_q4_0;
-    case SL_Q_Q4_1: return blk_q4_1;
-    case SL_Q_Q5_0: return blk_q5_0;
-    case SL_Q_Q5_1: return blk_q5_1;
-    case SL_Q_Q8_0: return blk_q8_0;
-    case SL_Q_Q2_K: return blk_q2_k;
-    case SL_Q_Q3_K: return blk_q3_k;
-    case SL_Q_Q4_K: return blk_q4_k;
-    case SL_Q_Q5_K: return blk_q5_k;
-    case SL_Q_Q6_K: return blk_q6_k;
-    case SL_Q_F32: return blk_f32;
-    case SL_Q_F16: return blk_f16;
-    case SL_Q_BF16: return blk_bf16;
+    case SL_GGML_Q4_0: return blk_q4_0;
+    case SL_GGML_Q4_1: return blk_q4_1;
+    case SL_GGML_Q5_0: return blk_q5_0;
+    case SL_GGML_Q5_1: return blk_q5_1;
+    case SL_GGML_Q8_0: return blk_q8_0;
+    case SL_GGML_Q2_K: return blk_q2_k;
+    case SL_GGML_Q3_K: return blk_q3_k;
+    case SL_GGML_Q4_K: return blk_q4_k;
+    case SL_GGML_Q5_K: return blk_q5_k;
+    case SL_GGML_Q6_K: return blk_q6_k;
+    case SL_GGML_F32: return blk_f32;
+    case SL_GGML_F16: return blk_f16;
+    case SL_GGML_BF16: return blk_bf16;
     default: return NULL;
     }
 }
 
 static inline float run(blk_fn f, int type, int64_t n, const void *x, const void *y)
 {
-    int64_t nb = n / sl_quant_block_elems(type);
+    int64_t nb = n / sl_gguf_block_elems(type);
     double s = 0.0;
     for (int64_t i = 0; i < nb; i++) {
         float a, b;
@@ -280,7 +280,7 @@ float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y)
 {
     blk_fn f = blk_for(type);
     if (!f) return 0.0f;
-    int64_t nb = n / sl_quant_block_elems(type);
+    int64_t nb = n / sl_gguf_block_elems(type);
     double s = 0.0;
     for (int64_t i = 0; i < nb; i++) {
         float a, b;
@@ -293,25 +293,25 @@ float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y)
 #define DEF(T, ID) \
     static void dot_##T(int64_t n, float *s, const void *x, const void *y) \
     { *s = run(blk_##T, ID, n, x, y); }
-DEF(q4_0, SL_Q_Q4_0) DEF(q4_1, SL_Q_Q4_1) DEF(q5_0, SL_Q_Q5_0) DEF(q5_1, SL_Q_Q5_1)
-DEF(q8_0, SL_Q_Q8_0) DEF(q2_k, SL_Q_Q2_K) DEF(q3_k, SL_Q_Q3_K) DEF(q4_k, SL_Q_Q4_K)
-DEF(q5_k, SL_Q_Q5_K) DEF(q6_k, SL_Q_Q6_K) DEF(f32, SL_Q_F32) DEF(f16, SL_Q_F16)
-DEF(bf16, SL_Q_BF16)
+DEF(q4_0, SL_GGML_Q4_0) DEF(q4_1, SL_GGML_Q4_1) DEF(q5_0, SL_GGML_Q5_0) DEF(q5_1, SL_GGML_Q5_1)
+DEF(q8_0, SL_GGML_Q8_0) DEF(q2_k, SL_GGML_Q2_K) DEF(q3_k, SL_GGML_Q3_K) DEF(q4_k, SL_GGML_Q4_K)
+DEF(q5_k, SL_GGML_Q5_K) DEF(q6_k, SL_GGML_Q6_K) DEF(f32, SL_GGML_F32) DEF(f16, SL_GGML_F16)
+DEF(bf16, SL_GGML_BF16)
 #undef DEF
 
 void sl_dot_fill_scalar(sl_kern *k)
 {
-    k->vec_dot[SL_Q_Q4_0] = dot_q4_0;
-    k->vec_dot[SL_Q_Q4_1] = dot_q4_1;
-    k->vec_dot[SL_Q_Q5_0] = dot_q5_0;
-    k->vec_dot[SL_Q_Q5_1] = dot_q5_1;
-    k->vec_dot[SL_Q_Q8_0] = dot_q8_0;
-    k->vec_dot[SL_Q_Q2_K] = dot_q2_k;
-    k->vec_dot[SL_Q_Q3_K] = dot_q3_k;
-    k->vec_dot[SL_Q_Q4_K] = dot_q4_k;
-    k->vec_dot[SL_Q_Q5_K] = dot_q5_k;
-    k->vec_dot[SL_Q_Q6_K] = dot_q6_k;
-    k->vec_dot[SL_Q_F32] = dot_f32;
-    k->vec_dot[SL_Q_F16] = dot_f16;
-    k->vec_dot[SL_Q_BF16] = dot_bf16;
+    k->vec_dot[SL_GGML_Q4_0] = dot_q4_0;
+    k->vec_dot[SL_GGML_Q4_1] = dot_q4_1;
+    k->vec_dot[SL_GGML_Q5_0] = dot_q5_0;
+    k->vec_dot[SL_GGML_Q5_1] = dot_q5_1;
+    k->vec_dot[SL_GGML_Q8_0] = dot_q8_0;
+    k->vec_dot[SL_GGML_Q2_K] = dot_q2_k;
+    k->vec_dot[SL_GGML_Q3_K] = dot_q3_k;
+    k->vec_dot[SL_GGML_Q4_K] = dot_q4_k;
+    k->vec_dot[SL_GGML_Q5_K] = dot_q5_k;
+    k->vec_dot[SL_GGML_Q6_K] = dot_q6_k;
+    k->vec_dot[SL_GGML_F32] = dot_f32;
+    k->vec_dot[SL_GGML_F16] = dot_f16;
+    k->vec_dot[SL_GGML_BF16] = dot_bf16;
 }

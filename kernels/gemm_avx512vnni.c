@@ -304,12 +304,12 @@ static void lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A
 
 void sl_gemm_fill_avx512vnni(sl_kern *k)
 {
-    k->panel[SL_Q_Q4_K] = &pn_q4_k;
-    k->panel[SL_Q_Q5_K] = &pn_q5_k;
-    k->panel[SL_Q_Q6_K] = &pn_q6_k;
-    k->panel[SL_Q_Q3_K] = &pn_q3_k;
-    k->panel[SL_Q_Q2_K] = &pn_q2_k;
-    k->panel[SL_Q_Q8_0] = &pn_q8_0;
-    k->panel[SL_Q_Q4_0] = &pn_q4_0;
-    k->panel[SL_Q_Q5_0] = &pn_q5_0;
+    k->panel[SL_GGML_Q4_K] = &pn_q4_k;
+    k->panel[SL_GGML_Q5_K] = &pn_q5_k;
+    k->panel[SL_GGML_Q6_K] = &pn_q6_k;
+    k->panel[SL_GGML_Q3_K] = &pn_q3_k;
+    k->panel[SL_GGML_Q2_K] = &pn_q2_k;
+    k->panel[SL_GGML_Q8_0] = &pn_q8_0;
+    k->panel[SL_GGML_Q4_0] = &pn_q4_0;
+    k->panel[SL_GGML_Q5_0] = &pn_q5_0;
 }

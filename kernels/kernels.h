@@ -39,9 +39,9 @@ typedef void (*sl_gemm_fn)(int64_t n, const void *x, size_t bx, int nx,
 typedef struct sl_kern {
     int isa;
     const char *name;
-    sl_vec_dot_fn vec_dot[SL_Q_COUNT];          /* NULL: type not supported */
-    sl_gemm_fn gemm[SL_Q_COUNT];                /* NULL: matvec/matmul loop vec_dot */
-    const struct sl_panel *panel[SL_Q_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */
+    sl_vec_dot_fn vec_dot[SL_GGML_TYPE_COUNT];          /* NULL: type not supported */
+    sl_gemm_fn gemm[SL_GGML_TYPE_COUNT];                /* NULL: matvec/matmul loop vec_dot */
+    const struct sl_panel *panel[SL_GGML_TYPE_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */
     /* y = x / sqrt(mean(x^2) + eps) * w */
     void (*rmsnorm)(float *y, const float *x, const float *w, int64_t n, float eps);
     /* In place over n_head heads of head_dim: rotate the first n_rot dims of
@@ -69,7 +69,7 @@ size_t sl_kern_act_bytes(int wtype, int64_t cols, int64_t n_rows);
 /* Quantize n_rows float rows (stride cols) into wtype's vec_dot_type. */
 void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t cols,
                           int64_t n_rows, void *act);
-/* y[r] = dot(W row r, act) for r in [0, rows); W rows are sl_quant_row_bytes(wtype, cols).
+/* y[r] = dot(W row r, act) for r in [0, rows); W rows are sl_gguf_row_bytes(wtype, cols).
  * Split over the pool's threads by row ranges. */
 int sl_kern_matvec(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                    int64_t cols, const void *act, float *y);

@@ -13,7 +13,7 @@ size_t sl_kern_act_bytes(int wtype, int64_t cols, int64_t n_rows)
 {
     if (cols <= 0 || n_rows < 0 || !sl_quant_is_supported(wtype)) return 0;
     int vdt = sl_quant_vec_dot_type(wtype);
-    size_t rb = sl_quant_row_bytes(vdt, cols);
+    size_t rb = sl_gguf_row_bytes(vdt, cols);
     if (rb == 0 || (n_rows > 0 && rb > SIZE_MAX / (size_t)n_rows)) return 0;
     return rb * (size_t)n_rows;
 }
@@ -29,12 +29,12 @@ void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t c
         const float *xr = x + r * cols;
         void *dst = (char *)act + (size_t)r * rb;
         switch (vdt) {
-        case SL_Q_Q8_0: sl_quant_row_q8_0(xr, dst, cols); break;
-        case SL_Q_Q8_1: sl_quant_row_q8_1(xr, dst, cols); break;
-        case SL_Q_Q8_K: sl_quant_row_q8_k(xr, dst, cols); break;
-        case SL_Q_F16:  sl_quant_row_f16(xr, dst, cols); break;
-        case SL_Q_BF16: sl_quant_row_bf16(xr, dst, cols); break;
-        case SL_Q_F32:  memcpy(dst, xr, (size_t)cols * sizeof(float)); break;
+        case SL_GGML_Q8_0: sl_quant_row_q8_0(xr, dst, cols); break;
+        case SL_GGML_Q8_1: sl_quant_row_q8_1(xr, dst, cols); break;
+        case SL_GGML_Q8_K: sl_quant_row_q8_k(xr, dst, cols); break;
+        case SL_GGML_F16:  sl_quant_row_f16(xr, dst, cols); break;
+        case SL_GGML_BF16: sl_quant_row_bf16(xr, dst, cols); break;
+        case SL_GGML_F32:  memcpy(dst, xr, (size_t)cols * sizeof(float)); break;
         default: break;
         }
     }
@@ -171,7 +171,7 @@ size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_ac
 {
     size_t best = 0;
     if (!k || cols <= 0 || n_act < SL_PANEL_MIN_ACT || n_threads < 1) return 0;
-    for (int t = 0; t < SL_Q_COUNT; t++) {
+    for (int t = 0; t < SL_GGML_TYPE_COUNT; t++) {
         const sl_panel *pn = k->panel[t];
         if (!pn) continue;
         int64_t c = (cols + pn->block - 1) / pn->block * pn->block;
@@ -196,7 +196,7 @@ static int panel_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, 
     size_t arb = sl_kern_act_bytes(wtype, cols, 1);
     pn->pack(act, arb, n_act, cols / pn->block, mem);
     struct pn_job j = {
-        .pn = pn, .W = W, .wrb = sl_quant_row_bytes(wtype, cols), .rows = rows, .cols = cols,
+        .pn = pn, .W = W, .wrb = sl_gguf_row_bytes(wtype, cols), .rows = rows, .cols = cols,
         .n_act = n_act, .ldy = ldy, .panel = mem, .scratch = mem + pb, .per = per, .Y = Y,
     };
     if (nth > 1 && rows >= 16) sl_pool_run(p, pn_worker, &j);
@@ -208,8 +208,8 @@ static int check(const sl_kern *k, int wtype, const void *W, int64_t rows, int64
                  const void *act, const void *y)
 {
     if (!k || !W || !act || !y || rows < 0 || cols <= 0) return -EINVAL;
-    if (wtype < 0 || wtype >= SL_Q_COUNT || !k->vec_dot[wtype]) return -EINVAL;
-    if (sl_quant_row_bytes(wtype, cols) == 0 || sl_kern_act_bytes(wtype, cols, 1) == 0)
+    if (wtype < 0 || wtype >= SL_GGML_TYPE_COUNT || !k->vec_dot[wtype]) return -EINVAL;
+    if (sl_gguf_row_bytes(wtype, cols) == 0 || sl_kern_act_bytes(wtype, cols, 1) == 0)
         return -EINVAL;                      /* cols not a multiple of the block */
     return 0;
 }
@@ -229,7 +229,7 @@ int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
     if (rows == 0 || n_act == 0) return 0;
     if (n_act > 1 && panel_matmul(k, p, wtype, W, rows, cols, act, n_act, Y, ldy) == 0) return 0;
     struct mm_job j = {
-        .k = k, .wtype = wtype, .W = W, .wrb = sl_quant_row_bytes(wtype, cols),
+        .k = k, .wtype = wtype, .W = W, .wrb = sl_gguf_row_bytes(wtype, cols),
         .arb = sl_kern_act_bytes(wtype, cols, 1), .rows = rows, .cols = cols,
         .n_act = n_act, .ldy = ldy, .act = act, .Y = Y,
     };

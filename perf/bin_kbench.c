@@ -106,27 +106,27 @@ static void put_f16(uint8_t *p, float v) { sl_f16 h = sl_f32_to_f16(v); memcpy(p
 static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
 {
     for (size_t i = 0; i + 8 <= bytes; i += 8) { uint64_t v = rng(seed); memcpy(w + i, &v, 8); }
-    if (t == SL_Q_F32) {
+    if (t == SL_GGML_F32) {
         for (size_t i = 0; i < bytes / 4; i++) ((float *)w)[i] = (float)(int)(rng(seed) % 2001 - 1000) * 1e-3f;
         return;
     }
-    if (t == SL_Q_F16 || t == SL_Q_BF16) {
+    if (t == SL_GGML_F16 || t == SL_GGML_BF16) {
         for (size_t i = 0; i < bytes / 2; i++) {
             float v = (float)(int)(rng(seed) % 2001 - 1000) * 1e-3f;
-            if (t == SL_Q_F16) put_f16(w + 2 * i, v);
+            if (t == SL_GGML_F16) put_f16(w + 2 * i, v);
             else { sl_bf16 b = sl_f32_to_bf16(v); memcpy(w + 2 * i, &b, 2); }
         }
         return;
     }
     int off[2] = {-1, -1};                     /* the f16 scale fields: keep them sane */
     switch (t) {
-    case SL_Q_Q4_0: case SL_Q_Q5_0: case SL_Q_Q8_0: off[0] = 0; break;
-    case SL_Q_Q4_1: case SL_Q_Q5_1: case SL_Q_Q4_K: case SL_Q_Q5_K: off[0] = 0; off[1] = 2; break;
-    case SL_Q_Q2_K: off[0] = 80; off[1] = 82; break;
-    case SL_Q_Q3_K: off[0] = 108; break;
-    case SL_Q_Q6_K: off[0] = 208; break;
+    case SL_GGML_Q4_0: case SL_GGML_Q5_0: case SL_GGML_Q8_0: off[0] = 0; break;
+    case SL_GGML_Q4_1: case SL_GGML_Q5_1: case SL_GGML_Q4_K: case SL_GGML_Q5_K: off[0] = 0; off[1] = 2; break;
+    case SL_GGML_Q2_K: off[0] = 80; off[1] = 82; break;
+    case SL_GGML_Q3_K: off[0] = 108; break;
+    case SL_GGML_Q6_K: off[0] = 208; break;
     }
-    size_t bb = (size_t)sl_quant_block_bytes(t);
+    size_t bb = (size_t)sl_gguf_block_bytes(t);
     for (size_t b = 0; b < bytes / bb; b++)
         for (int k = 0; k < 2; k++)
             if (off[k] >= 0) put_f16(w + b * bb + (size_t)off[k], 0.01f);
@@ -144,7 +144,7 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
         if (!k->vec_dot[t]) continue;
-        size_t mb = sl_quant_row_bytes(t, COLS) * CROWS;
+        size_t mb = sl_gguf_row_bytes(t, COLS) * CROWS;
         uint8_t *W = malloc(mb);
         void *act = malloc(sl_kern_act_bytes(t, COLS, BATCH));
         if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
@@ -162,8 +162,8 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
             if (tv < bmv) bmv = tv;
             if (tm < bmm) bmm = tm;
         }
-        double blocks = (double)CROWS * COLS / sl_quant_block_elems(t);
-        printf("%-6s %9.2f %11.2f | %10.1f %8.2fx\n", sl_quant_type_name(t), (double)mb / bmv / 1e9,
+        double blocks = (double)CROWS * COLS / sl_gguf_block_elems(t);
+        printf("%-6s %9.2f %11.2f | %10.1f %8.2fx\n", sl_gguf_type_name(t), (double)mb / bmv / 1e9,
                bmv * 1e9 * nth / blocks, (double)CROWS * COLS * BATCH / bmm / 1e9, BATCH * bmv / bmm);
         fflush(stdout);
         free(W);
@@ -173,14 +173,14 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
 }
 
 static const int all_types[] = {
-    SL_Q_Q2_K, SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_Q4_0, SL_Q_Q4_1,
-    SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_F16, SL_Q_BF16, SL_Q_F32,
+    SL_GGML_Q2_K, SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q4_0, SL_GGML_Q4_1,
+    SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32,
 };
 
 static int type_by_name(const char *s)
 {
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++)
-        if (strcasecmp(s, sl_quant_type_name(all_types[i])) == 0) return all_types[i];
+        if (strcasecmp(s, sl_gguf_type_name(all_types[i])) == 0) return all_types[i];
     return -1;
 }
 
@@ -257,8 +257,8 @@ int main(int argc, char **argv)
            "bw now", "mv GB/s", "% bw", "mv rows/s", "mm GFLOP/s", "mm rows/s", "mv rows/s", "mm/mv");
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
-        if (!k->vec_dot[t]) { printf("%-6s  (no kernel)\n", sl_quant_type_name(t)); continue; }
-        size_t mb = sl_quant_row_bytes(t, COLS) * ROWS;
+        if (!k->vec_dot[t]) { printf("%-6s  (no kernel)\n", sl_gguf_type_name(t)); continue; }
+        size_t mb = sl_gguf_row_bytes(t, COLS) * ROWS;
         int nmat = (int)(((wmib << 20) + mb - 1) / mb);
         if (nmat < 2) nmat = 2;
         uint8_t *W = malloc(mb * (size_t)nmat);
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
         double gbs = (double)mb / tmv / 1e9;
         double mv_rows = 1.0 / tmv, mm_rows = BATCH / tmm;
         printf("%-6s %8.1f %5d | %7.2f %9.2f %6.1f%% %9.1f | %9.1f %10.1f %10.1f %6.2fx\n",
-               sl_quant_type_name(t), (double)mb / 1048576.0, nmat, bwnow, gbs, 100.0 * pct_med, mv_rows,
+               sl_gguf_type_name(t), (double)mb / 1048576.0, nmat, bwnow, gbs, 100.0 * pct_med, mv_rows,
                2.0 * ROWS * COLS * BATCH / tmm / 1e9, mm_rows, mv_rows, rat_med);
         fflush(stdout);
         free(W);

@@ -23,8 +23,8 @@ int main(int argc, char **argv)
         double u1 = ((z1 >> 11) + 1) * 0x1p-53, u2 = (z2 >> 11) * 0x1p-53;
         x[i] = (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
     }
-    static const int types[] = { SL_Q_F16, SL_Q_BF16, SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0,
-                                 SL_Q_Q2_K, SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_Q8_K };
+    static const int types[] = { SL_GGML_F16, SL_GGML_BF16, SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0,
+                                 SL_GGML_Q2_K, SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q8_K };
     enum { REPS = 3 };
     printf("quantbench: %lld elements, median of %d, 1 thread\n", (long long)n, REPS);
     printf("%-5s %14s %14s %12s\n", "type", "quant Melem/s", "deq Melem/s", "rel RMSE");
@@ -33,9 +33,9 @@ int main(int argc, char **argv)
         double tq[REPS], td[REPS];
         for (int r = 0; r < REPS; r++) {
             double t0 = perf_now();
-            if (sl_quant_quantize_row(t, x, q, n) < 0) { fprintf(stderr, "quantize %s failed\n", sl_quant_type_name(t)); return 1; }
+            if (sl_quant_quantize_row(t, x, q, n) < 0) { fprintf(stderr, "quantize %s failed\n", sl_gguf_type_name(t)); return 1; }
             double t1 = perf_now();
-            if (sl_quant_dequantize_row(t, q, y, n) < 0) { fprintf(stderr, "dequantize %s failed\n", sl_quant_type_name(t)); return 1; }
+            if (sl_quant_dequantize_row(t, q, y, n) < 0) { fprintf(stderr, "dequantize %s failed\n", sl_gguf_type_name(t)); return 1; }
             double t2 = perf_now();
             tq[r] = t1 - t0; td[r] = t2 - t1;
         }
@@ -43,7 +43,7 @@ int main(int argc, char **argv)
         perf_sort(td, REPS);
         double se = 0, sx = 0;
         for (int64_t i = 0; i < n; i++) { double d = (double)y[i] - x[i]; se += d * d; sx += (double)x[i] * x[i]; }
-        printf("%-5s %14.1f %14.1f %12.5f\n", sl_quant_type_name(t), (double)n / tq[REPS / 2] * 1e-6,
+        printf("%-5s %14.1f %14.1f %12.5f\n", sl_gguf_type_name(t), (double)n / tq[REPS / 2] * 1e-6,
                (double)n / td[REPS / 2] * 1e-6, sqrt(se / sx));
     }
     free(x); free(y); free(q);

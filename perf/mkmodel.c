@@ -156,7 +156,9 @@ static int pool_build(mk_pool *p, uint32_t type, uint64_t seed)
 {
     memset(p, 0, sizeof *p);
     p->type = type;
-    if (sl_gguf_type_block(type, &p->epb, &p->bpb)) return -1;
+    p->epb = sl_gguf_block_elems(type);
+    p->bpb = sl_gguf_block_bytes(type);
+    if (!p->epb) return -1;
     p->nsf = scale_fields(type, p->sf);
     if (!p->nsf) return -1;
     p->blocks = malloc((size_t)MK_POOL * p->bpb);

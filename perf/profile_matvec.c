@@ -8,8 +8,8 @@
 #include <string.h>
 
 static const struct { int type; const char *name; } mv_types[] = {
-    { SL_Q_Q4_0, "q4_0" }, { SL_Q_Q8_0, "q8_0" }, { SL_Q_Q2_K, "q2_K" }, { SL_Q_Q3_K, "q3_K" },
-    { SL_Q_Q4_K, "q4_K" }, { SL_Q_Q5_K, "q5_K" }, { SL_Q_Q6_K, "q6_K" }, { SL_Q_F16, "f16" },
+    { SL_GGML_Q4_0, "q4_0" }, { SL_GGML_Q8_0, "q8_0" }, { SL_GGML_Q2_K, "q2_K" }, { SL_GGML_Q3_K, "q3_K" },
+    { SL_GGML_Q4_K, "q4_K" }, { SL_GGML_Q5_K, "q5_K" }, { SL_GGML_Q6_K, "q6_K" }, { SL_GGML_F16, "f16" },
 };
 #define MV_N (int)(sizeof mv_types / sizeof mv_types[0])
 #define MV_COLS 4096
@@ -33,7 +33,7 @@ int perf_matvec_profile(double seconds, int n_threads, FILE *json, int print)
     for (int i = 0; i < MV_N && x; i++) {
         int t = mv_types[i].type;
         if (!k->vec_dot[t]) continue;
-        size_t rb = sl_quant_row_bytes(t, MV_COLS);
+        size_t rb = sl_gguf_row_bytes(t, MV_COLS);
         if (!rb) continue;
         int64_t rows = (int64_t)(MV_BYTES / rb);
         uint8_t *W = malloc((size_t)rows * rb);

@@ -1,5 +1,6 @@
 /* Block formats of GGUF tensors and activations: layouts, scalar dequantize,
- * reference quantize, activation quantizers. Depends on nothing (libc only).
+ * reference quantize, activation quantizers. Depends on gguf/gguf_type.h only
+ * (the ggml type table) and libc.
  * The scalar code here is the oracle that every SIMD kernel is tested against. */
 #ifndef SL_QUANT_H
 #define SL_QUANT_H
@@ -8,14 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Type ids: identical to ggml's on-disk numbers (gguf.h enum sl_ggml_type). */
-enum sl_qtype {
-    SL_Q_F32 = 0, SL_Q_F16 = 1, SL_Q_Q4_0 = 2, SL_Q_Q4_1 = 3,
-    SL_Q_Q5_0 = 6, SL_Q_Q5_1 = 7, SL_Q_Q8_0 = 8, SL_Q_Q8_1 = 9,
-    SL_Q_Q2_K = 10, SL_Q_Q3_K = 11, SL_Q_Q4_K = 12, SL_Q_Q5_K = 13,
-    SL_Q_Q6_K = 14, SL_Q_Q8_K = 15, SL_Q_BF16 = 30,
-    SL_Q_COUNT = 31
-};
+#include "../gguf/gguf_type.h"
+
+/* Type ids and block geometry: gguf/gguf_type.h (enum sl_ggml_type,
+ * sl_gguf_block_elems/_bytes, sl_gguf_row_bytes, sl_gguf_type_name), the
+ * tree's one type table. quant/ adds the per-type operations below, keyed by
+ * those ids; an unknown id fails here exactly as there. */
 
 #define SL_QK   32    /* elements per block of the legacy formats */
 #define SL_QKK  256   /* elements per K-quant super-block */
@@ -55,28 +54,25 @@ sl_f16 sl_f32_to_f16(float f);          /* round to nearest even */
 float  sl_bf16_to_f32(sl_bf16 h);
 sl_bf16 sl_f32_to_bf16(float f);        /* round to nearest even; NaN stays NaN */
 
-/* ---- type table -------------------------------------------------------- */
-/* 0 for ids this build does not know. */
-int sl_quant_block_elems(int type);     /* 1 for F32/F16/BF16, 32 or 256 else */
-int sl_quant_block_bytes(int type);
-const char *sl_quant_type_name(int type); /* "unknown" for unknown ids */
-/* Bytes of a row of n elements (n a multiple of the block), 0 if invalid. */
-size_t sl_quant_row_bytes(int type, int64_t n);
+/* ---- per-type operations ---------------------------------------------- */
 /* Activation type the weight type is dotted with: Q8_K for Q2_K..Q6_K,
  * Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16/BF16/F32 for themselves;
- * -1 for unknown ids and the activation-only Q8_1 / Q8_K. */
+ * -1 for the activation-only Q8_1 / Q8_K and for unknown ids (with the
+ * table's "unknown ggml tensor type" message). */
 int sl_quant_vec_dot_type(int type);
-/* True if the type is a known weight type with a dequantizer (Q8_1 / Q8_K
- * dequantize too but are activation-only: 0). */
+/* True if the type is a known weight type, i.e. has a vec_dot type (Q8_1 /
+ * Q8_K dequantize too but are activation-only: 0). */
 int sl_quant_is_supported(int type);
 
 /* ---- dequantize (bit-exact with the golden to_float: no FMA contraction) */
-/* n must be a multiple of the type's block; returns 0 or -EINVAL. */
+/* n must be a multiple of the type's block; returns 0, SL_EINVAL (bad n or
+ * pointer) or SL_EUNSUPPORTED (unknown type). */
 int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
 
 /* ---- quantize (reference; RMSE within a few % of ggml's reference) ----- */
-/* Returns bytes written or -EINVAL. Works for every weight type and for the
- * activation types Q8_0, Q8_1, Q8_K (same as the functions below). */
+/* Returns bytes written, SL_EINVAL or SL_EUNSUPPORTED (as dequantize). Works
+ * for every weight type and for the activation types Q8_0, Q8_1, Q8_K (same as
+ * the functions below). */
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n);
 
 /* ---- activation quantizers (exact reference semantics, see golden README)

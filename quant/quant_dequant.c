@@ -1,10 +1,9 @@
 /* Scalar dequantizers. Every product and sum is rounded separately, in the
  * order of the format's definition (build uses -ffp-contract=off), so the
  * results equal ggml's to_float bit for bit. */
-#include <errno.h>
 #include <string.h>
 
-#include "quant.h"
+#include "quant_internal.h"
 
 #define F16(h) sl_f16_to_f32(h)
 
@@ -156,41 +155,36 @@ static void k4_scale_min(const uint8_t *s, int j, int *sc, int *m)
     }
 }
 
+/* q4_K and q5_K: the same 6-bit scale/min pairs over 8 groups of 32; q5_K adds
+ * a fifth bit per element from qh (NULL for q4_K). */
+static void deq_k45(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, float d, float dmin,
+                    float *y)
+{
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        k4_scale_min(scales, j, &sc, &m);
+        float d1 = d * (float)sc, m1 = dmin * (float)m;
+        const uint8_t *q = qs + 32 * (j / 2);
+        int shift = 4 * (j & 1);
+        for (int l = 0; l < 32; l++) {
+            int v = ((q[l] >> shift) & 15) | (qh ? ((qh[l] >> j) & 1) << 4 : 0);
+            y[32 * j + l] = d1 * (float)v - m1;
+        }
+    }
+}
+
 static void deq_q4_k(const void *src, float *y, int64_t n)
 {
     const sl_block_q4_k *b = src;
-    for (int64_t i = 0; i < n / SL_QKK; i++, b++) {
-        float d = F16(b->d), dmin = F16(b->dmin);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            k4_scale_min(b->scales, j, &sc, &m);
-            float d1 = d * (float)sc, m1 = dmin * (float)m;
-            const uint8_t *q = b->qs + 32 * (j / 2);
-            int shift = 4 * (j & 1);
-            for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)((q[l] >> shift) & 15) - m1;
-        }
-        y += SL_QKK;
-    }
+    for (int64_t i = 0; i < n / SL_QKK; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, NULL, F16(b->d), F16(b->dmin), y);
 }
 
 static void deq_q5_k(const void *src, float *y, int64_t n)
 {
     const sl_block_q5_k *b = src;
-    for (int64_t i = 0; i < n / SL_QKK; i++, b++) {
-        float d = F16(b->d), dmin = F16(b->dmin);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            k4_scale_min(b->scales, j, &sc, &m);
-            float d1 = d * (float)sc, m1 = dmin * (float)m;
-            const uint8_t *q = b->qs + 32 * (j / 2);
-            int shift = 4 * (j & 1);
-            for (int l = 0; l < 32; l++) {
-                int v = ((q[l] >> shift) & 15) | (((b->qh[l] >> j) & 1) << 4);
-                y[32 * j + l] = d1 * (float)v - m1;
-            }
-        }
-        y += SL_QKK;
-    }
+    for (int64_t i = 0; i < n / SL_QKK; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, b->qh, F16(b->d), F16(b->dmin), y);
 }
 
 static void deq_q6_k(const void *src, float *y, int64_t n)
@@ -223,27 +217,27 @@ static void deq_q8_k(const void *src, float *y, int64_t n)
 
 int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n)
 {
-    int be = sl_quant_block_elems(type);
-    if (be == 0 || n < 0 || n % be) return -EINVAL;
+    if (!sl_gguf_block_elems((uint32_t)type)) return SL_EUNSUPPORTED;
     if (n == 0) return 0;
-    if (!src || !dst) return -EINVAL;
+    if (!sl_gguf_row_bytes((uint32_t)type, n)) return SL_EINVAL;  /* n < 0 or a partial block */
+    if (!src || !dst) return SL_EINVAL;
     switch (type) {
-    case SL_Q_F32:  deq_f32(src, dst, n); break;
-    case SL_Q_F16:  deq_f16(src, dst, n); break;
-    case SL_Q_BF16: deq_bf16(src, dst, n); break;
-    case SL_Q_Q4_0: deq_q4_0(src, dst, n); break;
-    case SL_Q_Q4_1: deq_q4_1(src, dst, n); break;
-    case SL_Q_Q5_0: deq_q5_0(src, dst, n); break;
-    case SL_Q_Q5_1: deq_q5_1(src, dst, n); break;
-    case SL_Q_Q8_0: deq_q8_0(src, dst, n); break;
-    case SL_Q_Q8_1: deq_q8_1(src, dst, n); break;
-    case SL_Q_Q2_K: deq_q2_k(src, dst, n); break;
-    case SL_Q_Q3_K: deq_q3_k(src, dst, n); break;
-    case SL_Q_Q4_K: deq_q4_k(src, dst, n); break;
-    case SL_Q_Q5_K: deq_q5_k(src, dst, n); break;
-    case SL_Q_Q6_K: deq_q6_k(src, dst, n); break;
-    case SL_Q_Q8_K: deq_q8_k(src, dst, n); break;
-    default: return -EINVAL;
+    case SL_GGML_F32:  deq_f32(src, dst, n); break;
+    case SL_GGML_F16:  deq_f16(src, dst, n); break;
+    case SL_GGML_BF16: deq_bf16(src, dst, n); break;
+    case SL_GGML_Q4_0: deq_q4_0(src, dst, n); break;
+    case SL_GGML_Q4_1: deq_q4_1(src, dst, n); break;
+    case SL_GGML_Q5_0: deq_q5_0(src, dst, n); break;
+    case SL_GGML_Q5_1: deq_q5_1(src, dst, n); break;
+    case SL_GGML_Q8_0: deq_q8_0(src, dst, n); break;
+    case SL_GGML_Q8_1: deq_q8_1(src, dst, n); break;
+    case SL_GGML_Q2_K: deq_q2_k(src, dst, n); break;
+    case SL_GGML_Q3_K: deq_q3_k(src, dst, n); break;
+    case SL_GGML_Q4_K: deq_q4_k(src, dst, n); break;
+    case SL_GGML_Q5_K: deq_q5_k(src, dst, n); break;
+    case SL_GGML_Q6_K: deq_q6_k(src, dst, n); break;
+    case SL_GGML_Q8_K: deq_q8_k(src, dst, n); break;
+    default: return SL_EUNSUPPORTED;
     }
     return 0;
 }

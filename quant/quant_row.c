@@ -1,35 +1,35 @@
 /* sl_quant_quantize_row: argument checks and dispatch to the per-format
  * quantizers. */
-#include <errno.h>
 #include <string.h>
 
 #include "quant_internal.h"
 
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n)
 {
-    int be = sl_quant_block_elems(type);
-    if (be == 0 || n < 0 || n % be) return -EINVAL;
-    size_t bytes = sl_quant_row_bytes(type, n);
+    int64_t be = sl_gguf_block_elems((uint32_t)type);
+    if (be == 0) return SL_EUNSUPPORTED;
     if (n == 0) return 0;
-    if (!src || !dst || bytes == 0) return -EINVAL;
+    size_t bytes = sl_gguf_row_bytes((uint32_t)type, n);
+    if (!bytes) return SL_EINVAL;   /* n < 0 or a partial block: the table's message */
+    if (!src || !dst) return SL_EINVAL;
     int64_t nb = n / be;
     switch (type) {
-    case SL_Q_F32:  memcpy(dst, src, bytes); break;
-    case SL_Q_F16:  sl_quant_row_f16(src, dst, n); break;
-    case SL_Q_BF16: sl_quant_row_bf16(src, dst, n); break;
-    case SL_Q_Q4_0: sl_quant_q4_0_blocks(src, dst, nb); break;
-    case SL_Q_Q4_1: sl_quant_q4_1_blocks(src, dst, nb); break;
-    case SL_Q_Q5_0: sl_quant_q5_0_blocks(src, dst, nb); break;
-    case SL_Q_Q5_1: sl_quant_q5_1_blocks(src, dst, nb); break;
-    case SL_Q_Q8_0: sl_quant_row_q8_0(src, dst, n); break;
-    case SL_Q_Q8_1: sl_quant_row_q8_1(src, dst, n); break;
-    case SL_Q_Q8_K: sl_quant_row_q8_k(src, dst, n); break;
-    case SL_Q_Q2_K: sl_quant_q2_k_blocks(src, dst, nb); break;
-    case SL_Q_Q3_K: sl_quant_q3_k_blocks(src, dst, nb); break;
-    case SL_Q_Q4_K: sl_quant_q4_k_blocks(src, dst, nb); break;
-    case SL_Q_Q5_K: sl_quant_q5_k_blocks(src, dst, nb); break;
-    case SL_Q_Q6_K: sl_quant_q6_k_blocks(src, dst, nb); break;
-    default: return -EINVAL;
+    case SL_GGML_F32:  memcpy(dst, src, bytes); break;
+    case SL_GGML_F16:  sl_quant_row_f16(src, dst, n); break;
+    case SL_GGML_BF16: sl_quant_row_bf16(src, dst, n); break;
+    case SL_GGML_Q4_0: sl_quant_q4_0_blocks(src, dst, nb); break;
+    case SL_GGML_Q4_1: sl_quant_q4_1_blocks(src, dst, nb); break;
+    case SL_GGML_Q5_0: sl_quant_q5_0_blocks(src, dst, nb); break;
+    case SL_GGML_Q5_1: sl_quant_q5_1_blocks(src, dst, nb); break;
+    case SL_GGML_Q8_0: sl_quant_row_q8_0(src, dst, n); break;
+    case SL_GGML_Q8_1: sl_quant_row_q8_1(src, dst, n); break;
+    case SL_GGML_Q8_K: sl_quant_row_q8_k(src, dst, n); break;
+    case SL_GGML_Q2_K: sl_quant_q2_k_blocks(src, dst, nb); break;
+    case SL_GGML_Q3_K: sl_quant_q3_k_blocks(src, dst, nb); break;
+    case SL_GGML_Q4_K: sl_quant_q4_k_blocks(src, dst, nb); break;
+    case SL_GGML_Q5_K: sl_quant_q5_k_blocks(src, dst, nb); break;
+    case SL_GGML_Q6_K: sl_quant_q6_k_blocks(src, dst, nb); break;
+    default: return SL_EUNSUPPORTED;
     }
     return (int64_t)bytes;
 }

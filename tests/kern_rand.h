@@ -37,11 +37,11 @@ static inline const int *kr_f16_fields(int t)
     static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, q2k[] = {80, 82, -1},
                      q3k[] = {108, -1}, q6k[] = {208, -1}, none[] = {-1};
     switch (t) {
-    case SL_Q_Q4_0: case SL_Q_Q5_0: case SL_Q_Q8_0: return d0;
-    case SL_Q_Q4_1: case SL_Q_Q5_1: case SL_Q_Q4_K: case SL_Q_Q5_K: return d02;
-    case SL_Q_Q2_K: return q2k;
-    case SL_Q_Q3_K: return q3k;
-    case SL_Q_Q6_K: return q6k;
+    case SL_GGML_Q4_0: case SL_GGML_Q5_0: case SL_GGML_Q8_0: return d0;
+    case SL_GGML_Q4_1: case SL_GGML_Q5_1: case SL_GGML_Q4_K: case SL_GGML_Q5_K: return d02;
+    case SL_GGML_Q2_K: return q2k;
+    case SL_GGML_Q3_K: return q3k;
+    case SL_GGML_Q6_K: return q6k;
     default: return none;
     }
 }
@@ -49,18 +49,18 @@ static inline const int *kr_f16_fields(int t)
 /* rows x n weights of type t, contiguous; caller frees. */
 static inline void *kr_weights(int t, int64_t rows, int64_t n, uint64_t *seed)
 {
-    size_t rb = sl_quant_row_bytes(t, n), total = rb * (size_t)rows;
+    size_t rb = sl_gguf_row_bytes(t, n), total = rb * (size_t)rows;
     uint8_t *w = malloc(total ? total : 1);
     if (!w) return NULL;
-    if (t == SL_Q_F32) {
+    if (t == SL_GGML_F32) {
         for (size_t i = 0; i < total / 4; i++) ((float *)w)[i] = kr_unif(seed) * 4.0f;
-    } else if (t == SL_Q_F16) {
+    } else if (t == SL_GGML_F16) {
         for (size_t i = 0; i < total / 2; i++) kr_put_f16(w + 2 * i, kr_unif(seed) * 4.0f);
-    } else if (t == SL_Q_BF16) {
+    } else if (t == SL_GGML_BF16) {
         for (size_t i = 0; i < total / 2; i++) ((sl_bf16 *)w)[i] = sl_f32_to_bf16(kr_unif(seed) * 4.0f);
     } else {
         for (size_t i = 0; i < total; i++) w[i] = (uint8_t)kr_next(seed);
-        size_t bb = (size_t)sl_quant_block_bytes(t);
+        size_t bb = (size_t)sl_gguf_block_bytes(t);
         const int *f = kr_f16_fields(t);
         for (size_t b = 0; b < total / bb; b++)
             for (int k = 0; f[k] >= 0; k++)

@@ -27,14 +27,14 @@
 #define U (1.0 / 16777216.0)
 
 static const int types[] = {
-    SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q2_K, SL_Q_Q3_K,
-    SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F32, SL_Q_F16, SL_Q_BF16,
+    SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q2_K, SL_GGML_Q3_K,
+    SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F32, SL_GGML_F16, SL_GGML_BF16,
 };
 #define NTYPES (int)(sizeof types / sizeof types[0])
 
 static double bound(int t, int64_t n, const void *x, const void *y)
 {
-    int64_t nb = n / sl_quant_block_elems(t);
+    int64_t nb = n / sl_gguf_block_elems(t);
     return 2.0 * (double)(nb + 12) * U * (double)sl_dot_scalar_mag(t, n, x, y) + 1e-30;
 }
 
@@ -89,7 +89,7 @@ Test(kern_dot, simd_equals_scalar_random)
     uint64_t seed = 12345;
     for (int ti = 0; ti < NTYPES; ti++) {
         int t = types[ti];
-        int be = sl_quant_block_elems(t);
+        int be = sl_gguf_block_elems(t);
         int nn = be == 1 ? (int)(sizeof nfloat / sizeof *nfloat) : (int)(sizeof nblocks / sizeof *nblocks);
         for (int si = 0; si < nn; si++) {
             int64_t n = be == 1 ? nfloat[si] : (int64_t)nblocks[si] * be;
@@ -100,7 +100,7 @@ Test(kern_dot, simd_equals_scalar_random)
                 float ref;
                 sc->vec_dot[t](n, &ref, x, y);
                 double tol = bound(t, n, x, y);
-                cr_assert(isfinite(ref), "%s n=%lld", sl_quant_type_name(t), (long long)n);
+                cr_assert(isfinite(ref), "%s n=%lld", sl_gguf_type_name(t), (long long)n);
                 for (int isa = 1; isa < SL_ISA_COUNT; isa++) {
                     const sl_kern *k = sl_kern_for(isa);
                     if (!k) continue;
@@ -108,7 +108,7 @@ Test(kern_dot, simd_equals_scalar_random)
                     k->vec_dot[t](n, &s, x, y);
                     cr_assert(fabs((double)s - (double)ref) <= tol,
                               "%s %s n=%lld: %.9g vs scalar %.9g (tol %.3g)", k->name,
-                              sl_quant_type_name(t), (long long)n, s, ref, tol);
+                              sl_gguf_type_name(t), (long long)n, s, ref, tol);
                 }
                 free(x);
                 free(y);
@@ -137,10 +137,10 @@ static void *load(const char *name, size_t want)
 }
 
 static const struct { const char *name, *vdt; int type; } gold[] = {
-    {"q4_0", "q8_0", SL_Q_Q4_0}, {"q4_1", "q8_1", SL_Q_Q4_1}, {"q5_0", "q8_0", SL_Q_Q5_0},
-    {"q5_1", "q8_1", SL_Q_Q5_1}, {"q8_0", "q8_0", SL_Q_Q8_0}, {"q2_k", "q8_k", SL_Q_Q2_K},
-    {"q3_k", "q8_k", SL_Q_Q3_K}, {"q4_k", "q8_k", SL_Q_Q4_K}, {"q5_k", "q8_k", SL_Q_Q5_K},
-    {"q6_k", "q8_k", SL_Q_Q6_K}, {"f16", "f16", SL_Q_F16}, {"bf16", "bf16", SL_Q_BF16},
+    {"q4_0", "q8_0", SL_GGML_Q4_0}, {"q4_1", "q8_1", SL_GGML_Q4_1}, {"q5_0", "q8_0", SL_GGML_Q5_0},
+    {"q5_1", "q8_1", SL_GGML_Q5_1}, {"q8_0", "q8_0", SL_GGML_Q8_0}, {"q2_k", "q8_k", SL_GGML_Q2_K},
+    {"q3_k", "q8_k", SL_GGML_Q3_K}, {"q4_k", "q8_k", SL_GGML_Q4_K}, {"q5_k", "q8_k", SL_GGML_Q5_K},
+    {"q6_k", "q8_k", SL_GGML_Q6_K}, {"f16", "f16", SL_GGML_F16}, {"bf16", "bf16", SL_GGML_BF16},
 };
 
 Test(kern_dot, golden_dots_every_level)
@@ -148,7 +148,7 @@ Test(kern_dot, golden_dots_every_level)
     float *actf = load("act.f32", GCOLS * sizeof(float));
     for (size_t gi = 0; gi < sizeof gold / sizeof *gold; gi++) {
         int t = gold[gi].type;
-        size_t rb = sl_quant_row_bytes(t, GCOLS), ab = sl_kern_act_bytes(t, GCOLS, 1);
+        size_t rb = sl_gguf_row_bytes(t, GCOLS), ab = sl_kern_act_bytes(t, GCOLS, 1);
         char name[64];
         snprintf(name, sizeof name, "%s.q", gold[gi].name);
         uint8_t *q = load(name, rb * GROWS);

@@ -18,15 +18,15 @@
 #define U (1.0 / 16777216.0)
 
 static const int types[] = {
-    SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q2_K, SL_Q_Q3_K,
-    SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F32, SL_Q_F16, SL_Q_BF16,
+    SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q2_K, SL_GGML_Q3_K,
+    SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F32, SL_GGML_F16, SL_GGML_BF16,
 };
 #define NTYPES (int)(sizeof types / sizeof types[0])
 
 static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_t cols,
                        int64_t n_act, uint64_t *seed)
 {
-    size_t rb = sl_quant_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
+    size_t rb = sl_gguf_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
     cr_assert_gt(rb, 0);
     cr_assert_gt(ab, 0);
     uint8_t *W = kr_weights(t, rows, cols, seed);
@@ -44,21 +44,21 @@ static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_
             float s;
             k->vec_dot[t](cols, &s, W + (size_t)r * rb, A + (size_t)i * ab);
             if (k->panel[t] && n_act >= SL_PANEL_MIN_ACT) {
-                double nb = (double)(cols / sl_quant_block_elems(t));
+                double nb = (double)(cols / sl_gguf_block_elems(t));
                 double tol = 2.0 * (nb + 12) * U
                            * (double)sl_dot_scalar_mag(t, cols, W + (size_t)r * rb, A + (size_t)i * ab) + 1e-30;
                 cr_assert(fabs((double)s - (double)Y[i * ldy + r]) <= tol,
                           "%s %s panel rows=%lld cols=%lld n_act=%lld act %lld row %lld: %.9g vs vec_dot %.9g (tol %.3g)",
-                          k->name, sl_quant_type_name(t), (long long)rows, (long long)cols,
+                          k->name, sl_gguf_type_name(t), (long long)rows, (long long)cols,
                           (long long)n_act, (long long)i, (long long)r, Y[i * ldy + r], s, tol);
             } else
             cr_assert(memcmp(&s, &Y[i * ldy + r], 4) == 0,
                       "%s %s rows=%lld cols=%lld act %lld row %lld: matmul %.9g vec_dot %.9g",
-                      k->name, sl_quant_type_name(t), (long long)rows, (long long)cols,
+                      k->name, sl_gguf_type_name(t), (long long)rows, (long long)cols,
                       (long long)i, (long long)r, Y[i * ldy + r], s);
             if (i == 0)
                 cr_assert(memcmp(&s, &y1[r], 4) == 0, "%s %s matvec row %lld: %.9g vs %.9g",
-                          k->name, sl_quant_type_name(t), (long long)r, y1[r], s);
+                          k->name, sl_gguf_type_name(t), (long long)r, y1[r], s);
         }
     for (int64_t i = 0; i < n_act; i++)          /* padding columns untouched */
         for (int64_t r = rows; r < ldy; r++) cr_assert(isnan(Y[i * ldy + r]));
@@ -79,9 +79,9 @@ Test(kern_matvec, panel_extreme_fields)
         for (int ti = 0; ti < NTYPES; ti++) {
             int t = types[ti];
             if (!k->panel[t]) continue;
-            int64_t cols = 2 * sl_quant_block_elems(t) * (sl_quant_block_elems(t) == 32 ? 8 : 1);
-            size_t rb = sl_quant_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
-            size_t bb = (size_t)sl_quant_block_bytes(t);
+            int64_t cols = 2 * sl_gguf_block_elems(t) * (sl_gguf_block_elems(t) == 32 ? 8 : 1);
+            size_t rb = sl_gguf_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
+            size_t bb = (size_t)sl_gguf_block_bytes(t);
             uint8_t *W = malloc(rb * rows), *A = malloc(ab * n_act);
             float *x = malloc((size_t)(cols * n_act) * sizeof *x), *Y = malloc((size_t)(rows * n_act) * sizeof *Y);
             cr_assert(W && A && x && Y);
@@ -98,12 +98,12 @@ Test(kern_matvec, panel_extreme_fields)
                     for (int64_t r = 0; r < rows; r++) {
                         float s;
                         k->vec_dot[t](cols, &s, W + (size_t)r * rb, A + (size_t)i * ab);
-                        double nb = (double)(cols / sl_quant_block_elems(t));
+                        double nb = (double)(cols / sl_gguf_block_elems(t));
                         double tol = 2.0 * (nb + 12) * U
                                    * (double)sl_dot_scalar_mag(t, cols, W + (size_t)r * rb, A + (size_t)i * ab) + 1e-30;
                         cr_assert(fabs((double)s - (double)Y[i * rows + r]) <= tol,
                                   "%s %s pattern 0x%02x act %lld row %lld: panel %.9g vec_dot %.9g (tol %.3g)",
-                                  k->name, sl_quant_type_name(t), pats[pi], (long long)i, (long long)r,
+                                  k->name, sl_gguf_type_name(t), pats[pi], (long long)i, (long long)r,
                                   Y[i * rows + r], s, tol);
                     }
             }
@@ -127,7 +127,7 @@ Test(kern_matvec, equals_vec_dot_every_level)
         if (!k) continue;
         for (int ti = 0; ti < NTYPES; ti++) {
             int t = types[ti];
-            int be = sl_quant_block_elems(t);
+            int be = sl_gguf_block_elems(t);
             for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
                 int64_t cols = shapes[s][1] * (be == 1 ? 37 : be);
                 check_type(k, s & 1 ? p : NULL, t, shapes[s][0], cols, shapes[s][2], &seed);
@@ -143,20 +143,20 @@ Test(kern_matvec, bad_arguments)
     cr_assert_not_null(k);
     float y[4];
     uint8_t W[4 * 144] = {0}, A[292] = {0};
-    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q4_K, W, 4, 255, A, y), -EINVAL);  /* not a block multiple */
-    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q8_K, W, 4, 256, A, y), -EINVAL);  /* activation-only type */
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_GGML_Q4_K, W, 4, 255, A, y), -EINVAL);  /* not a block multiple */
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_GGML_Q8_K, W, 4, 256, A, y), -EINVAL);  /* activation-only type */
     cr_assert_eq(sl_kern_matvec(k, NULL, 99, W, 4, 256, A, y), -EINVAL);
     cr_assert_eq(sl_kern_matvec(k, NULL, -1, W, 4, 256, A, y), -EINVAL);
-    cr_assert_eq(sl_kern_matvec(NULL, NULL, SL_Q_Q4_K, W, 4, 256, A, y), -EINVAL);
-    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q4_K, NULL, 4, 256, A, y), -EINVAL);
-    cr_assert_eq(sl_kern_matmul(k, NULL, SL_Q_Q4_K, W, 4, 256, A, 2, y, 3), -EINVAL); /* ldy < rows */
-    cr_assert_eq(sl_kern_matvec(k, NULL, SL_Q_Q4_K, W, 4, 256, A, y), 0);
+    cr_assert_eq(sl_kern_matvec(NULL, NULL, SL_GGML_Q4_K, W, 4, 256, A, y), -EINVAL);
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_GGML_Q4_K, NULL, 4, 256, A, y), -EINVAL);
+    cr_assert_eq(sl_kern_matmul(k, NULL, SL_GGML_Q4_K, W, 4, 256, A, 2, y, 3), -EINVAL); /* ldy < rows */
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_GGML_Q4_K, W, 4, 256, A, y), 0);
     for (int i = 0; i < 4; i++) cr_assert_eq(y[i], 0.0f);
-    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_K, 512, 3), 3 * 2 * sizeof(sl_block_q8_k));
-    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_0, 64, 1), 2 * sizeof(sl_block_q8_0));
-    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_1, 64, 1), 2 * sizeof(sl_block_q8_1));
-    cr_assert_eq(sl_kern_act_bytes(SL_Q_F16, 10, 2), 40);
-    cr_assert_eq(sl_kern_act_bytes(SL_Q_Q4_K, 100, 1), 0);
+    cr_assert_eq(sl_kern_act_bytes(SL_GGML_Q4_K, 512, 3), 3 * 2 * sizeof(sl_block_q8_k));
+    cr_assert_eq(sl_kern_act_bytes(SL_GGML_Q4_0, 64, 1), 2 * sizeof(sl_block_q8_0));
+    cr_assert_eq(sl_kern_act_bytes(SL_GGML_Q4_1, 64, 1), 2 * sizeof(sl_block_q8_1));
+    cr_assert_eq(sl_kern_act_bytes(SL_GGML_F16, 10, 2), 40);
+    cr_assert_eq(sl_kern_act_bytes(SL_GGML_Q4_K, 100, 1), 0);
 }
 
 /* The bound the session reserves for the prefill buffer covers what matmul
@@ -167,7 +167,7 @@ Test(kern_matvec, scratch_bound_covers_panels)
         const sl_kern *k = sl_kern_for(isa);
         if (!k) continue;
         cr_assert_eq(sl_kern_matmul_scratch_bound(k, 4096, SL_PANEL_MIN_ACT - 1, 2), 0);
-        for (int t = 0; t < SL_Q_COUNT; t++) {
+        for (int t = 0; t < SL_GGML_TYPE_COUNT; t++) {
             const sl_panel *pn = k->panel[t];
             if (!pn) continue;
             for (int64_t n = SL_PANEL_MIN_ACT; n <= 70; n += 30) {

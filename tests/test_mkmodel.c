@@ -51,6 +51,16 @@ static int mk(const char *name, const char *args, char *path, size_t path_len)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* mk that must succeed, then the file opened. */
+static sl_gguf *mk_open(const char *name, const char *args)
+{
+    char path[PATH_MAX];
+    cr_assert_eq(mk(name, args, path, sizeof path), 0, "mkmodel %s", args);
+    sl_gguf *g = NULL;
+    cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_gguf_errmsg(NULL));
+    return g;
+}
+
 static uint32_t u32_key(const sl_gguf *g, const char *k)
 {
     uint32_t v = 0;
@@ -208,11 +218,8 @@ Test(mkmodel, tiny_llama_shapes_keys_values_determinism, .timeout = 120)
 Test(mkmodel, q4_k_m_mix_and_qwen2, .timeout = 120)
 {
     setup_paths();
-    char a[PATH_MAX];
     /* 8 layers: llama.cpp's more-bits layers are 0, 3, 6, 7 */
-    cr_assert_eq(mk("m.gguf", "--preset tiny --n-layer 8 --type q4_k_m --vocab none --n-vocab 512", a, sizeof a), 0);
-    sl_gguf *g = NULL;
-    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_gguf_errmsg(NULL));
+    sl_gguf *g = mk_open("m.gguf", "--preset tiny --n-layer 8 --type q4_k_m --vocab none --n-vocab 512");
     cr_assert_eq(u32_key(g, "general.file_type"), 15u);
     cr_assert_eq(sl_gguf_find_key(g, "tokenizer.ggml.tokens"), -1);
     check_shape(g, "token_embd.weight", SL_GGML_Q4_K, 256, 512);
@@ -230,8 +237,7 @@ Test(mkmodel, q4_k_m_mix_and_qwen2, .timeout = 120)
     }
     sl_gguf_close(g);
 
-    cr_assert_eq(mk("q.gguf", "--preset tiny --arch qwen2 --type q8_0 --vocab none --n-vocab 1024", a, sizeof a), 0);
-    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_gguf_errmsg(NULL));
+    g = mk_open("q.gguf", "--preset tiny --arch qwen2 --type q8_0 --vocab none --n-vocab 1024");
     const char *s; uint64_t len;
     cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
     cr_assert_str_eq(s, "qwen2");
@@ -246,8 +252,7 @@ Test(mkmodel, q4_k_m_mix_and_qwen2, .timeout = 120)
     cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 * 12 + 2);
     sl_gguf_close(g);
 
-    cr_assert_eq(mk("t.gguf", "--preset tiny --type q2_k_mix --tied --vocab none --n-vocab 256", a, sizeof a), 0);
-    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_gguf_errmsg(NULL));
+    g = mk_open("t.gguf", "--preset tiny --type q2_k_mix --tied --vocab none --n-vocab 256");
     cr_assert_null(sl_gguf_find_tensor(g, "output.weight"));
     check_shape(g, "blk.0.ffn_up.weight", SL_GGML_Q2_K, 256, 768);
     check_shape(g, "blk.0.ffn_down.weight", SL_GGML_Q3_K, 768, 256);

@@ -168,30 +168,33 @@ static int broken(const char *name, const mutation *mu, sl_model_desc *d, int *o
     return rc;
 }
 
-Test(model, unknown_architecture)
+/* The mutation fails the description with exactly desc_msg and the whole
+ * open with a message containing open_msg, both with status want. */
+static void expect_broken(const char *name, const mutation *mu, int want, const char *desc_msg,
+                          const char *open_msg)
 {
-    mutation mu = { .arch = "xyz" };
     sl_model_desc d;
     int orc;
     char omsg[512];
-    int rc = broken("arch", &mu, &d, &orc, omsg, sizeof omsg);
-    cr_assert_eq(rc, SL_EUNSUPPORTED);
-    cr_assert_str_eq(sl_last_error(), "architecture 'xyz' not supported (llama, qwen2)");
-    cr_assert_eq(orc, SL_EUNSUPPORTED);
-    cr_assert_not_null(strstr(omsg, "architecture 'xyz' not supported"), "%s", omsg);
+    int rc = broken(name, mu, &d, &orc, omsg, sizeof omsg);
+    cr_assert_eq(rc, want);
+    cr_assert_str_eq(sl_last_error(), desc_msg);
+    cr_assert_eq(orc, want);
+    cr_assert_not_null(strstr(omsg, open_msg), "%s", omsg);
+}
+
+Test(model, unknown_architecture)
+{
+    mutation mu = { .arch = "xyz" };
+    expect_broken("arch", &mu, SL_EUNSUPPORTED, "architecture 'xyz' not supported (llama, qwen2)",
+                  "architecture 'xyz' not supported");
 }
 
 Test(model, wrong_tensor_shape)
 {
     mutation mu = { .shape_name = "blk.2.attn_k.weight", .new_ne1 = 64 };
-    sl_model_desc d;
-    int orc;
-    char omsg[512];
-    int rc = broken("shape", &mu, &d, &orc, omsg, sizeof omsg);
-    cr_assert_eq(rc, SL_ESHAPE);
-    cr_assert_str_eq(sl_last_error(), "tensor 'blk.2.attn_k.weight': shape [64, 64], expected [64, 32]");
-    cr_assert_eq(orc, SL_ESHAPE);
-    cr_assert_not_null(strstr(omsg, "blk.2.attn_k.weight"), "%s", omsg);
+    expect_broken("shape", &mu, SL_ESHAPE,
+                  "tensor 'blk.2.attn_k.weight': shape [64, 64], expected [64, 32]", "blk.2.attn_k.weight");
 }
 
 Test(model, wrong_vocab_rows)

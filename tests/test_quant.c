@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../quant/quant.h"
+#include "../gguf/sl_status.h"
 #include "sl_test.h"
 #include "util_file.h"
 
@@ -122,18 +123,18 @@ Test(quant_bf16, exhaustive_and_rounding)
 struct gtype { const char *file; int type; int elems, bytes, row_bytes, vdt; };
 
 static const struct gtype k_golden[] = {
-    { "q4_0", SL_Q_Q4_0, 32, 18, 288, SL_Q_Q8_0 },
-    { "q4_1", SL_Q_Q4_1, 32, 20, 320, SL_Q_Q8_1 },
-    { "q5_0", SL_Q_Q5_0, 32, 22, 352, SL_Q_Q8_0 },
-    { "q5_1", SL_Q_Q5_1, 32, 24, 384, SL_Q_Q8_1 },
-    { "q8_0", SL_Q_Q8_0, 32, 34, 544, SL_Q_Q8_0 },
-    { "q2_k", SL_Q_Q2_K, 256, 84, 168, SL_Q_Q8_K },
-    { "q3_k", SL_Q_Q3_K, 256, 110, 220, SL_Q_Q8_K },
-    { "q4_k", SL_Q_Q4_K, 256, 144, 288, SL_Q_Q8_K },
-    { "q5_k", SL_Q_Q5_K, 256, 176, 352, SL_Q_Q8_K },
-    { "q6_k", SL_Q_Q6_K, 256, 210, 420, SL_Q_Q8_K },
-    { "f16", SL_Q_F16, 1, 2, 1024, SL_Q_F16 },
-    { "bf16", SL_Q_BF16, 1, 2, 1024, SL_Q_BF16 },
+    { "q4_0", SL_GGML_Q4_0, 32, 18, 288, SL_GGML_Q8_0 },
+    { "q4_1", SL_GGML_Q4_1, 32, 20, 320, SL_GGML_Q8_1 },
+    { "q5_0", SL_GGML_Q5_0, 32, 22, 352, SL_GGML_Q8_0 },
+    { "q5_1", SL_GGML_Q5_1, 32, 24, 384, SL_GGML_Q8_1 },
+    { "q8_0", SL_GGML_Q8_0, 32, 34, 544, SL_GGML_Q8_0 },
+    { "q2_k", SL_GGML_Q2_K, 256, 84, 168, SL_GGML_Q8_K },
+    { "q3_k", SL_GGML_Q3_K, 256, 110, 220, SL_GGML_Q8_K },
+    { "q4_k", SL_GGML_Q4_K, 256, 144, 288, SL_GGML_Q8_K },
+    { "q5_k", SL_GGML_Q5_K, 256, 176, 352, SL_GGML_Q8_K },
+    { "q6_k", SL_GGML_Q6_K, 256, 210, 420, SL_GGML_Q8_K },
+    { "f16", SL_GGML_F16, 1, 2, 1024, SL_GGML_F16 },
+    { "bf16", SL_GGML_BF16, 1, 2, 1024, SL_GGML_BF16 },
 };
 #define NGOLDEN (int)(sizeof k_golden / sizeof k_golden[0])
 
@@ -141,39 +142,43 @@ Test(quant_type, table)
 {
     for (int i = 0; i < NGOLDEN; i++) {
         const struct gtype *g = &k_golden[i];
-        cr_assert_eq(sl_quant_block_elems(g->type), g->elems, "%s", g->file);
-        cr_assert_eq(sl_quant_block_bytes(g->type), g->bytes, "%s", g->file);
-        cr_assert_eq(sl_quant_row_bytes(g->type, COLS), (size_t)g->row_bytes, "%s", g->file);
+        cr_assert_eq((int)sl_gguf_block_elems(g->type), g->elems, "%s", g->file);
+        cr_assert_eq((int)sl_gguf_block_bytes(g->type), g->bytes, "%s", g->file);
+        cr_assert_eq(sl_gguf_row_bytes(g->type, COLS), (size_t)g->row_bytes, "%s", g->file);
         cr_assert_eq(sl_quant_vec_dot_type(g->type), g->vdt, "%s", g->file);
         cr_assert(sl_quant_is_supported(g->type), "%s", g->file);
         char up[8];
-        snprintf(up, sizeof up, "%s", sl_quant_type_name(g->type));
+        snprintf(up, sizeof up, "%s", sl_gguf_type_name(g->type));
         for (char *c = up; *c; c++) if (*c == 'K') *c = 'k';
         cr_assert_str_eq(up, g->file);
     }
-    cr_assert_eq(sl_quant_block_bytes(SL_Q_F32), 4);
-    cr_assert_eq(sl_quant_vec_dot_type(SL_Q_F32), SL_Q_F32);
-    cr_assert(sl_quant_is_supported(SL_Q_F32));
-    cr_assert_eq(sl_quant_block_bytes(SL_Q_Q8_K), 292);
-    cr_assert_eq(sl_quant_block_elems(SL_Q_Q8_K), 256);
-    cr_assert_eq(sl_quant_block_bytes(SL_Q_Q8_1), 36);
-    cr_assert(!sl_quant_is_supported(SL_Q_Q8_K), "activation-only");
-    cr_assert(!sl_quant_is_supported(SL_Q_Q8_1), "activation-only");
+    cr_assert_eq(sl_gguf_block_bytes(SL_GGML_F32), 4);
+    cr_assert_eq(sl_quant_vec_dot_type(SL_GGML_F32), SL_GGML_F32);
+    cr_assert(sl_quant_is_supported(SL_GGML_F32));
+    cr_assert_eq(sl_gguf_block_bytes(SL_GGML_Q8_K), 292);
+    cr_assert_eq(sl_gguf_block_elems(SL_GGML_Q8_K), 256);
+    cr_assert_eq(sl_gguf_block_bytes(SL_GGML_Q8_1), 36);
+    cr_assert(!sl_quant_is_supported(SL_GGML_Q8_K), "activation-only");
+    cr_assert(!sl_quant_is_supported(SL_GGML_Q8_1), "activation-only");
+    /* unknown ids: the shared table's failure and message (test_gguf_type.c) */
     const int bad[] = { -1, 4, 5, 16, 20, 29, 31, 1000, -100000 };
+    float x[32] = {0}, y[32];
+    uint8_t buf[64];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        cr_assert_eq(sl_quant_block_elems(bad[i]), 0);
-        cr_assert_eq(sl_quant_block_bytes(bad[i]), 0);
-        cr_assert_eq(sl_quant_row_bytes(bad[i], 256), 0);
+        char want[64];
+        snprintf(want, sizeof want, "unknown ggml tensor type %u", (uint32_t)bad[i]);
+        sl_err_clear();
         cr_assert_eq(sl_quant_vec_dot_type(bad[i]), -1);
+        cr_assert_str_eq(sl_last_error(), want);
         cr_assert(!sl_quant_is_supported(bad[i]));
-        cr_assert_not_null(sl_quant_type_name(bad[i]));
+        sl_err_clear();
+        cr_assert_eq(sl_quant_dequantize_row(bad[i], buf, y, 32), SL_EUNSUPPORTED);
+        cr_assert_str_eq(sl_last_error(), want);
+        sl_err_clear();
+        cr_assert_eq(sl_quant_quantize_row(bad[i], x, buf, 32), SL_EUNSUPPORTED);
+        cr_assert_str_eq(sl_last_error(), want);
     }
-    cr_assert_eq(sl_quant_row_bytes(SL_Q_Q4_K, 255), 0);
-    cr_assert_eq(sl_quant_row_bytes(SL_Q_Q4_0, 48), 0);
-    cr_assert_eq(sl_quant_row_bytes(SL_Q_Q4_0, -32), 0);
-    cr_assert_eq(sl_quant_row_bytes(SL_Q_Q4_0, 0), 0);
-    cr_assert_eq(sl_quant_row_bytes(SL_Q_F32, INT64_MAX), 0, "overflow");
-    cr_assert_eq(sl_quant_row_bytes(SL_Q_Q6_K, (int64_t)14336 * 4096), (size_t)14336 * 4096 / 256 * 210);
+    cr_assert_eq(sl_gguf_row_bytes(SL_GGML_Q6_K, (int64_t)14336 * 4096), (size_t)14336 * 4096 / 256 * 210);
 }
 
 /* ---- dequantizers, bit for bit ---------------------------------------- */
@@ -206,8 +211,8 @@ Test(quant_golden, f32_identity)
 {
     float *x = load("input.f32", sizeof(float) * ROWS * COLS);
     float *y = malloc(sizeof(float) * ROWS * COLS), *z = malloc(sizeof(float) * ROWS * COLS);
-    cr_assert_eq(sl_quant_quantize_row(SL_Q_F32, x, y, ROWS * COLS), (int64_t)sizeof(float) * ROWS * COLS);
-    cr_assert_eq(sl_quant_dequantize_row(SL_Q_F32, y, z, ROWS * COLS), 0);
+    cr_assert_eq(sl_quant_quantize_row(SL_GGML_F32, x, y, ROWS * COLS), (int64_t)sizeof(float) * ROWS * COLS);
+    cr_assert_eq(sl_quant_dequantize_row(SL_GGML_F32, y, z, ROWS * COLS), 0);
     cr_assert_eq(memcmp(x, z, sizeof(float) * ROWS * COLS), 0);
     free(x); free(y); free(z);
 }
@@ -216,8 +221,8 @@ Test(quant_golden, f32_identity)
 
 struct gact { const char *file; int type; size_t bytes; };
 static const struct gact k_act[] = {
-    { "q8_k", SL_Q_Q8_K, 584 }, { "q8_0", SL_Q_Q8_0, 544 }, { "q8_1", SL_Q_Q8_1, 576 },
-    { "f16", SL_Q_F16, 1024 }, { "bf16", SL_Q_BF16, 1024 },
+    { "q8_k", SL_GGML_Q8_K, 584 }, { "q8_0", SL_GGML_Q8_0, 544 }, { "q8_1", SL_GGML_Q8_1, 576 },
+    { "f16", SL_GGML_F16, 1024 }, { "bf16", SL_GGML_BF16, 1024 },
 };
 
 Test(quant_golden, activation_bytes)
@@ -235,11 +240,11 @@ Test(quant_golden, activation_bytes)
 
         memset(buf, 0xa5, sizeof buf);
         switch (g->type) {
-        case SL_Q_Q8_K: sl_quant_row_q8_k(a, (sl_block_q8_k *)buf, COLS); break;
-        case SL_Q_Q8_0: sl_quant_row_q8_0(a, (sl_block_q8_0 *)buf, COLS); break;
-        case SL_Q_Q8_1: sl_quant_row_q8_1(a, (sl_block_q8_1 *)buf, COLS); break;
-        case SL_Q_F16: sl_quant_row_f16(a, (sl_f16 *)buf, COLS); break;
-        case SL_Q_BF16: sl_quant_row_bf16(a, (sl_bf16 *)buf, COLS); break;
+        case SL_GGML_Q8_K: sl_quant_row_q8_k(a, (sl_block_q8_k *)buf, COLS); break;
+        case SL_GGML_Q8_0: sl_quant_row_q8_0(a, (sl_block_q8_0 *)buf, COLS); break;
+        case SL_GGML_Q8_1: sl_quant_row_q8_1(a, (sl_block_q8_1 *)buf, COLS); break;
+        case SL_GGML_F16: sl_quant_row_f16(a, (sl_f16 *)buf, COLS); break;
+        case SL_GGML_BF16: sl_quant_row_bf16(a, (sl_bf16 *)buf, COLS); break;
         }
         for (size_t j = 0; j < g->bytes; j++)
             cr_assert_eq(buf[j], want[j], "act.%s byte %zu: %02x vs %02x", g->file, j, buf[j], want[j]);
@@ -339,13 +344,13 @@ Test(quant_args, bad_arguments)
         cr_assert_eq(sl_quant_dequantize_row(t, NULL, NULL, 0), 0, "empty row is fine");
         cr_assert_eq(sl_quant_quantize_row(t, NULL, NULL, 0), 0);
     }
-    cr_assert_eq(sl_quant_quantize_row(SL_Q_Q8_K, x, buf, 300), -EINVAL);
-    cr_assert_eq(sl_quant_quantize_row(SL_Q_Q8_1, x, buf, 40), -EINVAL);
-    cr_assert_eq(sl_quant_dequantize_row(SL_Q_Q8_K, buf, y, 128), -EINVAL);
-    cr_assert_eq(sl_quant_dequantize_row(4, buf, y, 32), -EINVAL);
-    cr_assert_eq(sl_quant_dequantize_row(-1, buf, y, 32), -EINVAL);
-    cr_assert_eq(sl_quant_dequantize_row(SL_Q_COUNT, buf, y, 32), -EINVAL);
-    cr_assert_eq(sl_quant_quantize_row(99, x, buf, 32), -EINVAL);
+    cr_assert_eq(sl_quant_quantize_row(SL_GGML_Q8_K, x, buf, 300), -EINVAL);
+    cr_assert_eq(sl_quant_quantize_row(SL_GGML_Q8_1, x, buf, 40), -EINVAL);
+    cr_assert_eq(sl_quant_dequantize_row(SL_GGML_Q8_K, buf, y, 128), -EINVAL);
+    cr_assert_eq(sl_quant_dequantize_row(4, buf, y, 32), SL_EUNSUPPORTED);
+    cr_assert_eq(sl_quant_dequantize_row(-1, buf, y, 32), SL_EUNSUPPORTED);
+    cr_assert_eq(sl_quant_dequantize_row(SL_GGML_TYPE_COUNT, buf, y, 32), SL_EUNSUPPORTED);
+    cr_assert_eq(sl_quant_quantize_row(99, x, buf, 32), SL_EUNSUPPORTED);
 }
 
 /* ---- weight quantizers: reconstruction error vs ggml's ---------------- */
@@ -399,8 +404,8 @@ Test(quant_rmse, no_worse_than_ggml, .timeout = 60)
 /* ---- edge cases, round trips ------------------------------------------ */
 
 static const int k_weight_types[] = {
-    SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q2_K,
-    SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F16, SL_Q_BF16, SL_Q_F32,
+    SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q2_K,
+    SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32,
 };
 #define NWT (int)(sizeof k_weight_types / sizeof k_weight_types[0])
 
@@ -408,14 +413,14 @@ static const int k_weight_types[] = {
 static double rel_tol(int t)
 {
     switch (t) {
-    case SL_Q_Q2_K: return 0.45;
-    case SL_Q_Q3_K: return 0.25;
-    case SL_Q_Q4_0: case SL_Q_Q4_1: case SL_Q_Q4_K: return 0.15;
-    case SL_Q_Q5_0: case SL_Q_Q5_1: case SL_Q_Q5_K: return 0.08;
-    case SL_Q_Q6_K: return 0.04;
-    case SL_Q_Q8_0: return 0.01;
-    case SL_Q_F16: return 1e-3;
-    case SL_Q_BF16: return 6e-3;
+    case SL_GGML_Q2_K: return 0.45;
+    case SL_GGML_Q3_K: return 0.25;
+    case SL_GGML_Q4_0: case SL_GGML_Q4_1: case SL_GGML_Q4_K: return 0.15;
+    case SL_GGML_Q5_0: case SL_GGML_Q5_1: case SL_GGML_Q5_K: return 0.08;
+    case SL_GGML_Q6_K: return 0.04;
+    case SL_GGML_Q8_0: return 0.01;
+    case SL_GGML_F16: return 1e-3;
+    case SL_GGML_BF16: return 6e-3;
     default: return 0;
     }
 }
@@ -436,11 +441,11 @@ static float rng_normal(void)
 
 static double quant_roundtrip(int t, const float *x, float *y, int n)
 {
-    size_t rb = sl_quant_row_bytes(t, n);
+    size_t rb = sl_gguf_row_bytes(t, n);
     uint8_t *q = malloc(rb + 64);
     memset(q + rb, 0x5a, 64);
-    cr_assert_eq(sl_quant_quantize_row(t, x, q, n), (int64_t)rb, "%s n=%d", sl_quant_type_name(t), n);
-    for (int i = 0; i < 64; i++) cr_assert_eq(q[rb + i], 0x5a, "%s wrote past the row", sl_quant_type_name(t));
+    cr_assert_eq(sl_quant_quantize_row(t, x, q, n), (int64_t)rb, "%s n=%d", sl_gguf_type_name(t), n);
+    for (int i = 0; i < 64; i++) cr_assert_eq(q[rb + i], 0x5a, "%s wrote past the row", sl_gguf_type_name(t));
     cr_assert_eq(sl_quant_dequantize_row(t, q, y, n), 0);
     free(q);
     return rms_err(x, y, n);
@@ -459,7 +464,7 @@ Test(quant_weights, random_roundtrip_and_lengths)
             for (int k = 0; k < NWT; k++) {
                 int t = k_weight_types[k];
                 double e = quant_roundtrip(t, x, y, n) / scale;
-                cr_assert(e <= rel_tol(t), "%s n=%d scale %g: rel rmse %g", sl_quant_type_name(t), n, scale, e);
+                cr_assert(e <= rel_tol(t), "%s n=%d scale %g: rel rmse %g", sl_gguf_type_name(t), n, scale, e);
             }
         }
         free(x); free(y);
@@ -471,14 +476,14 @@ Test(quant_weights, long_row_equals_blockwise)
 {
     float *x = load("input.f32", sizeof(float) * ROWS * COLS);
     for (int k = 0; k < NWT; k++) {
-        int t = k_weight_types[k], be = sl_quant_block_elems(t), bb = sl_quant_block_bytes(t);
-        size_t rb = sl_quant_row_bytes(t, ROWS * COLS);
+        int t = k_weight_types[k], be = sl_gguf_block_elems(t), bb = sl_gguf_block_bytes(t);
+        size_t rb = sl_gguf_row_bytes(t, ROWS * COLS);
         uint8_t *a = malloc(rb), *b = malloc(rb);
         cr_assert_eq(sl_quant_quantize_row(t, x, a, ROWS * COLS), (int64_t)rb);
         int step = be < 256 ? 256 : be;   /* keep it quick for 1-element "blocks" */
         for (int i = 0; i < ROWS * COLS; i += step)
             cr_assert_eq(sl_quant_quantize_row(t, x + i, b + (size_t)i / be * bb, step), (int64_t)step / be * bb);
-        cr_assert_eq(memcmp(a, b, rb), 0, "%s", sl_quant_type_name(t));
+        cr_assert_eq(memcmp(a, b, rb), 0, "%s", sl_gguf_type_name(t));
         free(a); free(b);
     }
     free(x);
@@ -487,14 +492,14 @@ Test(quant_weights, long_row_equals_blockwise)
 /* Legacy formats: requantizing a dequantized row reproduces it. */
 Test(quant_weights, legacy_idempotent)
 {
-    static const int types[] = { SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_F16, SL_Q_BF16 };
+    static const int types[] = { SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_F16, SL_GGML_BF16 };
     float *x = load("input.f32", sizeof(float) * ROWS * COLS);
     float *y = malloc(sizeof(float) * ROWS * COLS), *z = malloc(sizeof(float) * ROWS * COLS);
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         quant_roundtrip(types[k], x, y, ROWS * COLS);
         double e = quant_roundtrip(types[k], y, z, ROWS * COLS);
         double e0 = rms_err(x, y, ROWS * COLS);
-        cr_assert(e <= 1e-3 * e0, "%s: second pass moved values (%g vs first %g)", sl_quant_type_name(types[k]), e, e0);
+        cr_assert(e <= 1e-3 * e0, "%s: second pass moved values (%g vs first %g)", sl_gguf_type_name(types[k]), e, e0);
     }
     free(x); free(y); free(z);
 }
@@ -532,18 +537,18 @@ Test(quant_weights, edge_cases_finite_and_bounded)
         for (int k = 0; k < NWT; k++) {
             int t = k_weight_types[k];
             double e = quant_roundtrip(t, x, y, n);
-            for (int i = 0; i < n; i++) cr_assert(isfinite(y[i]), "%s case %d el %d: %g", sl_quant_type_name(t), c, i, y[i]);
-            if (c == 0 || c == 10) for (int i = 0; i < n; i++) cr_assert_eq(y[i], 0.0f, "%s zeros", sl_quant_type_name(t));
+            for (int i = 0; i < n; i++) cr_assert(isfinite(y[i]), "%s case %d el %d: %g", sl_gguf_type_name(t), c, i, y[i]);
+            if (c == 0 || c == 10) for (int i = 0; i < n; i++) cr_assert_eq(y[i], 0.0f, "%s zeros", sl_gguf_type_name(t));
             /* flat rows are (nearly) exact: within f16 resolution */
-            if (c == 1 || c == 2) cr_assert(e <= 1e-3 * rms, "%s case %d: rmse %g", sl_quant_type_name(t), c, e);
+            if (c == 1 || c == 2) cr_assert(e <= 1e-3 * rms, "%s case %d: rmse %g", sl_gguf_type_name(t), c, e);
             /* no value further off than the row's magnitude (plus the f16
              * subnormal quantum times a few levels: scales are f16) */
             for (int i = 0; i < n; i++)
                 cr_assert(fabs((double)y[i] - x[i]) <= 1.01 * amax + 64 * 0x1p-24, "%s case %d el %d: %g vs %g",
-                          sl_quant_type_name(t), c, i, y[i], x[i]);
+                          sl_gguf_type_name(t), c, i, y[i], x[i]);
             if (c == 5 || c == 8 || c == 9 || c == 3) continue;   /* f16 range limits dominate */
-            if (t != SL_Q_F32) cr_assert(e <= 1.5 * rel_tol(t) * rms + 1e-30, "%s case %d: rel rmse %g",
-                                         sl_quant_type_name(t), c, e / rms);
+            if (t != SL_GGML_F32) cr_assert(e <= 1.5 * rel_tol(t) * rms + 1e-30, "%s case %d: rel rmse %g",
+                                         sl_gguf_type_name(t), c, e / rms);
         }
     }
 }
@@ -554,13 +559,13 @@ Test(quant_weights, dequantize_random_bytes)
     rng_state = 99;
     uint8_t buf[4 * 292];
     float y[1024];
-    int types[] = { SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q8_1, SL_Q_Q2_K, SL_Q_Q3_K,
-                    SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_Q8_K, SL_Q_F16, SL_Q_BF16, SL_Q_F32 };
+    int types[] = { SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q8_1, SL_GGML_Q2_K, SL_GGML_Q3_K,
+                    SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q8_K, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32 };
     for (int it = 0; it < 20; it++) {
         for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)rng_next();
         for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
-            int64_t n = (int64_t)(sizeof buf / (size_t)sl_quant_block_bytes(types[k])) * sl_quant_block_elems(types[k]);
-            if (n > 1024) n = 1024 / sl_quant_block_elems(types[k]) * sl_quant_block_elems(types[k]);
+            int64_t n = (int64_t)(sizeof buf / (size_t)sl_gguf_block_bytes(types[k])) * sl_gguf_block_elems(types[k]);
+            if (n > 1024) n = 1024 / sl_gguf_block_elems(types[k]) * sl_gguf_block_elems(types[k]);
             cr_assert_eq(sl_quant_dequantize_row(types[k], buf, y, n), 0);
         }
     }
@@ -602,15 +607,15 @@ Test(quant_weights, nonfinite_input_is_block_local)
     rng_state = 1234;
     const int n = 1024;
     float x[1024], clean[256];
-    int types[] = { SL_Q_Q4_0, SL_Q_Q4_1, SL_Q_Q5_0, SL_Q_Q5_1, SL_Q_Q8_0, SL_Q_Q8_1, SL_Q_Q8_K, SL_Q_Q2_K,
-                    SL_Q_Q3_K, SL_Q_Q4_K, SL_Q_Q5_K, SL_Q_Q6_K, SL_Q_F16, SL_Q_BF16 };
+    int types[] = { SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q8_1, SL_GGML_Q8_K, SL_GGML_Q2_K,
+                    SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F16, SL_GGML_BF16 };
     const float bad[] = { INFINITY, -INFINITY, NAN, 3e38f };
     for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
         for (int i = 0; i < n; i++) x[i] = rng_normal();
         x[300] = bad[b];            /* in K super-block 1, legacy block 9 */
         for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
-            int t = types[k], be = sl_quant_block_elems(t), bb = sl_quant_block_bytes(t);
-            size_t rb = sl_quant_row_bytes(t, n);
+            int t = types[k], be = sl_gguf_block_elems(t), bb = sl_gguf_block_bytes(t);
+            size_t rb = sl_gguf_row_bytes(t, n);
             uint8_t *q = malloc(rb), *one = malloc((size_t)bb * 256);
             cr_assert_eq(sl_quant_quantize_row(t, x, q, n), (int64_t)rb);
             int unit = be < 256 ? 256 : be;
@@ -621,7 +626,7 @@ Test(quant_weights, nonfinite_input_is_block_local)
                     int e0 = s + blk * be;
                     if (300 >= e0 && 300 < e0 + be) continue;
                     cr_assert_eq(memcmp(q + (size_t)e0 / be * bb, one + (size_t)blk * bb, (size_t)bb), 0,
-                                 "%s bad=%g block at %d", sl_quant_type_name(t), bad[b], e0);
+                                 "%s bad=%g block at %d", sl_gguf_type_name(t), bad[b], e0);
                 }
             }
             free(q); free(one);

@@ -92,6 +92,56 @@ Test(session, bad_input)
     cr_assert_not_null(strstr(sl_last_error(), "does-not-exist"), "%s", sl_last_error());
 }
 
+/* sl_model_token_piece: the bytes of each token (SPM "▁" -> " "), nothing
+ * for a control token, SL_ERANGE when the buffer is short, SL_EINVAL for a
+ * bad id. */
+Test(session, token_piece)
+{
+    sl_model *m = open_model(S260, 32, 0);
+    const char *text = "Once upon a time";
+    int32_t ids[32];
+    int n = sl_model_tokenize(m, text, strlen(text), false, false, ids, 32);
+    cr_assert_gt(n, 1);
+    char all[128] = "", piece[64];
+    for (int i = 0; i < n; i++) {
+        int len = sl_model_token_piece(m, ids[i], piece, sizeof piece);
+        cr_assert_gt(len, 0, "id %d: %s", ids[i], sl_last_error());
+        strncat(all, piece, (size_t)len);
+    }
+    cr_assert_str_eq(all, " Once upon a time");
+    sl_model_info mi;
+    sl_model_get_info(m, &mi);
+    cr_assert_eq(sl_model_token_piece(m, mi.bos_id, piece, sizeof piece), 0, "control token: no text");
+    cr_assert_eq(sl_model_token_piece(m, ids[0], piece, 2), SL_ERANGE);
+    cr_assert_eq(sl_model_token_piece(m, mi.n_vocab, piece, sizeof piece), SL_EINVAL);
+    cr_assert_eq(sl_model_token_piece(m, -1, piece, sizeof piece), SL_EINVAL);
+    sl_model_free(m);
+}
+
+/* SLUICE_ISA naming a level this CPU lacks fails the open with a message that
+ * names the override (not a stale one from an earlier lookup). */
+Test(session, isa_override_unavailable)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    const char *missing = "neon";
+#else
+    const char *missing = "avx512vnni";
+#endif
+    char want[64];
+    snprintf(want, sizeof want, "SLUICE_ISA=%s: not available on this CPU", missing);
+    setenv("SLUICE_ISA", missing, 1);
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, S260, &mp), SL_ENOSYS);
+    cr_assert_null(m);
+    cr_assert_str_eq(sl_last_error(), want);
+    setenv("SLUICE_ISA", "mmx", 1);
+    cr_assert_eq(sl_model_open(&m, S260, &mp), SL_EINVAL);
+    cr_assert_not_null(strstr(sl_last_error(), "SLUICE_ISA=mmx: unknown level"), "%s", sl_last_error());
+    unsetenv("SLUICE_ISA");
+}
+
 /* Rows of logits computed with different batch shapes differ by rounding
  * only: the prefill GEMM (n_act >= 10 on levels with a panel kernel) finishes
  * the same exact integer block sums in another float order than the decode
@@ -370,6 +420,12 @@ Test(cli, model_errors_exit_1)
     cr_assert_not_null(strstr(out, "9999"), "%s", out);
     cr_assert_eq(sluice_cmd("eval -m " S260 " -c 4 --tokens 1,2,3,4,5", out, sizeof out), 1, "%s", out);
     cr_assert_not_null(strstr(out, "context full"), "%s", out);
+#if defined(__x86_64__) || defined(__i386__)
+    setenv("SLUICE_ISA", "neon", 1);   /* inherited by the child */
+    cr_assert_eq(sluice_cmd("run -m " S260 " -p hi -n 2 --temp 0", out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "SLUICE_ISA=neon: not available on this CPU"), "%s", out);
+    unsetenv("SLUICE_ISA");
+#endif
 }
 
 /* stories260K "Once upon a time" (golden text_once): the first 5 greedy steps

@@ -2,6 +2,7 @@
  * (../shared/golden), special tokens, pieces, the streaming detokenizer and
  * bad input. The full vocab-file vectors are in test_tokenizer_vocab.c. */
 #include "sl_test.h"
+#include "tok_testutil.h"
 #include "util_file.h"
 
 #include <stdio.h>
@@ -15,18 +16,6 @@
 
 #define MODELS SL_SHARED_DIR "/models/"
 #define GOLDEN SL_SHARED_DIR "/golden/"
-
-static sl_tok *load_tok(const char *path)
-{
-    sl_gguf *g = NULL;
-    int rc = sl_gguf_open_path(&g, path);
-    cr_assert_eq(rc, 0, "open %s: %s", path, sl_last_error());
-    sl_tok *t = NULL;
-    rc = sl_tok_load(&t, g);
-    sl_gguf_close(g);
-    cr_assert_eq(rc, 0, "tokenizer of %s: %s", path, sl_last_error());
-    return t;
-}
 
 /* ---- a minimal JSON reader for golden.json (strings, ints, skipping) ---- */
 
@@ -293,6 +282,16 @@ static int64_t enc(sl_tok *t, const char *s, bool add, bool parse, int32_t *ids,
     return sl_tok_encode(t, s, strlen(s), add, parse, ids, cap);
 }
 
+/* The piece of id is exactly want (no NUL in want). */
+static void piece_is(const sl_tok *t, int32_t id, bool special, const char *want)
+{
+    char buf[64];
+    size_t len = 99;
+    cr_assert_eq(sl_tok_piece(t, id, special, buf, sizeof buf, &len), 0, "id %d", id);
+    cr_assert(len == strlen(want) && !memcmp(buf, want, len), "id %d: '%.*s', want '%s'", id,
+              (int)len, buf, want);
+}
+
 Test(tokenizer, spm_special_and_pieces)
 {
     sl_tok *t = load_tok(MODELS "vocab/ggml-vocab-llama-spm.gguf");
@@ -301,6 +300,7 @@ Test(tokenizer, spm_special_and_pieces)
     cr_assert_eq(sl_tok_bos(t), 1);
     cr_assert_eq(sl_tok_eos(t), 2);
     cr_assert(sl_tok_add_bos(t));
+    cr_assert(!sl_tok_add_eos(t), "tokenizer.ggml.add_eos_token is false");
     cr_assert(sl_tok_is_eog(t, 2));
     cr_assert(!sl_tok_is_eog(t, 1));
 
@@ -330,16 +330,12 @@ Test(tokenizer, spm_special_and_pieces)
     size_t len;
     int32_t hello = sl_tok_find(t, "\xe2\x96\x81Hello", 8);
     cr_assert_geq(hello, 0);
-    cr_assert_eq(sl_tok_piece(t, hello, false, buf, sizeof buf, &len), 0);
-    cr_assert(len == 6 && !memcmp(buf, " Hello", 6));
-    cr_assert_eq(sl_tok_piece(t, 1, false, buf, sizeof buf, &len), 0);
-    cr_assert_eq(len, 0);
-    cr_assert_eq(sl_tok_piece(t, 1, true, buf, sizeof buf, &len), 0);
-    cr_assert(len == 3 && !memcmp(buf, "<s>", 3));
+    piece_is(t, hello, false, " Hello");
+    piece_is(t, 1, false, "");
+    piece_is(t, 1, true, "<s>");
     int32_t b0a = sl_tok_find(t, "<0x0A>", 6);
     cr_assert_eq(sl_tok_type(t, b0a), SL_TOKT_BYTE);
-    cr_assert_eq(sl_tok_piece(t, b0a, false, buf, sizeof buf, &len), 0);
-    cr_assert(len == 1 && buf[0] == '\n');
+    piece_is(t, b0a, false, "\n");
     cr_assert_eq(sl_tok_piece(t, hello, false, buf, 3, &len), SL_ERANGE);
     cr_assert_eq(len, 6);
     cr_assert_eq(sl_tok_piece(t, 32000, false, buf, sizeof buf, &len), SL_EINVAL);
@@ -385,16 +381,11 @@ Test(tokenizer, bpe_special_tokens)
     n = enc(t, s, false, false, ids, 64);
     for (int64_t i = 0; i < n; i++) cr_assert_lt(ids[i], 128000, "special token from plain text");
     /* pieces: byte-level "Ġworld" -> " world"; control text only with special */
-    char buf[64];
-    size_t len;
     int32_t w = sl_tok_find(t, "\xc4\xa0world", 7);
     cr_assert_geq(w, 0);
-    cr_assert_eq(sl_tok_piece(t, w, false, buf, sizeof buf, &len), 0);
-    cr_assert(len == 6 && !memcmp(buf, " world", 6));
-    cr_assert_eq(sl_tok_piece(t, eot, false, buf, sizeof buf, &len), 0);
-    cr_assert_eq(len, 0);
-    cr_assert_eq(sl_tok_piece(t, eot, true, buf, sizeof buf, &len), 0);
-    cr_assert(len == 10 && !memcmp(buf, "<|eot_id|>", 10));
+    piece_is(t, w, false, " world");
+    piece_is(t, eot, false, "");
+    piece_is(t, eot, true, "<|eot_id|>");
     /* round trip of mixed text, including a 4-byte character */
     const char *txt = "Hello world! \xf0\x9f\xa6\x99 caf\xc3\xa9 123456\n\tend";
     n = enc(t, txt, false, false, ids, 64);

@@ -2,6 +2,7 @@
  * reproduce its .inp/.out pairs exactly (made by llama.cpp's
  * test-tokenizer-0; add_special = false, parse_special = false). */
 #include "sl_test.h"
+#include "tok_testutil.h"
 #include "util_file.h"
 
 #include <stdio.h>
@@ -19,13 +20,7 @@ static int check_vocab(const char *name, int *n_checked)
 {
     char path[512];
     snprintf(path, sizeof path, VOCAB_DIR "ggml-vocab-%s.gguf", name);
-    sl_gguf *g = NULL;
-    int rc = sl_gguf_open_path(&g, path);
-    cr_assert_eq(rc, 0, "open %s: %s", path, sl_last_error());
-    sl_tok *t = NULL;
-    rc = sl_tok_load(&t, g);
-    sl_gguf_close(g);
-    cr_assert_eq(rc, 0, "load %s: %s", path, sl_last_error());
+    sl_tok *t = load_tok(path);
 
     size_t ilen = 0, olen = 0;
     char ipath[600], opath[600];
