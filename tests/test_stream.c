@@ -353,6 +353,23 @@ static uint64_t vm_hwm(void)
 }
 
 /* one process per backend (Criterion forks per test): VmHWM starts fresh */
+/* Under AddressSanitizer every page the streamer touches also costs an
+ * eighth in shadow memory, plus the sanitizer's own allocator slack: the
+ * planned budget still bounds the streamer, the measurement gets that much on
+ * top (main measured 22.4 MB plain, 26.9 MB under ASan for a 24 MiB budget). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SL_TEST_ASAN 1
+#endif
+#endif
+#ifdef SL_TEST_ASAN
+static uint64_t rss_allowance(uint64_t budget) { return budget + budget / 8 + (2ull << 20); }
+#else
+static uint64_t rss_allowance(uint64_t budget) { return budget; }
+#endif
+
 static void rss_bound(int io)
 {
     char path[1100];
@@ -389,8 +406,9 @@ static void rss_bound(int io)
                     io, (unsigned long long)(after - before), (unsigned long long)budget,
                     (unsigned long long)p->peak_bytes, (int)p->n_pinned, (int)p->n_slots,
                     (unsigned long long)p->slot_bytes);
-        cr_assert_leq(after - before, budget, "VmHWM grew %llu > budget %llu",
-                      (unsigned long long)(after - before), (unsigned long long)budget);
+        cr_assert_leq(after - before, rss_allowance(budget), "VmHWM grew %llu > budget %llu (allowed %llu)",
+                      (unsigned long long)(after - before), (unsigned long long)budget,
+                      (unsigned long long)rss_allowance(budget));
         cr_assert_gt(sum, 0);
         sl_stream_close(s);
     }
