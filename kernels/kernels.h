@@ -49,7 +49,6 @@ typedef struct sl_kern {
      * (i, i + n_rot/2), else (2i, 2i+1). */
     void (*rope)(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
                  const float *inv_freq, int neox);
-    void (*softmax)(float *x, int64_t n);                  /* in place */
     void (*silu_mul)(float *y, const float *g, const float *u, int64_t n); /* y=silu(g)*u */
     void (*add)(float *y, const float *a, const float *b, int64_t n);
     void (*f32_to_f16)(sl_f16 *y, const float *x, int64_t n);

@@ -1,5 +1,7 @@
-/* Internal to kernels/: helpers shared by the float-op files of every ISA
- * level (ops_*.c, attention*.c). */
+/* Internal to kernels/: what the float-op files of every level share: the
+ * rope angle table, and the attention work item's interface (attention.c
+ * splits the work and holds the scalar oracle; attention_driver.h is the
+ * SIMD item, instantiated per level in ops_<isa>.c). */
 #ifndef SL_OPS_INTERNAL_H
 #define SL_OPS_INTERNAL_H
 

@@ -47,24 +47,6 @@ static void rope_scalar(float *x, int n_head, int head_dim, int n_rot, int32_t p
     }
 }
 
-/* Max-subtracted; the sum in double, then one multiply by (float)(1/sum). */
-static void softmax_scalar(float *x, int64_t n)
-{
-    if (n <= 0)
-        return;
-    float mx = x[0];
-    for (int64_t i = 1; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < n; i++)
-        x[i] *= inv;
-}
-
 static void silu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -87,7 +69,6 @@ void sl_ops_fill_scalar(sl_kern *k)
 {
     k->rmsnorm = rmsnorm_scalar;
     k->rope = rope_scalar;
-    k->softmax = softmax_scalar;
     k->silu_mul = silu_mul_scalar;
     k->add = add_scalar;
     k->f32_to_f16 = f32_to_f16_scalar;
