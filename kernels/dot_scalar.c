@@ -148,7 +148,7 @@ static void blk_q3_k(const void *vx, const void *vy, int64_t i, float *a, float 
 }
 
 /* 6-bit scale and min of sub-block j of q4_K / q5_K. */
-void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m)
+static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m)
 {
     if (j < 4) { *sc = s[j] & 63; *m = s[j + 4] & 63; }
     else {
@@ -157,23 +157,33 @@ void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m)
     }
 }
 
+/* q4_K (qh NULL) and q5_K (qh: the fifth bits): scaled sums and min sums. */
+static void q45k_sums(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+                      const sl_block_q8_k *y, int am, int32_t *isum, int32_t *msum)
+{
+    *isum = *msum = 0;
+    for (int p = 0; p < 4; p++) {
+        int sc0, m0, sc1, m1, s0 = 0, s1 = 0;
+        q4k_scale_min(scales, 2 * p, &sc0, &m0);
+        q4k_scale_min(scales, 2 * p + 1, &sc1, &m1);
+        for (int l = 0; l < 32; l++) {
+            int q0 = (qs[32 * p + l] & 15) | (qh ? ((qh[l] >> (2 * p)) & 1) << 4 : 0);
+            int q1 = (qs[32 * p + l] >> 4) | (qh ? ((qh[l] >> (2 * p + 1)) & 1) << 4 : 0);
+            s0 += q0 * AY(y->qs[64 * p + l]);
+            s1 += q1 * AY(y->qs[64 * p + 32 + l]);
+        }
+        *isum += sc0 * s0 + sc1 * s1;
+        *msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
+               + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
+    }
+}
+
 static void blk_q4_k(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q4_k *x = (const sl_block_q4_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
-    int32_t isum = 0, msum = 0;
-    for (int p = 0; p < 4; p++) {
-        int sc0, m0, sc1, m1, s0 = 0, s1 = 0;
-        sl_q4k_scale_min(x->scales, 2 * p, &sc0, &m0);
-        sl_q4k_scale_min(x->scales, 2 * p + 1, &sc1, &m1);
-        for (int l = 0; l < 32; l++) {
-            s0 += (x->qs[32 * p + l] & 15) * AY(y->qs[64 * p + l]);
-            s1 += (x->qs[32 * p + l] >> 4) * AY(y->qs[64 * p + 32 + l]);
-        }
-        isum += sc0 * s0 + sc1 * s1;
-        msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
-              + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
-    }
+    int32_t isum, msum;
+    q45k_sums(x->scales, x->qs, NULL, y, am, &isum, &msum);
     *a = AF(h2f(x->d) * y->d) * (float)isum;
     *b = AF(h2f(x->dmin) * y->d) * (float)msum;
 }
@@ -182,21 +192,8 @@ static void blk_q5_k(const void *vx, const void *vy, int64_t i, float *a, float 
 {
     const sl_block_q5_k *x = (const sl_block_q5_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
-    int32_t isum = 0, msum = 0;
-    for (int p = 0; p < 4; p++) {
-        int sc0, m0, sc1, m1, s0 = 0, s1 = 0;
-        sl_q4k_scale_min(x->scales, 2 * p, &sc0, &m0);
-        sl_q4k_scale_min(x->scales, 2 * p + 1, &sc1, &m1);
-        for (int l = 0; l < 32; l++) {
-            int q0 = (x->qs[32 * p + l] & 15) | (((x->qh[l] >> (2 * p)) & 1) << 4);
-            int q1 = (x->qs[32 * p + l] >> 4) | (((x->qh[l] >> (2 * p + 1)) & 1) << 4);
-            s0 += q0 * AY(y->qs[64 * p + l]);
-            s1 += q1 * AY(y->qs[64 * p + 32 + l]);
-        }
-        isum += sc0 * s0 + sc1 * s1;
-        msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
-              + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
-    }
+    int32_t isum, msum;
+    q45k_sums(x->scales, x->qs, x->qh, y, am, &isum, &msum);
     *a = AF(h2f(x->d) * y->d) * (float)isum;
     *b = AF(h2f(x->dmin) * y->d) * (float)msum;
 }

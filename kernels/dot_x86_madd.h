@@ -23,32 +23,32 @@ static inline __m256i dot_u8s8(__m256i acc, __m256i a, __m256i b)
 
 #include "dot_x86.h"
 
+/* One superblock: chunk k (32 bytes) times its scale pair sc[k] in two
+ * independent chains, then the min / offset sum bsums . bw and fin_dmin. */
+INL void pair_madd(const __m256i q[8], const __m256i sc[8], __m256i bw, __m256 dv,
+                   const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    UNROLL
+    for (int k = 0; k < 8; k += 2) {
+        i0 = madd_scaled(i0, q[k], loadu(y->qs + 32 * k), sc[k]);
+        i1 = madd_scaled(i1, q[k + 1], loadu(y->qs + 32 * k + 32), sc[k + 1]);
+    }
+    fin_dmin(_mm256_add_epi32(i0, i1), _mm256_madd_epi16(loadu(y->bsums), bw), dv, y->d, acc);
+}
+
 INL void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u) { (void)unp_q4_k_base(x, u); }
 
 INL void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
-    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-    UNROLL
-    for (int p = 0; p < 4; p++) {
-        i0 = madd_scaled(i0, u->q[2 * p], loadu(y->qs + 64 * p), u->sc[2 * p]);
-        i1 = madd_scaled(i1, u->q[2 * p + 1], loadu(y->qs + 64 * p + 32), u->sc[2 * p + 1]);
-    }
-    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
-    fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
+    pair_madd(u->q, u->sc, u->m16, u->dv, y, acc);
 }
 
 INL void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u) { unp_q6_k_base(x, u); }
 
 INL void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
-    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-    UNROLL
-    for (int k = 0; k < 8; k += 2) {
-        i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
-        i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
-    }
-    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
-    fin_dmin(_mm256_add_epi32(i0, i1), osum, u->dv, y->d, acc);
+    pair_madd(u->q, u->sc, u->sc16, u->dv, y, acc);
 }
 
 /* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
@@ -73,14 +73,7 @@ INL void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
 
 INL void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
-    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-    UNROLL
-    for (int k = 0; k < 8; k += 2) {
-        i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
-        i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
-    }
-    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
-    fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
+    pair_madd(u->q, u->sc, u->m16, u->dv, y, acc);
 }
 
 DEF_RED(q2_k)
@@ -118,14 +111,7 @@ INL void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
 
 INL void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
-    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-    UNROLL
-    for (int k = 0; k < 8; k += 2) {
-        i0 = madd_scaled(i0, u->q[k], loadu(y->qs + 32 * k), u->sc[k]);
-        i1 = madd_scaled(i1, u->q[k + 1], loadu(y->qs + 32 * k + 32), u->sc[k + 1]);
-    }
-    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
-    fin_dmin(_mm256_add_epi32(i0, i1), osum, u->dv, y->d, acc);
+    pair_madd(u->q, u->sc, u->sc16, u->dv, y, acc);
 }
 
 DEF_RED(q3_k)

@@ -32,7 +32,8 @@ static inline __m256i dot2_scaled(__m256i acc, __m256i xa, __m256i ya, __m256i x
     return _mm256_dpwssd_epi32(acc, _mm256_packs_epi32(pa, pb), w);
 }
 
-/* The four dot2_scaled steps of a superblock (chunks 2m, 2m+1 with sc2[m]). */
+/* One superblock: chunks 2m, 2m+1 with their word-pair scales sc2[m] in two
+ * independent chains; the min / offset sum bsums . bw goes with fin_dmin. */
 INL void dot2_superblock(const __m256i q[8], const __m256i sc2[4], const sl_block_q8_k *y,
                          __m256i *i0, __m256i *i1)
 {
@@ -40,6 +41,14 @@ INL void dot2_superblock(const __m256i q[8], const __m256i sc2[4], const sl_bloc
     *i1 = dot2_scaled(*i1, q[2], loadu(y->qs + 64), q[3], loadu(y->qs + 96), sc2[1]);
     *i0 = dot2_scaled(*i0, q[4], loadu(y->qs + 128), q[5], loadu(y->qs + 160), sc2[2]);
     *i1 = dot2_scaled(*i1, q[6], loadu(y->qs + 192), q[7], loadu(y->qs + 224), sc2[3]);
+}
+
+INL void pair_dot2(const __m256i q[8], const __m256i sc2[4], __m256i bw, __m256 dv,
+                   const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    dot2_superblock(q, sc2, y, &i0, &i1);
+    fin_dmin(_mm256_add_epi32(i0, i1), _mm256_madd_epi16(loadu(y->bsums), bw), dv, y->d, acc);
 }
 
 /* Word scales for dot2_scaled over chunks k = 2m, 2m+1 of 16-element
@@ -66,10 +75,7 @@ INL void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
 
 INL void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
-    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-    dot2_superblock(u->q, u->sc2, y, &i0, &i1);
-    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
-    fin_dmin(_mm256_add_epi32(i0, i1), msum, u->dv, y->d, acc);
+    pair_dot2(u->q, u->sc2, u->m16, u->dv, y, acc);
 }
 
 INL void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
@@ -81,10 +87,7 @@ INL void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
 
 INL void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
 {
-    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-    dot2_superblock(u->q, u->sc2, y, &i0, &i1);
-    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
-    fin_dmin(_mm256_add_epi32(i0, i1), osum, u->dv, y->d, acc);
+    pair_dot2(u->q, u->sc2, u->sc16, u->dv, y, acc);
 }
 
 /* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */

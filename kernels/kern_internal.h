@@ -48,7 +48,6 @@ typedef struct sl_panel {
  * so rounding differences between levels are <= c * u * mag (see tests). */
 float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
 void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
-void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);  /* q4_K/q5_K */
 
 /* The 16 q3_K 6-bit scales, biased by +32 (subtract 32 for the value), 4 per
  * 32-bit word in sub-block order. */

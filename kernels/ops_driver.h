@@ -104,46 +104,31 @@ static void ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, flo
         y[i] = (x[i] * scale) * w[i];
 }
 
-/* Bit-identical to the scalar: the same cos/sin table (sl_rope_cs) and the
- * same mul/mul/sub per element, no FMA. */
+/* Rope's vector prefix (sl_rope_run does the chunks, angles and the scalar
+ * rest): bit-identical to the scalar, the same mul/mul/sub, no FMA. */
+SL_VINL int rope_vec(float *xa, float *xb, const float *c, const float *s, int m, int neox)
+{
+    int i = 0;
+    if (neox) {
+        const int mv = (int)sl_vbody(m, SL_VW);
+        for (; i < mv; i += SL_VW) {
+            sl_vf x0 = sl_v_ldm(xa + i, m - i), x1 = sl_v_ldm(xb + i, m - i);
+            sl_vf vc = sl_v_ldm(c + i, m - i), vs = sl_v_ldm(s + i, m - i);
+            sl_v_stm(xa + i, sl_v_sub(sl_v_mul(x0, vc), sl_v_mul(x1, vs)), m - i);
+            sl_v_stm(xb + i, sl_v_add(sl_v_mul(x0, vs), sl_v_mul(x1, vc)), m - i);
+        }
+    } else {
+        const int mv = (int)sl_vbody(m, SL_V_RPAIRS);
+        for (; i < mv; i += SL_V_RPAIRS)
+            sl_v_rope_pairs(xa + 2 * i, c + i, s + i, m - i);
+    }
+    return i;
+}
+
 static void ops_rope(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
                      const float *inv_freq, int neox)
 {
-    int half = n_rot / 2;
-    for (int i0 = 0; i0 < half; i0 += 64) {
-        float c[64], s[64];
-        int m = half - i0 < 64 ? half - i0 : 64;
-        sl_rope_cs(c, s, pos, inv_freq + i0, m);
-        for (int h = 0; h < n_head; h++) {
-            float *xh = x + (int64_t)h * head_dim;
-            int i = 0;
-            if (neox) {
-                float *xa = xh + i0, *xb = xh + i0 + half;
-                const int mv = (int)sl_vbody(m, SL_VW);
-                for (; i < mv; i += SL_VW) {
-                    sl_vf x0 = sl_v_ldm(xa + i, m - i), x1 = sl_v_ldm(xb + i, m - i);
-                    sl_vf vc = sl_v_ldm(c + i, m - i), vs = sl_v_ldm(s + i, m - i);
-                    sl_v_stm(xa + i, sl_v_sub(sl_v_mul(x0, vc), sl_v_mul(x1, vs)), m - i);
-                    sl_v_stm(xb + i, sl_v_add(sl_v_mul(x0, vs), sl_v_mul(x1, vc)), m - i);
-                }
-                for (; i < m; i++) {
-                    float x0 = xa[i], x1 = xb[i];
-                    xa[i] = x0 * c[i] - x1 * s[i];
-                    xb[i] = x0 * s[i] + x1 * c[i];
-                }
-            } else {
-                float *xp = xh + 2 * i0;
-                const int mv = (int)sl_vbody(m, SL_V_RPAIRS);
-                for (; i < mv; i += SL_V_RPAIRS)
-                    sl_v_rope_pairs(xp + 2 * i, c + i, s + i, m - i);
-                for (; i < m; i++) {
-                    float x0 = xp[2 * i], x1 = xp[2 * i + 1];
-                    xp[2 * i] = x0 * c[i] - x1 * s[i];
-                    xp[2 * i + 1] = x0 * s[i] + x1 * c[i];
-                }
-            }
-        }
-    }
+    sl_rope_run(x, n_head, head_dim, n_rot, pos, inv_freq, neox, rope_vec);
 }
 
 SL_VINL sl_vf silu_mul_v(sl_vf g, sl_vf u)

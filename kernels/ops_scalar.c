@@ -29,22 +29,7 @@ static void rmsnorm_scalar(float *y, const float *x, const float *w, int64_t n, 
 static void rope_scalar(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
                         const float *inv_freq, int neox)
 {
-    int half = n_rot / 2;
-    for (int i0 = 0; i0 < half; i0 += 64) {
-        float c[64], s[64];
-        int m = half - i0 < 64 ? half - i0 : 64;
-        sl_rope_cs(c, s, pos, inv_freq + i0, m);
-        for (int h = 0; h < n_head; h++) {
-            float *xh = x + (int64_t)h * head_dim;
-            for (int i = 0; i < m; i++) {
-                int a = neox ? i0 + i : 2 * (i0 + i);
-                int b = neox ? i0 + i + half : a + 1;
-                float x0 = xh[a], x1 = xh[b];
-                xh[a] = x0 * c[i] - x1 * s[i];
-                xh[b] = x0 * s[i] + x1 * c[i];
-            }
-        }
-    }
+    sl_rope_run(x, n_head, head_dim, n_rot, pos, inv_freq, neox, NULL);
 }
 
 static void silu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
