@@ -1,9 +1,11 @@
 /* Weight-value unpacks shared by the x86 panel GEMMs (gemm_avx2.c,
  * gemm_avx512vnni.c): each writes one block's quantized values, in element
  * order, as unsigned bytes (q4_K 0..15, q5_K 0..31, q6_K q + 32 = 0..63,
- * q4_0 0..15, q5_0 0..31) with AVX2 instructions. Scales and mins are the
- * includer's, since each kernel wants them in its own form. The includer
- * defines lg_act (with osum[] and d[] per lane) before inclusion. */
+ * q4_0 0..15, q5_0 0..31) with AVX2 instructions, and the q4_K / q5_K
+ * unpacks built on them. Scales and mins are the includer's, since each
+ * kernel wants them in its own form: it defines kq_meta (with d, dm) and
+ * lg_act (with osum[] and d[] per lane) before inclusion and k4_meta()
+ * (the q4_K / q5_K scales and mins into kq_meta) after. */
 #ifndef SL_GEMM_X86_H
 #define SL_GEMM_X86_H
 
@@ -53,6 +55,26 @@ static inline void x86_q6k_values(const sl_block_q6_k *x, uint8_t *q)
         st(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4)));
     }
+}
+
+static inline void k4_meta(const uint8_t *s12, kq_meta *m);
+
+static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q4_k *x = vx;
+    x86_q4k_values(x, q);
+    k4_meta(x->scales, m);
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
+}
+
+static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q5_k *x = vx;
+    x86_q5k_values(x, q);
+    k4_meta(x->scales, m);
+    m->d = f16s(x->d);
+    m->dm = f16s(x->dmin);
 }
 
 static inline __m256i x86_nib32(const uint8_t *qs)
