@@ -266,24 +266,13 @@ DEF_GEMM(q8_0, sl_block_q8_0, sl_block_q8_0, SL_QK)
 
 /* ---- float types: 4 lanes of FMA in two chains, scalar tail ------------ */
 
-enum { FT_F32, FT_F16, FT_BF16 };
-
 static inline __attribute__((always_inline)) float32x4_t ft_ld4(const void *p, int64_t i, const int FT)
 {
-    if (FT == FT_F32)
+    if (FT == SL_FT_F32)
         return vld1q_f32((const float *)p + i);
-    if (FT == FT_F16)
+    if (FT == SL_FT_F16)
         return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const sl_f16 *)p + i)));
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const sl_bf16 *)p + i), 16));
-}
-
-static inline __attribute__((always_inline)) float ft_ld1(const void *p, int64_t i, const int FT)
-{
-    if (FT == FT_F32)
-        return ((const float *)p)[i];
-    if (FT == FT_F16)
-        return f16s(((const sl_f16 *)p)[i]);
-    return sl_bf16_to_f32(((const sl_bf16 *)p)[i]);
 }
 
 static inline __attribute__((always_inline)) void
@@ -296,13 +285,13 @@ dot_ft(int64_t n, float *s, const void *x, const void *y, const int FT)
         a1 = vfmaq_f32(a1, ft_ld4(x, i + 4, FT), ft_ld4(y, i + 4, FT));
     }
     float t = vaddvq_f32(vaddq_f32(a0, a1));
-    for (; i < n; i++) t += ft_ld1(x, i, FT) * ft_ld1(y, i, FT);
+    for (; i < n; i++) t += sl_ft_get(x, i, FT) * sl_ft_get(y, i, FT);
     *s = t;
 }
 
-static void FN(dot_f32)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, FT_F32); }
-static void FN(dot_f16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, FT_F16); }
-static void FN(dot_bf16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, FT_BF16); }
+static void FN(dot_f32)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F32); }
+static void FN(dot_f16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F16); }
+static void FN(dot_bf16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_BF16); }
 
 #define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T)
 static void FN(arm_fill)(sl_kern *k)

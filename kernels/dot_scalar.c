@@ -57,18 +57,24 @@ static void blk_q4_1(const void *vx, const void *vy, int64_t i, float *a, float 
 
 static inline uint32_t load_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
+/* q5_0 (off 16) and q5_1 (off 0): sum of (q - off) * y over the block. */
+static int32_t q5_sum(const uint8_t *qs, const uint8_t *qh4, const int8_t *yq, int off, int am)
+{
+    uint32_t qh = load_u32(qh4);
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) {
+        int lo = (int)((qs[j] & 15) | (((qh >> j) & 1) << 4)) - off;
+        int hi = (int)((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - off;
+        s += AQ(lo, off) * AY(yq[j]) + AQ(hi, off) * AY(yq[j + 16]);
+    }
+    return s;
+}
+
 static void blk_q5_0(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q5_0 *x = (const sl_block_q5_0 *)vx + i;
     const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
-    uint32_t qh = load_u32(x->qh);
-    int32_t s = 0;
-    for (int j = 0; j < 16; j++) {
-        int lo = (int)((x->qs[j] & 15) | (((qh >> j) & 1) << 4)) - 16;
-        int hi = (int)((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16;
-        s += AQ(lo, 16) * AY(y->qs[j]) + AQ(hi, 16) * AY(y->qs[j + 16]);
-    }
-    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
+    *a = (float)q5_sum(x->qs, x->qh, y->qs, 16, am) * AF(h2f(x->d) * h2f(y->d));
     *b = 0.0f;
 }
 
@@ -76,14 +82,7 @@ static void blk_q5_1(const void *vx, const void *vy, int64_t i, float *a, float 
 {
     const sl_block_q5_1 *x = (const sl_block_q5_1 *)vx + i;
     const sl_block_q8_1 *y = (const sl_block_q8_1 *)vy + i;
-    uint32_t qh = load_u32(x->qh);
-    int32_t s = 0;
-    for (int j = 0; j < 16; j++) {
-        int lo = (int)((x->qs[j] & 15) | (((qh >> j) & 1) << 4));
-        int hi = (int)((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
-        s += lo * AY(y->qs[j]) + hi * AY(y->qs[j + 16]);
-    }
-    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
+    *a = (float)q5_sum(x->qs, x->qh, y->qs, 0, am) * AF(h2f(x->d) * h2f(y->d));
     *b = -AF(h2f(x->m) * h2f(y->s));
 }
 

@@ -334,26 +334,15 @@ static void DOT(int64_t n, float *s, const void *vx, const void *vy)            
 
 /* ---- float types: 8 lanes of FMA, scalar tail -------------------------- */
 
-enum { FT_F32, FT_F16, FT_BF16 };
-
 /* 8 elements of a float-type row from element i, as f32. */
 static inline __attribute__((always_inline)) __m256 ft_ld8(const void *p, int64_t i, const int FT)
 {
-    if (FT == FT_F32)
+    if (FT == SL_FT_F32)
         return _mm256_loadu_ps((const float *)p + i);
-    if (FT == FT_F16)
+    if (FT == SL_FT_F16)
         return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const sl_f16 *)p + i)));
     __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const sl_bf16 *)p + i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-static inline __attribute__((always_inline)) float ft_ld1(const void *p, int64_t i, const int FT)
-{
-    if (FT == FT_F32)
-        return ((const float *)p)[i];
-    if (FT == FT_F16)
-        return f16s(((const sl_f16 *)p)[i]);
-    return sl_bf16_to_f32(((const sl_bf16 *)p)[i]);
 }
 
 /* Two chains of 16, one of 8, then the scalar tail after the reduction. */
@@ -368,13 +357,13 @@ dot_ft(int64_t n, float *s, const void *x, const void *y, const int FT)
     }
     for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(ft_ld8(x, i, FT), ft_ld8(y, i, FT), a0);
     float t = hsum8(_mm256_add_ps(a0, a1));
-    for (; i < n; i++) t += ft_ld1(x, i, FT) * ft_ld1(y, i, FT);
+    for (; i < n; i++) t += sl_ft_get(x, i, FT) * sl_ft_get(y, i, FT);
     *s = t;
 }
 
-static void dot_f32_x86(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, FT_F32); }
-static void dot_f16_x86(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, FT_F16); }
-static void dot_bf16_x86(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, FT_BF16); }
+static void dot_f32_x86(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F32); }
+static void dot_f16_x86(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F16); }
+static void dot_bf16_x86(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_BF16); }
 
 static inline void x86_fill_float(sl_kern *k)
 {

@@ -17,8 +17,6 @@
 #define NR 4           /* weight rows per register tile (16 ymm registers) */
 #define LANES 8        /* activation rows per panel group (one ymm of int32) */
 
-static inline int32_t pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
-
 /* ---- K-quants ---------------------------------------------------------- */
 
 typedef struct {
@@ -48,9 +46,7 @@ static void kq_extra(const void *vy, void *vp, int lane, int arg)
     kq_act *g = vp;
     const int16_t *bs = y->bsums;
     (void)arg;
-    for (int p = 0; p < 8; p++) g->bs[p][lane] = pair16(bs[2 * p], bs[2 * p + 1]);
-    for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
-        g->bs32[p][lane] = pair16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
+    x86_bsum_pairs(bs, &g->bs[0][lane], &g->bs32[0][lane], LANES);
     g->d[lane] = y->d;
 }
 

@@ -61,11 +61,7 @@ static void kq_extra(const void *vy, void *vp, int lane, int arg)
     kq_act *g = vp;
     const int16_t *bs = y->bsums;
     (void)arg;
-    for (int p = 0; p < 8; p++)
-        g->bs[p][lane] = (int32_t)((uint32_t)(uint16_t)bs[2 * p] | (uint32_t)(uint16_t)bs[2 * p + 1] << 16);
-    for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
-        g->bs32[p][lane] = (int32_t)((uint32_t)(uint16_t)(bs[4 * p] + bs[4 * p + 1])
-                                     | (uint32_t)(uint16_t)(bs[4 * p + 2] + bs[4 * p + 3]) << 16);
+    x86_bsum_pairs(bs, &g->bs[0][lane], &g->bs32[0][lane], LANES);
     int sum = 0;
     for (int j = 0; j < 16; j++) sum += bs[j];
     g->osum[lane] = 127 * sum;

@@ -49,6 +49,17 @@ typedef struct sl_panel {
 float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
 void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
 
+/* Float-type row element i as f32 (the SIMD float dots' scalar tails). */
+enum { SL_FT_F32, SL_FT_F16, SL_FT_BF16 };
+static inline float sl_ft_get(const void *p, int64_t i, int ft)
+{
+    if (ft == SL_FT_F32)
+        return ((const float *)p)[i];
+    if (ft == SL_FT_F16)
+        return sl_f16_to_f32(((const sl_f16 *)p)[i]);
+    return sl_bf16_to_f32(((const sl_bf16 *)p)[i]);
+}
+
 /* The 16 q3_K 6-bit scales, biased by +32 (subtract 32 for the value), 4 per
  * 32-bit word in sub-block order. */
 static inline void sl_q3k_words(const uint8_t *s12, uint32_t w[4])

@@ -23,9 +23,8 @@
 #define SL_VMATH_AVX2_H
 
 #include <immintrin.h>
-#include <string.h>
-
 #include "kernels.h"
+#include "vmath_x86.h"
 
 #define SL_VW 8
 #define SL_VMASK 0
@@ -40,33 +39,14 @@ SL_VINL sl_vf sl_v_zero(void) { return _mm256_setzero_ps(); }
 SL_VINL sl_vf sl_v_set1(float x) { return _mm256_set1_ps(x); }
 SL_VINL sl_vf sl_v_ld(const float *p) { return _mm256_loadu_ps(p); }
 SL_VINL void sl_v_st(float *p, sl_vf v) { _mm256_storeu_ps(p, v); }
-SL_VINL sl_vf sl_v_ldm(const float *p, int64_t left) { (void)left; return _mm256_loadu_ps(p); }
-SL_VINL void sl_v_stm(float *p, sl_vf v, int64_t left) { (void)left; _mm256_storeu_ps(p, v); }
-SL_VINL sl_vf sl_v_ldp(const float *p, int64_t n, float fill)
-{
-    float t[8];
-    for (int i = 0; i < 8; i++) t[i] = i < n ? p[i] : fill;
-    return _mm256_loadu_ps(t);
-}
-SL_VINL void sl_v_stp(float *p, sl_vf v, int64_t n)
-{
-    float t[8];
-    _mm256_storeu_ps(t, v);
-    memcpy(p, t, (size_t)n * sizeof(float));
-}
 
 SL_VINL sl_vf sl_v_ldh(const sl_f16 *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-SL_VINL sl_vf sl_v_ldhm(const sl_f16 *p, int64_t left) { (void)left; return sl_v_ldh(p); }
 /* F16C rounds to nearest even, the same as sl_f32_to_f16. */
 SL_VINL __m128i sl_v_cvth(sl_vf v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { _mm_storeu_si128((__m128i *)p, sl_v_cvth(v)); }
-SL_VINL void sl_v_sthp(sl_f16 *p, sl_vf v, int64_t n)
-{
-    sl_f16 t[8];
-    sl_v_sth(t, v);
-    memcpy(p, t, (size_t)n * sizeof(sl_f16));
-}
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return _mm256_cvtph_ps(sl_v_cvth(v)); }
+
+#include "vmath_nomask.h"
 
 SL_VINL sl_vf sl_v_add(sl_vf a, sl_vf b) { return _mm256_add_ps(a, b); }
 SL_VINL sl_vf sl_v_sub(sl_vf a, sl_vf b) { return _mm256_sub_ps(a, b); }
@@ -121,13 +101,7 @@ SL_VINL double sl_vacc_sum(sl_vacc s)
 /* out[i] = (sum of the lanes of a[i] (+ add[i])) * scale, i < 8. */
 SL_VINL void sl_v_sum8_scaled(const sl_vf a[8], const float *add, float scale, float *out)
 {
-    __m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
-    __m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
-    __m256 h0 = _mm256_hadd_ps(h01, h23), h1 = _mm256_hadd_ps(h45, h67);
-    __m256 r = _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
-    if (add)
-        r = _mm256_add_ps(r, _mm256_loadu_ps(add));
-    _mm256_storeu_ps(out, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
+    sl_x86_sum8x8_scaled(a, add, scale, out);
 }
 
 /* Rope, interleaved pairs: rotates the SL_V_RPAIRS pairs at xp by c, s (no

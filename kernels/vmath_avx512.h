@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "vmath_x86.h"
 
 #define SL_VW 16
 #define SL_VMASK 1
@@ -86,13 +87,7 @@ SL_VINL void sl_v_sum8_scaled(const sl_vf a[8], const float *add, float scale, f
     _Pragma("GCC unroll 8")
     for (int i = 0; i < 8; i++)
         f[i] = _mm256_add_ps(_mm512_castps512_ps256(a[i]), _mm512_extractf32x8_ps(a[i], 1));
-    __m256 h01 = _mm256_hadd_ps(f[0], f[1]), h23 = _mm256_hadd_ps(f[2], f[3]);
-    __m256 h45 = _mm256_hadd_ps(f[4], f[5]), h67 = _mm256_hadd_ps(f[6], f[7]);
-    __m256 h0 = _mm256_hadd_ps(h01, h23), h1 = _mm256_hadd_ps(h45, h67);
-    __m256 r = _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
-    if (add)
-        r = _mm256_add_ps(r, _mm256_loadu_ps(add));
-    _mm256_storeu_ps(out, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
+    sl_x86_sum8x8_scaled(f, add, scale, out);
 }
 
 /* Rope, interleaved pairs: up to 8 pairs (left) at xp, as vmath_avx2.h. */

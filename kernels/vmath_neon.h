@@ -5,8 +5,6 @@
 #define SL_VMATH_NEON_H
 
 #include <arm_neon.h>
-#include <string.h>
-
 #include "kernels.h"
 
 #define SL_VW 4
@@ -22,32 +20,13 @@ SL_VINL sl_vf sl_v_zero(void) { return vdupq_n_f32(0.0f); }
 SL_VINL sl_vf sl_v_set1(float x) { return vdupq_n_f32(x); }
 SL_VINL sl_vf sl_v_ld(const float *p) { return vld1q_f32(p); }
 SL_VINL void sl_v_st(float *p, sl_vf v) { vst1q_f32(p, v); }
-SL_VINL sl_vf sl_v_ldm(const float *p, int64_t left) { (void)left; return vld1q_f32(p); }
-SL_VINL void sl_v_stm(float *p, sl_vf v, int64_t left) { (void)left; vst1q_f32(p, v); }
-SL_VINL sl_vf sl_v_ldp(const float *p, int64_t n, float fill)
-{
-    float t[4];
-    for (int i = 0; i < 4; i++) t[i] = i < n ? p[i] : fill;
-    return vld1q_f32(t);
-}
-SL_VINL void sl_v_stp(float *p, sl_vf v, int64_t n)
-{
-    float t[4];
-    vst1q_f32(t, v);
-    memcpy(p, t, (size_t)n * sizeof(float));
-}
 
 SL_VINL sl_vf sl_v_ldh(const sl_f16 *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
-SL_VINL sl_vf sl_v_ldhm(const sl_f16 *p, int64_t left) { (void)left; return sl_v_ldh(p); }
 /* FCVTN rounds by FPCR (nearest even by default), the same as sl_f32_to_f16. */
 SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }
-SL_VINL void sl_v_sthp(sl_f16 *p, sl_vf v, int64_t n)
-{
-    sl_f16 t[4];
-    sl_v_sth(t, v);
-    memcpy(p, t, (size_t)n * sizeof(sl_f16));
-}
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return vcvt_f32_f16(vcvt_f16_f32(v)); }
+
+#include "vmath_nomask.h"
 
 SL_VINL sl_vf sl_v_add(sl_vf a, sl_vf b) { return vaddq_f32(a, b); }
 SL_VINL sl_vf sl_v_sub(sl_vf a, sl_vf b) { return vsubq_f32(a, b); }
