@@ -1,6 +1,7 @@
-/* Grouped-query causal attention over an F16 KV cache: work split, scratch
- * layout and the scalar oracle. The per-ISA work-item kernels live in
- * attention_<isa>.c; sl_kern_attention picks one by the table's isa. */
+/* Grouped-query causal attention over an F16 KV cache: argument checks, the
+ * work split over (query row, kv head) items, the scratch layout, and the
+ * scalar oracle item. The SIMD item is attention_driver.h, instantiated per
+ * level in ops_<isa>.c; sl_kern_attention picks one by the table's isa. */
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>

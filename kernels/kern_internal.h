@@ -1,7 +1,8 @@
-/* Internal to kernels/: per-ISA table fillers. dispatch.c builds one sl_kern
- * per level by calling the dot filler (quantized vec_dot kernels) and the ops
- * filler (float ops) of that level; a level's file is compiled only on its
- * architecture, with its own -m flags. */
+/* Internal to kernels/: the per-level table fillers dispatch.c calls to
+ * build each sl_kern (dot: vec_dot + gemm tiles; ops: float ops; gemm: the
+ * prefill panels), the sl_panel interface, and the scalar helpers the SIMD
+ * files and tests share. A level's files are compiled only on its
+ * architecture, each with its own -m flags. */
 #ifndef SL_KERN_INTERNAL_H
 #define SL_KERN_INTERNAL_H
 

@@ -1,8 +1,10 @@
-/* Quantized dot/matvec/matmul and the float ops of the forward pass, in
- * scalar C (the oracle) and hand-written SIMD (AVX2+FMA, AVX-512 [+VNNI],
- * NEON [+dotprod]). One source file per ISA level (foo_avx2.c, foo_avx512.c,
- * foo_avx512vnni.c, foo_neon.c, foo_dotprod.c), each built with its own -m flags;
- * the level is picked at run time from cpuid / AT_HWCAP, and SLUICE_ISA=
+/* Quantized dot/matvec/matmul, attention and the float ops of the forward
+ * pass, in scalar C (the oracle) and hand-written SIMD (AVX2+FMA, AVX-512
+ * [+VNNI], NEON [+dotprod]), behind one table of entry points per ISA level
+ * (sl_kern). Each op's driver is written once and instantiated per level in
+ * a file named for it (ops_avx2.c, dot_avx512vnni.c, gemm_dotprod.c, ...),
+ * built with the level's -m flags over that level's primitives; the level
+ * is picked at run time from cpuid / AT_HWCAP, and SLUICE_ISA=
  * scalar|avx2|avx512|avx512vnni|neon|dotprod forces one (tests cover all).
  * Depends on quant/ only. Failures return negative errno values (== SL_E*). */
 #ifndef SL_KERNELS_H

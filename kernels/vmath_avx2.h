@@ -4,21 +4,24 @@
  *   SL_VW                lanes per vector
  *   SL_VMASK             1: partial vectors by lane masks (drivers run their
  *                        tails in vector code); 0: drivers finish the last
- *                        n % SL_VW elements in scalar code
+ *                        n % SL_VW elements in scalar code, and the partial
+ *                        loads / stores are vmath_nomask.h's stack copies
  *   SL_V_PV              vectors per head_dim chunk held in registers by p.v
  *   SL_V_RPAIRS          interleaved rope pairs per sl_v_rope_pairs call
  *   sl_vf, sl_vacc       float vector; pair of double accumulators
  *   sl_v_ld/st           full vectors; sl_v_ldm/stm(p, left): lanes < left
  *                        (SL_VMASK) or the full vector (caller: left >= SL_VW)
  *   sl_v_ldp/stp(p, n)   a partial vector of n < SL_VW lanes (others = fill)
- *   sl_v_ldh, ldhm, sthp f16 loads / partial store (round to nearest even)
+ *   sl_v_ldh, ldhm, sth, sthp   f16 loads / stores (round to nearest even)
  *   arithmetic           zero set1 add sub mul div fma(a,b,c)=a*b+c
  *                        fnma(a,b,c)=c-a*b min max roundn round_h
  *   sl_v_scale2n(p, n)   p * 2^(n>>1) * 2^(n-(n>>1)) for integral n
  *   reductions           hsum hmax; sl_vacc_add/sum (f32 lanes summed in
  *                        double); sl_v_sum8_scaled (8 vectors -> 8 sums)
- * Each keeps the instruction sequence the level always used, so results are
- * bit-identical to the per-level kernels these replaced. */
+ *   sl_v_rope_pairs      rope on interleaved pairs (no FMA, as the scalar)
+ * A new level is a new vmath_<isa>.h and a 10-line ops_<isa>.c. Each
+ * primitive keeps the instruction sequence the level's hand-written kernels
+ * used, so results are bit-identical to them. */
 #ifndef SL_VMATH_AVX2_H
 #define SL_VMATH_AVX2_H
 
