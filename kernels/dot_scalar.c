@@ -240,25 +240,7 @@ static void blk_bf16(const void *vx, const void *vy, int64_t i, float *a, float 
     *b = 0.0f;
 }
 
-static blk_fn blk_for(int type)
-{
-    switch (type) {
-    case SL_Q_Q4_0: return blk_q4_0;
-    case SL_Q_Q4_1: return blk_q4_1;
-    case SL_Q_Q5_0: return blk_q5_0;
-    case SL_Q_Q5_1: return blk_q5_1;
-    case SL_Q_Q8_0: return blk_q8_0;
-    case SL_Q_Q2_K: return blk_q2_k;
-    case SL_Q_Q3_K: return blk_q3_k;
-    case SL_Q_Q4_K: return blk_q4_k;
-    case SL_Q_Q5_K: return blk_q5_k;
-    case SL_Q_Q6_K: return blk_q6_k;
-    case SL_Q_F32: return blk_f32;
-    case SL_Q_F16: return blk_f16;
-    case SL_Q_BF16: return blk_bf16;
-    default: return NULL;
-    }
-}
+static blk_fn blk_for(int type);
 
 static inline float run(blk_fn f, int type, int64_t n, const void *x, const void *y)
 {
@@ -295,19 +277,25 @@ DEF(q5_k, SL_Q_Q5_K) DEF(q6_k, SL_Q_Q6_K) DEF(f32, SL_Q_F32) DEF(f16, SL_Q_F16)
 DEF(bf16, SL_Q_BF16)
 #undef DEF
 
+/* The oracle's types: block kernel and vec_dot of each. */
+static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_Q_COUNT] = {
+    [SL_Q_Q4_0] = {blk_q4_0, dot_q4_0}, [SL_Q_Q4_1] = {blk_q4_1, dot_q4_1},
+    [SL_Q_Q5_0] = {blk_q5_0, dot_q5_0}, [SL_Q_Q5_1] = {blk_q5_1, dot_q5_1},
+    [SL_Q_Q8_0] = {blk_q8_0, dot_q8_0}, [SL_Q_Q2_K] = {blk_q2_k, dot_q2_k},
+    [SL_Q_Q3_K] = {blk_q3_k, dot_q3_k}, [SL_Q_Q4_K] = {blk_q4_k, dot_q4_k},
+    [SL_Q_Q5_K] = {blk_q5_k, dot_q5_k}, [SL_Q_Q6_K] = {blk_q6_k, dot_q6_k},
+    [SL_Q_F32] = {blk_f32, dot_f32}, [SL_Q_F16] = {blk_f16, dot_f16},
+    [SL_Q_BF16] = {blk_bf16, dot_bf16},
+};
+
+static blk_fn blk_for(int type)
+{
+    return type >= 0 && type < SL_Q_COUNT ? scalar_types[type].blk : NULL;
+}
+
 void sl_dot_fill_scalar(sl_kern *k)
 {
-    k->vec_dot[SL_Q_Q4_0] = dot_q4_0;
-    k->vec_dot[SL_Q_Q4_1] = dot_q4_1;
-    k->vec_dot[SL_Q_Q5_0] = dot_q5_0;
-    k->vec_dot[SL_Q_Q5_1] = dot_q5_1;
-    k->vec_dot[SL_Q_Q8_0] = dot_q8_0;
-    k->vec_dot[SL_Q_Q2_K] = dot_q2_k;
-    k->vec_dot[SL_Q_Q3_K] = dot_q3_k;
-    k->vec_dot[SL_Q_Q4_K] = dot_q4_k;
-    k->vec_dot[SL_Q_Q5_K] = dot_q5_k;
-    k->vec_dot[SL_Q_Q6_K] = dot_q6_k;
-    k->vec_dot[SL_Q_F32] = dot_f32;
-    k->vec_dot[SL_Q_F16] = dot_f16;
-    k->vec_dot[SL_Q_BF16] = dot_bf16;
+    for (int t = 0; t < SL_Q_COUNT; t++)
+        if (scalar_types[t].dot)
+            k->vec_dot[t] = scalar_types[t].dot;
 }

@@ -6,7 +6,8 @@
  * and dot_x86_vnni.h (avx512vnni: vpdpbusd / vpdpwssd), which define the
  * integer products madd_scaled() and dot_u8s8() first and the q4_K, q6_K,
  * q2_K, q3_K kernels after; the level files (dot_avx2.c, dot_avx512.c,
- * dot_avx512vnni.c) name each instance (dot_q4_k_avx2, gemm_q4_k_avx2, ...).
+ * dot_avx512vnni.c) name each instance (dot_q4_k_avx2, gemm_q4_k_avx2, ...)
+ * in one X86_LEVEL(...).
  * Scheme (every type): exact integer sums per 32-byte chunk in 8 int32 lanes,
  * scaled in the integer domain by the sub-block scales (madd / dpwssd with an
  * i16 scale vector), converted once per block and accumulated in float lanes
@@ -331,6 +332,26 @@ static void DOT(int64_t n, float *s, const void *vx, const void *vy)            
 #define DU2 _Pragma("GCC unroll 2")
 
 #define X86_SET(k, ID, DOT, GEMM) ((k)->vec_dot[ID] = (DOT), (k)->gemm[ID] = (GEMM))
+
+/* A level's kernels: its table filler FILL (sl_dot_fill_<level>, declared
+ * in kern_internal.h), then the vec_dot and gemm names of q4_K, q5_K, q6_K,
+ * q2_K, q3_K, q4_0, q4_1, q5_0, q5_1, q8_0, in that order (the level file
+ * spells them, e.g. dot_q4_k_avx2, gemm_q4_k_avx2). */
+#define X86_LEVEL(FILL, d4k, g4k, d5k, g5k, d6k, g6k, d2k, g2k, d3k, g3k,                       \
+                  d40, g40, d41, g41, d50, g50, d51, g51, d80, g80)                       \
+DEF_DOT(q4_k, d4k, g4k, ) DEF_DOT(q5_k, d5k, g5k, ) DEF_DOT(q6_k, d6k, g6k, )               \
+DEF_DOT(q2_k, d2k, g2k, DU2) DEF_DOT(q3_k, d3k, g3k, DU2)                                  \
+DEF_DOT(q4_0, d40, g40, ) DEF_DOT(q4_1, d41, g41, ) DEF_DOT(q5_0, d50, g50, )               \
+DEF_DOT(q5_1, d51, g51, ) DEF_DOT(q8_0, d80, g80, )                                        \
+void FILL(sl_kern *k)                                                                      \
+{                                                                                          \
+    X86_SET(k, SL_Q_Q4_K, d4k, g4k); X86_SET(k, SL_Q_Q5_K, d5k, g5k);                      \
+    X86_SET(k, SL_Q_Q6_K, d6k, g6k); X86_SET(k, SL_Q_Q2_K, d2k, g2k);                      \
+    X86_SET(k, SL_Q_Q3_K, d3k, g3k); X86_SET(k, SL_Q_Q4_0, d40, g40);                      \
+    X86_SET(k, SL_Q_Q4_1, d41, g41); X86_SET(k, SL_Q_Q5_0, d50, g50);                      \
+    X86_SET(k, SL_Q_Q5_1, d51, g51); X86_SET(k, SL_Q_Q8_0, d80, g80);                      \
+    x86_fill_float(k);                                                                     \
+}
 
 /* ---- float types: 8 lanes of FMA, scalar tail -------------------------- */
 

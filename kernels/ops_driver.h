@@ -5,6 +5,10 @@
  * Included by ops_avx2.c, ops_avx512.c and ops_neon.c, each compiled with
  * its level's -m flags so everything inlines into that level's code.
  *
+ * Plain arithmetic is written with the vector operators (+ - * / on the
+ * level's vector type, GNU C vector extensions as in the intrinsic headers;
+ * -ffp-contract=off keeps a*b+c two roundings, as the scalar code).
+ *
  * Tails: where a level has lane masks (SL_VMASK) the vector code runs to the
  * end; otherwise it covers sl_vbody(n) elements and the rest is scalar code
  * with the same per-element arithmetic (elementwise ops) or, for the ops with
@@ -32,7 +36,7 @@ static inline int64_t sl_vbody(int64_t n, int64_t w)
 SL_VINL sl_vf sl_vexp(sl_vf x)
 {
     x = sl_v_min(sl_v_max(x, sl_v_set1(-104.0f)), sl_v_set1(89.0f));
-    sl_vf n = sl_v_roundn(sl_v_mul(x, sl_v_set1(1.44269504088896341f)));
+    sl_vf n = sl_v_roundn(x * sl_v_set1(1.44269504088896341f));
     sl_vf r = sl_v_fnma(n, sl_v_set1(0.693145751953125f), x);
     r = sl_v_fnma(n, sl_v_set1(1.428606765330187e-06f), r);
     sl_vf p = sl_v_set1(1.0f / 5040);
@@ -62,22 +66,22 @@ SL_VINL void sl_vsoftmax(float *x, int64_t n, const int round_h)
     sl_vf mx = sl_v_set1(sl_v_hmax(vm));
     sl_vacc s = sl_vacc_zero();
     for (i = 0; i < nv; i += SL_VW) {
-        sl_vf e = sl_vexp(sl_v_sub(sl_v_ld(x + i), mx));
+        sl_vf e = sl_vexp(sl_v_ld(x + i) - mx);
         sl_v_st(x + i, e);
         sl_vacc_add(&s, e);
     }
     if (i < n) {
-        sl_vf e = sl_vexp(sl_v_sub(sl_v_ldp(x + i, n - i, -INFINITY), mx));
+        sl_vf e = sl_vexp(sl_v_ldp(x + i, n - i, -INFINITY) - mx);
         sl_v_stp(x + i, e, n - i);
         sl_vacc_add(&s, e);
     }
     sl_vf inv = sl_v_set1((float)(1.0 / sl_vacc_sum(s)));
     for (i = 0; i < nv; i += SL_VW) {
-        sl_vf v = sl_v_mul(sl_v_ld(x + i), inv);
+        sl_vf v = sl_v_ld(x + i) * inv;
         sl_v_st(x + i, round_h ? sl_v_round_h(v) : v);
     }
     if (i < n) {
-        sl_vf v = sl_v_mul(sl_v_ldp(x + i, n - i, 0.0f), inv);
+        sl_vf v = sl_v_ldp(x + i, n - i, 0.0f) * inv;
         sl_v_stp(x + i, round_h ? sl_v_round_h(v) : v, n - i);
     }
 }
@@ -90,7 +94,7 @@ static void ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, flo
     int64_t i;
     for (i = 0; i < nv; i += SL_VW) {
         sl_vf v = sl_v_ldm(x + i, n - i);
-        sl_vacc_add(&s, sl_v_mul(v, v));
+        sl_vacc_add(&s, v * v);
     }
     double sum = sl_vacc_sum(s);
     for (; i < n; i++)
@@ -99,7 +103,7 @@ static void ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, flo
     float scale = 1.0f / sqrtf(mean + eps);
     sl_vf vs = sl_v_set1(scale);
     for (i = 0; i < nv; i += SL_VW)
-        sl_v_stm(y + i, sl_v_mul(sl_v_mul(sl_v_ldm(x + i, n - i), vs), sl_v_ldm(w + i, n - i)), n - i);
+        sl_v_stm(y + i, sl_v_ldm(x + i, n - i) * vs * sl_v_ldm(w + i, n - i), n - i);
     for (; i < n; i++)
         y[i] = (x[i] * scale) * w[i];
 }
@@ -114,8 +118,8 @@ SL_VINL int rope_vec(float *xa, float *xb, const float *c, const float *s, int m
         for (; i < mv; i += SL_VW) {
             sl_vf x0 = sl_v_ldm(xa + i, m - i), x1 = sl_v_ldm(xb + i, m - i);
             sl_vf vc = sl_v_ldm(c + i, m - i), vs = sl_v_ldm(s + i, m - i);
-            sl_v_stm(xa + i, sl_v_sub(sl_v_mul(x0, vc), sl_v_mul(x1, vs)), m - i);
-            sl_v_stm(xb + i, sl_v_add(sl_v_mul(x0, vs), sl_v_mul(x1, vc)), m - i);
+            sl_v_stm(xa + i, x0 * vc - x1 * vs, m - i);
+            sl_v_stm(xb + i, x0 * vs + x1 * vc, m - i);
         }
     } else {
         const int mv = (int)sl_vbody(m, SL_V_RPAIRS);
@@ -133,8 +137,8 @@ static void ops_rope(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
 
 SL_VINL sl_vf silu_mul_v(sl_vf g, sl_vf u)
 {
-    sl_vf e = sl_vexp(sl_v_sub(sl_v_zero(), g));
-    return sl_v_mul(sl_v_div(g, sl_v_add(sl_v_set1(1.0f), e)), u);
+    sl_vf e = sl_vexp(sl_v_zero() - g);
+    return g / (sl_v_set1(1.0f) + e) * u;
 }
 
 /* y = g / (1 + exp(-g)) * u, every element through the vector exp. */
@@ -152,7 +156,7 @@ static void ops_add(float *y, const float *a, const float *b, int64_t n)
     const int64_t nv = sl_vbody(n, SL_VW);
     int64_t i = 0;
     for (; i < nv; i += SL_VW)
-        sl_v_stm(y + i, sl_v_add(sl_v_ldm(a + i, n - i), sl_v_ldm(b + i, n - i)), n - i);
+        sl_v_stm(y + i, sl_v_ldm(a + i, n - i) + sl_v_ldm(b + i, n - i), n - i);
     for (; i < n; i++)
         y[i] = a[i] + b[i];
 }

@@ -13,8 +13,9 @@
  *                        (SL_VMASK) or the full vector (caller: left >= SL_VW)
  *   sl_v_ldp/stp(p, n)   a partial vector of n < SL_VW lanes (others = fill)
  *   sl_v_ldh, ldhm, sth, sthp   f16 loads / stores (round to nearest even)
- *   arithmetic           zero set1 add sub mul div fma(a,b,c)=a*b+c
- *                        fnma(a,b,c)=c-a*b min max roundn round_h
+ *   arithmetic           zero set1 fma(a,b,c)=a*b+c fnma(a,b,c)=c-a*b
+ *                        min max roundn round_h (+ - * / are the vector
+ *                        type's operators)
  *   sl_v_scale2n(p, n)   p * 2^(n>>1) * 2^(n-(n>>1)) for integral n
  *   reductions           hsum hmax; sl_vacc_add/sum (f32 lanes summed in
  *                        double); sl_v_sum8_scaled (8 vectors -> 8 sums)
@@ -51,10 +52,6 @@ SL_VINL sl_vf sl_v_round_h(sl_vf v) { return _mm256_cvtph_ps(sl_v_cvth(v)); }
 
 #include "vmath_nomask.h"
 
-SL_VINL sl_vf sl_v_add(sl_vf a, sl_vf b) { return _mm256_add_ps(a, b); }
-SL_VINL sl_vf sl_v_sub(sl_vf a, sl_vf b) { return _mm256_sub_ps(a, b); }
-SL_VINL sl_vf sl_v_mul(sl_vf a, sl_vf b) { return _mm256_mul_ps(a, b); }
-SL_VINL sl_vf sl_v_div(sl_vf a, sl_vf b) { return _mm256_div_ps(a, b); }
 SL_VINL sl_vf sl_v_min(sl_vf a, sl_vf b) { return _mm256_min_ps(a, b); }
 SL_VINL sl_vf sl_v_max(sl_vf a, sl_vf b) { return _mm256_max_ps(a, b); }
 SL_VINL sl_vf sl_v_fma(sl_vf a, sl_vf b, sl_vf c) { return _mm256_fmadd_ps(a, b, c); }

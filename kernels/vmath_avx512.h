@@ -46,10 +46,6 @@ SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { _mm256_storeu_si256((__m256i *)p, sl
 SL_VINL void sl_v_sthp(sl_f16 *p, sl_vf v, int64_t n) { _mm256_mask_storeu_epi16(p, sl_v_mask(n), sl_v_cvth(v)); }
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return _mm512_cvtph_ps(sl_v_cvth(v)); }
 
-SL_VINL sl_vf sl_v_add(sl_vf a, sl_vf b) { return _mm512_add_ps(a, b); }
-SL_VINL sl_vf sl_v_sub(sl_vf a, sl_vf b) { return _mm512_sub_ps(a, b); }
-SL_VINL sl_vf sl_v_mul(sl_vf a, sl_vf b) { return _mm512_mul_ps(a, b); }
-SL_VINL sl_vf sl_v_div(sl_vf a, sl_vf b) { return _mm512_div_ps(a, b); }
 SL_VINL sl_vf sl_v_min(sl_vf a, sl_vf b) { return _mm512_min_ps(a, b); }
 SL_VINL sl_vf sl_v_max(sl_vf a, sl_vf b) { return _mm512_max_ps(a, b); }
 SL_VINL sl_vf sl_v_fma(sl_vf a, sl_vf b, sl_vf c) { return _mm512_fmadd_ps(a, b, c); }

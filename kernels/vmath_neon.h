@@ -28,10 +28,6 @@ SL_VINL sl_vf sl_v_round_h(sl_vf v) { return vcvt_f32_f16(vcvt_f16_f32(v)); }
 
 #include "vmath_nomask.h"
 
-SL_VINL sl_vf sl_v_add(sl_vf a, sl_vf b) { return vaddq_f32(a, b); }
-SL_VINL sl_vf sl_v_sub(sl_vf a, sl_vf b) { return vsubq_f32(a, b); }
-SL_VINL sl_vf sl_v_mul(sl_vf a, sl_vf b) { return vmulq_f32(a, b); }
-SL_VINL sl_vf sl_v_div(sl_vf a, sl_vf b) { return vdivq_f32(a, b); }
 SL_VINL sl_vf sl_v_min(sl_vf a, sl_vf b) { return vminq_f32(a, b); }
 SL_VINL sl_vf sl_v_max(sl_vf a, sl_vf b) { return vmaxq_f32(a, b); }
 SL_VINL sl_vf sl_v_fma(sl_vf a, sl_vf b, sl_vf c) { return vfmaq_f32(c, a, b); }
