@@ -42,12 +42,8 @@ typedef struct {
 
 static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
-    const sl_block_q8_k *y = vy;
-    kq_act *g = vp;
-    const int16_t *bs = y->bsums;
     (void)arg;
-    x86_bsum_pairs(bs, &g->bs[0][lane], &g->bs32[0][lane], LANES);
-    g->d[lane] = y->d;
+    x86_kq_extra(vy, vp, lane);
 }
 
 static inline void k4_meta(const uint8_t *s12, kq_meta *m)

@@ -59,13 +59,11 @@ static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
     const sl_block_q8_k *y = vy;
     kq_act *g = vp;
-    const int16_t *bs = y->bsums;
     (void)arg;
-    x86_bsum_pairs(bs, &g->bs[0][lane], &g->bs32[0][lane], LANES);
+    x86_kq_extra(y, g, lane);
     int sum = 0;
-    for (int j = 0; j < 16; j++) sum += bs[j];
+    for (int j = 0; j < 16; j++) sum += y->bsums[j];
     g->osum[lane] = 127 * sum;
-    g->d[lane] = y->d;
 }
 
 /* q4_K/q5_K 6-bit scales and mins of the 8 sub-blocks, unpacked 4 at a time
@@ -148,6 +146,20 @@ static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
     m->dm = f16s(x->dmin);
 }
 
+/* The float accumulators of a tile, [NR][16 lanes]: zero on the first chunk. */
+static inline __attribute__((always_inline)) void facc_load(__m512 facc[NR], const float *acc, int first)
+{
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++)
+        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+}
+
+static inline __attribute__((always_inline)) void facc_store(const __m512 facc[NR], float *acc)
+{
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+}
+
 /* NR rows x 16 activation rows over nbc superblocks. wq: [nbc][NR][256],
  * wm: [nbc][NR]; A: nbc consecutive panel superblocks; acc: [NR][16] floats.
  * SUBK = k-steps (4 bytes each) per scaled sub-block (64: none); MINS = 0, or
@@ -157,9 +169,7 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
         int nbc, const kq_act *A, float *acc, int first)
 {
     __m512 facc[NR];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++)
-        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+    facc_load(facc, acc, first);
     for (int b = 0; b < nbc; b++, wq += NR * 256, wm += NR) {
         const kq_act *a = A + b;
         __m512i isum[NR];
@@ -204,8 +214,7 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
             facc[r] = _mm512_fmadd_ps(t, da, facc[r]);
         }
     }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+    facc_store(facc, acc);
 }
 
 /* kq_tile's SUBK, MINS, OFF per type (lg_tile takes none). */
@@ -236,9 +245,7 @@ static inline __attribute__((always_inline)) void
 lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
 {
     __m512 facc[NR];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++)
-        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+    facc_load(facc, acc, first);
     for (int b = 0; b < nbc; b++, wq += NR * 32, wd += NR) {
         const lg_act *a = A + b;
         __m512i part[NR];
@@ -262,8 +269,7 @@ lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc
             facc[r] = _mm512_fmadd_ps(f, _mm512_mul_ps(da, _mm512_set1_ps(wd[r])), facc[r]);
         }
     }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+    facc_store(facc, acc);
 }
 
 #define PANEL_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)

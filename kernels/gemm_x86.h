@@ -3,9 +3,10 @@
  * order, as unsigned bytes (q4_K 0..15, q5_K 0..31, q6_K q + 32 = 0..63,
  * q4_0 0..15, q5_0 0..31) with AVX2 instructions, and the q4_K / q5_K
  * unpacks built on them. Scales and mins are the includer's, since each
- * kernel wants them in its own form: it defines kq_meta (with d, dm) and
- * lg_act (with osum[] and d[] per lane) before inclusion and k4_meta()
- * (the q4_K / q5_K scales and mins into kq_meta) after. */
+ * kernel wants them in its own form: it defines LANES, kq_meta (with d,
+ * dm), kq_act (with bs, bs32, d per lane) and lg_act (with osum[] and d[]
+ * per lane) before inclusion and k4_meta() (the q4_K / q5_K scales and
+ * mins into kq_meta) after. */
 #ifndef SL_GEMM_X86_H
 #define SL_GEMM_X86_H
 
@@ -71,22 +72,34 @@ static inline void x86_bsum_pairs(const int16_t *bs, int32_t *bs16, int32_t *bs3
 
 static inline void k4_meta(const uint8_t *s12, kq_meta *m);
 
+/* q4_K / q5_K: the scales and mins (the includer's k4_meta) and d, dmin. */
+static inline void k45_meta(const uint8_t *s12, sl_f16 d, sl_f16 dmin, kq_meta *m)
+{
+    k4_meta(s12, m);
+    m->d = f16s(d);
+    m->dm = f16s(dmin);
+}
+
 static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q4_k *x = vx;
     x86_q4k_values(x, q);
-    k4_meta(x->scales, m);
-    m->d = f16s(x->d);
-    m->dm = f16s(x->dmin);
+    k45_meta(x->scales, x->d, x->dmin, m);
 }
 
 static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q5_k *x = vx;
     x86_q5k_values(x, q);
-    k4_meta(x->scales, m);
-    m->d = f16s(x->d);
-    m->dm = f16s(x->dmin);
+    k45_meta(x->scales, x->d, x->dmin, m);
+}
+
+/* The part of packing one q8_K superblock of one activation row (lane) the
+ * x86 panels share: block-sum pairs and d. */
+static inline void x86_kq_extra(const sl_block_q8_k *y, kq_act *g, int lane)
+{
+    x86_bsum_pairs(y->bsums, &g->bs[0][lane], &g->bs32[0][lane], LANES);
+    g->d[lane] = y->d;
 }
 
 static inline __m256i x86_nib32(const uint8_t *qs)
