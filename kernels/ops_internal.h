@@ -54,7 +54,6 @@ typedef struct sl_attn_ws { float *qf, *s, *acc; } sl_attn_ws;
 #define SL_ATTN_ITEM_ARGS const sl_attn *a, int row, int kvh, int h0, int ng, \
                           const sl_attn_ws *ws
 typedef void (*sl_attn_item_fn)(SL_ATTN_ITEM_ARGS);
-void sl_attn_item_scalar(SL_ATTN_ITEM_ARGS);
 #if defined(__x86_64__) || defined(__i386__)
 void sl_attn_item_avx2(SL_ATTN_ITEM_ARGS);
 void sl_attn_item_avx512(SL_ATTN_ITEM_ARGS);
