@@ -1,6 +1,7 @@
-/* Grouped-query causal attention over an F16 KV cache: work split, scratch
- * layout and the scalar oracle. The per-ISA work-item kernels live in
- * attention_<isa>.c; sl_kern_attention picks one by the table's isa. */
+/* Grouped-query causal attention over an F16 KV cache: argument checks, the
+ * work split over (query row, kv head) items, the scratch layout, and the
+ * scalar oracle item. The SIMD item is attention_driver.h, instantiated per
+ * level in ops_<isa>.c; sl_kern_attention picks one by the table's isa. */
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -36,7 +37,7 @@ static void ws_carve(sl_attn_ws *ws, char *base, int head_dim, int32_t n_ctx)
 
 /* The oracle: straight loops, dots accumulated in order in f32, softmax with
  * libm expf and a double sum. */
-void sl_attn_item_scalar(SL_ATTN_ITEM_ARGS)
+static void attn_item_scalar(SL_ATTN_ITEM_ARGS)
 {
     const int hd = a->head_dim;
     const int32_t L = a->pos0 + row + 1;
@@ -121,7 +122,7 @@ static sl_attn_item_fn pick_item(int isa)
     case SL_ISA_NEON:
     case SL_ISA_DOTPROD: return sl_attn_item_neon;
 #endif
-    default: return sl_attn_item_scalar;
+    default: return attn_item_scalar;
     }
 }
 

@@ -264,52 +264,34 @@ DEF_GEMM(q5_0, sl_block_q5_0, sl_block_q8_0, SL_QK)
 DEF_GEMM(q5_1, sl_block_q5_1, sl_block_q8_1, SL_QK)
 DEF_GEMM(q8_0, sl_block_q8_0, sl_block_q8_0, SL_QK)
 
-/* ---- float types ------------------------------------------------------- */
+/* ---- float types: 4 lanes of FMA in two chains, scalar tail ------------ */
 
-static void FN(dot_f32)(int64_t n, float *s, const void *vx, const void *vy)
+static inline __attribute__((always_inline)) float32x4_t ft_ld4(const void *p, int64_t i, const int FT)
 {
-    const float *x = vx, *y = vy;
+    if (FT == SL_FT_F32)
+        return vld1q_f32((const float *)p + i);
+    if (FT == SL_FT_F16)
+        return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const sl_f16 *)p + i)));
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const sl_bf16 *)p + i), 16));
+}
+
+static inline __attribute__((always_inline)) void
+dot_ft(int64_t n, float *s, const void *x, const void *y, const int FT)
+{
     float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
-        a1 = vfmaq_f32(a1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
+        a0 = vfmaq_f32(a0, ft_ld4(x, i, FT), ft_ld4(y, i, FT));
+        a1 = vfmaq_f32(a1, ft_ld4(x, i + 4, FT), ft_ld4(y, i + 4, FT));
     }
     float t = vaddvq_f32(vaddq_f32(a0, a1));
-    for (; i < n; i++) t += x[i] * y[i];
+    for (; i < n; i++) t += sl_ft_get(x, i, FT) * sl_ft_get(y, i, FT);
     *s = t;
 }
 
-static inline float32x4_t f16x4(const sl_f16 *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
-static inline float32x4_t bf16x4(const sl_bf16 *p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
-
-static void FN(dot_f16)(int64_t n, float *s, const void *vx, const void *vy)
-{
-    const sl_f16 *x = vx, *y = vy;
-    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        a0 = vfmaq_f32(a0, f16x4(x + i), f16x4(y + i));
-        a1 = vfmaq_f32(a1, f16x4(x + i + 4), f16x4(y + i + 4));
-    }
-    float t = vaddvq_f32(vaddq_f32(a0, a1));
-    for (; i < n; i++) t += f16s(x[i]) * f16s(y[i]);
-    *s = t;
-}
-
-static void FN(dot_bf16)(int64_t n, float *s, const void *vx, const void *vy)
-{
-    const sl_bf16 *x = vx, *y = vy;
-    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        a0 = vfmaq_f32(a0, bf16x4(x + i), bf16x4(y + i));
-        a1 = vfmaq_f32(a1, bf16x4(x + i + 4), bf16x4(y + i + 4));
-    }
-    float t = vaddvq_f32(vaddq_f32(a0, a1));
-    for (; i < n; i++) t += sl_bf16_to_f32(x[i]) * sl_bf16_to_f32(y[i]);
-    *s = t;
-}
+static void FN(dot_f32)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F32); }
+static void FN(dot_f16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F16); }
+static void FN(dot_bf16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_BF16); }
 
 #define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T)
 static void FN(arm_fill)(sl_kern *k)

@@ -1,7 +1,11 @@
-/* Dot kernels for the avx512 level: the shared x86 scheme (dot_x86.h) built with
- * this file's -m flags. */
-#define X86_SUFFIX avx512
-#define X86_VNNI 0
-#include "dot_x86.h"
+/* vec_dot and gemm tiles of the avx512 level: the K-quant kernels without VNNI
+ * (dot_x86_madd.h: vpmaddubsw + vpmaddwd, vptestmb for q3_K) and the rest of the
+ * x86 scheme (dot_x86.h), compiled with this level's -m flags; each
+ * instance is named here. */
+#include "dot_x86_madd.h"
 
-void sl_dot_fill_avx512(sl_kern *k) { x86_fill_avx512(k); }
+X86_LEVEL(sl_dot_fill_avx512, dot_q4_k_avx512, gemm_q4_k_avx512, dot_q5_k_avx512, gemm_q5_k_avx512,
+          dot_q6_k_avx512, gemm_q6_k_avx512, dot_q2_k_avx512, gemm_q2_k_avx512,
+          dot_q3_k_avx512, gemm_q3_k_avx512, dot_q4_0_avx512, gemm_q4_0_avx512,
+          dot_q4_1_avx512, gemm_q4_1_avx512, dot_q5_0_avx512, gemm_q5_0_avx512,
+          dot_q5_1_avx512, gemm_q5_1_avx512, dot_q8_0_avx512, gemm_q8_0_avx512)

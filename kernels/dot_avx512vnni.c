@@ -1,7 +1,11 @@
-/* Dot kernels for the avx512vnni level: the shared x86 scheme (dot_x86.h) built with
- * this file's -m flags; integer products with vpdpbusd / vpdpwssd. */
-#define X86_SUFFIX avx512vnni
-#define X86_VNNI 1
-#include "dot_x86.h"
+/* vec_dot and gemm tiles of the avx512vnni level: the VNNI K-quant kernels
+ * (dot_x86_vnni.h: vpdpbusd / vpdpwssd) and the rest of the
+ * x86 scheme (dot_x86.h), compiled with this level's -m flags; each
+ * instance is named here. */
+#include "dot_x86_vnni.h"
 
-void sl_dot_fill_avx512vnni(sl_kern *k) { x86_fill_avx512vnni(k); }
+X86_LEVEL(sl_dot_fill_avx512vnni, dot_q4_k_avx512vnni, gemm_q4_k_avx512vnni, dot_q5_k_avx512vnni, gemm_q5_k_avx512vnni,
+          dot_q6_k_avx512vnni, gemm_q6_k_avx512vnni, dot_q2_k_avx512vnni, gemm_q2_k_avx512vnni,
+          dot_q3_k_avx512vnni, gemm_q3_k_avx512vnni, dot_q4_0_avx512vnni, gemm_q4_0_avx512vnni,
+          dot_q4_1_avx512vnni, gemm_q4_1_avx512vnni, dot_q5_0_avx512vnni, gemm_q5_0_avx512vnni,
+          dot_q5_1_avx512vnni, gemm_q5_1_avx512vnni, dot_q8_0_avx512vnni, gemm_q8_0_avx512vnni)

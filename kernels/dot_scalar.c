@@ -57,18 +57,24 @@ static void blk_q4_1(const void *vx, const void *vy, int64_t i, float *a, float 
 
 static inline uint32_t load_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
+/* q5_0 (off 16) and q5_1 (off 0): sum of (q - off) * y over the block. */
+static int32_t q5_sum(const uint8_t *qs, const uint8_t *qh4, const int8_t *yq, int off, int am)
+{
+    uint32_t qh = load_u32(qh4);
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) {
+        int lo = (int)((qs[j] & 15) | (((qh >> j) & 1) << 4)) - off;
+        int hi = (int)((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - off;
+        s += AQ(lo, off) * AY(yq[j]) + AQ(hi, off) * AY(yq[j + 16]);
+    }
+    return s;
+}
+
 static void blk_q5_0(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q5_0 *x = (const sl_block_q5_0 *)vx + i;
     const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
-    uint32_t qh = load_u32(x->qh);
-    int32_t s = 0;
-    for (int j = 0; j < 16; j++) {
-        int lo = (int)((x->qs[j] & 15) | (((qh >> j) & 1) << 4)) - 16;
-        int hi = (int)((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16;
-        s += AQ(lo, 16) * AY(y->qs[j]) + AQ(hi, 16) * AY(y->qs[j + 16]);
-    }
-    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
+    *a = (float)q5_sum(x->qs, x->qh, y->qs, 16, am) * AF(h2f(x->d) * h2f(y->d));
     *b = 0.0f;
 }
 
@@ -76,14 +82,7 @@ static void blk_q5_1(const void *vx, const void *vy, int64_t i, float *a, float 
 {
     const sl_block_q5_1 *x = (const sl_block_q5_1 *)vx + i;
     const sl_block_q8_1 *y = (const sl_block_q8_1 *)vy + i;
-    uint32_t qh = load_u32(x->qh);
-    int32_t s = 0;
-    for (int j = 0; j < 16; j++) {
-        int lo = (int)((x->qs[j] & 15) | (((qh >> j) & 1) << 4));
-        int hi = (int)((x->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
-        s += lo * AY(y->qs[j]) + hi * AY(y->qs[j + 16]);
-    }
-    *a = (float)s * AF(h2f(x->d) * h2f(y->d));
+    *a = (float)q5_sum(x->qs, x->qh, y->qs, 0, am) * AF(h2f(x->d) * h2f(y->d));
     *b = -AF(h2f(x->m) * h2f(y->s));
 }
 
@@ -148,7 +147,7 @@ static void blk_q3_k(const void *vx, const void *vy, int64_t i, float *a, float 
 }
 
 /* 6-bit scale and min of sub-block j of q4_K / q5_K. */
-void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m)
+static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m)
 {
     if (j < 4) { *sc = s[j] & 63; *m = s[j + 4] & 63; }
     else {
@@ -157,23 +156,33 @@ void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m)
     }
 }
 
+/* q4_K (qh NULL) and q5_K (qh: the fifth bits): scaled sums and min sums. */
+static void q45k_sums(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+                      const sl_block_q8_k *y, int am, int32_t *isum, int32_t *msum)
+{
+    *isum = *msum = 0;
+    for (int p = 0; p < 4; p++) {
+        int sc0, m0, sc1, m1, s0 = 0, s1 = 0;
+        q4k_scale_min(scales, 2 * p, &sc0, &m0);
+        q4k_scale_min(scales, 2 * p + 1, &sc1, &m1);
+        for (int l = 0; l < 32; l++) {
+            int q0 = (qs[32 * p + l] & 15) | (qh ? ((qh[l] >> (2 * p)) & 1) << 4 : 0);
+            int q1 = (qs[32 * p + l] >> 4) | (qh ? ((qh[l] >> (2 * p + 1)) & 1) << 4 : 0);
+            s0 += q0 * AY(y->qs[64 * p + l]);
+            s1 += q1 * AY(y->qs[64 * p + 32 + l]);
+        }
+        *isum += sc0 * s0 + sc1 * s1;
+        *msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
+               + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
+    }
+}
+
 static void blk_q4_k(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_q4_k *x = (const sl_block_q4_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
-    int32_t isum = 0, msum = 0;
-    for (int p = 0; p < 4; p++) {
-        int sc0, m0, sc1, m1, s0 = 0, s1 = 0;
-        sl_q4k_scale_min(x->scales, 2 * p, &sc0, &m0);
-        sl_q4k_scale_min(x->scales, 2 * p + 1, &sc1, &m1);
-        for (int l = 0; l < 32; l++) {
-            s0 += (x->qs[32 * p + l] & 15) * AY(y->qs[64 * p + l]);
-            s1 += (x->qs[32 * p + l] >> 4) * AY(y->qs[64 * p + 32 + l]);
-        }
-        isum += sc0 * s0 + sc1 * s1;
-        msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
-              + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
-    }
+    int32_t isum, msum;
+    q45k_sums(x->scales, x->qs, NULL, y, am, &isum, &msum);
     *a = AF(h2f(x->d) * y->d) * (float)isum;
     *b = AF(h2f(x->dmin) * y->d) * (float)msum;
 }
@@ -182,21 +191,8 @@ static void blk_q5_k(const void *vx, const void *vy, int64_t i, float *a, float 
 {
     const sl_block_q5_k *x = (const sl_block_q5_k *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
-    int32_t isum = 0, msum = 0;
-    for (int p = 0; p < 4; p++) {
-        int sc0, m0, sc1, m1, s0 = 0, s1 = 0;
-        sl_q4k_scale_min(x->scales, 2 * p, &sc0, &m0);
-        sl_q4k_scale_min(x->scales, 2 * p + 1, &sc1, &m1);
-        for (int l = 0; l < 32; l++) {
-            int q0 = (x->qs[32 * p + l] & 15) | (((x->qh[l] >> (2 * p)) & 1) << 4);
-            int q1 = (x->qs[32 * p + l] >> 4) | (((x->qh[l] >> (2 * p + 1)) & 1) << 4);
-            s0 += q0 * AY(y->qs[64 * p + l]);
-            s1 += q1 * AY(y->qs[64 * p + 32 + l]);
-        }
-        isum += sc0 * s0 + sc1 * s1;
-        msum += m0 * (BS(y, 4 * p) + BS(y, 4 * p + 1))
-              + m1 * (BS(y, 4 * p + 2) + BS(y, 4 * p + 3));
-    }
+    int32_t isum, msum;
+    q45k_sums(x->scales, x->qs, x->qh, y, am, &isum, &msum);
     *a = AF(h2f(x->d) * y->d) * (float)isum;
     *b = AF(h2f(x->dmin) * y->d) * (float)msum;
 }
@@ -244,25 +240,7 @@ static void blk_bf16(const void *vx, const void *vy, int64_t i, float *a, float 
     *b = 0.0f;
 }
 
-static blk_fn blk_for(int type)
-{
-    switch (type) {
-    case SL_GGML_Q4_0: return blk_q4_0;
-    case SL_GGML_Q4_1: return blk_q4_1;
-    case SL_GGML_Q5_0: return blk_q5_0;
-    case SL_GGML_Q5_1: return blk_q5_1;
-    case SL_GGML_Q8_0: return blk_q8_0;
-    case SL_GGML_Q2_K: return blk_q2_k;
-    case SL_GGML_Q3_K: return blk_q3_k;
-    case SL_GGML_Q4_K: return blk_q4_k;
-    case SL_GGML_Q5_K: return blk_q5_k;
-    case SL_GGML_Q6_K: return blk_q6_k;
-    case SL_GGML_F32: return blk_f32;
-    case SL_GGML_F16: return blk_f16;
-    case SL_GGML_BF16: return blk_bf16;
-    default: return NULL;
-    }
-}
+static blk_fn blk_for(int type);
 
 static inline float run(blk_fn f, int type, int64_t n, const void *x, const void *y)
 {
@@ -299,19 +277,25 @@ DEF(q5_k, SL_GGML_Q5_K) DEF(q6_k, SL_GGML_Q6_K) DEF(f32, SL_GGML_F32) DEF(f16, S
 DEF(bf16, SL_GGML_BF16)
 #undef DEF
 
+/* The oracle's types: block kernel and vec_dot of each. */
+static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_GGML_TYPE_COUNT] = {
+    [SL_GGML_Q4_0] = {blk_q4_0, dot_q4_0}, [SL_GGML_Q4_1] = {blk_q4_1, dot_q4_1},
+    [SL_GGML_Q5_0] = {blk_q5_0, dot_q5_0}, [SL_GGML_Q5_1] = {blk_q5_1, dot_q5_1},
+    [SL_GGML_Q8_0] = {blk_q8_0, dot_q8_0}, [SL_GGML_Q2_K] = {blk_q2_k, dot_q2_k},
+    [SL_GGML_Q3_K] = {blk_q3_k, dot_q3_k}, [SL_GGML_Q4_K] = {blk_q4_k, dot_q4_k},
+    [SL_GGML_Q5_K] = {blk_q5_k, dot_q5_k}, [SL_GGML_Q6_K] = {blk_q6_k, dot_q6_k},
+    [SL_GGML_F32] = {blk_f32, dot_f32}, [SL_GGML_F16] = {blk_f16, dot_f16},
+    [SL_GGML_BF16] = {blk_bf16, dot_bf16},
+};
+
+static blk_fn blk_for(int type)
+{
+    return type >= 0 && type < SL_GGML_TYPE_COUNT ? scalar_types[type].blk : NULL;
+}
+
 void sl_dot_fill_scalar(sl_kern *k)
 {
-    k->vec_dot[SL_GGML_Q4_0] = dot_q4_0;
-    k->vec_dot[SL_GGML_Q4_1] = dot_q4_1;
-    k->vec_dot[SL_GGML_Q5_0] = dot_q5_0;
-    k->vec_dot[SL_GGML_Q5_1] = dot_q5_1;
-    k->vec_dot[SL_GGML_Q8_0] = dot_q8_0;
-    k->vec_dot[SL_GGML_Q2_K] = dot_q2_k;
-    k->vec_dot[SL_GGML_Q3_K] = dot_q3_k;
-    k->vec_dot[SL_GGML_Q4_K] = dot_q4_k;
-    k->vec_dot[SL_GGML_Q5_K] = dot_q5_k;
-    k->vec_dot[SL_GGML_Q6_K] = dot_q6_k;
-    k->vec_dot[SL_GGML_F32] = dot_f32;
-    k->vec_dot[SL_GGML_F16] = dot_f16;
-    k->vec_dot[SL_GGML_BF16] = dot_bf16;
+    for (int t = 0; t < SL_GGML_TYPE_COUNT; t++)
+        if (scalar_types[t].dot)
+            k->vec_dot[t] = scalar_types[t].dot;
 }

@@ -17,8 +17,6 @@
 #define NR 4           /* weight rows per register tile (16 ymm registers) */
 #define LANES 8        /* activation rows per panel group (one ymm of int32) */
 
-static inline int32_t pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
-
 /* ---- K-quants ---------------------------------------------------------- */
 
 typedef struct {
@@ -44,14 +42,8 @@ typedef struct {
 
 static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
-    const sl_block_q8_k *y = vy;
-    kq_act *g = vp;
-    const int16_t *bs = y->bsums;
     (void)arg;
-    for (int p = 0; p < 8; p++) g->bs[p][lane] = pair16(bs[2 * p], bs[2 * p + 1]);
-    for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
-        g->bs32[p][lane] = pair16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
-    g->d[lane] = y->d;
+    x86_kq_extra(vy, vp, lane);
 }
 
 static inline void k4_meta(const uint8_t *s12, kq_meta *m)
@@ -64,24 +56,6 @@ static inline void k4_meta(const uint8_t *s12, kq_meta *m)
     }
     for (int p = 0; p < 4; p++)
         m->mn[p] = pair16((int)((mn[p / 2] >> (16 * (p % 2))) & 0xff), (int)((mn[p / 2] >> (16 * (p % 2) + 8)) & 0xff));
-}
-
-static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
-{
-    const sl_block_q4_k *x = vx;
-    x86_q4k_values(x, q);
-    k4_meta(x->scales, m);
-    m->d = f16s(x->d);
-    m->dm = f16s(x->dmin);
-}
-
-static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
-{
-    const sl_block_q5_k *x = vx;
-    x86_q5k_values(x, q);
-    k4_meta(x->scales, m);
-    m->d = f16s(x->d);
-    m->dm = f16s(x->dmin);
 }
 
 /* q6_K: q + 32 (0..63); the offset 32 * sc goes through the block sums */
@@ -183,23 +157,13 @@ kq_tile(const int SUBK, const int RUN, const int MINS, const uint8_t *wq, const 
     for (int r = 0; r < NR; r++) _mm256_storeu_ps(acc + 8 * r, facc[r]);
 }
 
-/* 16-bit runs: q4_K 8 x 2 x 15 x 128 = 30720; q5_K 4 x 7936; q6_K 2 x 16128 (all < 32768) */
-static void tile_q4_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(8, 8, 4, wq, wm, nbc, A, acc, first);
-}
-static void tile_q5_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(8, 4, 4, wq, wm, nbc, A, acc, first);
-}
-static void tile_q6_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(4, 2, 8, wq, wm, nbc, A, acc, first);
-}
-static void tile_q32_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(4, 4, 8, wq, wm, nbc, A, acc, first);     /* q3_K / q2_K: |q| <= 7 */
-}
+/* kq_tile's SUBK, RUN, MINS per type. 16-bit runs: q4_K 8 x 2 x 15 x 128 =
+ * 30720; q5_K 4 x 7936; q6_K 2 x 16128 (all < 32768); q3_K / q2_K |q| <= 7. */
+#define KQ_TILE_q4_k 8, 8, 4,
+#define KQ_TILE_q5_k 8, 4, 4,
+#define KQ_TILE_q6_k 4, 2, 8,
+#define KQ_TILE_q3_k 4, 4, 8,
+#define KQ_TILE_q2_k 4, 4, 8,
 
 
 /* ---- 32-element block types (q4_0, q5_0) -------------------------------- */
@@ -209,7 +173,7 @@ static void tile_q32_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_a
 #define LG_OFF_Q5_0 16
 
 static inline __attribute__((always_inline)) void
-lg_tile_run(const int RUN, const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc,
+lg_tile(const int RUN, const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc,
             int first)
 {
     __m256 facc[NR];
@@ -240,33 +204,12 @@ lg_tile_run(const int RUN, const uint8_t *wq, const float *wd, int nbc, const lg
     for (int r = 0; r < NR; r++) _mm256_storeu_ps(acc + 8 * r, facc[r]);
 }
 
-/* 16-bit runs: q4_0 8 x 2 x 15 x 128 = 30720, q5_0 4 x 2 x 31 x 128 = 31744 */
-static void tile_q4_0(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
-{
-    lg_tile_run(8, wq, wd, nbc, A, acc, first);
-}
-static void tile_q5_0(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
-{
-    lg_tile_run(4, wq, wd, nbc, A, acc, first);
-}
+/* lg_tile's RUN per type. 16-bit runs: q4_0 8 x 2 x 15 x 128 = 30720,
+ * q5_0 4 x 2 x 31 x 128 = 31744 */
+#define LG_TILE_q4_0 8,
+#define LG_TILE_q5_0 4,
 
-#define TILE_Q4_K tile_q4_k
-#define TILE_Q5_K tile_q5_k
-#define TILE_Q6_K tile_q6_k
-#define TILE_Q3_K tile_q32_k
-#define TILE_Q2_K tile_q32_k
-#define TILE_Q4_0 tile_q4_0
-#define TILE_Q5_0 tile_q5_0
 #define PANEL_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
 #include "gemm_panel.h"
 
-void sl_gemm_fill_avx2(sl_kern *k)
-{
-    k->panel[SL_GGML_Q4_K] = &pn_q4_k;
-    k->panel[SL_GGML_Q5_K] = &pn_q5_k;
-    k->panel[SL_GGML_Q6_K] = &pn_q6_k;
-    k->panel[SL_GGML_Q3_K] = &pn_q3_k;
-    k->panel[SL_GGML_Q2_K] = &pn_q2_k;
-    k->panel[SL_GGML_Q4_0] = &pn_q4_0;
-    k->panel[SL_GGML_Q5_0] = &pn_q5_0;
-}
+void sl_gemm_fill_avx2(sl_kern *k) { panel_fill(k); }

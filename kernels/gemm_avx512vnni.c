@@ -59,23 +59,17 @@ static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
     const sl_block_q8_k *y = vy;
     kq_act *g = vp;
-    const int16_t *bs = y->bsums;
     (void)arg;
-    for (int p = 0; p < 8; p++)
-        g->bs[p][lane] = (int32_t)((uint32_t)(uint16_t)bs[2 * p] | (uint32_t)(uint16_t)bs[2 * p + 1] << 16);
-    for (int p = 0; p < 4; p++)     /* |sum of 32| <= 4096: fits int16 */
-        g->bs32[p][lane] = (int32_t)((uint32_t)(uint16_t)(bs[4 * p] + bs[4 * p + 1])
-                                     | (uint32_t)(uint16_t)(bs[4 * p + 2] + bs[4 * p + 3]) << 16);
+    x86_kq_extra(y, g, lane);
     int sum = 0;
-    for (int j = 0; j < 16; j++) sum += bs[j];
+    for (int j = 0; j < 16; j++) sum += y->bsums[j];
     g->osum[lane] = 127 * sum;
-    g->d[lane] = y->d;
 }
 
 /* q4_K/q5_K 6-bit scales and mins of the 8 sub-blocks, unpacked 4 at a time
  * in general registers; mins go out as the pairs (m_j, m_j) of 32 bits that
  * meet the activation's 32-element sums bs32[j] (one vpdpwssd per 2 groups). */
-static inline void k4_scales(const uint8_t *s12, kq_meta *m)
+static inline void k4_meta(const uint8_t *s12, kq_meta *m)
 {
     uint32_t sc[2], mn[2];
     sl_q4k_scales8(s12, sc, mn);
@@ -84,24 +78,6 @@ static inline void k4_scales(const uint8_t *s12, kq_meta *m)
     st(m->sc, _mm256_cvtepu8_epi32(s8));
     /* (m_2p, m_2p+1) word pairs for the 32-element activation sums */
     _mm_storeu_si128((__m128i *)m->mn, _mm_cvtepu8_epi16(m8));
-}
-
-static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
-{
-    const sl_block_q4_k *x = vx;
-    x86_q4k_values(x, q);
-    k4_scales(x->scales, m);
-    m->d = f16s(x->d);
-    m->dm = f16s(x->dmin);
-}
-
-static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
-{
-    const sl_block_q5_k *x = vx;
-    x86_q5k_values(x, q);
-    k4_scales(x->scales, m);
-    m->d = f16s(x->d);
-    m->dm = f16s(x->dmin);
 }
 
 /* q6_K: q + 32 (0..63) as u8; the offset 32 * sc goes through the block sums */
@@ -170,6 +146,20 @@ static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
     m->dm = f16s(x->dmin);
 }
 
+/* The float accumulators of a tile, [NR][16 lanes]: zero on the first chunk. */
+static inline __attribute__((always_inline)) void facc_load(__m512 facc[NR], const float *acc, int first)
+{
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++)
+        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+}
+
+static inline __attribute__((always_inline)) void facc_store(const __m512 facc[NR], float *acc)
+{
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+}
+
 /* NR rows x 16 activation rows over nbc superblocks. wq: [nbc][NR][256],
  * wm: [nbc][NR]; A: nbc consecutive panel superblocks; acc: [NR][16] floats.
  * SUBK = k-steps (4 bytes each) per scaled sub-block (64: none); MINS = 0, or
@@ -179,9 +169,7 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
         int nbc, const kq_act *A, float *acc, int first)
 {
     __m512 facc[NR];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++)
-        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+    facc_load(facc, acc, first);
     for (int b = 0; b < nbc; b++, wq += NR * 256, wm += NR) {
         const kq_act *a = A + b;
         __m512i isum[NR];
@@ -226,26 +214,18 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
             facc[r] = _mm512_fmadd_ps(t, da, facc[r]);
         }
     }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+    facc_store(facc, acc);
 }
 
-static void tile_q4_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(8, 4, 0, wq, wm, nbc, A, acc, first);
-}
-static void tile_q6_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(4, 8, 0, wq, wm, nbc, A, acc, first);
-}
-static void tile_q2_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(64, 8, 0, wq, wm, nbc, A, acc, first);
-}
-static void tile_q3_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(64, 0, 1, wq, wm, nbc, A, acc, first);
-}
+/* kq_tile's SUBK, MINS, OFF per type (lg_tile takes none). */
+#define KQ_TILE_q4_k 8, 4, 0,
+#define KQ_TILE_q5_k 8, 4, 0,
+#define KQ_TILE_q6_k 4, 8, 0,
+#define KQ_TILE_q3_k 64, 0, 1,
+#define KQ_TILE_q2_k 64, 8, 0,
+#define LG_TILE_q8_0
+#define LG_TILE_q4_0
+#define LG_TILE_q5_0
 
 /* ---- 32-element block types (q8_0, q4_0, q5_0 with q8_0 activations) --- */
 
@@ -261,12 +241,11 @@ static void unp_q8_0(const void *vx, uint8_t *q, float *d)
 }
 
 /* NR rows x 16 activation rows over nbc blocks; wq: [nbc][NR][32], wd: [nbc][NR]. */
-static void lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
+static inline __attribute__((always_inline)) void
+lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
 {
     __m512 facc[NR];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++)
-        facc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * r);
+    facc_load(facc, acc, first);
     for (int b = 0; b < nbc; b++, wq += NR * 32, wd += NR) {
         const lg_act *a = A + b;
         __m512i part[NR];
@@ -290,26 +269,10 @@ static void lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A
             facc[r] = _mm512_fmadd_ps(f, _mm512_mul_ps(da, _mm512_set1_ps(wd[r])), facc[r]);
         }
     }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
+    facc_store(facc, acc);
 }
 
-#define TILE_Q4_K tile_q4_k
-#define TILE_Q5_K tile_q4_k
-#define TILE_Q6_K tile_q6_k
-#define TILE_Q3_K tile_q3_k
-#define TILE_Q2_K tile_q2_k
 #define PANEL_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
 #include "gemm_panel.h"
 
-void sl_gemm_fill_avx512vnni(sl_kern *k)
-{
-    k->panel[SL_GGML_Q4_K] = &pn_q4_k;
-    k->panel[SL_GGML_Q5_K] = &pn_q5_k;
-    k->panel[SL_GGML_Q6_K] = &pn_q6_k;
-    k->panel[SL_GGML_Q3_K] = &pn_q3_k;
-    k->panel[SL_GGML_Q2_K] = &pn_q2_k;
-    k->panel[SL_GGML_Q8_0] = &pn_q8_0;
-    k->panel[SL_GGML_Q4_0] = &pn_q4_0;
-    k->panel[SL_GGML_Q5_0] = &pn_q5_0;
-}
+void sl_gemm_fill_avx512vnni(sl_kern *k) { panel_fill(k); }

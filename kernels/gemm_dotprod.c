@@ -177,6 +177,31 @@ static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
         }                                                                                    \
     } while (0)
 
+/* 16 k-steps: one 16-byte weight load per row (rows wstride bytes apart) */
+#define DOT_W16(wstride)                                                                     \
+    do {                                                                                     \
+        int8x16_t w[NR];                                                                     \
+        for (int r = 0; r < NR; r++) w[r] = vld1q_s8((const int8_t *)wq + (wstride) * r + 16 * q4); \
+        DOT_QUAD(0);                                                                         \
+        DOT_QUAD(1);                                                                         \
+        DOT_QUAD(2);                                                                         \
+        DOT_QUAD(3);                                                                         \
+    } while (0)
+
+/* The float accumulators of a tile: [NR][8 lanes], zero on the first chunk. */
+static inline __attribute__((always_inline)) void facc_load(float32x4_t facc[NR][2], const float *acc, int first)
+{
+    for (int r = 0; r < NR; r++)
+        for (int h = 0; h < 2; h++)
+            facc[r][h] = first ? vdupq_n_f32(0.0f) : vld1q_f32(acc + 8 * r + 4 * h);
+}
+
+static inline __attribute__((always_inline)) void facc_store(float32x4_t facc[NR][2], float *acc)
+{
+    for (int r = 0; r < NR; r++)
+        for (int h = 0; h < 2; h++) vst1q_f32(acc + 8 * r + 4 * h, facc[r][h]);
+}
+
 /* NR rows x 8 activation rows over nbc superblocks; wq: [nbc][NR][256],
  * wm: [nbc][NR]. SUBK: k-steps per scaled sub-block (64: none); MINS: 0, or
  * 8 / 16 sub-blocks of mins against bs32 / bs; OFF: add the panel's asum back. */
@@ -185,9 +210,7 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
         const kq_act *A, float *acc, int first)
 {
     float32x4_t facc[NR][2];
-    for (int r = 0; r < NR; r++)
-        for (int h = 0; h < 2; h++)
-            facc[r][h] = first ? vdupq_n_f32(0.0f) : vld1q_f32(acc + 8 * r + 4 * h);
+    facc_load(facc, acc, first);
     for (int b = 0; b < nbc; b++, wq += NR * 256, wm += NR) {
         const kq_act *a = A + b;
         int32x4_t isum[NR][2];
@@ -196,12 +219,7 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
             int32x4_t part[NR][2];
             for (int r = 0; r < NR; r++) part[r][0] = part[r][1] = vdupq_n_s32(0);
             for (int q4 = j * SUBK / 4; q4 < (j + 1) * SUBK / 4; q4++) {
-                int8x16_t w[NR];
-                for (int r = 0; r < NR; r++) w[r] = vld1q_s8((const int8_t *)wq + 256 * r + 16 * q4);
-                DOT_QUAD(0);
-                DOT_QUAD(1);
-                DOT_QUAD(2);
-                DOT_QUAD(3);
+                DOT_W16(256);
             }
             for (int r = 0; r < NR; r++)
                 for (int h = 0; h < 2; h++)
@@ -220,26 +238,18 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
                 facc[r][h] = vfmaq_f32(facc[r][h], t, vld1q_f32(a->d + 4 * h));
             }
     }
-    for (int r = 0; r < NR; r++)
-        for (int h = 0; h < 2; h++) vst1q_f32(acc + 8 * r + 4 * h, facc[r][h]);
+    facc_store(facc, acc);
 }
 
-static void tile_q4_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(8, 8, 0, wq, wm, nbc, A, acc, first);
-}
-static void tile_q6_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(4, 0, 0, wq, wm, nbc, A, acc, first);
-}
-static void tile_q2_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(64, 16, 0, wq, wm, nbc, A, acc, first);
-}
-static void tile_q3_k(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A, float *acc, int first)
-{
-    kq_tile(64, 0, 1, wq, wm, nbc, A, acc, first);
-}
+/* kq_tile's SUBK, MINS, OFF per type (lg_tile takes none). */
+#define KQ_TILE_q4_k 8, 8, 0,
+#define KQ_TILE_q5_k 8, 8, 0,
+#define KQ_TILE_q6_k 4, 0, 0,
+#define KQ_TILE_q3_k 64, 0, 1,
+#define KQ_TILE_q2_k 64, 16, 0,
+#define LG_TILE_q8_0
+#define LG_TILE_q4_0
+#define LG_TILE_q5_0
 
 /* ---- 32-element block types: signed weights, no offsets ---------------- */
 
@@ -287,49 +297,27 @@ static void unp_q5_0(const void *vx, uint8_t *q, float *d)
 }
 
 /* NR rows x 8 activation rows over nbc blocks; wq: [nbc][NR][32], wd: [nbc][NR]. */
-static void lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
+static inline __attribute__((always_inline)) void
+lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc, int first)
 {
     float32x4_t facc[NR][2];
-    for (int r = 0; r < NR; r++)
-        for (int h = 0; h < 2; h++)
-            facc[r][h] = first ? vdupq_n_f32(0.0f) : vld1q_f32(acc + 8 * r + 4 * h);
+    facc_load(facc, acc, first);
     for (int b = 0; b < nbc; b++, wq += NR * 32, wd += NR) {
         const lg_act *a = A + b;
         int32x4_t part[NR][2];
         for (int r = 0; r < NR; r++) part[r][0] = part[r][1] = vdupq_n_s32(0);
         for (int q4 = 0; q4 < 2; q4++) {
-            int8x16_t w[NR];
-            for (int r = 0; r < NR; r++) w[r] = vld1q_s8((const int8_t *)wq + 32 * r + 16 * q4);
-            DOT_QUAD(0);
-            DOT_QUAD(1);
-            DOT_QUAD(2);
-            DOT_QUAD(3);
+            DOT_W16(32);
         }
         for (int r = 0; r < NR; r++)
             for (int h = 0; h < 2; h++)
                 facc[r][h] = vfmaq_f32(facc[r][h], vcvtq_f32_s32(part[r][h]),
                                        vmulq_n_f32(vld1q_f32(a->d + 4 * h), wd[r]));
     }
-    for (int r = 0; r < NR; r++)
-        for (int h = 0; h < 2; h++) vst1q_f32(acc + 8 * r + 4 * h, facc[r][h]);
+    facc_store(facc, acc);
 }
 
-#define TILE_Q4_K tile_q4_k
-#define TILE_Q5_K tile_q4_k
-#define TILE_Q6_K tile_q6_k
-#define TILE_Q3_K tile_q3_k
-#define TILE_Q2_K tile_q2_k
 #define PANEL_PREFETCH(p) __builtin_prefetch((p), 0, 2)
 #include "gemm_panel.h"
 
-void sl_gemm_fill_dotprod(sl_kern *k)
-{
-    k->panel[SL_GGML_Q4_K] = &pn_q4_k;
-    k->panel[SL_GGML_Q5_K] = &pn_q5_k;
-    k->panel[SL_GGML_Q6_K] = &pn_q6_k;
-    k->panel[SL_GGML_Q3_K] = &pn_q3_k;
-    k->panel[SL_GGML_Q2_K] = &pn_q2_k;
-    k->panel[SL_GGML_Q8_0] = &pn_q8_0;
-    k->panel[SL_GGML_Q4_0] = &pn_q4_0;
-    k->panel[SL_GGML_Q5_0] = &pn_q5_0;
-}
+void sl_gemm_fill_dotprod(sl_kern *k) { panel_fill(k); }

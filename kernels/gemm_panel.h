@@ -7,12 +7,14 @@
  *
  * The includer defines before inclusion: NR, LANES; the types kq_meta,
  * kq_act (one superblock of one group), lg_act (one 32-element block of one
- * group), both starting with their qs[k-step][lane][4] bytes; unp_<type>()
- * and tile functions TILE_Q4_K .. TILE_Q2_K, lg_tile (or TILE_Q8_0 / Q4_0 /
- * Q5_0 each; PANEL_NO_Q8_0 leaves q8_0 out); kq_extra() and
- * lg_extra() (the type's part of packing one block of one activation row)
- * with LG_OFF_Q8_0/Q4_0/Q5_0 passed to lg_extra; PANEL_PREFETCH(p). It gets
- * the sl_panel objects pn_<type> to install in its fill function. */
+ * group), both starting with their qs[k-step][lane][4] bytes; unp_<type>();
+ * the always-inline tiles kq_tile(...) and lg_tile(...) and, per type, the
+ * compile-time arguments they take first, as KQ_TILE_q4_k .. KQ_TILE_q2_k
+ * and LG_TILE_q8_0 / q4_0 / q5_0 (each ending in a comma, or empty);
+ * kq_extra() and lg_extra() (the type's part of packing one block of one
+ * activation row) with LG_OFF_Q8_0/Q4_0/Q5_0 passed to lg_extra;
+ * PANEL_PREFETCH(p); PANEL_NO_Q8_0 leaves q8_0 out. It defines the sl_panel
+ * objects pn_<type> and panel_fill(), which installs them. */
 #ifndef SL_GEMM_PANEL_H
 #define SL_GEMM_PANEL_H
 
@@ -57,33 +59,28 @@ static inline size_t wbuf_bytes(const panel_type *t)
                      : (size_t)LG_CH * NR * (32 + sizeof(float));
 }
 
+/* Unpacks rows [r0, r0 + nr) of superblocks / blocks [b0, b0 + nbc) into
+ * wbuf: values [b][NR][vals], then meta [b][NR] (kq_meta or float d); rows
+ * past nr are zero. */
 static inline __attribute__((always_inline)) void
 unpack_chunk(const panel_type *t, const char *W, size_t wrb, int64_t r0, int nr,
-                         int64_t b0, int nbc, void *wbuf)
+             int64_t b0, int nbc, void *wbuf)
 {
-    if (t->kquant) {
-        uint8_t *wq = wbuf;
-        kq_meta *wm = (kq_meta *)(wq + (size_t)nbc * NR * 256);
-        if (nr < NR) {
-            memset(wq, 0, (size_t)nbc * NR * 256);
-            memset(wm, 0, (size_t)nbc * NR * sizeof *wm);
-        }
-        for (int r = 0; r < nr; r++) {
-            const char *x = W + (size_t)(r0 + r) * wrb + (size_t)b0 * t->xbs;
-            for (int b = 0; b < nbc; b++)
-                t->kq_unp(x + (size_t)b * t->xbs, wq + ((size_t)b * NR + r) * 256, wm + (size_t)b * NR + r);
-        }
-    } else {
-        uint8_t *wq = wbuf;
-        float *wd = (float *)(wq + (size_t)nbc * NR * 32);
-        if (nr < NR) {
-            memset(wq, 0, (size_t)nbc * NR * 32);
-            memset(wd, 0, (size_t)nbc * NR * sizeof *wd);
-        }
-        for (int r = 0; r < nr; r++) {
-            const char *x = W + (size_t)(r0 + r) * wrb + (size_t)b0 * t->xbs;
-            for (int b = 0; b < nbc; b++)
-                t->lg_unp(x + (size_t)b * t->xbs, wq + ((size_t)b * NR + r) * 32, wd + (size_t)b * NR + r);
+    const size_t vals = t->kquant ? 256 : 32, msz = t->kquant ? sizeof(kq_meta) : sizeof(float);
+    uint8_t *wq = wbuf;
+    char *wm = (char *)wq + (size_t)nbc * NR * vals;
+    if (nr < NR) {
+        memset(wq, 0, (size_t)nbc * NR * vals);
+        memset(wm, 0, (size_t)nbc * NR * msz);
+    }
+    for (int r = 0; r < nr; r++) {
+        const char *x = W + (size_t)(r0 + r) * wrb + (size_t)b0 * t->xbs;
+        for (int b = 0; b < nbc; b++) {
+            size_t o = (size_t)b * NR + (size_t)r;
+            if (t->kquant)
+                t->kq_unp(x + (size_t)b * t->xbs, wq + o * 256, (kq_meta *)wm + o);
+            else
+                t->lg_unp(x + (size_t)b * t->xbs, wq + o * 32, (float *)wm + o);
         }
     }
 }
@@ -144,37 +141,35 @@ run_rows(const panel_type *t, const char *W, size_t wrb, int64_t r0, int64_t r1,
     }
 }
 
-/* The sl_panel entries (kern_internal.h), one per type. */
-#define KQ_PANEL(T, XB, TILE)                                                               \
-static const panel_type pt_##T = { 1, sizeof(XB), unp_##T, TILE, NULL, NULL };                    \
+/* Per type: its tile (the includer's kq_tile / lg_tile with the type's
+ * compile-time arguments), its panel_type and its sl_panel run(). */
+#define KQ_PANEL(T, XB)                                                                     \
+static void tile_##T(const uint8_t *wq, const kq_meta *wm, int nbc, const kq_act *A,        \
+                     float *acc, int first)                                                 \
+{ kq_tile(KQ_TILE_##T wq, wm, nbc, A, acc, first); }                                        \
+static const panel_type pt_##T = { 1, sizeof(XB), unp_##T, tile_##T, NULL, NULL };         \
 static void run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,        \
                     const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
 { run_rows(&pt_##T, W, wrb, r0, r1, cols / 256, panel, n_act, Y, ldy, scratch); }
-#ifndef TILE_Q8_0
-#define TILE_Q8_0 lg_tile
-#endif
-#ifndef TILE_Q4_0
-#define TILE_Q4_0 lg_tile
-#endif
-#ifndef TILE_Q5_0
-#define TILE_Q5_0 lg_tile
-#endif
-#define LG_PANEL(T, XB, TILE)                                                               \
-static const panel_type pt_##T = { 0, sizeof(XB), NULL, NULL, unp_##T, TILE };              \
+#define LG_PANEL(T, XB)                                                                     \
+static void tile_##T(const uint8_t *wq, const float *wd, int nbc, const lg_act *A,          \
+                     float *acc, int first)                                                 \
+{ lg_tile(LG_TILE_##T wq, wd, nbc, A, acc, first); }                                        \
+static const panel_type pt_##T = { 0, sizeof(XB), NULL, NULL, unp_##T, tile_##T };         \
 static void run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,        \
                     const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
 { run_rows(&pt_##T, W, wrb, r0, r1, cols / 32, panel, n_act, Y, ldy, scratch); }
 
-KQ_PANEL(q4_k, sl_block_q4_k, TILE_Q4_K)
-KQ_PANEL(q5_k, sl_block_q5_k, TILE_Q5_K)
-KQ_PANEL(q6_k, sl_block_q6_k, TILE_Q6_K)
-KQ_PANEL(q3_k, sl_block_q3_k, TILE_Q3_K)
-KQ_PANEL(q2_k, sl_block_q2_k, TILE_Q2_K)
+KQ_PANEL(q4_k, sl_block_q4_k)
+KQ_PANEL(q5_k, sl_block_q5_k)
+KQ_PANEL(q6_k, sl_block_q6_k)
+KQ_PANEL(q3_k, sl_block_q3_k)
+KQ_PANEL(q2_k, sl_block_q2_k)
 #ifndef PANEL_NO_Q8_0
-LG_PANEL(q8_0, sl_block_q8_0, TILE_Q8_0)
+LG_PANEL(q8_0, sl_block_q8_0)
 #endif
-LG_PANEL(q4_0, sl_block_q4_0, TILE_Q4_0)
-LG_PANEL(q5_0, sl_block_q5_0, TILE_Q5_0)
+LG_PANEL(q4_0, sl_block_q4_0)
+LG_PANEL(q5_0, sl_block_q5_0)
 
 /* Activation row n goes to lane n % LANES of group n / LANES: its 4-byte
  * k-steps are interleaved with the group's other rows; lanes past n_act
@@ -248,5 +243,19 @@ static const sl_panel pn_q8_0 = { panel_bytes_lg, scratch_lg, pack_q8_0, run_q8_
 #endif
 static const sl_panel pn_q4_0 = { panel_bytes_lg, scratch_lg, pack_q4_0, run_q4_0, 32 };
 static const sl_panel pn_q5_0 = { panel_bytes_lg, scratch_lg, pack_q5_0, run_q5_0, 32 };
+
+static void panel_fill(sl_kern *k)
+{
+    k->panel[SL_GGML_Q4_K] = &pn_q4_k;
+    k->panel[SL_GGML_Q5_K] = &pn_q5_k;
+    k->panel[SL_GGML_Q6_K] = &pn_q6_k;
+    k->panel[SL_GGML_Q3_K] = &pn_q3_k;
+    k->panel[SL_GGML_Q2_K] = &pn_q2_k;
+#ifndef PANEL_NO_Q8_0
+    k->panel[SL_GGML_Q8_0] = &pn_q8_0;
+#endif
+    k->panel[SL_GGML_Q4_0] = &pn_q4_0;
+    k->panel[SL_GGML_Q5_0] = &pn_q5_0;
+}
 
 #endif

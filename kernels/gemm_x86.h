@@ -1,9 +1,12 @@
 /* Weight-value unpacks shared by the x86 panel GEMMs (gemm_avx2.c,
  * gemm_avx512vnni.c): each writes one block's quantized values, in element
  * order, as unsigned bytes (q4_K 0..15, q5_K 0..31, q6_K q + 32 = 0..63,
- * q4_0 0..15, q5_0 0..31) with AVX2 instructions. Scales and mins are the
- * includer's, since each kernel wants them in its own form. The includer
- * defines lg_act (with osum[] and d[] per lane) before inclusion. */
+ * q4_0 0..15, q5_0 0..31) with AVX2 instructions, and the q4_K / q5_K
+ * unpacks built on them. Scales and mins are the includer's, since each
+ * kernel wants them in its own form: it defines LANES, kq_meta (with d,
+ * dm), kq_act (with bs, bs32, d per lane) and lg_act (with osum[] and d[]
+ * per lane) before inclusion and k4_meta() (the q4_K / q5_K scales and
+ * mins into kq_meta) after. */
 #ifndef SL_GEMM_X86_H
 #define SL_GEMM_X86_H
 
@@ -53,6 +56,50 @@ static inline void x86_q6k_values(const sl_block_q6_k *x, uint8_t *q)
         st(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4)));
     }
+}
+
+static inline int32_t pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
+
+/* One activation row's q8_K block sums as word pairs (one lane; lanes int32
+ * apart): bs16[p] = (bsums 2p, 2p+1), bs32[p] over the 32-element sub-blocks
+ * 2p, 2p+1 (|sum of 32| <= 4096: fits int16). */
+static inline void x86_bsum_pairs(const int16_t *bs, int32_t *bs16, int32_t *bs32, int lanes)
+{
+    for (int p = 0; p < 8; p++) bs16[p * lanes] = pair16(bs[2 * p], bs[2 * p + 1]);
+    for (int p = 0; p < 4; p++)
+        bs32[p * lanes] = pair16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
+}
+
+static inline void k4_meta(const uint8_t *s12, kq_meta *m);
+
+/* q4_K / q5_K: the scales and mins (the includer's k4_meta) and d, dmin. */
+static inline void k45_meta(const uint8_t *s12, sl_f16 d, sl_f16 dmin, kq_meta *m)
+{
+    k4_meta(s12, m);
+    m->d = f16s(d);
+    m->dm = f16s(dmin);
+}
+
+static inline void unp_q4_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q4_k *x = vx;
+    x86_q4k_values(x, q);
+    k45_meta(x->scales, x->d, x->dmin, m);
+}
+
+static inline void unp_q5_k(const void *vx, uint8_t *q, kq_meta *m)
+{
+    const sl_block_q5_k *x = vx;
+    x86_q5k_values(x, q);
+    k45_meta(x->scales, x->d, x->dmin, m);
+}
+
+/* The part of packing one q8_K superblock of one activation row (lane) the
+ * x86 panels share: block-sum pairs and d. */
+static inline void x86_kq_extra(const sl_block_q8_k *y, kq_act *g, int lane)
+{
+    x86_bsum_pairs(y->bsums, &g->bs[0][lane], &g->bs32[0][lane], LANES);
+    g->d[lane] = y->d;
 }
 
 static inline __m256i x86_nib32(const uint8_t *qs)

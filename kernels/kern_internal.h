@@ -1,7 +1,8 @@
-/* Internal to kernels/: per-ISA table fillers. dispatch.c builds one sl_kern
- * per level by calling the dot filler (quantized vec_dot kernels) and the ops
- * filler (float ops) of that level; a level's file is compiled only on its
- * architecture, with its own -m flags. */
+/* Internal to kernels/: the per-level table fillers dispatch.c calls to
+ * build each sl_kern (dot: vec_dot + gemm tiles; ops: float ops; gemm: the
+ * prefill panels), the sl_panel interface, and the scalar helpers the SIMD
+ * files and tests share. A level's files are compiled only on its
+ * architecture, each with its own -m flags. */
 #ifndef SL_KERN_INTERNAL_H
 #define SL_KERN_INTERNAL_H
 
@@ -48,7 +49,17 @@ typedef struct sl_panel {
  * so rounding differences between levels are <= c * u * mag (see tests). */
 float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y);
 void sl_q3k_scales(const uint8_t *sc12, int8_t out[16]);          /* -32 applied */
-void sl_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);  /* q4_K/q5_K */
+
+/* Float-type row element i as f32 (the SIMD float dots' scalar tails). */
+enum { SL_FT_F32, SL_FT_F16, SL_FT_BF16 };
+static inline float sl_ft_get(const void *p, int64_t i, int ft)
+{
+    if (ft == SL_FT_F32)
+        return ((const float *)p)[i];
+    if (ft == SL_FT_F16)
+        return sl_f16_to_f32(((const sl_f16 *)p)[i]);
+    return sl_bf16_to_f32(((const sl_bf16 *)p)[i]);
+}
 
 /* The 16 q3_K 6-bit scales, biased by +32 (subtract 32 for the value), 4 per
  * 32-bit word in sub-block order. */

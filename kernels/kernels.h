@@ -1,8 +1,10 @@
-/* Quantized dot/matvec/matmul and the float ops of the forward pass, in
- * scalar C (the oracle) and hand-written SIMD (AVX2+FMA, AVX-512 [+VNNI],
- * NEON [+dotprod]). One source file per ISA level (foo_avx2.c, foo_avx512.c,
- * foo_avx512vnni.c, foo_neon.c, foo_dotprod.c), each built with its own -m flags;
- * the level is picked at run time from cpuid / AT_HWCAP, and SLUICE_ISA=
+/* Quantized dot/matvec/matmul, attention and the float ops of the forward
+ * pass, in scalar C (the oracle) and hand-written SIMD (AVX2+FMA, AVX-512
+ * [+VNNI], NEON [+dotprod]), behind one table of entry points per ISA level
+ * (sl_kern). Each op's driver is written once and instantiated per level in
+ * a file named for it (ops_avx2.c, dot_avx512vnni.c, gemm_dotprod.c, ...),
+ * built with the level's -m flags over that level's primitives; the level
+ * is picked at run time from cpuid / AT_HWCAP, and SLUICE_ISA=
  * scalar|avx2|avx512|avx512vnni|neon|dotprod forces one (tests cover all).
  * Depends on quant/ only. Failures return negative errno values (== SL_E*). */
 #ifndef SL_KERNELS_H
@@ -49,7 +51,6 @@ typedef struct sl_kern {
      * (i, i + n_rot/2), else (2i, 2i+1). */
     void (*rope)(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
                  const float *inv_freq, int neox);
-    void (*softmax)(float *x, int64_t n);                  /* in place */
     void (*silu_mul)(float *y, const float *g, const float *u, int64_t n); /* y=silu(g)*u */
     void (*add)(float *y, const float *a, const float *b, int64_t n);
     void (*f32_to_f16)(sl_f16 *y, const float *x, int64_t n);

@@ -25,19 +25,9 @@ void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t c
     size_t rb = sl_kern_act_bytes(wtype, cols, 1);
     if (rb == 0) return;
     int vdt = sl_quant_vec_dot_type(wtype);
-    for (int64_t r = 0; r < n_rows; r++) {
-        const float *xr = x + r * cols;
-        void *dst = (char *)act + (size_t)r * rb;
-        switch (vdt) {
-        case SL_GGML_Q8_0: sl_quant_row_q8_0(xr, dst, cols); break;
-        case SL_GGML_Q8_1: sl_quant_row_q8_1(xr, dst, cols); break;
-        case SL_GGML_Q8_K: sl_quant_row_q8_k(xr, dst, cols); break;
-        case SL_GGML_F16:  sl_quant_row_f16(xr, dst, cols); break;
-        case SL_GGML_BF16: sl_quant_row_bf16(xr, dst, cols); break;
-        case SL_GGML_F32:  memcpy(dst, xr, (size_t)cols * sizeof(float)); break;
-        default: break;
-        }
-    }
+    /* rb != 0: cols is a whole number of vdt blocks, so this cannot fail */
+    for (int64_t r = 0; r < n_rows; r++)
+        (void)sl_quant_quantize_row(vdt, x + r * cols, (char *)act + (size_t)r * rb, cols);
 }
 
 struct mm_job {

@@ -29,40 +29,7 @@ static void rmsnorm_scalar(float *y, const float *x, const float *w, int64_t n, 
 static void rope_scalar(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
                         const float *inv_freq, int neox)
 {
-    int half = n_rot / 2;
-    for (int i0 = 0; i0 < half; i0 += 64) {
-        float c[64], s[64];
-        int m = half - i0 < 64 ? half - i0 : 64;
-        sl_rope_cs(c, s, pos, inv_freq + i0, m);
-        for (int h = 0; h < n_head; h++) {
-            float *xh = x + (int64_t)h * head_dim;
-            for (int i = 0; i < m; i++) {
-                int a = neox ? i0 + i : 2 * (i0 + i);
-                int b = neox ? i0 + i + half : a + 1;
-                float x0 = xh[a], x1 = xh[b];
-                xh[a] = x0 * c[i] - x1 * s[i];
-                xh[b] = x0 * s[i] + x1 * c[i];
-            }
-        }
-    }
-}
-
-/* Max-subtracted; the sum in double, then one multiply by (float)(1/sum). */
-static void softmax_scalar(float *x, int64_t n)
-{
-    if (n <= 0)
-        return;
-    float mx = x[0];
-    for (int64_t i = 1; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < n; i++)
-        x[i] *= inv;
+    sl_rope_run(x, n_head, head_dim, n_rot, pos, inv_freq, neox, NULL);
 }
 
 static void silu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
@@ -87,7 +54,6 @@ void sl_ops_fill_scalar(sl_kern *k)
 {
     k->rmsnorm = rmsnorm_scalar;
     k->rope = rope_scalar;
-    k->softmax = softmax_scalar;
     k->silu_mul = silu_mul_scalar;
     k->add = add_scalar;
     k->f32_to_f16 = f32_to_f16_scalar;

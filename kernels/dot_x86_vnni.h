@@ -1,0 +1,197 @@
+/* The x86 K-quant block kernels of the avx512vnni level: integer products
+ * by vpdpbusd (u8 x s8 -> int32) and vpdpwssd (words x scales -> int32),
+ * two chunks per scale step (dot2_scaled). Defines the integer products
+ * dot_x86.h builds on, includes it, then q4_K, q6_K, q2_K, q3_K. The forms
+ * without VNNI are dot_x86_madd.h. */
+#ifndef SL_DOT_X86_VNNI_H
+#define SL_DOT_X86_VNNI_H
+
+#include <immintrin.h>
+
+/* acc += sum over byte pairs (u8 a * s8 b) * w16, per int32 lane. */
+static inline __m256i madd_scaled(__m256i acc, __m256i a, __m256i b, __m256i w16)
+{
+    return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(a, b), w16);
+}
+
+/* acc += sum of u8 a * s8 b per int32 lane (4 bytes each). */
+static inline __m256i dot_u8s8(__m256i acc, __m256i a, __m256i b)
+{
+    return _mm256_dpbusd_epi32(acc, a, b);
+}
+
+#include "dot_x86.h"
+
+/* Two chunks dotted with vpdpbusd (lanes stay below 2^15: at most 4 products
+ * of |q| <= 63 and |y| <= 127), packed to words and scaled with one
+ * vpdpwssd: 3 multiply-port ops per 64 bytes instead of 4. */
+static inline __m256i dot2_scaled(__m256i acc, __m256i xa, __m256i ya, __m256i xb, __m256i yb, __m256i w)
+{
+    __m256i pa = _mm256_dpbusd_epi32(_mm256_setzero_si256(), xa, ya);
+    __m256i pb = _mm256_dpbusd_epi32(_mm256_setzero_si256(), xb, yb);
+    return _mm256_dpwssd_epi32(acc, _mm256_packs_epi32(pa, pb), w);
+}
+
+/* One superblock: chunks 2m, 2m+1 with their word-pair scales sc2[m] in two
+ * independent chains; the min / offset sum bsums . bw goes with fin_dmin. */
+INL void dot2_superblock(const __m256i q[8], const __m256i sc2[4], const sl_block_q8_k *y,
+                         __m256i *i0, __m256i *i1)
+{
+    *i0 = dot2_scaled(*i0, q[0], loadu(y->qs), q[1], loadu(y->qs + 32), sc2[0]);
+    *i1 = dot2_scaled(*i1, q[2], loadu(y->qs + 64), q[3], loadu(y->qs + 96), sc2[1]);
+    *i0 = dot2_scaled(*i0, q[4], loadu(y->qs + 128), q[5], loadu(y->qs + 160), sc2[2]);
+    *i1 = dot2_scaled(*i1, q[6], loadu(y->qs + 192), q[7], loadu(y->qs + 224), sc2[3]);
+}
+
+INL void pair_dot2(const __m256i q[8], const __m256i sc2[4], __m256i bw, __m256 dv,
+                   const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    dot2_superblock(q, sc2, y, &i0, &i1);
+    fin_dmin(_mm256_add_epi32(i0, i1), _mm256_madd_epi16(loadu(y->bsums), bw), dv, y->d, acc);
+}
+
+/* Word scales for dot2_scaled over chunks k = 2m, 2m+1 of 16-element
+ * sub-blocks (chunk k holds sub-blocks 2k | 2k+1 in its low | high half). */
+static inline __m256i sc2_sub16(__m256i sc16, int m)
+{
+    short a = (short)(4 * m), b = (short)(4 * m + 2), c = (short)(4 * m + 1), d = (short)(4 * m + 3);
+    return _mm256_permutexvar_epi16(_mm256_set_epi16(d, d, d, d, c, c, c, c, b, b, b, b, a, a, a, a), sc16);
+}
+
+/* Same for 32-element sub-blocks 2p (chunk a) and 2p+1 (chunk b), words 0..7 */
+static inline __m256i sc2_sub32(__m256i s16x2, int p)
+{
+    short a = (short)(2 * p), b = (short)(2 * p + 1);
+    return _mm256_permutexvar_epi16(_mm256_set_epi16(b, b, b, b, a, a, a, a, b, b, b, b, a, a, a, a), s16x2);
+}
+
+INL void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
+{
+    __m256i s16x2 = unp_q4_k_base(x, u);
+    UNROLL
+    for (int p = 0; p < 4; p++) u->sc2[p] = sc2_sub32(s16x2, p);
+}
+
+INL void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    pair_dot2(u->q, u->sc2, u->m16, u->dv, y, acc);
+}
+
+INL void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
+{
+    unp_q6_k_base(x, u);
+    UNROLL
+    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(u->sc16, m);
+}
+
+INL void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    pair_dot2(u->q, u->sc2, u->sc16, u->dv, y, acc);
+}
+
+/* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
+/* Fewer ops per block (decode is compute bound on q2_K): fields k = 1, 3 of
+ * each byte are used in place (x & 0x0c = 4 q), so the even-k chunks get 4 x
+ * their scale instead of a shift + mask; the mins enter as 16 m (x & 0xf0).
+ * Integer lanes then carry 4 isum | 16 msum interleaved (fold_im) and meet
+ * one factor vector (d, dmin, d, dmin, ...) from a single f16 pair convert;
+ * red_q2_k applies 1/4 and -1/16 per lane once per row (exact: powers of 2).
+ * Bounds: dpbusd lanes <= 4 * 12 * 128 (packs exact), 4 isum per block
+ * <= 4 * 45 * 128 * 256 < 2^24, a folded msum lane <= 4 * 240 * 2048 < 2^24
+ * (both converted exactly). */
+typedef struct { __m256i q[8], sc2[4], m16; __m256 dv; } u_q2_k;
+
+INL void unp_q2_k(const sl_block_q2_k *x, u_q2_k *u)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), mc = _mm256_set1_epi8(0x0c);
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m256i q = loadu(x->qs + 32 * h), t = _mm256_srli_epi16(q, 4);
+        u->q[4 * h] = _mm256_and_si256(q, m3);
+        u->q[4 * h + 1] = _mm256_and_si256(q, mc);
+        u->q[4 * h + 2] = _mm256_and_si256(t, m3);
+        u->q[4 * h + 3] = _mm256_and_si256(t, mc);
+    }
+    __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    /* sub-block s sits in chunk s / 2; even chunks (s % 4 < 2) get 4 x */
+    __m256i sc16 = _mm256_sllv_epi16(_mm256_and_si256(w, _mm256_set1_epi16(15)),
+                                     _mm256_set_epi16(0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2));
+    UNROLL
+    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(sc16, m);
+    u->m16 = _mm256_and_si256(w, _mm256_set1_epi16(0xf0));
+    uint32_t dd;
+    memcpy(&dd, &x->d, 4); /* d, dmin adjacent */
+    u->dv = _mm256_cvtph_ps(_mm_set1_epi32((int)dd));
+}
+
+/* (isum | msum) lanes interleaved: even lanes isum partials, odd lanes msum. */
+static inline __m256i fold_im(__m256i isum, __m256i msum)
+{
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(isum, msum), _mm256_unpackhi_epi32(isum, msum));
+}
+
+INL void pair_q2_k(const u_q2_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    dot2_superblock(u->q, u->sc2, y, &i0, &i1);
+    __m256i msum = _mm256_madd_epi16(loadu(y->bsums), u->m16);
+    __m256i v = fold_im(_mm256_add_epi32(i0, i1), msum);
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u->dv, _mm256_set1_ps(y->d)), acc->a);
+}
+
+static inline float red_q2_k(const acc_t *a)
+{
+    return hsum8(_mm256_mul_ps(a->a, _mm256_set_ps(-0.0625f, 0.25f, -0.0625f, 0.25f,
+                                                   -0.0625f, 0.25f, -0.0625f, 0.25f)));
+}
+
+/* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
+/* As q2_K: fields k = 1, 3 used in place (4 (q + 4)), even chunks get 4 x
+ * their scale. The hmask bit of chunk 4h + k is moved onto the field's +4
+ * bit with byte adds (x + x = x << 1 per byte) from hm or hm >> 4 and merged
+ * by one bit select. 4 isum goes to acc->a, osum to acc->b (one factor d:
+ * no fold needed); red_q3_k weighs them 1/4 and -4 (exact: powers of 2).
+ * Bounds: dpbusd lanes <= 4 * 28 * 128 (packs exact); an isum lane covers
+ * 32 elements: 4 * 7 * 32 * 128 * 32 < 2^24 (converted exactly). */
+typedef struct { __m256i q[8], sc2[4], sc16; __m256 dv; } u_q3_k;
+
+INL void unp_q3_k(const sl_block_q3_k *x, u_q3_k *u)
+{
+    u->sc16 = _mm256_cvtepi8_epi16(q3k_scales8(x));
+    __m256i sc16x = _mm256_sllv_epi16(u->sc16, _mm256_set_epi16(0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2));
+    UNROLL
+    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(sc16x, m);
+    const __m256i m3 = _mm256_set1_epi8(3), mc = _mm256_set1_epi8(0x0c);
+    const __m256i b2 = _mm256_set1_epi8(0x04), b4 = _mm256_set1_epi8(0x10);
+    __m256i hm = loadu(x->hmask);
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m256i q = loadu(x->qs + 32 * h), t = _mm256_srli_epi16(q, 4);
+        __m256i H0 = h ? _mm256_srli_epi16(hm, 4) : hm;
+        __m256i H1 = _mm256_add_epi8(H0, H0), H2 = _mm256_add_epi8(H1, H1), H3 = _mm256_add_epi8(H2, H2);
+        /* select: bit from the hmask copy where the constant is set, else the field */
+        u->q[4 * h] = _mm256_ternarylogic_epi32(_mm256_and_si256(q, m3), H2, b2, 0xd8);
+        u->q[4 * h + 1] = _mm256_ternarylogic_epi32(_mm256_and_si256(q, mc), H3, b4, 0xd8);
+        u->q[4 * h + 2] = _mm256_ternarylogic_epi32(_mm256_and_si256(t, m3), H0, b2, 0xd8);
+        u->q[4 * h + 3] = _mm256_ternarylogic_epi32(_mm256_and_si256(t, mc), H1, b4, 0xd8);
+    }
+    u->dv = _mm256_cvtph_ps(_mm_set1_epi16((short)x->d));
+}
+
+INL void pair_q3_k(const u_q3_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+    dot2_superblock(u->q, u->sc2, y, &i0, &i1);
+    __m256i osum = _mm256_madd_epi16(loadu(y->bsums), u->sc16);
+    __m256 f = _mm256_mul_ps(u->dv, _mm256_set1_ps(y->d));
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), f, acc->a);
+    acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(osum), f, acc->b);
+}
+
+static inline float red_q3_k(const acc_t *a)
+{
+    return 0.25f * hsum8(a->a) - 4.0f * hsum8(a->b);
+}
+
+#endif

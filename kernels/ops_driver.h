@@ -1,0 +1,182 @@
+/* The float ops of the forward pass, written once over the vector primitives
+ * of a level (vmath_<isa>.h, included first; see vmath_avx2.h for the list):
+ * rmsnorm, rope, silu_mul, add, f32_to_f16 (the sl_kern entries ops_fill
+ * installs) and the vector exp and softmax the attention driver shares.
+ * Included by ops_avx2.c, ops_avx512.c and ops_neon.c, each compiled with
+ * its level's -m flags so everything inlines into that level's code.
+ *
+ * Plain arithmetic is written with the vector operators (+ - * / on the
+ * level's vector type, GNU C vector extensions as in the intrinsic headers;
+ * -ffp-contract=off keeps a*b+c two roundings, as the scalar code).
+ *
+ * Tails: where a level has lane masks (SL_VMASK) the vector code runs to the
+ * end; otherwise it covers sl_vbody(n) elements and the rest is scalar code
+ * with the same per-element arithmetic (elementwise ops) or, for the ops with
+ * vector-only arithmetic (exp), one partial vector through a stack copy. */
+#ifndef SL_OPS_DRIVER_H
+#define SL_OPS_DRIVER_H
+
+#include <math.h>
+
+#include "kern_internal.h"
+#include "ops_internal.h"
+
+/* Elements the vector loop covers: all of them with masks, else whole vectors. */
+static inline int64_t sl_vbody(int64_t n, int64_t w)
+{
+    return SL_VMASK ? n : n - n % w;
+}
+
+/* exp(x): x = n*ln2 + r with |r| <= ln2/2 (ln2 split in two so n*ln2_hi is
+ * exact); e^r by its degree-7 Taylor polynomial (truncation < r^8/8! = 5e-9
+ * relative, below an f32 rounding); 2^n applied as two factors
+ * 2^(n>>1) * 2^(n-(n>>1)) so overflow gives inf and deep underflow rounds
+ * through the subnormals to 0. Inputs are clamped to [-104, 89] (exp = 0
+ * resp. inf there); -inf gives 0. */
+SL_VINL sl_vf sl_vexp(sl_vf x)
+{
+    x = sl_v_min(sl_v_max(x, sl_v_set1(-104.0f)), sl_v_set1(89.0f));
+    sl_vf n = sl_v_roundn(x * sl_v_set1(1.44269504088896341f));
+    sl_vf r = sl_v_fnma(n, sl_v_set1(0.693145751953125f), x);
+    r = sl_v_fnma(n, sl_v_set1(1.428606765330187e-06f), r);
+    sl_vf p = sl_v_set1(1.0f / 5040);
+    p = sl_v_fma(p, r, sl_v_set1(1.0f / 720));
+    p = sl_v_fma(p, r, sl_v_set1(1.0f / 120));
+    p = sl_v_fma(p, r, sl_v_set1(1.0f / 24));
+    p = sl_v_fma(p, r, sl_v_set1(1.0f / 6));
+    p = sl_v_fma(p, r, sl_v_set1(0.5f));
+    p = sl_v_fma(p, r, sl_v_set1(1.0f));
+    p = sl_v_fma(p, r, sl_v_set1(1.0f));
+    return sl_v_scale2n(p, n);
+}
+
+/* x <- softmax(x) in place, as the scalar: max-subtracted, exps summed in
+ * double, one multiply by (float)(1/sum); round_h: the probabilities rounded
+ * to f16 (kept as f32), as attention's p.v uses them. The last partial
+ * vector is padded with -inf (exp 0). */
+SL_VINL void sl_vsoftmax(float *x, int64_t n, const int round_h)
+{
+    const int64_t nv = n - n % SL_VW;
+    sl_vf vm = sl_v_set1(-INFINITY);
+    int64_t i;
+    for (i = 0; i < nv; i += SL_VW)
+        vm = sl_v_max(vm, sl_v_ld(x + i));
+    if (i < n)
+        vm = sl_v_max(vm, sl_v_ldp(x + i, n - i, -INFINITY));
+    sl_vf mx = sl_v_set1(sl_v_hmax(vm));
+    sl_vacc s = sl_vacc_zero();
+    for (i = 0; i < nv; i += SL_VW) {
+        sl_vf e = sl_vexp(sl_v_ld(x + i) - mx);
+        sl_v_st(x + i, e);
+        sl_vacc_add(&s, e);
+    }
+    if (i < n) {
+        sl_vf e = sl_vexp(sl_v_ldp(x + i, n - i, -INFINITY) - mx);
+        sl_v_stp(x + i, e, n - i);
+        sl_vacc_add(&s, e);
+    }
+    sl_vf inv = sl_v_set1((float)(1.0 / sl_vacc_sum(s)));
+    for (i = 0; i < nv; i += SL_VW) {
+        sl_vf v = sl_v_ld(x + i) * inv;
+        sl_v_st(x + i, round_h ? sl_v_round_h(v) : v);
+    }
+    if (i < n) {
+        sl_vf v = sl_v_ldp(x + i, n - i, 0.0f) * inv;
+        sl_v_stp(x + i, round_h ? sl_v_round_h(v) : v, n - i);
+    }
+}
+
+/* Squares (each rounded to f32, as the scalar) summed in double. */
+static void ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps)
+{
+    const int64_t nv = sl_vbody(n, SL_VW);
+    sl_vacc s = sl_vacc_zero();
+    int64_t i;
+    for (i = 0; i < nv; i += SL_VW) {
+        sl_vf v = sl_v_ldm(x + i, n - i);
+        sl_vacc_add(&s, v * v);
+    }
+    double sum = sl_vacc_sum(s);
+    for (; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    float mean = (float)(sum / (double)n);
+    float scale = 1.0f / sqrtf(mean + eps);
+    sl_vf vs = sl_v_set1(scale);
+    for (i = 0; i < nv; i += SL_VW)
+        sl_v_stm(y + i, sl_v_ldm(x + i, n - i) * vs * sl_v_ldm(w + i, n - i), n - i);
+    for (; i < n; i++)
+        y[i] = (x[i] * scale) * w[i];
+}
+
+/* Rope's vector prefix (sl_rope_run does the chunks, angles and the scalar
+ * rest): bit-identical to the scalar, the same mul/mul/sub, no FMA. */
+SL_VINL int rope_vec(float *xa, float *xb, const float *c, const float *s, int m, int neox)
+{
+    int i = 0;
+    if (neox) {
+        const int mv = (int)sl_vbody(m, SL_VW);
+        for (; i < mv; i += SL_VW) {
+            sl_vf x0 = sl_v_ldm(xa + i, m - i), x1 = sl_v_ldm(xb + i, m - i);
+            sl_vf vc = sl_v_ldm(c + i, m - i), vs = sl_v_ldm(s + i, m - i);
+            sl_v_stm(xa + i, x0 * vc - x1 * vs, m - i);
+            sl_v_stm(xb + i, x0 * vs + x1 * vc, m - i);
+        }
+    } else {
+        const int mv = (int)sl_vbody(m, SL_V_RPAIRS);
+        for (; i < mv; i += SL_V_RPAIRS)
+            sl_v_rope_pairs(xa + 2 * i, c + i, s + i, m - i);
+    }
+    return i;
+}
+
+static void ops_rope(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
+                     const float *inv_freq, int neox)
+{
+    sl_rope_run(x, n_head, head_dim, n_rot, pos, inv_freq, neox, rope_vec);
+}
+
+SL_VINL sl_vf silu_mul_v(sl_vf g, sl_vf u)
+{
+    sl_vf e = sl_vexp(sl_v_zero() - g);
+    return g / (sl_v_set1(1.0f) + e) * u;
+}
+
+/* y = g / (1 + exp(-g)) * u, every element through the vector exp. */
+static void ops_silu_mul(float *y, const float *g, const float *u, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + SL_VW <= n; i += SL_VW)
+        sl_v_st(y + i, silu_mul_v(sl_v_ld(g + i), sl_v_ld(u + i)));
+    if (i < n)
+        sl_v_stp(y + i, silu_mul_v(sl_v_ldp(g + i, n - i, 0.0f), sl_v_ldp(u + i, n - i, 0.0f)), n - i);
+}
+
+static void ops_add(float *y, const float *a, const float *b, int64_t n)
+{
+    const int64_t nv = sl_vbody(n, SL_VW);
+    int64_t i = 0;
+    for (; i < nv; i += SL_VW)
+        sl_v_stm(y + i, sl_v_ldm(a + i, n - i) + sl_v_ldm(b + i, n - i), n - i);
+    for (; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+static void ops_f32_to_f16(sl_f16 *y, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + SL_VW <= n; i += SL_VW)
+        sl_v_sth(y + i, sl_v_ld(x + i));
+    if (i < n)
+        sl_v_sthp(y + i, sl_v_ldp(x + i, n - i, 0.0f), n - i);
+}
+
+static inline void ops_fill(sl_kern *k)
+{
+    k->rmsnorm = ops_rmsnorm;
+    k->rope = ops_rope;
+    k->silu_mul = ops_silu_mul;
+    k->add = ops_add;
+    k->f32_to_f16 = ops_f32_to_f16;
+}
+
+#endif
