@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../quant/quant.h"
+#include "../gguf/sl_internal.h"
 
 bool sl_model_matrix_type_ok(uint32_t type)
 {

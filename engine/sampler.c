@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gguf/sl_status.h"
+#include "../gguf/sl_internal.h"
 
 void sl_sampling_init(sl_sampling *p)
 {

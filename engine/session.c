@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../gguf/gguf.h"
+#include "../gguf/sl_internal.h"
 #include "../io/sluice_stream.h"
 #include "../kernels/kernels.h"
 #include "forward.h"

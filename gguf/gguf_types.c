@@ -1,5 +1,6 @@
 /* ggml tensor type table and metadata value type table. */
 #include "gguf.h"
+#include "sl_internal.h"
 
 #include <string.h>
 

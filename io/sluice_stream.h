@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "sl_api.h"   /* SL_API, SLUICE_VERSION_*; found through -I (installed: next to this file) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -111,49 +113,49 @@ typedef struct sl_stream_plan {
 } sl_stream_plan;
 
 /* Defaults for every field. */
-void sl_stream_config_init(sl_stream_config *c);
+SL_API void sl_stream_config_init(sl_stream_config *c);
 /* Plan only (no buffers): the decision `sluice plan` prints. */
-int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
-                         char *err, size_t err_len);
+SL_API int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
+                                char *err, size_t err_len);
 
 /* i-th pinned unit (0 <= i < p->n_pinned) of a plan, in schedule order; -1 if none. */
-int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
+SL_API int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
 
-int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c);
-void sl_stream_close(sl_stream *s);
-const char *sl_stream_errmsg(const sl_stream *s);   /* last failure; open failures: sl_stream_open_errmsg */
-const char *sl_stream_open_errmsg(void);            /* thread-local message of a failed open */
+SL_API int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c);
+SL_API void sl_stream_close(sl_stream *s);
+SL_API const char *sl_stream_errmsg(const sl_stream *s);   /* last failure; open failures: sl_stream_open_errmsg */
+SL_API const char *sl_stream_open_errmsg(void);            /* thread-local message of a failed open */
 /* One-line notices about fallbacks taken at open ("O_DIRECT refused by the
  * filesystem: buffered reads", "io_uring unavailable: pread pool"); "" if none.
  * The library never prints: show it if you like. */
-const char *sl_stream_notice(const sl_stream *s);
+SL_API const char *sl_stream_notice(const sl_stream *s);
 
-const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
+SL_API const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
 /* The GGUF metadata reader (type: const struct sl_gguf *), for the engine. */
-const void *sl_stream_gguf(const sl_stream *s);
+SL_API const void *sl_stream_gguf(const sl_stream *s);
 
-int32_t sl_stream_n_units(const sl_stream *s);
-int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out);
+SL_API int32_t sl_stream_n_units(const sl_stream *s);
+SL_API int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out);
 
 /* Blocks until unit's reads completed (or failed: status < 0, message says
  * unit, file offset, length, errno). At most one acquire per unit at a time. */
-int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view);
-int sl_stream_release(sl_stream *s, int32_t unit);
+SL_API int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view);
+SL_API int sl_stream_release(sl_stream *s, int32_t unit);
 /* Tensor of an acquired view by suffix ("attn_q.weight") or full name; NULL if absent. */
-const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
+SL_API const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
 /* Hint: the next unit to be acquired will be `unit` (restarts the cyclic schedule there). */
-int sl_stream_prefetch(sl_stream *s, int32_t unit);
+SL_API int sl_stream_prefetch(sl_stream *s, int32_t unit);
 
 /* Non-layer tensors, resident until close. token_embd and the lm head
  * ("output.weight") are listed too, but their data is NULL unless they are
  * resident (mode resident/mmap, or embeddings pinned): use read_row for
  * embeddings and the head units for the lm head. */
-const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
+SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
 /* One row of a non-layer matrix (token_embd): from RAM if resident, else one small read. */
-int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
+SL_API int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
 
-void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out);
-void sl_stream_reset_stats(sl_stream *s);
+SL_API void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out);
+SL_API void sl_stream_reset_stats(sl_stream *s);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 
 #include "sluice_stream.h"
 #include "../gguf/gguf.h"
+#include "../gguf/sl_internal.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -6,7 +6,7 @@
  *                   [--mem-budget BYTES] [--passes N] [--req BYTES] [--qd N] [--no-direct]
  *                   [--touch]   (one byte per 4 KiB instead of a full hash: measures I/O)
  */
-#include "../sluice_stream.h"
+#include "sluice_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
