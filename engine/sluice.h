@@ -50,6 +50,7 @@ typedef struct sl_session sl_session;
 
 /* ---- model -------------------------------------------------------------- */
 typedef struct sl_model_params {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
     int n_threads;          /* compute threads incl. the caller; 0 = all online CPUs */
     int32_t n_ctx;          /* KV cache positions per session; 0 = min(training ctx, 4096) */
     int32_t n_batch;        /* prompt tokens per forward chunk; 0 = 64 */
@@ -59,8 +60,16 @@ typedef struct sl_model_params {
     int32_t max_pinned;     /* -1 = planner decides; else cap on pinned layers (stream mode) */
     bool mlock;             /* lock resident memory */
 } sl_model_params;
+/* The smallest struct_size accepted: the layout of 0.2.0. */
+#define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
 
-SL_API void sl_model_params_init(sl_model_params *p);
+/* Defaults for every field; the inline passes the caller's sizeof (FFI: call
+ * the _sized form with the size of your struct). */
+SL_API int sl_model_params_init_sized(sl_model_params *p, size_t struct_size);
+static inline int sl_model_params_init(sl_model_params *p)
+{
+    return sl_model_params_init_sized(p, sizeof *p);
+}
 SL_API int  sl_model_open(sl_model **out, const char *path, const sl_model_params *p);
 SL_API void sl_model_free(sl_model *m);
 SL_API const char *sl_model_errmsg(const sl_model *m);
@@ -100,6 +109,7 @@ SL_API int  sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_
  * temperature, then a draw. temp <= 0 is greedy (argmax, ties -> lowest id).
  * The same seed and inputs give the same tokens. */
 typedef struct sl_sampling {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
     float temp;             /* 0.8 */
     int32_t top_k;          /* 40; <= 0 disables */
     float top_p;            /* 0.95; >= 1 disables */
@@ -108,7 +118,9 @@ typedef struct sl_sampling {
     int32_t repeat_last_n;  /* 64; tokens of history the penalty looks at (-1 = whole context) */
     uint64_t seed;          /* PRNG seed */
 } sl_sampling;
-SL_API void sl_sampling_init(sl_sampling *s);
+#define SL_SAMPLING_MIN_SIZE SL_STRUCT_END(sl_sampling, seed)   /* layout of 0.2.0 */
+SL_API int sl_sampling_init_sized(sl_sampling *s, size_t struct_size);
+static inline int sl_sampling_init(sl_sampling *s) { return sl_sampling_init_sized(s, sizeof *s); }
 
 /* ---- session ------------------------------------------------------------ */
 SL_API int  sl_session_new(sl_session **out, sl_model *m);

@@ -42,6 +42,7 @@ typedef int64_t (*sl_stream_read_hook)(void *ctx, int fd, void *buf, size_t len,
                                        uint64_t offset);
 
 typedef struct sl_stream_config {
+    size_t struct_size;      /* sizeof, set by the _init function (versioned: README "Library") */
     int io;                  /* enum sl_stream_io */
     int mode;                /* enum sl_stream_mode */
     uint64_t mem_budget;     /* bytes for everything the planner counts; 0 = MemAvailable - margin */
@@ -55,6 +56,8 @@ typedef struct sl_stream_config {
     int32_t max_pinned;      /* -1 = planner decides; else cap on pinned layers */
     sl_stream_read_hook read_hook; void *read_hook_ctx;
 } sl_stream_config;
+/* The smallest struct_size accepted: the layout of 0.2.0. */
+#define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)
 
 typedef struct sl_stream_tensor {
     const char *name;        /* full GGUF name, e.g. "blk.3.attn_q.weight" */
@@ -112,8 +115,13 @@ typedef struct sl_stream_plan {
     bool fits;                  /* false: budget below the minimum (peak_bytes says the need) */
 } sl_stream_plan;
 
-/* Defaults for every field. */
-SL_API void sl_stream_config_init(sl_stream_config *c);
+/* Defaults for every field; the inline passes the caller's sizeof (FFI: call
+ * the _sized form with the size of your struct). */
+SL_API int sl_stream_config_init_sized(sl_stream_config *c, size_t struct_size);
+static inline int sl_stream_config_init(sl_stream_config *c)
+{
+    return sl_stream_config_init_sized(c, sizeof *c);
+}
 /* Plan only (no buffers): the decision `sluice plan` prints. */
 SL_API int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
                                 char *err, size_t err_len);

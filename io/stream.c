@@ -79,16 +79,26 @@ static void add_notice(sl_stream *s, const char *msg)
     snprintf(s->notice + n, sizeof s->notice - n, "%s%s", n ? "; " : "", msg);
 }
 
-void sl_stream_config_init(sl_stream_config *c)
+int sl_stream_config_init_sized(sl_stream_config *c, size_t struct_size)
 {
-    memset(c, 0, sizeof *c);
-    c->io = SL_IO_AUTO;
-    c->mode = SL_MODE_AUTO;
-    c->depth = SL_DEFAULT_DEPTH;
-    c->req_bytes = SL_DEFAULT_REQ_BYTES;
-    c->queue_depth = SL_DEFAULT_QD;
-    c->n_io_threads = SL_DEFAULT_IO_THREADS;
-    c->max_pinned = -1;
+    sl_stream_config d;
+    memset(&d, 0, sizeof d);
+    d.io = SL_IO_AUTO;
+    d.mode = SL_MODE_AUTO;
+    d.depth = SL_DEFAULT_DEPTH;
+    d.req_bytes = SL_DEFAULT_REQ_BYTES;
+    d.queue_depth = SL_DEFAULT_QD;
+    d.n_io_threads = SL_DEFAULT_IO_THREADS;
+    d.max_pinned = -1;
+    return sl_struct_init(c, struct_size, &d, sizeof d, SL_STREAM_CONFIG_MIN_SIZE, "sl_stream_config");
+}
+
+/* The caller's config (NULL: defaults) as this library's layout. */
+static int config_in(sl_stream_config *dst, const sl_stream_config *c)
+{
+    sl_stream_config_init(dst);
+    if (!c) return 0;
+    return sl_struct_in(dst, sizeof *dst, c, SL_STREAM_CONFIG_MIN_SIZE, "sl_stream_config");
 }
 
 static int check_config(const sl_stream_config *c)
@@ -140,10 +150,11 @@ int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_
                          char *err, size_t err_len)
 {
     sl_stream_config def;
-    if (!c) { sl_stream_config_init(&def); c = &def; }
+    int rc = config_in(&def, c);
+    c = &def;
     if (err && err_len) err[0] = 0;
     memset(out, 0, sizeof *out);
-    int rc = check_config(c);
+    if (!rc) rc = check_config(c);
     if (rc) { if (err && err_len) snprintf(err, err_len, "%s", sl_last_error()); return rc; }
     sl_stream s;
     memset(&s, 0, sizeof s);
@@ -366,8 +377,9 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     *out = NULL;
     open_err[0] = 0;
     sl_stream_config def;
-    if (!c) { sl_stream_config_init(&def); c = &def; }
-    int rc = check_config(c);
+    int rc = config_in(&def, c);
+    c = &def;
+    if (!rc) rc = check_config(c);
     if (rc) { snprintf(open_err, sizeof open_err, "%s", sl_last_error()); return rc; }
     sl_stream *s = calloc(1, sizeof *s);
     if (!s) { snprintf(open_err, sizeof open_err, "streamer: out of memory"); return SL_ENOMEM; }
