@@ -137,10 +137,14 @@ test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all tests
 	@$(MAKE) --no-print-directory check
 
+# Last: what `make install` gives an embedder (tests/install_check.sh).
 check: all $(TEST_BINS)
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; $$t --jobs $(JOBS) || { fail=1; echo "FAILED: $$t"; }; \
-	done; exit $$fail
+	done; \
+	echo "== tests/install_check.sh"; \
+	MAKE="$(MAKE)" CC="$(CC)" SAN="$(SAN)" SHARED="$(SHARED)" sh tests/install_check.sh || fail=1; \
+	exit $$fail
 
 ASAN_MAKE = $(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"

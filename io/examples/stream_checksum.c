@@ -6,6 +6,7 @@
  *                   [--mem-budget BYTES] [--passes N] [--req BYTES] [--qd N] [--no-direct]
  *                   [--touch]   (one byte per 4 KiB instead of a full hash: measures I/O)
  */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime under -std=c11 */
 #include "sluice_stream.h"
 
 #include <stdio.h>
