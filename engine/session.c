@@ -171,8 +171,9 @@ const char *sl_model_errmsg(const sl_model *m)
     return m ? m->err : sl_last_error();
 }
 
-void sl_model_get_info(const sl_model *m, sl_model_info *o)
+int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size)
 {
+    sl_model_info full, *o = &full;
     const sl_model_desc *d = &m->d;
     memset(o, 0, sizeof *o);
     o->arch = d->arch_name;
@@ -190,6 +191,7 @@ void sl_model_get_info(const sl_model *m, sl_model_info *o)
     o->io = pl ? pl->io : 0;
     o->isa = m->k->name;
     o->n_threads = sl_pool_n_threads(m->pool);
+    return sl_struct_out(out, size, o, sizeof *o, SL_MODEL_INFO_MIN_SIZE, "sl_model_info");
 }
 
 void *sl_model_stream(const sl_model *m) { return m->st; }
@@ -436,7 +438,10 @@ int sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap)
     return (int)len;
 }
 
-void sl_session_get_stats(const sl_session *s, sl_stats *out) { *out = s->stats; }
+int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)
+{
+    return sl_struct_out(out, size, &s->stats, sizeof s->stats, SL_STATS_MIN_SIZE, "sl_stats");
+}
 
 void sl_session_reset_stats(sl_session *s)
 {

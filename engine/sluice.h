@@ -87,7 +87,13 @@ typedef struct sl_model_info {
     const char *isa;        /* kernel level in use ("avx2", ...) */
     int n_threads;
 } sl_model_info;
-SL_API void sl_model_get_info(const sl_model *m, sl_model_info *out);
+#define SL_MODEL_INFO_MIN_SIZE SL_STRUCT_END(sl_model_info, n_threads)   /* layout of 0.2.0 */
+/* Fills size bytes of *out (the inline passes the caller's sizeof). */
+SL_API int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size);
+static inline int sl_model_get_info(const sl_model *m, sl_model_info *out)
+{
+    return sl_model_get_info_sized(m, out, sizeof *out);
+}
 /* The streamer underneath (type: sl_stream *), for plan / stats printing. */
 SL_API void *sl_model_stream(const sl_model *m);
 
@@ -168,7 +174,12 @@ typedef struct sl_stats {
     uint64_t bytes_read;    /* weight bytes read from disk */
     double  compute_ms;     /* forward wall time minus stall */
 } sl_stats;
-SL_API void sl_session_get_stats(const sl_session *s, sl_stats *out);
+#define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
+SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);
+static inline int sl_session_get_stats(const sl_session *s, sl_stats *out)
+{
+    return sl_session_get_stats_sized(s, out, sizeof *out);
+}
 SL_API void sl_session_reset_stats(sl_session *s);
 
 #ifdef __cplusplus

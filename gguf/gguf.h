@@ -64,6 +64,7 @@ typedef struct sl_gguf_extent {
     uint64_t bytes;               /* sum of the tensors' nbytes */
     uint32_t n_tensors;
 } sl_gguf_extent;
+#define SL_GGUF_EXTENT_MIN_SIZE SL_STRUCT_END(sl_gguf_extent, n_tensors)   /* layout of 0.2.0 */
 
 /* Size of one scalar of vtype on disk (1,2,4,8), 0 for STRING/ARRAY/unknown. */
 SL_API size_t sl_gguf_vtype_size(uint32_t vtype);
@@ -168,9 +169,19 @@ SL_API const sl_gguf_tensor *sl_gguf_find_tensor(const sl_gguf *g, const char *n
  * byte of the layer's lowest tensor to the last byte of its highest one (no
  * trailing padding); if the file interleaves layers it also covers others'. */
 SL_API int32_t sl_gguf_n_layers(const sl_gguf *g);
-SL_API int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out);
+/* (The _sized forms take the caller's sizeof; the inlines pass it.) */
+SL_API int sl_gguf_layer_extent_sized(const sl_gguf *g, int32_t layer, sl_gguf_extent *out,
+                                      size_t size);
+static inline int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out)
+{
+    return sl_gguf_layer_extent_sized(g, layer, out, sizeof *out);
+}
 /* All tensors that are not in a layer (token_embd, output_norm, output, ...). */
-SL_API int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out);
+SL_API int sl_gguf_nonlayer_extent_sized(const sl_gguf *g, sl_gguf_extent *out, size_t size);
+static inline int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out)
+{
+    return sl_gguf_nonlayer_extent_sized(g, out, sizeof *out);
+}
 SL_API uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g);
 
 /* Read raw bytes through the reader's callback (checked against file size). */

@@ -29,5 +29,11 @@ int sl_struct_init(void *dst, size_t size, const void *defaults, size_t full, si
  * the first struct_size bytes, so fields the caller does not know keep their
  * defaults. */
 int sl_struct_in(void *dst, size_t full, const void *src, size_t min, const char *what);
+/* The library side of a getter into a caller's struct (T_sized(..., size); the
+ * header's inline passes sizeof): check the size before any side effect, then
+ * copy the first size bytes of the full result. */
+int sl_struct_check(size_t size, size_t min, size_t full, const char *what);
+int sl_struct_out(void *dst, size_t size, const void *src, size_t full, size_t min,
+                  const char *what);
 
 #endif

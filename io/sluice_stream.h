@@ -75,12 +75,14 @@ typedef struct sl_stream_unit {
     uint64_t bytes;          /* bytes read from disk when streamed */
     bool pinned;             /* resident: never re-read */
 } sl_stream_unit;
+#define SL_STREAM_UNIT_MIN_SIZE SL_STRUCT_END(sl_stream_unit, pinned)   /* layout of 0.2.0 */
 
 typedef struct sl_stream_view {
     int32_t unit;
     uint32_t n_tensors;
     const sl_stream_tensor *tensors;
 } sl_stream_view;
+#define SL_STREAM_VIEW_MIN_SIZE SL_STRUCT_END(sl_stream_view, tensors)   /* layout of 0.2.0 */
 
 typedef struct sl_stream_stats {
     uint64_t bytes_read;        /* from disk since open / reset */
@@ -90,6 +92,7 @@ typedef struct sl_stream_stats {
     double   io_busy_ms;        /* wall time with reads in flight */
     uint64_t acquires;
 } sl_stream_stats;
+#define SL_STREAM_STATS_MIN_SIZE SL_STRUCT_END(sl_stream_stats, acquires)   /* layout of 0.2.0 */
 
 typedef struct sl_stream_plan {
     int mode;                   /* chosen mode */
@@ -114,6 +117,7 @@ typedef struct sl_stream_plan {
     bool direct;                /* O_DIRECT reads */
     bool fits;                  /* false: budget below the minimum (peak_bytes says the need) */
 } sl_stream_plan;
+#define SL_STREAM_PLAN_MIN_SIZE SL_STRUCT_END(sl_stream_plan, fits)   /* layout of 0.2.0 */
 
 /* Defaults for every field; the inline passes the caller's sizeof (FFI: call
  * the _sized form with the size of your struct). */
@@ -122,9 +126,16 @@ static inline int sl_stream_config_init(sl_stream_config *c)
 {
     return sl_stream_config_init_sized(c, sizeof *c);
 }
-/* Plan only (no buffers): the decision `sluice plan` prints. */
-SL_API int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
-                                char *err, size_t err_len);
+/* Plan only (no buffers): the decision `sluice plan` prints. The functions
+ * that fill a caller's struct have a _sized form taking its sizeof; the
+ * inline passes it (FFI: call the _sized form). */
+SL_API int sl_stream_plan_model_sized(const char *path, const sl_stream_config *c,
+                                      sl_stream_plan *out, size_t size, char *err, size_t err_len);
+static inline int sl_stream_plan_model(const char *path, const sl_stream_config *c,
+                                       sl_stream_plan *out, char *err, size_t err_len)
+{
+    return sl_stream_plan_model_sized(path, c, out, sizeof *out, err, err_len);
+}
 
 /* i-th pinned unit (0 <= i < p->n_pinned) of a plan, in schedule order; -1 if none. */
 SL_API int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
@@ -143,11 +154,20 @@ SL_API const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
 SL_API const void *sl_stream_gguf(const sl_stream *s);
 
 SL_API int32_t sl_stream_n_units(const sl_stream *s);
-SL_API int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out);
+SL_API int sl_stream_unit_info_sized(const sl_stream *s, int32_t unit, sl_stream_unit *out,
+                                     size_t size);
+static inline int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)
+{
+    return sl_stream_unit_info_sized(s, unit, out, sizeof *out);
+}
 
 /* Blocks until unit's reads completed (or failed: status < 0, message says
  * unit, file offset, length, errno). At most one acquire per unit at a time. */
-SL_API int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view);
+SL_API int sl_stream_acquire_sized(sl_stream *s, int32_t unit, sl_stream_view *view, size_t size);
+static inline int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
+{
+    return sl_stream_acquire_sized(s, unit, view, sizeof *view);
+}
 SL_API int sl_stream_release(sl_stream *s, int32_t unit);
 /* Tensor of an acquired view by suffix ("attn_q.weight") or full name; NULL if absent. */
 SL_API const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
@@ -162,7 +182,11 @@ SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *
 /* One row of a non-layer matrix (token_embd): from RAM if resident, else one small read. */
 SL_API int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
 
-SL_API void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out);
+SL_API int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size);
+static inline int sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)
+{
+    return sl_stream_get_stats_sized(s, out, sizeof *out);
+}
 SL_API void sl_stream_reset_stats(sl_stream *s);
 
 #ifdef __cplusplus

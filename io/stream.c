@@ -146,8 +146,8 @@ static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
     return sl_plan_compute(&s->lo, g, &s->cfg, s->align, &s->plan, err, err_len);
 }
 
-int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
-                         char *err, size_t err_len)
+static int plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
+                      char *err, size_t err_len)
 {
     sl_stream_config def;
     int rc = config_in(&def, c);
@@ -177,6 +177,17 @@ int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_
     if (s.g) sl_gguf_close(s.g);
     if (s.dfd >= 0) close(s.dfd);
     close(s.fd);
+    return rc;
+}
+
+int sl_stream_plan_model_sized(const char *path, const sl_stream_config *c, sl_stream_plan *out,
+                               size_t size, char *err, size_t err_len)
+{
+    sl_stream_plan full;
+    int rc = sl_struct_check(size, SL_STREAM_PLAN_MIN_SIZE, sizeof full, "sl_stream_plan");
+    if (rc) { if (err && err_len) snprintf(err, err_len, "%s", sl_last_error()); return rc; }
+    rc = plan_model(path, c, &full, err, err_len);
+    memcpy(out, &full, size);
     return rc;
 }
 
@@ -443,12 +454,12 @@ void sl_stream_close(sl_stream *s)
     free(s);
 }
 
-int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)
+int sl_stream_unit_info_sized(const sl_stream *s, int32_t unit, sl_stream_unit *out, size_t size)
 {
     if (unit < 0 || unit >= s->lo.n_units)
         return sl_err_set(SL_EINVAL, "unit %d out of range 0..%d", (int)unit, (int)s->lo.n_units - 1);
-    *out = s->lo.units[unit].info;
-    return 0;
+    return sl_struct_out(out, size, &s->lo.units[unit].info, sizeof *out, SL_STREAM_UNIT_MIN_SIZE,
+                         "sl_stream_unit");
 }
 
 /* ---- the slot ring ------------------------------------------------------ */
@@ -554,7 +565,7 @@ static void mmap_advise(sl_stream *s, const sl_unit *un, int advice)
     if (e > b) madvise((void *)b, e - b, advice);
 }
 
-int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
+static int acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
 {
     if (!s || !view) return SL_EINVAL;
     if (unit < 0 || unit >= s->lo.n_units) {
@@ -604,6 +615,16 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
     }
     un->acquired = true;
     return 0;
+}
+
+int sl_stream_acquire_sized(sl_stream *s, int32_t unit, sl_stream_view *view, size_t size)
+{
+    sl_stream_view full;
+    int rc = sl_struct_check(size, SL_STREAM_VIEW_MIN_SIZE, sizeof full, "sl_stream_view");
+    if (rc) return s ? fail(s, rc) : rc;
+    rc = acquire(s, unit, view ? &full : NULL);
+    if (rc == 0) memcpy(view, &full, size);
+    return rc;
 }
 
 int sl_stream_release(sl_stream *s, int32_t unit)
@@ -723,7 +744,7 @@ int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, 
     return 0;
 }
 
-void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)
+static void get_stats(const sl_stream *s, sl_stream_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!s) return;
@@ -735,6 +756,13 @@ void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)
     }
     out->stall_ms = s->stall_ms;
     out->acquires = s->acquires;
+}
+
+int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size)
+{
+    sl_stream_stats full;
+    get_stats(s, &full);
+    return sl_struct_out(out, size, &full, sizeof full, SL_STREAM_STATS_MIN_SIZE, "sl_stream_stats");
 }
 
 void sl_stream_reset_stats(sl_stream *s)

@@ -3,7 +3,8 @@
  * sl_sampling, sl_stream_config): a size outside [first layout, sizeof] is
  * rejected with SL_EINVAL and a message, an old (smaller) caller struct still
  * works and is read only up to its struct_size (heap buffers of exactly that
- * size, so the ASan build catches any read past it). The installed-headers
+ * size, so the ASan build catches any read past it); the getters that fill a
+ * caller's struct write only the size the caller passes. The installed-headers
  * check (exports, README example, io/examples) is tests/install_check.sh. */
 #include "sl_test.h"
 
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "../engine/sluice.h"
+#include "../gguf/gguf.h"
 #include "../gguf/sl_internal.h"
 #include "../io/sluice_stream.h"
 
@@ -142,6 +144,69 @@ Test(abi, old_size_caller_works, .timeout = 60)
     cr_assert_eq(sl_stream_get_plan(st)->mode, SL_MODE_RESIDENT);
     sl_stream_close(st);
     free(mp); free(sp); free(sc);
+}
+
+/* Calls CALL (which uses `out` and `size`) into a buffer larger than T with
+ * size = T's first layout: nothing past it may change; then sizes the library
+ * does not know are rejected. */
+#define OUT_CASE(T, MIN, CALL, AFTER_OK) do {                                      \
+        unsigned char buf_[sizeof(T) + 16];                                        \
+        memset(buf_, 0xab, sizeof buf_);                                           \
+        void *out = buf_;                                                          \
+        size_t size = (MIN);                                                       \
+        cr_assert_eq((CALL), 0, #CALL ": %s", sl_last_error());                   \
+        AFTER_OK;                                                                  \
+        for (size_t i_ = (MIN); i_ < sizeof buf_; i_++)                            \
+            cr_assert_eq(buf_[i_], 0xab, #T ": byte %zu past the caller's size written", i_); \
+        size = sizeof(T) + 8;                                                      \
+        cr_assert_eq((CALL), SL_EINVAL, #T ": a larger size than the library knows"); \
+        size = (MIN) - 1;                                                          \
+        cr_assert_eq((CALL), SL_EINVAL, #T ": a size below the first layout");     \
+        assert_size_msg(sl_last_error(), #T);                                      \
+    } while (0)
+
+Test(abi, getters_write_only_the_callers_size, .timeout = 60)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_threads = 1;
+    sl_model *m;
+    cr_assert_eq(sl_model_open(&m, S260, &mp), 0, "%s", sl_last_error());
+    sl_session *ss;
+    cr_assert_eq(sl_session_new(&ss, m), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_session_feed_text(ss, "Once", false), 0, "%s", sl_session_errmsg(ss));
+    OUT_CASE(sl_model_info, SL_MODEL_INFO_MIN_SIZE, sl_model_get_info_sized(m, out, size),
+             cr_assert_gt(((sl_model_info *)out)->n_vocab, 0));
+    OUT_CASE(sl_stats, SL_STATS_MIN_SIZE, sl_session_get_stats_sized(ss, out, size),
+             cr_assert_gt(((sl_stats *)out)->n_prompt, 0));
+    sl_session_free(ss);
+    sl_model_free(m);
+
+    sl_stream_config c;
+    sl_stream_config_init(&c);
+    c.mode = SL_MODE_RESIDENT;
+    c.io = SL_IO_PREAD;
+    char err[256];
+    OUT_CASE(sl_stream_plan, SL_STREAM_PLAN_MIN_SIZE,
+             sl_stream_plan_model_sized(S260, &c, out, size, err, sizeof err),
+             cr_assert_eq(((sl_stream_plan *)out)->mode, SL_MODE_RESIDENT));
+    sl_stream *st;
+    cr_assert_eq(sl_stream_open(&st, S260, &c), 0, "%s", sl_stream_open_errmsg());
+    OUT_CASE(sl_stream_unit, SL_STREAM_UNIT_MIN_SIZE, sl_stream_unit_info_sized(st, 0, out, size),
+             cr_assert_eq(((sl_stream_unit *)out)->layer, 0));
+    OUT_CASE(sl_stream_view, SL_STREAM_VIEW_MIN_SIZE, sl_stream_acquire_sized(st, 0, out, size),
+             cr_assert_eq(sl_stream_release(st, 0), 0, "%s", sl_stream_errmsg(st)));
+    OUT_CASE(sl_stream_stats, SL_STREAM_STATS_MIN_SIZE, sl_stream_get_stats_sized(st, out, size),
+             cr_assert_eq(((sl_stream_stats *)out)->acquires, 1));
+    sl_stream_close(st);
+
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, S260), 0, "%s", sl_last_error());
+    OUT_CASE(sl_gguf_extent, SL_GGUF_EXTENT_MIN_SIZE, sl_gguf_layer_extent_sized(g, 0, out, size),
+             cr_assert_gt(((sl_gguf_extent *)out)->n_tensors, 0));
+    OUT_CASE(sl_gguf_extent, SL_GGUF_EXTENT_MIN_SIZE, sl_gguf_nonlayer_extent_sized(g, out, size),
+             cr_assert_gt(((sl_gguf_extent *)out)->n_tensors, 0));
+    sl_gguf_close(g);
 }
 
 /* The mechanism under every versioned struct, on a made-up layout that grew
