@@ -67,9 +67,7 @@ typedef struct sl_model_params {
  * the _sized form with the size of your struct). */
 SL_API int sl_model_params_init_sized(sl_model_params *p, size_t struct_size);
 static inline int sl_model_params_init(sl_model_params *p)
-{
-    return sl_model_params_init_sized(p, sizeof *p);
-}
+{ return sl_model_params_init_sized(p, sizeof *p); }
 SL_API int  sl_model_open(sl_model **out, const char *path, const sl_model_params *p);
 SL_API void sl_model_free(sl_model *m);
 SL_API const char *sl_model_errmsg(const sl_model *m);
@@ -91,9 +89,7 @@ typedef struct sl_model_info {
 /* Fills size bytes of *out (the inline passes the caller's sizeof). */
 SL_API int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size);
 static inline int sl_model_get_info(const sl_model *m, sl_model_info *out)
-{
-    return sl_model_get_info_sized(m, out, sizeof *out);
-}
+{ return sl_model_get_info_sized(m, out, sizeof *out); }
 /* The streamer underneath (type: sl_stream *), for plan / stats printing. */
 SL_API void *sl_model_stream(const sl_model *m);
 
@@ -126,7 +122,8 @@ typedef struct sl_sampling {
 } sl_sampling;
 #define SL_SAMPLING_MIN_SIZE SL_STRUCT_END(sl_sampling, seed)   /* layout of 0.2.0 */
 SL_API int sl_sampling_init_sized(sl_sampling *s, size_t struct_size);
-static inline int sl_sampling_init(sl_sampling *s) { return sl_sampling_init_sized(s, sizeof *s); }
+static inline int sl_sampling_init(sl_sampling *s)
+{ return sl_sampling_init_sized(s, sizeof *s); }
 
 /* ---- session ------------------------------------------------------------ */
 SL_API int  sl_session_new(sl_session **out, sl_model *m);
@@ -177,9 +174,7 @@ typedef struct sl_stats {
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);
 static inline int sl_session_get_stats(const sl_session *s, sl_stats *out)
-{
-    return sl_session_get_stats_sized(s, out, sizeof *out);
-}
+{ return sl_session_get_stats_sized(s, out, sizeof *out); }
 SL_API void sl_session_reset_stats(sl_session *s);
 
 #ifdef __cplusplus

@@ -173,15 +173,11 @@ SL_API int32_t sl_gguf_n_layers(const sl_gguf *g);
 SL_API int sl_gguf_layer_extent_sized(const sl_gguf *g, int32_t layer, sl_gguf_extent *out,
                                       size_t size);
 static inline int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out)
-{
-    return sl_gguf_layer_extent_sized(g, layer, out, sizeof *out);
-}
+{ return sl_gguf_layer_extent_sized(g, layer, out, sizeof *out); }
 /* All tensors that are not in a layer (token_embd, output_norm, output, ...). */
 SL_API int sl_gguf_nonlayer_extent_sized(const sl_gguf *g, sl_gguf_extent *out, size_t size);
 static inline int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out)
-{
-    return sl_gguf_nonlayer_extent_sized(g, out, sizeof *out);
-}
+{ return sl_gguf_nonlayer_extent_sized(g, out, sizeof *out); }
 SL_API uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g);
 
 /* Read raw bytes through the reader's callback (checked against file size). */

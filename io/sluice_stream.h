@@ -123,9 +123,8 @@ typedef struct sl_stream_plan {
  * the _sized form with the size of your struct). */
 SL_API int sl_stream_config_init_sized(sl_stream_config *c, size_t struct_size);
 static inline int sl_stream_config_init(sl_stream_config *c)
-{
-    return sl_stream_config_init_sized(c, sizeof *c);
-}
+{ return sl_stream_config_init_sized(c, sizeof *c); }
+
 /* Plan only (no buffers): the decision `sluice plan` prints. The functions
  * that fill a caller's struct have a _sized form taking its sizeof; the
  * inline passes it (FFI: call the _sized form). */
@@ -133,9 +132,7 @@ SL_API int sl_stream_plan_model_sized(const char *path, const sl_stream_config *
                                       sl_stream_plan *out, size_t size, char *err, size_t err_len);
 static inline int sl_stream_plan_model(const char *path, const sl_stream_config *c,
                                        sl_stream_plan *out, char *err, size_t err_len)
-{
-    return sl_stream_plan_model_sized(path, c, out, sizeof *out, err, err_len);
-}
+{ return sl_stream_plan_model_sized(path, c, out, sizeof *out, err, err_len); }
 
 /* i-th pinned unit (0 <= i < p->n_pinned) of a plan, in schedule order; -1 if none. */
 SL_API int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
@@ -157,17 +154,13 @@ SL_API int32_t sl_stream_n_units(const sl_stream *s);
 SL_API int sl_stream_unit_info_sized(const sl_stream *s, int32_t unit, sl_stream_unit *out,
                                      size_t size);
 static inline int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)
-{
-    return sl_stream_unit_info_sized(s, unit, out, sizeof *out);
-}
+{ return sl_stream_unit_info_sized(s, unit, out, sizeof *out); }
 
 /* Blocks until unit's reads completed (or failed: status < 0, message says
  * unit, file offset, length, errno). At most one acquire per unit at a time. */
 SL_API int sl_stream_acquire_sized(sl_stream *s, int32_t unit, sl_stream_view *view, size_t size);
 static inline int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
-{
-    return sl_stream_acquire_sized(s, unit, view, sizeof *view);
-}
+{ return sl_stream_acquire_sized(s, unit, view, sizeof *view); }
 SL_API int sl_stream_release(sl_stream *s, int32_t unit);
 /* Tensor of an acquired view by suffix ("attn_q.weight") or full name; NULL if absent. */
 SL_API const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
@@ -182,11 +175,10 @@ SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *
 /* One row of a non-layer matrix (token_embd): from RAM if resident, else one small read. */
 SL_API int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
 
+/* Telemetry since open or the last reset (sl_stream_stats above). */
 SL_API int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size);
 static inline int sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)
-{
-    return sl_stream_get_stats_sized(s, out, sizeof *out);
-}
+{ return sl_stream_get_stats_sized(s, out, sizeof *out); }
 SL_API void sl_stream_reset_stats(sl_stream *s);
 
 #ifdef __cplusplus
