@@ -15,6 +15,10 @@
 #include "sl_api.h"
 #include "sl_status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ggml tensor type ids (the on-disk numbers). */
 enum sl_ggml_type {
     SL_GGML_F32 = 0, SL_GGML_F16 = 1, SL_GGML_Q4_0 = 2, SL_GGML_Q4_1 = 3,
@@ -221,4 +225,7 @@ SL_API int sl_gguf_writer_close(sl_gguf_writer *w);
 /* Frees without finishing (on error paths); removes nothing. */
 SL_API void sl_gguf_writer_abort(sl_gguf_writer *w);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -27,10 +27,18 @@
 #define SL_ETRUNC      (-1006)     /* file shorter than its contents claim */
 #define SL_ECTX        (-1007)     /* context window exhausted */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Static description of a status code ("malformed file"). Never NULL. */
 SL_API const char *sl_strerror(int status);
 
 /* The calling thread's last error message ("" if none). */
 SL_API const char *sl_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

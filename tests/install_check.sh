@@ -5,7 +5,8 @@
 #     io/examples/*.c compile warning-free and link against the INSTALLED headers and library
 #     only (pkg-config through PKG_CONFIG_PATH), shared and --static, and run on a model;
 #  3. libsluice.so exports exactly the functions the installed headers mark SL_API, and every
-#     function those headers declare (static inline wrappers aside) is marked SL_API.
+#     function those headers declare (static inline wrappers aside) is marked SL_API;
+#  4. the headers compile as C++ and give C linkage (C++ runtimes embed the streamer).
 # Ends with one line: "install check: PASS ..." or "install check: FAIL: why". Needs no root;
 # works in a temporary folder it removes. Called by the Makefile with MAKE, CC, SAN (the
 # sanitizer flags of the build: the test programs need them too) and SHARED in the environment.
@@ -111,6 +112,23 @@ if command -v gcc >/dev/null; then
     fi
 fi
 grep -q 'sl_err_set' "$inc"/*.h && fail "library-internal sl_err_* declared in an installed header"
+# C++ embedders: the headers compile as C++ and declare C linkage.
+if command -v c++ >/dev/null; then
+    printf '#include "%s"\n' $(cd "$inc" && ls *.h) > "$tmp/all.cc"
+    cat >> "$tmp/all.cc" <<'EOF'
+int main()
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);   /* one call per header: a C++-mangled name would not link */
+    return !(sl_version_number() == SLUICE_VERSION_NUMBER && sl_strerror(SL_EINVAL)[0] &&
+             sl_gguf_type_name(SL_GGML_Q4_K) && sl_stream_open_errmsg() && mp.max_pinned == -1);
+}
+EOF
+    # shellcheck disable=SC2086
+    run_log "the installed headers as C++" c++ -Wall -Wextra -Werror $SAN -o "$tmp/cxx" "$tmp/all.cc" \
+        $(pkg-config --cflags --libs sluice) -Wl,-rpath,"$lib"
+    run_log "a C++ program calling the library" "$tmp/cxx"
+fi
 
 echo "install check: PASS ($(wc -l < "$tmp/exported") exported symbols = SL_API declarations;" \
-     "$n_prog programs built against $prefix, shared and static, and run)"
+     "$n_prog programs built against $prefix, shared and static, and run; headers fine as C++)"
