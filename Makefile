@@ -22,15 +22,20 @@ endif
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 PREFIX  ?= /usr/local
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
-VERSION := 0.1.0
-SOMAJOR := 0
+# One source for the version: gguf/sl_api.h (SLUICE_VERSION_*); MAJOR is the SONAME.
+sl_ver   = $(shell sed -n 's/^\#define SLUICE_VERSION_$(1) *\([0-9][0-9]*\).*/\1/p' gguf/sl_api.h)
+SOMAJOR := $(call sl_ver,MAJOR)
+VERSION := $(SOMAJOR).$(call sl_ver,MINOR).$(call sl_ver,PATCH)
 
 SL_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 IS_X86  := $(filter x86_64 i686 i386,$(SL_ARCH))
 IS_ARM  := $(filter aarch64 arm64,$(SL_ARCH))
 
 OPT     ?= -O2
+# -fvisibility=hidden: libsluice.so exports only what the public headers mark SL_API.
+# -Igguf: the public headers include "sl_api.h" by bare name (installed side by side).
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
+               -fvisibility=hidden -Igguf \
                -ffp-contract=off -pthread -MMD -MP -DSL_SHARED_DIR='"$(SHARED)"'
 CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_BASE) $(SAN) $(CFLAGS)
@@ -63,6 +68,9 @@ PORT_TEST_SRCS := $(shell grep -L SL_HOST_ONLY $(TEST_SRCS) /dev/null 2>/dev/nul
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 PORT_TEST_BINS := $(PORT_TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(filter-out tests/test_% tests/fuzz_% tests/mini_runner.c,$(wildcard tests/*.c))
+
+# Installed under include/sluice/ (flat); everything else is library-internal.
+PUBLIC_HEADERS := engine/sluice.h io/sluice_stream.h gguf/gguf.h gguf/gguf_type.h gguf/sl_status.h gguf/sl_api.h
 
 STATIC_LIB := $(BUILD)/libsluice.a
 SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
@@ -102,6 +110,8 @@ $(BUILD)/sluice: $(CLI_OBJS) $(STATIC_LIB)
 $(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(BUILD)/obj/perf/perf_util.o $(BUILD)/obj/engine/cli_size.o $(STATIC_LIB)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
+# Examples include the public headers by bare name, as an installed program does.
+$(BUILD)/obj/io/examples/%.o: ALL_CFLAGS += -Iio
 $(BUILD)/examples/%: $(BUILD)/obj/io/examples/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
@@ -127,10 +137,14 @@ test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all tests
 	@$(MAKE) --no-print-directory check
 
+# Last: what `make install` gives an embedder (tests/install_check.sh).
 check: all $(TEST_BINS)
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; $$t --jobs $(JOBS) || { fail=1; echo "FAILED: $$t"; }; \
-	done; exit $$fail
+	done; \
+	echo "== tests/install_check.sh"; \
+	MAKE="$(MAKE)" CC="$(CC)" SAN="$(SAN)" SHARED="$(SHARED)" sh tests/install_check.sh || fail=1; \
+	exit $$fail
 
 ASAN_MAKE = $(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
@@ -210,8 +224,7 @@ install: all
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libsluice.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libsluice.so.$(SOMAJOR)
 	ln -sf libsluice.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libsluice.so
-	for h in engine/sluice.h io/sluice_stream.h gguf/gguf.h gguf/gguf_type.h gguf/sl_status.h; do \
-	  [ -f $$h ] && install -m 644 $$h $(DESTDIR)$(PREFIX)/include/sluice/ || true; done
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/sluice/
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice LLM engine and weight streamer\nVersion: %s\nLibs: -L$${libdir} -lsluice\nLibs.private: %s\nCflags: -I$${includedir}/sluice\n' \
 	  '$(PREFIX)' '$(VERSION)' '$(LDLIBS)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
 

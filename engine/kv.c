@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gguf/sl_status.h"
+#include "../gguf/sl_internal.h"
 
 /* Saturates at UINT64_MAX (hostile header sizes must not wrap to a small
  * cache that the attention kernels would then overrun). */

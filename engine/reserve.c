@@ -6,6 +6,7 @@
 
 #include "../gguf/gguf.h"
 #include "../gguf/sl_status.h"
+#include "../gguf/sl_internal.h"
 #include "forward.h"
 #include "kv.h"
 

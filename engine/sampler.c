@@ -5,17 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gguf/sl_status.h"
+#include "../gguf/sl_internal.h"
 
-void sl_sampling_init(sl_sampling *p)
+int sl_sampling_init_sized(sl_sampling *s, size_t struct_size)
 {
-    p->temp = 0.8f;
-    p->top_k = 40;
-    p->top_p = 0.95f;
-    p->min_p = 0.05f;
-    p->repeat_penalty = 1.0f;
-    p->repeat_last_n = 64;
-    p->seed = 0x5eed;
+    sl_sampling d;
+    memset(&d, 0, sizeof d);
+    d.temp = 0.8f;
+    d.top_k = 40;
+    d.top_p = 0.95f;
+    d.min_p = 0.05f;
+    d.repeat_penalty = 1.0f;
+    d.repeat_last_n = 64;
+    d.seed = 0x5eed;
+    return sl_struct_init(s, struct_size, &d, sizeof d, SL_SAMPLING_MIN_SIZE, "sl_sampling");
 }
 
 static uint64_t splitmix64(uint64_t *x)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../gguf/gguf.h"
+#include "../gguf/sl_internal.h"
 #include "../io/sluice_stream.h"
 #include "../kernels/kernels.h"
 #include "forward.h"
@@ -68,10 +69,12 @@ static int sess_fail(sl_session *s, int rc)
 
 /* ---- model -------------------------------------------------------------- */
 
-void sl_model_params_init(sl_model_params *p)
+int sl_model_params_init_sized(sl_model_params *p, size_t struct_size)
 {
-    memset(p, 0, sizeof *p);
-    p->max_pinned = -1;
+    sl_model_params d;
+    memset(&d, 0, sizeof d);
+    d.max_pinned = -1;
+    return sl_struct_init(p, struct_size, &d, sizeof d, SL_MODEL_PARAMS_MIN_SIZE, "sl_model_params");
 }
 
 int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
@@ -79,7 +82,9 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     *out = NULL;
     sl_err_clear();
     sl_model_params p;
-    if (pp) p = *pp; else sl_model_params_init(&p);
+    sl_model_params_init(&p);
+    if (pp && sl_struct_in(&p, sizeof p, pp, SL_MODEL_PARAMS_MIN_SIZE, "sl_model_params"))
+        return SL_EINVAL;
     if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0)
         return sl_err_set(SL_EINVAL, "model params: negative n_threads / n_ctx / n_batch");
     sl_model *m = calloc(1, sizeof *m);
@@ -144,8 +149,9 @@ const char *sl_model_errmsg(const sl_model *m)
     return m ? m->err : sl_last_error();
 }
 
-void sl_model_get_info(const sl_model *m, sl_model_info *o)
+int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size)
 {
+    sl_model_info full, *o = &full;
     const sl_model_desc *d = &m->d;
     memset(o, 0, sizeof *o);
     o->arch = d->arch_name;
@@ -163,6 +169,7 @@ void sl_model_get_info(const sl_model *m, sl_model_info *o)
     o->io = pl ? pl->io : 0;
     o->isa = m->k->name;
     o->n_threads = sl_pool_n_threads(m->pool);
+    return sl_struct_out(out, size, o, sizeof *o, SL_MODEL_INFO_MIN_SIZE, "sl_model_info");
 }
 
 void *sl_model_stream(const sl_model *m) { return m->st; }
@@ -258,8 +265,12 @@ void sl_session_free(sl_session *s)
 
 const char *sl_session_errmsg(const sl_session *s) { return s->err; }
 
-int sl_session_set_sampling(sl_session *s, const sl_sampling *sp)
+int sl_session_set_sampling(sl_session *s, const sl_sampling *spp)
 {
+    sl_sampling in, *sp = spp ? &in : NULL;
+    sl_sampling_init(&in);
+    if (spp && sl_struct_in(&in, sizeof in, spp, SL_SAMPLING_MIN_SIZE, "sl_sampling"))
+        return sess_fail(s, SL_EINVAL);
     if (!sp || sp->top_p < 0 || sp->min_p < 0 || sp->repeat_penalty < 0 || sp->temp != sp->temp)
         return sess_fail(s, sl_err_set(SL_EINVAL, "sampling: invalid parameters"));
     s->smp.p = *sp;
@@ -405,7 +416,10 @@ int sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap)
     return (int)len;
 }
 
-void sl_session_get_stats(const sl_session *s, sl_stats *out) { *out = s->stats; }
+int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)
+{
+    return sl_struct_out(out, size, &s->stats, sizeof s->stats, SL_STATS_MIN_SIZE, "sl_stats");
+}
 
 void sl_session_reset_stats(sl_session *s)
 {

@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sl_api.h"   /* SL_API, SLUICE_VERSION_*; found through -I (installed: next to this file) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -48,6 +50,7 @@ typedef struct sl_session sl_session;
 
 /* ---- model -------------------------------------------------------------- */
 typedef struct sl_model_params {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
     int n_threads;          /* compute threads incl. the caller; 0 = all online CPUs */
     int32_t n_ctx;          /* KV cache positions per session; 0 = min(training ctx, 4096) */
     int32_t n_batch;        /* prompt tokens per forward chunk; 0 = 64 */
@@ -57,11 +60,17 @@ typedef struct sl_model_params {
     int32_t max_pinned;     /* -1 = planner decides; else cap on pinned layers (stream mode) */
     bool mlock;             /* lock resident memory */
 } sl_model_params;
+/* The smallest struct_size accepted: the layout of 0.2.0. */
+#define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
 
-void sl_model_params_init(sl_model_params *p);
-int  sl_model_open(sl_model **out, const char *path, const sl_model_params *p);
-void sl_model_free(sl_model *m);
-const char *sl_model_errmsg(const sl_model *m);
+/* Defaults for every field; the inline passes the caller's sizeof (FFI: call
+ * the _sized form with the size of your struct). */
+SL_API int sl_model_params_init_sized(sl_model_params *p, size_t struct_size);
+static inline int sl_model_params_init(sl_model_params *p)
+{ return sl_model_params_init_sized(p, sizeof *p); }
+SL_API int  sl_model_open(sl_model **out, const char *path, const sl_model_params *p);
+SL_API void sl_model_free(sl_model *m);
+SL_API const char *sl_model_errmsg(const sl_model *m);
 
 typedef struct sl_model_info {
     const char *arch;       /* "llama", "qwen2" */
@@ -76,31 +85,36 @@ typedef struct sl_model_info {
     const char *isa;        /* kernel level in use ("avx2", ...) */
     int n_threads;
 } sl_model_info;
-void sl_model_get_info(const sl_model *m, sl_model_info *out);
+#define SL_MODEL_INFO_MIN_SIZE SL_STRUCT_END(sl_model_info, n_threads)   /* layout of 0.2.0 */
+/* Fills size bytes of *out (the inline passes the caller's sizeof). */
+SL_API int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size);
+static inline int sl_model_get_info(const sl_model *m, sl_model_info *out)
+{ return sl_model_get_info_sized(m, out, sizeof *out); }
 /* The streamer underneath (type: sl_stream *), for plan / stats printing. */
-void *sl_model_stream(const sl_model *m);
+SL_API void *sl_model_stream(const sl_model *m);
 
 /* Tokenizer. encode returns the number of ids written (<= cap), or a negative
  * status; SL_ERANGE when cap is too small. */
-int  sl_model_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
-                       int32_t *ids, int cap);
-bool sl_model_token_is_eog(const sl_model *m, int32_t id);
+SL_API int  sl_model_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
+                              int32_t *ids, int cap);
+SL_API bool sl_model_token_is_eog(const sl_model *m, int32_t id);
 /* Vocabulary text of a token as stored ("<s>", "<|im_end|>"), NUL-terminated;
  * returns its length, SL_ERANGE if cap is too small, SL_EINVAL for a bad id. */
-int sl_model_token_text(const sl_model *m, int32_t id, char *buf, size_t cap);
+SL_API int sl_model_token_text(const sl_model *m, int32_t id, char *buf, size_t cap);
 /* A string metadata value (e.g. "tokenizer.chat_template"); NULL if absent. */
-const char *sl_model_meta_str(const sl_model *m, const char *key);
+SL_API const char *sl_model_meta_str(const sl_model *m, const char *key);
 /* The bytes a token stands for, as printed (SPM "▁" -> " ", byte-level characters
  * decoded; control tokens: nothing), not NUL-terminated and not necessarily
  * valid UTF-8 alone (sl_session_detok joins split sequences). Returns the
  * length, SL_ERANGE if cap is too small, SL_EINVAL for a bad id. */
-int  sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap);
+SL_API int  sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap);
 
 /* ---- sampling -------------------------------------------------------------
  * Order as llama.cpp's default chain: repetition penalty, top-k, top-p, min-p,
  * temperature, then a draw. temp <= 0 is greedy (argmax, ties -> lowest id).
  * The same seed and inputs give the same tokens. */
 typedef struct sl_sampling {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
     float temp;             /* 0.8 */
     int32_t top_k;          /* 40; <= 0 disables */
     float top_p;            /* 0.95; >= 1 disables */
@@ -109,42 +123,45 @@ typedef struct sl_sampling {
     int32_t repeat_last_n;  /* 64; tokens of history the penalty looks at (-1 = whole context) */
     uint64_t seed;          /* PRNG seed */
 } sl_sampling;
-void sl_sampling_init(sl_sampling *s);
+#define SL_SAMPLING_MIN_SIZE SL_STRUCT_END(sl_sampling, seed)   /* layout of 0.2.0 */
+SL_API int sl_sampling_init_sized(sl_sampling *s, size_t struct_size);
+static inline int sl_sampling_init(sl_sampling *s)
+{ return sl_sampling_init_sized(s, sizeof *s); }
 
 /* ---- session ------------------------------------------------------------ */
-int  sl_session_new(sl_session **out, sl_model *m);
-void sl_session_free(sl_session *s);
-const char *sl_session_errmsg(const sl_session *s);
-int  sl_session_set_sampling(sl_session *s, const sl_sampling *sp);   /* also reseeds */
+SL_API int  sl_session_new(sl_session **out, sl_model *m);
+SL_API void sl_session_free(sl_session *s);
+SL_API const char *sl_session_errmsg(const sl_session *s);
+SL_API int  sl_session_set_sampling(sl_session *s, const sl_sampling *sp);   /* also reseeds */
 /* Forget everything fed (KV cache emptied, sampler history cleared). */
-void sl_session_reset(sl_session *s);
+SL_API void sl_session_reset(sl_session *s);
 
 /* Feed tokens at the next positions (batched prefill). SL_ECTX if they would
  * not fit in n_ctx (nothing is fed then); SL_EINVAL for an id outside the vocab. */
-int  sl_session_feed_tokens(sl_session *s, const int32_t *ids, int n);
+SL_API int  sl_session_feed_tokens(sl_session *s, const int32_t *ids, int n);
 /* Tokenize (special tokens parsed when parse_special; BOS/EOS as the model's
  * metadata asks when the session is empty) and feed. */
-int  sl_session_feed_text(sl_session *s, const char *text, bool parse_special);
+SL_API int  sl_session_feed_text(sl_session *s, const char *text, bool parse_special);
 /* Like feed_tokens, and also writes the logits of every fed position to
  * logits[n][n_vocab] (row i = prediction for the token after ids[i]). */
-int  sl_session_eval(sl_session *s, const int32_t *ids, int n, float *logits);
+SL_API int  sl_session_eval(sl_session *s, const int32_t *ids, int n, float *logits);
 /* Logits after the last fed token (n_vocab floats), NULL before any feed. */
-const float *sl_session_logits(const sl_session *s);
+SL_API const float *sl_session_logits(const sl_session *s);
 /* Sample the next token from the current logits with the session's sampling
  * settings and feed it, so that the logits predict the one after. */
-int  sl_session_step(sl_session *s, int32_t *token);
+SL_API int  sl_session_step(sl_session *s, int32_t *token);
 /* Sample only (no feed): the token the sampler picks from the current logits. */
-int  sl_session_sample(sl_session *s, int32_t *token);
+SL_API int  sl_session_sample(sl_session *s, int32_t *token);
 /* Feed one generated token (a decode step: counted in the decode statistics). */
-int  sl_session_accept(sl_session *s, int32_t token);
+SL_API int  sl_session_accept(sl_session *s, int32_t token);
 /* Positions used / available. */
-int32_t sl_session_n_past(const sl_session *s);
-int32_t sl_session_n_ctx(const sl_session *s);
+SL_API int32_t sl_session_n_past(const sl_session *s);
+SL_API int32_t sl_session_n_ctx(const sl_session *s);
 
 /* Streaming detokenizer: text of `id` given what came before, holding back
  * bytes of an incomplete UTF-8 sequence until it completes. Writes a
  * NUL-terminated string; returns its length (0 allowed) or < 0. */
-int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
+SL_API int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
 
 typedef struct sl_stats {
     int64_t n_prompt;       /* tokens fed through feed_* / eval */
@@ -157,8 +174,11 @@ typedef struct sl_stats {
     uint64_t bytes_read;    /* weight bytes read from disk */
     double  compute_ms;     /* forward wall time minus stall */
 } sl_stats;
-void sl_session_get_stats(const sl_session *s, sl_stats *out);
-void sl_session_reset_stats(sl_session *s);
+#define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
+SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);
+static inline int sl_session_get_stats(const sl_session *s, sl_stats *out)
+{ return sl_session_get_stats_sized(s, out, sizeof *out); }
+SL_API void sl_session_reset_stats(sl_session *s);
 
 #ifdef __cplusplus
 }

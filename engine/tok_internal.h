@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "tokenizer.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/sl_internal.h"
 
 /* ---- Unicode code point flags (engine/unicode_tables.c, generated) ---- */
 enum {

@@ -12,8 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include "sl_api.h"
 #include "sl_status.h"
 #include "gguf_type.h"   /* enum sl_ggml_type and its table */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Metadata value types (the on-disk numbers). */
 enum sl_gguf_vtype {
@@ -56,60 +61,61 @@ typedef struct sl_gguf_extent {
     uint64_t bytes;               /* sum of the tensors' nbytes */
     uint32_t n_tensors;
 } sl_gguf_extent;
+#define SL_GGUF_EXTENT_MIN_SIZE SL_STRUCT_END(sl_gguf_extent, n_tensors)   /* layout of 0.2.0 */
 
 /* ---- metadata value types ------------------------------------------- */
 /* Name ("u32") or NULL for an unknown vtype. */
-const char *sl_gguf_vtype_name(uint32_t vtype);
+SL_API const char *sl_gguf_vtype_name(uint32_t vtype);
 /* Size of one scalar of vtype on disk (1,2,4,8), 0 for STRING/ARRAY/unknown. */
-size_t sl_gguf_vtype_size(uint32_t vtype);
+SL_API size_t sl_gguf_vtype_size(uint32_t vtype);
 
 /* ---- reader ----------------------------------------------------------- */
 /* name: used in messages (usually the path). The fd/callback must outlive the reader. */
-int sl_gguf_open_cb(sl_gguf **out, sl_gguf_read_fn fn, void *ctx, uint64_t file_size,
-                    const char *name);
-int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name);
+SL_API int sl_gguf_open_cb(sl_gguf **out, sl_gguf_read_fn fn, void *ctx, uint64_t file_size,
+                           const char *name);
+SL_API int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name);
 /* Opens the file itself (O_RDONLY|O_CLOEXEC) and closes it in sl_gguf_close. */
-int sl_gguf_open_path(sl_gguf **out, const char *path);
-void sl_gguf_close(sl_gguf *g);
+SL_API int sl_gguf_open_path(sl_gguf **out, const char *path);
+SL_API void sl_gguf_close(sl_gguf *g);
 
 /* Message of the last failure on this handle, or of a failed open. Getters
  * are safe to call from several threads at once, so their messages are kept
  * per thread: this returns the calling thread's last message. */
-const char *sl_gguf_errmsg(const sl_gguf *g);
+SL_API const char *sl_gguf_errmsg(const sl_gguf *g);
 
-uint32_t sl_gguf_version(const sl_gguf *g);
-uint64_t sl_gguf_file_size(const sl_gguf *g);
-uint64_t sl_gguf_alignment(const sl_gguf *g);
-uint64_t sl_gguf_data_offset(const sl_gguf *g);   /* start of the tensor data section */
-const char *sl_gguf_name(const sl_gguf *g);
+SL_API uint32_t sl_gguf_version(const sl_gguf *g);
+SL_API uint64_t sl_gguf_file_size(const sl_gguf *g);
+SL_API uint64_t sl_gguf_alignment(const sl_gguf *g);
+SL_API uint64_t sl_gguf_data_offset(const sl_gguf *g);   /* start of the tensor data section */
+SL_API const char *sl_gguf_name(const sl_gguf *g);
 
 /* Metadata, by index 0..n_kv-1 in file order. */
-int64_t sl_gguf_n_kv(const sl_gguf *g);
-const char *sl_gguf_kv_key(const sl_gguf *g, int64_t i);
-uint32_t sl_gguf_kv_type(const sl_gguf *g, int64_t i);     /* enum sl_gguf_vtype */
-int64_t sl_gguf_find_key(const sl_gguf *g, const char *key);   /* -1 if absent */
+SL_API int64_t sl_gguf_n_kv(const sl_gguf *g);
+SL_API const char *sl_gguf_kv_key(const sl_gguf *g, int64_t i);
+SL_API uint32_t sl_gguf_kv_type(const sl_gguf *g, int64_t i);     /* enum sl_gguf_vtype */
+SL_API int64_t sl_gguf_find_key(const sl_gguf *g, const char *key);   /* -1 if absent */
 
 /* Typed getters by key. SL_ENOENT if absent, SL_ETYPE if of another type
  * (integers: any integer type whose value fits; floats: F32 or F64). */
-int sl_gguf_get_u32(const sl_gguf *g, const char *key, uint32_t *out);
-int sl_gguf_get_i64(const sl_gguf *g, const char *key, int64_t *out);
-int sl_gguf_get_u64(const sl_gguf *g, const char *key, uint64_t *out);
-int sl_gguf_get_f32(const sl_gguf *g, const char *key, float *out);
-int sl_gguf_get_f64(const sl_gguf *g, const char *key, double *out);
-int sl_gguf_get_bool(const sl_gguf *g, const char *key, bool *out);
+SL_API int sl_gguf_get_u32(const sl_gguf *g, const char *key, uint32_t *out);
+SL_API int sl_gguf_get_i64(const sl_gguf *g, const char *key, int64_t *out);
+SL_API int sl_gguf_get_u64(const sl_gguf *g, const char *key, uint64_t *out);
+SL_API int sl_gguf_get_f32(const sl_gguf *g, const char *key, float *out);
+SL_API int sl_gguf_get_f64(const sl_gguf *g, const char *key, double *out);
+SL_API int sl_gguf_get_bool(const sl_gguf *g, const char *key, bool *out);
 /* String: pointer owned by the reader, NUL-terminated (len excludes NUL; the
  * string may itself contain NULs). */
-int sl_gguf_get_str(const sl_gguf *g, const char *key, const char **s, uint64_t *len);
+SL_API int sl_gguf_get_str(const sl_gguf *g, const char *key, const char **s, uint64_t *len);
 
 /* Arrays. elem_type is the element vtype; for numeric/bool elements *data
  * points at n packed little-endian host values of that type. For strings and
  * nested arrays *data is NULL: use sl_gguf_arr_str / sl_gguf_arr_sub. */
-int sl_gguf_get_arr(const sl_gguf *g, const char *key, uint32_t *elem_type, uint64_t *n,
-                    const void **data);
-int sl_gguf_kv_arr(const sl_gguf *g, int64_t kv, uint32_t *elem_type, uint64_t *n,
-                   const void **data);
+SL_API int sl_gguf_get_arr(const sl_gguf *g, const char *key, uint32_t *elem_type, uint64_t *n,
+                           const void **data);
+SL_API int sl_gguf_kv_arr(const sl_gguf *g, int64_t kv, uint32_t *elem_type, uint64_t *n,
+                          const void **data);
 /* i-th string of a string array at kv index. */
-int sl_gguf_arr_str(const sl_gguf *g, int64_t kv, uint64_t i, const char **s, uint64_t *len);
+SL_API int sl_gguf_arr_str(const sl_gguf *g, int64_t kv, uint64_t i, const char **s, uint64_t *len);
 
 /* Generic value access by kv index for printing (sluice info) and copying.
  * A node of the value tree. Declared (not opaque) so callers can provide the
@@ -128,75 +134,84 @@ typedef struct sl_gguf_value {
         const struct sl_gguf_value *elems;  /* ARRAY of STRING or ARRAY: n nodes */
     } v;
 } sl_gguf_value;
-const sl_gguf_value *sl_gguf_kv_value(const sl_gguf *g, int64_t i);
-uint32_t sl_gguf_value_type(const sl_gguf_value *v);
+SL_API const sl_gguf_value *sl_gguf_kv_value(const sl_gguf *g, int64_t i);
+SL_API uint32_t sl_gguf_value_type(const sl_gguf_value *v);
 /* scalar getters: valid only for the matching type */
-uint64_t sl_gguf_value_u64(const sl_gguf_value *v);    /* U8..U64, BOOL */
-int64_t  sl_gguf_value_i64(const sl_gguf_value *v);    /* I8..I64 */
-double   sl_gguf_value_f64(const sl_gguf_value *v);    /* F32, F64 */
-const char *sl_gguf_value_str(const sl_gguf_value *v, uint64_t *len);
+SL_API uint64_t sl_gguf_value_u64(const sl_gguf_value *v);    /* U8..U64, BOOL */
+SL_API int64_t  sl_gguf_value_i64(const sl_gguf_value *v);    /* I8..I64 */
+SL_API double   sl_gguf_value_f64(const sl_gguf_value *v);    /* F32, F64 */
+SL_API const char *sl_gguf_value_str(const sl_gguf_value *v, uint64_t *len);
 /* arrays: element type, length, i-th element as a value node */
-uint32_t sl_gguf_value_arr_type(const sl_gguf_value *v);
-uint64_t sl_gguf_value_arr_len(const sl_gguf_value *v);
+SL_API uint32_t sl_gguf_value_arr_type(const sl_gguf_value *v);
+SL_API uint64_t sl_gguf_value_arr_len(const sl_gguf_value *v);
 /* String/array elements: *elem points into the tree (tmp unused, may be NULL).
  * Numeric/BOOL elements: decoded into *tmp and *elem = tmp. */
-int sl_gguf_value_arr_at(const sl_gguf_value *v, uint64_t i, sl_gguf_value *tmp,
-                         const sl_gguf_value **elem);
+SL_API int sl_gguf_value_arr_at(const sl_gguf_value *v, uint64_t i, sl_gguf_value *tmp,
+                                const sl_gguf_value **elem);
 
 /* Tensors, in file order. */
-int64_t sl_gguf_n_tensors(const sl_gguf *g);
-const sl_gguf_tensor *sl_gguf_tensor_at(const sl_gguf *g, int64_t i);
-const sl_gguf_tensor *sl_gguf_find_tensor(const sl_gguf *g, const char *name); /* NULL if absent */
+SL_API int64_t sl_gguf_n_tensors(const sl_gguf *g);
+SL_API const sl_gguf_tensor *sl_gguf_tensor_at(const sl_gguf *g, int64_t i);
+SL_API const sl_gguf_tensor *sl_gguf_find_tensor(const sl_gguf *g, const char *name); /* NULL if absent */
 
 /* Layers: n_layers = 1 + highest N of "blk.N.*" (0 if none). An extent of a
  * layer with no tensors has n_tensors == 0. [begin, end) runs from the first
  * byte of the layer's lowest tensor to the last byte of its highest one (no
  * trailing padding); if the file interleaves layers it also covers others'. */
-int32_t sl_gguf_n_layers(const sl_gguf *g);
-int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out);
+SL_API int32_t sl_gguf_n_layers(const sl_gguf *g);
+/* (The _sized forms take the caller's sizeof; the inlines pass it.) */
+SL_API int sl_gguf_layer_extent_sized(const sl_gguf *g, int32_t layer, sl_gguf_extent *out,
+                                      size_t size);
+static inline int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out)
+{ return sl_gguf_layer_extent_sized(g, layer, out, sizeof *out); }
 /* All tensors that are not in a layer (token_embd, output_norm, output, ...). */
-int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out);
-uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g);
+SL_API int sl_gguf_nonlayer_extent_sized(const sl_gguf *g, sl_gguf_extent *out, size_t size);
+static inline int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out)
+{ return sl_gguf_nonlayer_extent_sized(g, out, sizeof *out); }
+SL_API uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g);
 
 /* Read raw bytes through the reader's callback (checked against file size). */
-int sl_gguf_read(const sl_gguf *g, void *buf, size_t len, uint64_t offset);
+SL_API int sl_gguf_read(const sl_gguf *g, void *buf, size_t len, uint64_t offset);
 
 /* ---- writer ----------------------------------------------------------- */
 /* Build metadata and tensor infos in memory, then write header + tensor data
  * streaming, in tensor order, in as many chunks as the caller likes. */
 typedef struct sl_gguf_writer sl_gguf_writer;
 
-int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, uint32_t version /*2|3*/);
-const char *sl_gguf_writer_errmsg(const sl_gguf_writer *w);
-int sl_gguf_writer_set_alignment(sl_gguf_writer *w, uint32_t alignment);  /* power of 2 */
-int sl_gguf_writer_set_u32(sl_gguf_writer *w, const char *key, uint32_t v);
-int sl_gguf_writer_set_i32(sl_gguf_writer *w, const char *key, int32_t v);
-int sl_gguf_writer_set_u64(sl_gguf_writer *w, const char *key, uint64_t v);
-int sl_gguf_writer_set_f32(sl_gguf_writer *w, const char *key, float v);
-int sl_gguf_writer_set_bool(sl_gguf_writer *w, const char *key, bool v);
-int sl_gguf_writer_set_str(sl_gguf_writer *w, const char *key, const char *s);
+SL_API int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, uint32_t version /*2|3*/);
+SL_API const char *sl_gguf_writer_errmsg(const sl_gguf_writer *w);
+SL_API int sl_gguf_writer_set_alignment(sl_gguf_writer *w, uint32_t alignment);  /* power of 2 */
+SL_API int sl_gguf_writer_set_u32(sl_gguf_writer *w, const char *key, uint32_t v);
+SL_API int sl_gguf_writer_set_i32(sl_gguf_writer *w, const char *key, int32_t v);
+SL_API int sl_gguf_writer_set_u64(sl_gguf_writer *w, const char *key, uint64_t v);
+SL_API int sl_gguf_writer_set_f32(sl_gguf_writer *w, const char *key, float v);
+SL_API int sl_gguf_writer_set_bool(sl_gguf_writer *w, const char *key, bool v);
+SL_API int sl_gguf_writer_set_str(sl_gguf_writer *w, const char *key, const char *s);
 /* Any scalar type: *val is a host value of vtype (BOOL: a bool). */
-int sl_gguf_writer_set_scalar(sl_gguf_writer *w, const char *key, uint32_t vtype,
-                              const void *val);
+SL_API int sl_gguf_writer_set_scalar(sl_gguf_writer *w, const char *key, uint32_t vtype,
+                                     const void *val);
 /* Any value tree (nested arrays included), e.g. built by hand or from a reader. */
-int sl_gguf_writer_set_value(sl_gguf_writer *w, const char *key, const sl_gguf_value *v);
+SL_API int sl_gguf_writer_set_value(sl_gguf_writer *w, const char *key, const sl_gguf_value *v);
 /* Numeric array: n elements of elem_type, packed. */
-int sl_gguf_writer_set_arr(sl_gguf_writer *w, const char *key, uint32_t elem_type,
-                           const void *data, uint64_t n);
-int sl_gguf_writer_set_arr_str(sl_gguf_writer *w, const char *key, const char *const *s,
-                               uint64_t n);
+SL_API int sl_gguf_writer_set_arr(sl_gguf_writer *w, const char *key, uint32_t elem_type,
+                                  const void *data, uint64_t n);
+SL_API int sl_gguf_writer_set_arr_str(sl_gguf_writer *w, const char *key, const char *const *s,
+                                      uint64_t n);
 /* Copy one key (any type, nested arrays included) from a reader. */
-int sl_gguf_writer_copy_kv(sl_gguf_writer *w, const sl_gguf *g, int64_t kv);
+SL_API int sl_gguf_writer_copy_kv(sl_gguf_writer *w, const sl_gguf *g, int64_t kv);
 /* Declare a tensor; offsets are assigned in declaration order with alignment. */
-int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, uint32_t type,
-                              uint32_t n_dims, const uint64_t *ne);
+SL_API int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, uint32_t type,
+                                     uint32_t n_dims, const uint64_t *ne);
 /* Writes header, metadata, tensor infos and padding; no more set_/add_ after. */
-int sl_gguf_writer_begin_data(sl_gguf_writer *w);
+SL_API int sl_gguf_writer_begin_data(sl_gguf_writer *w);
 /* Appends data of the current tensor; moves to the next once it is complete. */
-int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len);
+SL_API int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len);
 /* Checks every tensor was written, flushes, fsyncs nothing, closes; frees w. */
-int sl_gguf_writer_close(sl_gguf_writer *w);
+SL_API int sl_gguf_writer_close(sl_gguf_writer *w);
 /* Frees without finishing (on error paths); removes nothing. */
-void sl_gguf_writer_abort(sl_gguf_writer *w);
+SL_API void sl_gguf_writer_abort(sl_gguf_writer *w);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -360,18 +360,18 @@ const sl_gguf_tensor *sl_gguf_find_tensor(const sl_gguf *g, const char *name)
 
 int32_t sl_gguf_n_layers(const sl_gguf *g) { return g->n_layers; }
 
-int sl_gguf_layer_extent(const sl_gguf *g, int32_t layer, sl_gguf_extent *out)
+int sl_gguf_layer_extent_sized(const sl_gguf *g, int32_t layer, sl_gguf_extent *out, size_t size)
 {
     if (layer < 0 || layer >= g->n_layers)
         return sl_err_set(SL_ERANGE, "%s: layer %d not in 0..%d", g->name, layer, g->n_layers - 1);
-    *out = g->layers[layer];
-    return SL_OK;
+    return sl_struct_out(out, size, &g->layers[layer], sizeof *out, SL_GGUF_EXTENT_MIN_SIZE,
+                         "sl_gguf_extent");
 }
 
-int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out)
+int sl_gguf_nonlayer_extent_sized(const sl_gguf *g, sl_gguf_extent *out, size_t size)
 {
-    *out = g->nonlayer;
-    return SL_OK;
+    return sl_struct_out(out, size, &g->nonlayer, sizeof *out, SL_GGUF_EXTENT_MIN_SIZE,
+                         "sl_gguf_extent");
 }
 
 uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g) { return g->total_bytes; }

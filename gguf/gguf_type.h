@@ -12,6 +12,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "sl_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* The on-disk numbers. Ids below SL_GGML_TYPE_COUNT index per-type tables;
  * not every id below it is a type (3..5, 16..29 are absent or retired). */
@@ -24,16 +29,20 @@ enum sl_ggml_type {
 };
 
 /* Name ("q4_K"); NULL for an unknown id. */
-const char *sl_gguf_type_name(uint32_t type);
+SL_API const char *sl_gguf_type_name(uint32_t type);
 /* Elements per block (1 for F32/F16/BF16, 32 legacy, 256 K-quants) and bytes
  * per block; 0 for an unknown id. */
-uint32_t sl_gguf_block_elems(uint32_t type);
-uint32_t sl_gguf_block_bytes(uint32_t type);
+SL_API uint32_t sl_gguf_block_elems(uint32_t type);
+SL_API uint32_t sl_gguf_block_bytes(uint32_t type);
 /* Bytes of a row of n elements; 0 for an unknown id, n < 0, n not a multiple
  * of the block or a size that does not fit size_t (each with a message). */
-size_t sl_gguf_row_bytes(uint32_t type, int64_t n);
+SL_API size_t sl_gguf_row_bytes(uint32_t type, int64_t n);
 /* Bytes of a tensor; SL_EFORMAT if ne[0] is not a multiple of the block,
  * SL_ERANGE on overflow, SL_EUNSUPPORTED for unknown types. */
-int sl_gguf_tensor_size(uint32_t type, uint32_t n_dims, const uint64_t *ne, uint64_t *out);
+SL_API int sl_gguf_tensor_size(uint32_t type, uint32_t n_dims, const uint64_t *ne, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

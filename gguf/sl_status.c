@@ -1,5 +1,5 @@
 /* Per-thread error message storage (no global mutable state). */
-#include "sl_status.h"
+#include "sl_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,7 +9,8 @@
 #define SL_STATUS_H
 
 #include <errno.h>
-#include <stdarg.h>
+
+#include "sl_api.h"
 
 #define SL_OK          0
 #define SL_EINVAL      (-EINVAL)   /* bad argument or flag */
@@ -28,16 +29,18 @@
 #define SL_ETRUNC      (-1006)     /* file shorter than its contents claim */
 #define SL_ECTX        (-1007)     /* context window exhausted */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Static description of a status code ("malformed file"). Never NULL. */
-const char *sl_strerror(int status);
+SL_API const char *sl_strerror(int status);
 
 /* The calling thread's last error message ("" if none). */
-const char *sl_last_error(void);
+SL_API const char *sl_last_error(void);
 
-/* Library-internal: record a message for this thread and return status. */
-int sl_err_set(int status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-int sl_err_vset(int status, const char *fmt, va_list ap);
-void sl_err_clear(void);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -35,6 +35,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "sl_api.h"   /* SL_API, SLUICE_VERSION_*; found through -I (installed: next to this file) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,6 +55,7 @@ typedef int64_t (*sl_stream_read_hook)(void *ctx, int fd, void *buf, size_t len,
                                        uint64_t offset);
 
 typedef struct sl_stream_config {
+    size_t struct_size;      /* sizeof, set by the _init function (versioned: README "Library") */
     int io;                  /* enum sl_stream_io */
     int mode;                /* enum sl_stream_mode */
     uint64_t mem_budget;     /* bytes for everything the planner counts; 0 = MemAvailable - margin */
@@ -66,6 +69,8 @@ typedef struct sl_stream_config {
     int32_t max_pinned;      /* -1 = planner decides; else cap on pinned layers */
     sl_stream_read_hook read_hook; void *read_hook_ctx;
 } sl_stream_config;
+/* The smallest struct_size accepted: the layout of 0.2.0. */
+#define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)
 
 typedef struct sl_stream_tensor {
     const char *name;        /* full GGUF name, e.g. "blk.3.attn_q.weight" */
@@ -83,12 +88,14 @@ typedef struct sl_stream_unit {
     uint64_t bytes;          /* bytes read from disk when streamed */
     bool pinned;             /* resident: never re-read */
 } sl_stream_unit;
+#define SL_STREAM_UNIT_MIN_SIZE SL_STRUCT_END(sl_stream_unit, pinned)   /* layout of 0.2.0 */
 
 typedef struct sl_stream_view {
     int32_t unit;
     uint32_t n_tensors;
     const sl_stream_tensor *tensors;
 } sl_stream_view;
+#define SL_STREAM_VIEW_MIN_SIZE SL_STRUCT_END(sl_stream_view, tensors)   /* layout of 0.2.0 */
 
 typedef struct sl_stream_stats {
     uint64_t bytes_read;        /* from disk since open / reset */
@@ -98,6 +105,7 @@ typedef struct sl_stream_stats {
     double   io_busy_ms;        /* wall time with reads in flight */
     uint64_t acquires;
 } sl_stream_stats;
+#define SL_STREAM_STATS_MIN_SIZE SL_STRUCT_END(sl_stream_stats, acquires)   /* layout of 0.2.0 */
 
 typedef struct sl_stream_plan {
     int mode;                   /* chosen mode */
@@ -122,61 +130,79 @@ typedef struct sl_stream_plan {
     bool direct;                /* O_DIRECT reads */
     bool fits;                  /* false: budget below the minimum (peak_bytes says the need) */
 } sl_stream_plan;
+#define SL_STREAM_PLAN_MIN_SIZE SL_STRUCT_END(sl_stream_plan, fits)   /* layout of 0.2.0 */
 
 /* Names of modes ("auto" "resident" "stream" "mmap") and backends ("auto"
  * "uring" "pread"), as flags and reports spell them; "?" for other values.
  * parse: 0 and *out set, or SL_EINVAL (*out untouched) for any other string. */
-const char *sl_stream_mode_name(int mode);
-const char *sl_stream_io_name(int io);
-int sl_stream_mode_parse(const char *s, int *mode);
-int sl_stream_io_parse(const char *s, int *io);
+SL_API const char *sl_stream_mode_name(int mode);
+SL_API const char *sl_stream_io_name(int io);
+SL_API int sl_stream_mode_parse(const char *s, int *mode);
+SL_API int sl_stream_io_parse(const char *s, int *io);
 
-/* Defaults for every field. */
-void sl_stream_config_init(sl_stream_config *c);
-/* Plan only (no buffers): the decision `sluice plan` prints. */
-int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
-                         char *err, size_t err_len);
+/* Defaults for every field; the inline passes the caller's sizeof (FFI: call
+ * the _sized form with the size of your struct). */
+SL_API int sl_stream_config_init_sized(sl_stream_config *c, size_t struct_size);
+static inline int sl_stream_config_init(sl_stream_config *c)
+{ return sl_stream_config_init_sized(c, sizeof *c); }
+
+/* Plan only (no buffers): the decision `sluice plan` prints. The functions
+ * that fill a caller's struct have a _sized form taking its sizeof; the
+ * inline passes it (FFI: call the _sized form). */
+SL_API int sl_stream_plan_model_sized(const char *path, const sl_stream_config *c,
+                                      sl_stream_plan *out, size_t size, char *err, size_t err_len);
+static inline int sl_stream_plan_model(const char *path, const sl_stream_config *c,
+                                       sl_stream_plan *out, char *err, size_t err_len)
+{ return sl_stream_plan_model_sized(path, c, out, sizeof *out, err, err_len); }
 
 /* i-th pinned unit (0 <= i < p->n_pinned) of a plan, in schedule order; -1 if none. */
-int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
+SL_API int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i);
 
-int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c);
-void sl_stream_close(sl_stream *s);
-const char *sl_stream_errmsg(const sl_stream *s);   /* last failure; open failures: sl_stream_open_errmsg */
-const char *sl_stream_open_errmsg(void);            /* thread-local message of a failed open */
+SL_API int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c);
+SL_API void sl_stream_close(sl_stream *s);
+SL_API const char *sl_stream_errmsg(const sl_stream *s);   /* last failure; open failures: sl_stream_open_errmsg */
+SL_API const char *sl_stream_open_errmsg(void);            /* thread-local message of a failed open */
 /* One-line notices about fallbacks taken at open ("O_DIRECT refused by the
  * filesystem: buffered reads", "io_uring unavailable: pread pool"); "" if none.
  * The library never prints: show it if you like. */
-const char *sl_stream_notice(const sl_stream *s);
+SL_API const char *sl_stream_notice(const sl_stream *s);
 
-const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
+SL_API const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
 /* The GGUF metadata reader (type: const struct sl_gguf *), for the engine. */
-const void *sl_stream_gguf(const sl_stream *s);
+SL_API const void *sl_stream_gguf(const sl_stream *s);
 
-int32_t sl_stream_n_units(const sl_stream *s);
-int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out);
+SL_API int32_t sl_stream_n_units(const sl_stream *s);
+SL_API int sl_stream_unit_info_sized(const sl_stream *s, int32_t unit, sl_stream_unit *out,
+                                     size_t size);
+static inline int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)
+{ return sl_stream_unit_info_sized(s, unit, out, sizeof *out); }
 
 /* Blocks until unit's reads completed (or failed: status < 0, message says
  * unit, file offset, length, errno). At most one acquire per unit at a time. */
-int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view);
-int sl_stream_release(sl_stream *s, int32_t unit);
+SL_API int sl_stream_acquire_sized(sl_stream *s, int32_t unit, sl_stream_view *view, size_t size);
+static inline int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
+{ return sl_stream_acquire_sized(s, unit, view, sizeof *view); }
+SL_API int sl_stream_release(sl_stream *s, int32_t unit);
 /* Tensor of an acquired view by suffix ("attn_q.weight") or full name; NULL if absent. */
-const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
+SL_API const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
 /* Hint: the next unit to be acquired will be `unit` (restarts the cyclic schedule there). */
-int sl_stream_prefetch(sl_stream *s, int32_t unit);
+SL_API int sl_stream_prefetch(sl_stream *s, int32_t unit);
 
 /* Non-layer tensors, resident until close. token_embd and the lm head
  * ("output.weight") are listed too, but their data is NULL unless they are
  * resident (mode resident/mmap, or embeddings pinned): use read_row for
  * embeddings and the head units for the lm head. */
-const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
+SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
 /* One row of a non-layer matrix (token_embd): from RAM if resident, else one
  * small read through the page cache on the caller's thread (the loader's retry
  * policy; not counted in the stats). */
-int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
+SL_API int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
 
-void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out);
-void sl_stream_reset_stats(sl_stream *s);
+/* Telemetry since open or the last reset (sl_stream_stats above). */
+SL_API int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size);
+static inline int sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)
+{ return sl_stream_get_stats_sized(s, out, sizeof *out); }
+SL_API void sl_stream_reset_stats(sl_stream *s);
 
 #ifdef __cplusplus
 }

@@ -39,11 +39,20 @@ void sl_stream_add_notice(sl_stream *s, const char *msg)
     snprintf(s->notice + n, sizeof s->notice - n, "%s%s", n ? "; " : "", msg);
 }
 
-void sl_stream_config_init(sl_stream_config *c)
+int sl_stream_config_init_sized(sl_stream_config *c, size_t struct_size)
 {
-    *c = (sl_stream_config){ .io = SL_IO_AUTO, .mode = SL_MODE_AUTO, .depth = SL_DEFAULT_DEPTH,
-                             .req_bytes = SL_DEFAULT_REQ_BYTES, .queue_depth = SL_DEFAULT_QD,
-                             .n_io_threads = SL_DEFAULT_IO_THREADS, .max_pinned = -1 };
+    const sl_stream_config d = { .io = SL_IO_AUTO, .mode = SL_MODE_AUTO, .depth = SL_DEFAULT_DEPTH,
+                                 .req_bytes = SL_DEFAULT_REQ_BYTES, .queue_depth = SL_DEFAULT_QD,
+                                 .n_io_threads = SL_DEFAULT_IO_THREADS, .max_pinned = -1 };
+    return sl_struct_init(c, struct_size, &d, sizeof d, SL_STREAM_CONFIG_MIN_SIZE, "sl_stream_config");
+}
+
+/* The caller's config (NULL: defaults) as this library's layout. */
+static int config_in(sl_stream_config *dst, const sl_stream_config *c)
+{
+    sl_stream_config_init(dst);
+    if (!c) return 0;
+    return sl_struct_in(dst, sizeof *dst, c, SL_STREAM_CONFIG_MIN_SIZE, "sl_stream_config");
 }
 
 static int check_config(const sl_stream_config *c)
@@ -92,14 +101,15 @@ static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
     return sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
 }
 
-int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
-                         char *err, size_t err_len)
+static int plan_model(const char *path, const sl_stream_config *c, sl_stream_plan *out,
+                      char *err, size_t err_len)
 {
     sl_stream_config def;
-    if (!c) { sl_stream_config_init(&def); c = &def; }
+    int rc = config_in(&def, c);
+    c = &def;
     if (err && err_len) err[0] = 0;
     memset(out, 0, sizeof *out);
-    int rc = check_config(c);
+    if (!rc) rc = check_config(c);
     if (rc) { if (err && err_len) snprintf(err, err_len, "%s", sl_last_error()); return rc; }
     sl_stream s;
     memset(&s, 0, sizeof s);
@@ -122,6 +132,17 @@ int sl_stream_plan_model(const char *path, const sl_stream_config *c, sl_stream_
     if (s.g) sl_gguf_close(s.g);
     if (s.dfd >= 0) close(s.dfd);
     close(s.fd);
+    return rc;
+}
+
+int sl_stream_plan_model_sized(const char *path, const sl_stream_config *c, sl_stream_plan *out,
+                               size_t size, char *err, size_t err_len)
+{
+    sl_stream_plan full;
+    int rc = sl_struct_check(size, SL_STREAM_PLAN_MIN_SIZE, sizeof full, "sl_stream_plan");
+    if (rc) { if (err && err_len) snprintf(err, err_len, "%s", sl_last_error()); return rc; }
+    rc = plan_model(path, c, &full, err, err_len);
+    memcpy(out, &full, size);
     return rc;
 }
 
@@ -197,8 +218,9 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     *out = NULL;
     open_err[0] = 0;
     sl_stream_config def;
-    if (!c) { sl_stream_config_init(&def); c = &def; }
-    int rc = check_config(c);
+    int rc = config_in(&def, c);
+    c = &def;
+    if (!rc) rc = check_config(c);
     if (rc) { snprintf(open_err, sizeof open_err, "%s", sl_last_error()); return rc; }
     sl_stream *s = calloc(1, sizeof *s);
     if (!s) { snprintf(open_err, sizeof open_err, "streamer: out of memory"); return SL_ENOMEM; }
@@ -244,15 +266,15 @@ void sl_stream_close(sl_stream *s)
     free(s);
 }
 
-int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)
+int sl_stream_unit_info_sized(const sl_stream *s, int32_t unit, sl_stream_unit *out, size_t size)
 {
     if (unit < 0 || unit >= s->um.n_units)
         return sl_err_set(SL_EINVAL, "unit %d out of range 0..%d", (int)unit, (int)s->um.n_units - 1);
-    *out = s->um.units[unit].info;
-    return 0;
+    return sl_struct_out(out, size, &s->um.units[unit].info, sizeof *out, SL_STREAM_UNIT_MIN_SIZE,
+                         "sl_stream_unit");
 }
 
-int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
+static int acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
 {
     if (!s || !view) return SL_EINVAL;
     if (unit < 0 || unit >= s->um.n_units)
@@ -271,6 +293,16 @@ int sl_stream_acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
     view->unit = unit; view->n_tensors = un->n_tensors; view->tensors = un->tensors;
     un->acquired = true;
     return 0;
+}
+
+int sl_stream_acquire_sized(sl_stream *s, int32_t unit, sl_stream_view *view, size_t size)
+{
+    sl_stream_view full;
+    int rc = sl_struct_check(size, SL_STREAM_VIEW_MIN_SIZE, sizeof full, "sl_stream_view");
+    if (rc) return s ? fail(s, rc) : rc;
+    rc = acquire(s, unit, view ? &full : NULL);
+    if (rc == 0) memcpy(view, &full, size);
+    return rc;
 }
 
 int sl_stream_release(sl_stream *s, int32_t unit)
@@ -348,7 +380,7 @@ int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, 
     return 0;
 }
 
-void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)
+static void get_stats(const sl_stream *s, sl_stream_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!s) return;
@@ -360,6 +392,13 @@ void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)
     }
     out->stall_ms = s->stall_ms;
     out->acquires = s->acquires;
+}
+
+int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size)
+{
+    sl_stream_stats full;
+    get_stats(s, &full);
+    return sl_struct_out(out, size, &full, sizeof full, SL_STREAM_STATS_MIN_SIZE, "sl_stream_stats");
 }
 
 void sl_stream_reset_stats(sl_stream *s)

@@ -6,6 +6,7 @@
 
 #include "sluice_stream.h"
 #include "../gguf/gguf.h"
+#include "../gguf/sl_internal.h"
 
 #include <stdbool.h>
 #include <stdint.h>

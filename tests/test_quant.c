@@ -9,6 +9,7 @@
 
 #include "../quant/quant.h"
 #include "../gguf/sl_status.h"
+#include "../gguf/sl_internal.h"
 #include "sl_test.h"
 #include "util_file.h"
 

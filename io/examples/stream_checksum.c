@@ -6,7 +6,8 @@
  *                   [--mem-budget BYTES] [--passes N] [--req BYTES] [--qd N] [--no-direct]
  *                   [--touch]   (one byte per 4 KiB instead of a full hash: measures I/O)
  */
-#include "../sluice_stream.h"
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime under -std=c11 */
+#include "sluice_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
