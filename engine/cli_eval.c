@@ -98,7 +98,7 @@ static int eval_main(int argc, char **argv)
     FILE *lf = NULL;
     int ret = 1;
     if (sl_cli_open_model(&mo, "eval", &m)) goto out;
-    if (sl_session_new(&s, m)) {
+    if (sl_session_create(&s, m)) {
         fprintf(stderr, "sluice eval: %s\n", sl_last_error());
         goto out;
     }
@@ -136,8 +136,8 @@ out:
     if (lf) fclose(lf);
     free(logits);
     free(ids);
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
     return ret;
 }
 

@@ -213,7 +213,7 @@ static int run_main(int argc, char **argv)
     sl_session *s = NULL;
     int ret = 1;
     if (sl_cli_open_model(&o.mo, "run", &m)) return 1;
-    if (sl_session_new(&s, m) || sl_session_set_sampling(s, &o.sp)) {
+    if (sl_session_create(&s, m) || sl_session_set_sampling(s, &o.sp)) {
         fprintf(stderr, "sluice run: %s\n", sl_last_error());
         goto out;
     }
@@ -232,8 +232,8 @@ static int run_main(int argc, char **argv)
     sl_session_get_stats(s, &all);
     print_summary(&o, m, &all, &pre);
 out:
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
     return ret;
 }
 
@@ -330,7 +330,7 @@ static int chat_main(int argc, char **argv)
     char bos[256] = "", eos[256] = "";
     if (mi.bos_id >= 0 && sl_model_token_text(m, mi.bos_id, bos, sizeof bos) < 0) bos[0] = 0;
     if (mi.eos_id >= 0 && sl_model_token_text(m, mi.eos_id, eos, sizeof eos) < 0) eos[0] = 0;
-    if (sl_session_new(&s, m) || sl_session_set_sampling(s, &o.sp)) {
+    if (sl_session_create(&s, m) || sl_session_set_sampling(s, &o.sp)) {
         fprintf(stderr, "sluice chat: %s\n", sl_last_error());
         goto out;
     }
@@ -393,8 +393,8 @@ out:
     free(ms.own);
     free(prev);
     free(line);
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
     return ret;
 }
 

@@ -68,7 +68,7 @@ static int cmd_tokenize(int argc, char **argv)
         return 1;
     }
     sl_tok *t = NULL;
-    rc = sl_tok_load(&t, g);
+    rc = sl_tok_create(&t, g);
     sl_gguf_close(g);
     if (rc < 0) {
         fprintf(stderr, "sluice tokenize: %s: %s\n", model, sl_last_error());
@@ -79,7 +79,7 @@ static int cmd_tokenize(int argc, char **argv)
     int32_t *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
     if (n < 0 || (n > 0 && !ids)) {
         fprintf(stderr, "sluice tokenize: %s\n", n < 0 ? sl_last_error() : "out of memory");
-        sl_tok_free(t);
+        sl_tok_destroy(t);
         free(owned);
         return 1;
     }
@@ -95,7 +95,7 @@ static int cmd_tokenize(int argc, char **argv)
         }
     }
     free(ids);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
     free(owned);
     return 0;
 }

@@ -98,7 +98,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     rc = sl_model_desc_load(&m->d, g);
     if (rc) { sl_gguf_close(g); free(m); return rc; }
     m->model_bytes = sl_gguf_total_tensor_bytes(g);
-    if (sl_tok_load(&m->tok, g)) {
+    if (sl_tok_create(&m->tok, g)) {
         snprintf(m->tok_err, sizeof m->tok_err, "%s", sl_last_error());
         m->tok = NULL;
     }
@@ -130,17 +130,17 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     *out = m;
     return 0;
 fail:
-    sl_model_free(m);
+    sl_model_close(m);
     return rc;
 }
 
-void sl_model_free(sl_model *m)
+void sl_model_close(sl_model *m)
 {
     if (!m) return;
     sl_forward_free(&m->fw);
     if (m->st) sl_stream_close(m->st);
     if (m->pool) sl_pool_destroy(m->pool);
-    if (m->tok) sl_tok_free(m->tok);
+    if (m->tok) sl_tok_destroy(m->tok);
     free(m);
 }
 
@@ -230,7 +230,7 @@ int sl_model_token_piece(const sl_model *m, int32_t id, char *buf, size_t cap)
 
 /* ---- session ------------------------------------------------------------ */
 
-int sl_session_new(sl_session **out, sl_model *m)
+int sl_session_create(sl_session **out, sl_model *m)
 {
     *out = NULL;
     sl_session *s = calloc(1, sizeof *s);
@@ -244,7 +244,7 @@ int sl_session_new(sl_session **out, sl_model *m)
     s->logits = malloc((size_t)m->d.n_vocab * sizeof(float));
     s->hist = malloc((size_t)m->n_ctx * sizeof(int32_t));
     if (!s->logits || !s->hist) {
-        sl_session_free(s);
+        sl_session_destroy(s);
         return sl_err_set(SL_ENOMEM, "session: out of memory");
     }
     sl_detok_init(&s->dt, false);
@@ -253,7 +253,7 @@ int sl_session_new(sl_session **out, sl_model *m)
     return 0;
 }
 
-void sl_session_free(sl_session *s)
+void sl_session_destroy(sl_session *s)
 {
     if (!s) return;
     sl_kv_free(&s->kv);

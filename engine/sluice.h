@@ -20,7 +20,7 @@
  *     sl_model_params mp; sl_model_params_init(&mp);
  *     mp.n_ctx = 512;
  *     sl_model *m; if (sl_model_open(&m, "model.gguf", &mp)) die(sl_last_error());
- *     sl_session *s; if (sl_session_new(&s, m)) die(sl_last_error());
+ *     sl_session *s; if (sl_session_create(&s, m)) die(sl_last_error());
  *     sl_sampling sp; sl_sampling_init(&sp); sp.temp = 0;      // greedy
  *     sl_session_set_sampling(s, &sp);
  *     if (sl_session_feed_text(s, "Once upon a time", false)) die(sl_session_errmsg(s));
@@ -30,7 +30,7 @@
  *         if (sl_model_token_is_eog(m, tok)) break;
  *         if (sl_session_detok(s, tok, piece, sizeof piece) > 0) fputs(piece, stdout);
  *     }
- *     sl_session_free(s); sl_model_free(m);
+ *     sl_session_destroy(s); sl_model_close(m);
  */
 #ifndef SLUICE_H
 #define SLUICE_H
@@ -69,7 +69,7 @@ SL_API int sl_model_params_init_sized(sl_model_params *p, size_t struct_size);
 static inline int sl_model_params_init(sl_model_params *p)
 { return sl_model_params_init_sized(p, sizeof *p); }
 SL_API int  sl_model_open(sl_model **out, const char *path, const sl_model_params *p);
-SL_API void sl_model_free(sl_model *m);
+SL_API void sl_model_close(sl_model *m);
 SL_API const char *sl_model_errmsg(const sl_model *m);
 
 typedef struct sl_model_info {
@@ -129,8 +129,8 @@ static inline int sl_sampling_init(sl_sampling *s)
 { return sl_sampling_init_sized(s, sizeof *s); }
 
 /* ---- session ------------------------------------------------------------ */
-SL_API int  sl_session_new(sl_session **out, sl_model *m);
-SL_API void sl_session_free(sl_session *s);
+SL_API int  sl_session_create(sl_session **out, sl_model *m);
+SL_API void sl_session_destroy(sl_session *s);
 SL_API const char *sl_session_errmsg(const sl_session *s);
 SL_API int  sl_session_set_sampling(sl_session *s, const sl_sampling *sp);   /* also reseeds */
 /* Forget everything fed (KV cache emptied, sampler history cleared). */

@@ -433,22 +433,22 @@ static int load(sl_tok *t, const sl_gguf *g)
     return setup_special(t, g);
 }
 
-int sl_tok_load(sl_tok **out, const sl_gguf *g)
+int sl_tok_create(sl_tok **out, const sl_gguf *g)
 {
-    if (!out || !g) return sl_err_set(SL_EINVAL, "sl_tok_load: NULL argument");
+    if (!out || !g) return sl_err_set(SL_EINVAL, "sl_tok_create: NULL argument");
     *out = NULL;
     sl_tok *t = calloc(1, sizeof *t);
     if (!t) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
     int rc = load(t, g);
     if (rc < 0) {
-        sl_tok_free(t);
+        sl_tok_destroy(t);
         return rc;
     }
     *out = t;
     return 0;
 }
 
-void sl_tok_free(sl_tok *t)
+void sl_tok_destroy(sl_tok *t)
 {
     if (!t) return;
     free(t->pool); free(t->text_off); free(t->text_len); free(t->score);

@@ -36,8 +36,8 @@ enum sl_tok_type {
 /* Reads the tokenizer.* keys of g (g may be closed afterwards: everything is
  * copied). SL_EUNSUPPORTED for an unknown model or pre-tokenizer, SL_EFORMAT for
  * inconsistent metadata (array lengths, ids out of range), with a message. */
-int sl_tok_load(sl_tok **out, const struct sl_gguf *g);
-void sl_tok_free(sl_tok *t);
+int sl_tok_create(sl_tok **out, const struct sl_gguf *g);
+void sl_tok_destroy(sl_tok *t);
 
 int sl_tok_kind(const sl_tok *t);             /* enum sl_tok_kind */
 const char *sl_tok_pre_name(const sl_tok *t); /* "llama-bpe", ... or "" for SPM */

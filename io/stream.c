@@ -96,7 +96,7 @@ static void open_direct(sl_stream *s, const char *path)
 
 static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
 {
-    int rc = sl_unit_map_build(&s->um, g, s->align);
+    int rc = sl_unit_map_init(&s->um, g, s->align);
     if (rc) return rc;
     return sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
 }

@@ -163,7 +163,7 @@ typedef struct sl_unit_map {
     uint64_t max_unit_span;         /* largest widened unit */
 } sl_unit_map;
 
-int sl_unit_map_build(sl_unit_map *um, const sl_gguf *g, uint32_t align);
+int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align);
 void sl_unit_map_free(sl_unit_map *um);
 
 /* ---- planner (stream_plan.c) ------------------------------------------- */

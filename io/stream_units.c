@@ -33,7 +33,7 @@ void sl_unit_map_free(sl_unit_map *um)
     memset(um, 0, sizeof *um);
 }
 
-int sl_unit_map_build(sl_unit_map *um, const sl_gguf *g, uint32_t align)
+int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align)
 {
     memset(um, 0, sizeof *um);
     int32_t L = sl_gguf_n_layers(g);

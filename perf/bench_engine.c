@@ -27,7 +27,7 @@ static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err
     sl_session *s = NULL;
     int32_t *ids = NULL;
     if (sl_model_open(&m, c->model, &mp)) { snprintf(err, err_len, "open: %s", sl_last_error()); return -1; }
-    if (sl_session_new(&s, m)) { snprintf(err, err_len, "session: %s", sl_last_error()); sl_model_free(m); return -1; }
+    if (sl_session_create(&s, m)) { snprintf(err, err_len, "session: %s", sl_last_error()); sl_model_close(m); return -1; }
     sl_model_info mi;
     sl_model_get_info(m, &mi);
     sl_sampling sp;
@@ -93,8 +93,8 @@ static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err
     snprintf(o->note, sizeof o->note, "%s, %d pinned of %d layers", mi.isa ? mi.isa : "?", pl ? pl->n_pinned : -1,
              mi.n_layer);
     free(ids);
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
     return rc ? -1 : 0;
 }
 

@@ -84,14 +84,14 @@ Test(abi, calls_reject_bad_struct_size, .timeout = 60)
     mp.n_threads = 1;
     cr_assert_eq(sl_model_open(&m, S260, &mp), 0, "%s", sl_last_error());
     sl_session *ss;
-    cr_assert_eq(sl_session_new(&ss, m), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_session_create(&ss, m), 0, "%s", sl_last_error());
     sl_sampling sp;
     sl_sampling_init(&sp);
     sp.struct_size = 3;
     cr_assert_eq(sl_session_set_sampling(ss, &sp), SL_EINVAL);
     assert_size_msg(sl_session_errmsg(ss), "sl_sampling");
-    sl_session_free(ss);
-    sl_model_free(m);
+    sl_session_destroy(ss);
+    sl_model_close(m);
 }
 
 /* A caller built when the struct ended at its first layout's last field:
@@ -126,15 +126,15 @@ Test(abi, old_size_caller_works, .timeout = 60)
     cr_assert_eq(info.n_ctx, 64);         /* the old caller's fields are read */
 
     sl_session *s;
-    cr_assert_eq(sl_session_new(&s, m), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_session_create(&s, m), 0, "%s", sl_last_error());
     cr_assert_eq(sl_sampling_init_sized(sp, SL_SAMPLING_MIN_SIZE), 0);
     SET(sp, sl_sampling, temp, 0.0f);
     cr_assert_eq(sl_session_set_sampling(s, sp), 0, "%s", sl_session_errmsg(s));
     cr_assert_eq(sl_session_feed_text(s, "Once upon a time", false), 0, "%s", sl_session_errmsg(s));
     int32_t tok;
     cr_assert_eq(sl_session_step(s, &tok), 0, "%s", sl_session_errmsg(s));
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
 
     cr_assert_eq(sl_stream_config_init_sized(sc, SL_STREAM_CONFIG_MIN_SIZE), 0);
     SET(sc, sl_stream_config, mode, SL_MODE_RESIDENT);
@@ -173,14 +173,14 @@ Test(abi, getters_write_only_the_callers_size, .timeout = 60)
     sl_model *m;
     cr_assert_eq(sl_model_open(&m, S260, &mp), 0, "%s", sl_last_error());
     sl_session *ss;
-    cr_assert_eq(sl_session_new(&ss, m), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_session_create(&ss, m), 0, "%s", sl_last_error());
     cr_assert_eq(sl_session_feed_text(ss, "Once", false), 0, "%s", sl_session_errmsg(ss));
     OUT_CASE(sl_model_info, SL_MODEL_INFO_MIN_SIZE, sl_model_get_info_sized(m, out, size),
              cr_assert_gt(((sl_model_info *)out)->n_vocab, 0));
     OUT_CASE(sl_stats, SL_STATS_MIN_SIZE, sl_session_get_stats_sized(ss, out, size),
              cr_assert_gt(((sl_stats *)out)->n_prompt, 0));
-    sl_session_free(ss);
-    sl_model_free(m);
+    sl_session_destroy(ss);
+    sl_model_close(m);
 
     sl_stream_config c;
     sl_stream_config_init(&c);

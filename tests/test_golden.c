@@ -195,7 +195,7 @@ static void check_model(const char *stem)
     sl_model_get_info(m, &info);
     cr_assert_eq(info.n_vocab, V);
     sl_session *s;
-    cr_assert_eq(sl_session_new(&s, m), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_session_create(&s, m), 0, "%s", sl_last_error());
 
     double worst_max = 0, worst_rms = 0;
     for (int pi = 0; pi < prompts->n; pi++) {
@@ -279,8 +279,8 @@ static void check_model(const char *stem)
     }
     cr_log_info("%s: worst max %.4f sd (bound %.3f), worst RMS %.5f sd (bound %.4f)", stem, worst_max,
                 bd->max_sd, worst_rms, bd->rms_sd);
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
     jv_free(&g);
 }
 

@@ -160,7 +160,7 @@ static int broken(const char *name, const mutation *mu, sl_model_desc *d, int *o
         sl_model *m = NULL;
         *open_rc = sl_model_open(&m, path, &mp);
         snprintf(open_msg, msg_len, "%s", sl_last_error());
-        if (!*open_rc) sl_model_free(m);
+        if (!*open_rc) sl_model_close(m);
     }
     unlink(path);
     rmdir(tmpdir);

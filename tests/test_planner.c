@@ -244,7 +244,7 @@ static void same_plan(const char *path, const sl_model_params *mp)
         cr_assert_eq(sl_stream_unit_info(st, u, &info), 0);
         cr_assert_eq(info.pinned, pinned[u], "budget %llu unit %d", b, (int)u);
     }
-    sl_model_free(m);
+    sl_model_close(m);
 }
 
 Test(planner, plan_command_and_session_agree)

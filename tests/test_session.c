@@ -49,7 +49,7 @@ Test(session, context_overflow)
 {
     sl_model *m = open_model(S260, 16, 0);
     sl_session *s;
-    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_create(&s, m), 0);
     cr_assert_eq(sl_session_n_ctx(s), 16);
     int32_t ids[17];
     some_ids(ids, 17, 512);
@@ -63,15 +63,15 @@ Test(session, context_overflow)
     cr_assert_eq(sl_session_step(s, &t), SL_ECTX);
     cr_assert_eq(sl_session_feed_tokens(s, ids, 1), SL_ECTX);
     cr_assert_not_null(sl_session_logits(s), "logits survive a refused feed");
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
 }
 
 Test(session, bad_input)
 {
     sl_model *m = open_model(S260, 32, 0);
     sl_session *s;
-    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_create(&s, m), 0);
     int32_t t;
     cr_assert_eq(sl_session_step(s, &t), SL_EINVAL, "step before any feed");
     int32_t bad[3] = { 1, 512, 5 };
@@ -81,8 +81,8 @@ Test(session, bad_input)
     cr_assert_eq(sl_session_feed_tokens(s, bad, 3), SL_EINVAL);
     cr_assert_eq(sl_session_n_past(s), 0);
     cr_assert_eq(sl_session_eval(s, bad, 3, NULL), SL_EINVAL);
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
 
     sl_model *m2 = NULL;
     sl_model_params mp;
@@ -115,7 +115,7 @@ Test(session, token_piece)
     cr_assert_eq(sl_model_token_piece(m, ids[0], piece, 2), SL_ERANGE);
     cr_assert_eq(sl_model_token_piece(m, mi.n_vocab, piece, sizeof piece), SL_EINVAL);
     cr_assert_eq(sl_model_token_piece(m, -1, piece, sizeof piece), SL_EINVAL);
-    sl_model_free(m);
+    sl_model_close(m);
 }
 
 /* SLUICE_ISA naming a level this CPU lacks fails the open with a message that
@@ -188,7 +188,7 @@ Test(session, chunking_is_exact)
     for (int b = 0; b < 3; b++) {
         sl_model *m = open_model(Q4K, 64, batches[b]);
         sl_session *s;
-        cr_assert_eq(sl_session_new(&s, m), 0);
+        cr_assert_eq(sl_session_create(&s, m), 0);
         float *lg = malloc((size_t)N * 32000 * sizeof(float));
         if (b < 2) {
             cr_assert_eq(sl_session_eval(s, ids, N, lg), 0, "%s", sl_session_errmsg(s));
@@ -205,8 +205,8 @@ Test(session, chunking_is_exact)
             rows_close(lg, ref, N, 32000, 0.14, what);
             free(lg);
         }
-        sl_session_free(s);
-        sl_model_free(m);
+        sl_session_destroy(s);
+        sl_model_close(m);
     }
     free(ref);
 }
@@ -215,7 +215,7 @@ Test(session, reset_and_seeded_sampling)
 {
     sl_model *m = open_model(S260, 128, 0);
     sl_session *s;
-    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_create(&s, m), 0);
     sl_sampling sp;
     sl_sampling_init(&sp);
     sp.temp = 1.0f;
@@ -235,8 +235,8 @@ Test(session, reset_and_seeded_sampling)
     cr_assert_eq(st.n_prompt, 8);
     cr_assert_eq(st.n_decode, 80);
     cr_assert_gt(st.decode_ms, 0);
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
 }
 
 /* Invalid UTF-8 in a prompt is tokenized byte-wise (as llama.cpp), never a crash;
@@ -245,7 +245,7 @@ Test(session, invalid_utf8_prompt)
 {
     sl_model *m = open_model(S260, 64, 0);
     sl_session *s;
-    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_create(&s, m), 0);
     cr_assert_eq(sl_session_feed_text(s, "Once \xff\xfe upon \xc3", false), 0, "%s", sl_session_errmsg(s));
     cr_assert_gt(sl_session_n_past(s), 3);
     sl_sampling sp;
@@ -258,8 +258,8 @@ Test(session, invalid_utf8_prompt)
         cr_assert_eq(sl_session_step(s, &t), 0, "%s", sl_session_errmsg(s));
         cr_assert_geq(sl_session_detok(s, t, piece, sizeof piece), 0, "%s", sl_session_errmsg(s));
     }
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
 }
 
 /* ---- identical output across streamer modes ------------------------------- */
@@ -283,7 +283,7 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     int rc = sl_model_open(&m, path, &mp);
     if (rc) { snprintf(why, why_len, "%s", sl_last_error()); return rc; }
     sl_session *s;
-    cr_assert_eq(sl_session_new(&s, m), 0);
+    cr_assert_eq(sl_session_create(&s, m), 0);
     sl_model_info mi;
     sl_model_get_info(m, &mi);
     cr_assert_eq(sl_session_eval(s, ids, n, lg), 0, "%s: %s", c->name, sl_session_errmsg(s));
@@ -295,8 +295,8 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0, "%s: %s", c->name, sl_session_errmsg(s));
     memcpy(last, sl_session_logits(s), (size_t)mi.n_vocab * sizeof(float));
     if (c->mode) cr_expect_eq(mi.mode, c->mode, "%s: planner chose mode %d", c->name, mi.mode);
-    sl_session_free(s);
-    sl_model_free(m);
+    sl_session_destroy(s);
+    sl_model_close(m);
     return 0;
 }
 

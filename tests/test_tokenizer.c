@@ -197,7 +197,7 @@ Test(tokenizer, stories260k_text_prompts)
     }
     cr_assert_eq(checked, 3, "expected 3 text prompts, found %d", checked);
     free_golden(ps, n);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 /* TinyStories-656K's vocabulary has all scores -1000, so llama.cpp's SPM
@@ -211,7 +211,7 @@ Test(tokenizer, tinystories656k_llamacpp_tokenization)
     int64_t n = sl_tok_encode(t, "The little dog", 14, true, false, ids, 32);
     cr_assert_eq(n, 7);
     for (int i = 0; i < 7; i++) cr_assert_eq(ids[i], want[i], "token %d: %d, llama.cpp %d", i, ids[i], want[i]);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 /* greedy_text = concatenated pieces (special = false); full_text =
@@ -262,7 +262,7 @@ static void check_detok(const char *model, const char *golden)
     }
     cr_assert_eq(checked, 3, "expected 3 prompts with text, found %d", checked);
     free_golden(ps, n);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 Test(tokenizer, stories260k_detokenize)
@@ -358,7 +358,7 @@ Test(tokenizer, spm_special_and_pieces)
     cr_assert_eq(out[4], 'x');
     int32_t badid = 99999;
     cr_assert_eq(sl_tok_decode(t, &badid, 1, false, out, sizeof out), SL_EINVAL);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 Test(tokenizer, bpe_special_tokens)
@@ -393,7 +393,7 @@ Test(tokenizer, bpe_special_tokens)
     int64_t dl = sl_tok_decode(t, ids, n, false, out, sizeof out);
     cr_assert_eq(dl, (int64_t)strlen(txt));
     cr_assert_str_eq(out, txt);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 Test(tokenizer, qwen2_user_defined_tokens_always_parsed)
@@ -417,7 +417,7 @@ Test(tokenizer, qwen2_user_defined_tokens_always_parsed)
     n = enc(t, "<|im_start|>user", false, false, ids, 64);
     cr_assert_neq(ids[0], im_start);
     cr_assert(sl_tok_is_eog(t, sl_tok_find(t, "<|im_end|>", 10)));
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 /* ---- streaming detokenizer: UTF-8 held until complete ----------------------- */
@@ -464,7 +464,7 @@ Test(tokenizer, detok_stream_utf8)
     cr_assert_eq(sl_detok_flush(&d, out, sizeof out, &len), 0);
     cr_assert_eq(len, 0);
     cr_assert_eq(sl_detok_push(&d, t, -1, out, sizeof out, &len), SL_EINVAL);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 Test(tokenizer, invalid_utf8_input)
@@ -480,7 +480,7 @@ Test(tokenizer, invalid_utf8_input)
     bool have = false;
     for (int64_t i = 0; i < n; i++) have |= ids[i] == ff;
     cr_assert(have, "byte fallback <0xFF> expected");
-    sl_tok_free(t);
+    sl_tok_destroy(t);
     t = load_tok(MODELS "vocab/ggml-vocab-gpt-2.gguf");
     n = sl_tok_encode(t, bad, sizeof bad - 1, false, false, ids, 64);
     cr_assert_gt(n, 0);
@@ -488,7 +488,7 @@ Test(tokenizer, invalid_utf8_input)
     int64_t dl = sl_tok_decode(t, ids, n, false, out, sizeof out);
     cr_assert_gt(dl, 0);
     cr_assert(strstr(out, "\xef\xbf\xbd") != NULL, "U+FFFD expected in %s", out);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 /* ---- bad metadata ------------------------------------------------------------ */
@@ -514,8 +514,8 @@ static int load_written(const char *model, const char *pre, int n_scores, int *o
     sl_gguf *g = NULL;
     cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_last_error());
     sl_tok *t = (sl_tok *)0x1;
-    *out_rc = sl_tok_load(&t, g);
-    if (*out_rc == 0) sl_tok_free(t);
+    *out_rc = sl_tok_create(&t, g);
+    if (*out_rc == 0) sl_tok_destroy(t);
     else cr_assert_null(t);
     sl_gguf_close(g);
     unlink(path);
@@ -540,7 +540,7 @@ Test(tokenizer, bad_metadata)
     load_written("llama", NULL, 3, &rc);
     cr_assert_eq(rc, SL_EFORMAT);
     cr_assert(strstr(sl_last_error(), "scores") != NULL, "message: %s", sl_last_error());
-    cr_assert_eq(sl_tok_load(NULL, NULL), SL_EINVAL);
+    cr_assert_eq(sl_tok_create(NULL, NULL), SL_EINVAL);
 }
 
 /* ---- generated Unicode tables ------------------------------------------------ */

@@ -70,7 +70,7 @@ static int check_vocab(const char *name, int *n_checked)
     free(ids);
     free(inp);
     free(out);
-    sl_tok_free(t);
+    sl_tok_destroy(t);
     return bad;
 }
 
@@ -130,7 +130,7 @@ static void roundtrip_vocab(const char *name)
     sl_gguf *g = NULL;
     cr_assert_eq(sl_gguf_open_path(&g, path), 0);
     sl_tok *t = NULL;
-    cr_assert_eq(sl_tok_load(&t, g), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_tok_create(&t, g), 0, "%s", sl_last_error());
     sl_gguf_close(g);
     bool spm = sl_tok_kind(t) == SL_TOK_SPM;
     /* the documented fixed-size streaming buffer covers this vocabulary */
@@ -170,7 +170,7 @@ static void roundtrip_vocab(const char *name)
         char out[4096];
         cr_assert_geq(sl_tok_decode(t, ids, m < 1024 ? m : 1024, it & 4, out, sizeof out), 0);
     }
-    sl_tok_free(t);
+    sl_tok_destroy(t);
 }
 
 #define RT_TEST(ident, name) \

@@ -12,7 +12,7 @@ static inline sl_tok *load_tok(const char *path)
     int rc = sl_gguf_open_path(&g, path);
     cr_assert_eq(rc, 0, "open %s: %s", path, sl_last_error());
     sl_tok *t = NULL;
-    rc = sl_tok_load(&t, g);
+    rc = sl_tok_create(&t, g);
     sl_gguf_close(g);
     cr_assert_eq(rc, 0, "tokenizer of %s: %s", path, sl_last_error());
     return t;
