@@ -160,6 +160,25 @@ static inline __attribute__((always_inline)) void facc_store(const __m512 facc[N
     for (int r = 0; r < NR; r++) _mm512_storeu_ps(acc + 16 * r, facc[r]);
 }
 
+/* part[r] = the vpdpbusd sum over k-steps s0..s0+n-1 of weight row r's dword
+ * (rows rstride bytes apart in wq) against the 16 activation lanes of step s. */
+static inline __attribute__((always_inline)) void
+dp_run(__m512i part[NR], const uint8_t *wq, int rstride, const int8_t (*qs)[64], int s0, int n)
+{
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < NR; r++) part[r] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 8")
+    for (int s = s0; s < s0 + n; s++) {
+        __m512i av = _mm512_loadu_si512(qs[s]);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < NR; r++) {
+            int32_t w;
+            memcpy(&w, wq + rstride * r + 4 * s, 4);
+            part[r] = _mm512_dpbusd_epi32(part[r], _mm512_set1_epi32(w), av);
+        }
+    }
+}
+
 /* NR rows x 16 activation rows over nbc superblocks. wq: [nbc][NR][256],
  * wm: [nbc][NR]; A: nbc consecutive panel superblocks; acc: [NR][16] floats.
  * SUBK = k-steps (4 bytes each) per scaled sub-block (64: none); MINS = 0, or
@@ -179,18 +198,7 @@ kq_tile(const int SUBK, const int MINS, const int OFF, const uint8_t *wq, const 
         const int RUN = SUBK == 64 ? 8 : SUBK;
         for (int j = 0; j < 64 / RUN; j++) {
             __m512i part[NR];
-            _Pragma("GCC unroll 8")
-            for (int r = 0; r < NR; r++) part[r] = _mm512_setzero_si512();
-            _Pragma("GCC unroll 8")
-            for (int s = j * RUN; s < j * RUN + RUN; s++) {
-                __m512i av = _mm512_loadu_si512(a->qs[s]);
-                _Pragma("GCC unroll 8")
-                for (int r = 0; r < NR; r++) {
-                    int32_t w;
-                    memcpy(&w, wq + 256 * r + 4 * s, 4);
-                    part[r] = _mm512_dpbusd_epi32(part[r], _mm512_set1_epi32(w), av);
-                }
-            }
+            dp_run(part, wq, 256, a->qs, j * RUN, RUN);
             _Pragma("GCC unroll 8")
             for (int r = 0; r < NR; r++) {
                 __m512i t = SUBK == 64 ? part[r] : _mm512_mullo_epi32(part[r], _mm512_set1_epi32(wm[r].sc[j]));
@@ -249,18 +257,7 @@ lg_tile(const uint8_t *wq, const float *wd, int nbc, const lg_act *A, float *acc
     for (int b = 0; b < nbc; b++, wq += NR * 32, wd += NR) {
         const lg_act *a = A + b;
         __m512i part[NR];
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < NR; r++) part[r] = _mm512_setzero_si512();
-        _Pragma("GCC unroll 8")
-        for (int s = 0; s < 8; s++) {
-            __m512i av = _mm512_loadu_si512(a->qs[s]);
-            _Pragma("GCC unroll 8")
-            for (int r = 0; r < NR; r++) {
-                int32_t w;
-                memcpy(&w, wq + 32 * r + 4 * s, 4);
-                part[r] = _mm512_dpbusd_epi32(part[r], _mm512_set1_epi32(w), av);
-            }
-        }
+        dp_run(part, wq, 32, a->qs, 0, 8);
         __m512i os = _mm512_loadu_si512(a->osum);
         __m512 da = _mm512_loadu_ps(a->d);
         _Pragma("GCC unroll 8")

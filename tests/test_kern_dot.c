@@ -23,6 +23,7 @@
 #include "../kernels/kern_internal.h"
 #include "kern_rand.h"
 #include "sl_test.h"
+#include "golden_quant.h"
 
 #define U (1.0 / 16777216.0)
 
@@ -118,23 +119,9 @@ Test(kern_dot, simd_equals_scalar_random)
 }
 
 /* ---- golden (ggml) vectors ------------------------------------------- */
-#define GOLDEN SL_SHARED_DIR "/golden/quant/"
 #define GROWS 64
 #define GCOLS 512
 
-static void *load(const char *name, size_t want)
-{
-    char path[512];
-    snprintf(path, sizeof path, GOLDEN "%s", name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    void *p = malloc(want + 1);
-    cr_assert_not_null(p);
-    size_t got = fread(p, 1, want + 1, f);
-    fclose(f);
-    cr_assert_eq(got, want, "%s: %zu bytes, expected %zu", path, got, want);
-    return p;
-}
 
 static const struct { const char *name, *vdt; int type; } gold[] = {
     {"q4_0", "q8_0", SL_GGML_Q4_0}, {"q4_1", "q8_1", SL_GGML_Q4_1}, {"q5_0", "q8_0", SL_GGML_Q5_0},
@@ -145,17 +132,17 @@ static const struct { const char *name, *vdt; int type; } gold[] = {
 
 Test(kern_dot, golden_dots_every_level)
 {
-    float *actf = load("act.f32", GCOLS * sizeof(float));
+    float *actf = sl_test_golden_quant("act.f32", GCOLS * sizeof(float));
     for (size_t gi = 0; gi < sizeof gold / sizeof *gold; gi++) {
         int t = gold[gi].type;
         size_t rb = sl_gguf_row_bytes(t, GCOLS), ab = sl_kern_act_bytes(t, GCOLS, 1);
         char name[64];
         snprintf(name, sizeof name, "%s.q", gold[gi].name);
-        uint8_t *q = load(name, rb * GROWS);
+        uint8_t *q = sl_test_golden_quant(name, rb * GROWS);
         snprintf(name, sizeof name, "act.%s", gold[gi].vdt);
-        uint8_t *act = load(name, ab);
+        uint8_t *act = sl_test_golden_quant(name, ab);
         snprintf(name, sizeof name, "%s.dot.f32", gold[gi].name);
-        float *dot = load(name, GROWS * sizeof(float));
+        float *dot = sl_test_golden_quant(name, GROWS * sizeof(float));
 
         /* our activation quantizer path reproduces ggml's bytes */
         uint8_t *mine = malloc(ab);

@@ -11,22 +11,11 @@
 #include "../gguf/sl_status.h"
 #include "../gguf/sl_internal.h"
 #include "sl_test.h"
-#include "util_file.h"
+#include "golden_quant.h"
 
-#define GOLDEN SL_SHARED_DIR "/golden/quant/"
 #define ROWS 64
 #define COLS 512
 
-static void *load(const char *name, size_t want)
-{
-    char path[512];
-    snprintf(path, sizeof path, GOLDEN "%s", name);
-    size_t sz = 0;
-    void *p = sl_test_slurp(path, &sz);
-    cr_assert_not_null(p, "cannot read %s", path);
-    cr_assert_eq(sz, want, "%s: %zu bytes, expected %zu", path, sz, want);
-    return p;
-}
 
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float bitsf(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -190,9 +179,9 @@ Test(quant_golden, dequantize_bit_exact)
         const struct gtype *g = &k_golden[i];
         char name[64];
         snprintf(name, sizeof name, "%s.q", g->file);
-        uint8_t *q = load(name, (size_t)ROWS * g->row_bytes);
+        uint8_t *q = sl_test_golden_quant(name, (size_t)ROWS * g->row_bytes);
         snprintf(name, sizeof name, "%s.deq.f32", g->file);
-        float *want = load(name, sizeof(float) * ROWS * COLS);
+        float *want = sl_test_golden_quant(name, sizeof(float) * ROWS * COLS);
         float *got = malloc(sizeof(float) * ROWS * COLS);
         /* whole matrix as one long row, and row by row */
         cr_assert_eq(sl_quant_dequantize_row(g->type, q, got, ROWS * COLS), 0);
@@ -210,7 +199,7 @@ Test(quant_golden, dequantize_bit_exact)
 
 Test(quant_golden, f32_identity)
 {
-    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
     float *y = malloc(sizeof(float) * ROWS * COLS), *z = malloc(sizeof(float) * ROWS * COLS);
     cr_assert_eq(sl_quant_quantize_row(SL_GGML_F32, x, y, ROWS * COLS), (int64_t)sizeof(float) * ROWS * COLS);
     cr_assert_eq(sl_quant_dequantize_row(SL_GGML_F32, y, z, ROWS * COLS), 0);
@@ -228,16 +217,16 @@ static const struct gact k_act[] = {
 
 Test(quant_golden, activation_bytes)
 {
-    float *a = load("act.f32", sizeof(float) * COLS);
+    float *a = sl_test_golden_quant("act.f32", sizeof(float) * COLS);
     uint8_t buf[2048];
     float deq[COLS];
     for (size_t i = 0; i < sizeof k_act / sizeof k_act[0]; i++) {
         const struct gact *g = &k_act[i];
         char name[64];
         snprintf(name, sizeof name, "act.%s", g->file);
-        uint8_t *want = load(name, g->bytes);
+        uint8_t *want = sl_test_golden_quant(name, g->bytes);
         snprintf(name, sizeof name, "act.%s.deq.f32", g->file);
-        float *want_deq = load(name, sizeof(float) * COLS);
+        float *want_deq = sl_test_golden_quant(name, sizeof(float) * COLS);
 
         memset(buf, 0xa5, sizeof buf);
         switch (g->type) {
@@ -266,7 +255,7 @@ Test(quant_golden, activation_bytes)
 /* q8_K on every golden input row: reference semantics checked directly. */
 Test(quant_act, q8_k_semantics)
 {
-    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
     sl_block_q8_k b[2];
     for (int r = 0; r < ROWS; r++) {
         sl_quant_row_q8_k(x + r * COLS, b, COLS);
@@ -302,14 +291,14 @@ Test(quant_act, q8_k_semantics)
 Test(quant_golden, simple_types_exact_bytes)
 {
     static const char *simple[] = { "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "f16", "bf16" };
-    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
     for (size_t s = 0; s < sizeof simple / sizeof simple[0]; s++) {
         const struct gtype *g = NULL;
         for (int i = 0; i < NGOLDEN; i++) if (!strcmp(k_golden[i].file, simple[s])) g = &k_golden[i];
         cr_assert_not_null(g);
         char name[64];
         snprintf(name, sizeof name, "%s.q", g->file);
-        uint8_t *want = load(name, (size_t)ROWS * g->row_bytes);
+        uint8_t *want = sl_test_golden_quant(name, (size_t)ROWS * g->row_bytes);
         uint8_t *got = malloc((size_t)ROWS * g->row_bytes);
         for (int r = 0; r < ROWS; r++) {
             cr_assert_eq(sl_quant_quantize_row(g->type, x + r * COLS, got + (size_t)r * g->row_bytes, COLS),
@@ -370,14 +359,14 @@ static double rms_err(const float *a, const float *b, int n)
 
 Test(quant_rmse, no_worse_than_ggml, .timeout = 60)
 {
-    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
     float *deq = malloc(sizeof(float) * ROWS * COLS);
     uint8_t *qb = malloc(2048);
     for (int i = 0; i < NGOLDEN; i++) {
         const struct gtype *g = &k_golden[i];
         char name[64];
         snprintf(name, sizeof name, "%s.deq.f32", g->file);
-        float *gold = load(name, sizeof(float) * ROWS * COLS);
+        float *gold = sl_test_golden_quant(name, sizeof(float) * ROWS * COLS);
         double se_me = 0, se_gold = 0, worst = 0;
         int worst_row = -1;
         for (int r = 0; r < ROWS; r++) {
@@ -475,7 +464,7 @@ Test(quant_weights, random_roundtrip_and_lengths)
 /* Many blocks in one call give the same bytes as block by block. */
 Test(quant_weights, long_row_equals_blockwise)
 {
-    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
     for (int k = 0; k < NWT; k++) {
         int t = k_weight_types[k], be = sl_gguf_block_elems(t), bb = sl_gguf_block_bytes(t);
         size_t rb = sl_gguf_row_bytes(t, ROWS * COLS);
@@ -494,7 +483,7 @@ Test(quant_weights, long_row_equals_blockwise)
 Test(quant_weights, legacy_idempotent)
 {
     static const int types[] = { SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_F16, SL_GGML_BF16 };
-    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
     float *y = malloc(sizeof(float) * ROWS * COLS), *z = malloc(sizeof(float) * ROWS * COLS);
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         quant_roundtrip(types[k], x, y, ROWS * COLS);
@@ -575,7 +564,7 @@ Test(quant_weights, dequantize_random_bytes)
 /* q8_0 / q8_1 reference semantics on every golden input row. */
 Test(quant_act, q8_0_q8_1_semantics)
 {
-    float *x = load("input.f32", sizeof(float) * ROWS * COLS);
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
     sl_block_q8_0 b0[16];
     sl_block_q8_1 b1[16];
     for (int r = 0; r < ROWS; r++) {
@@ -639,7 +628,7 @@ Test(quant_weights, nonfinite_input_is_block_local)
  * table's vec_dot_type, both dequantized, dotted in double = ggml's f64 dot. */
 Test(quant_golden, dequantized_dot_matches_f64)
 {
-    float *a = load("act.f32", sizeof(float) * COLS);
+    float *a = sl_test_golden_quant("act.f32", sizeof(float) * COLS);
     float ad[COLS], wd[COLS];
     uint8_t abuf[2048];
     for (int i = 0; i < NGOLDEN; i++) {
@@ -649,9 +638,9 @@ Test(quant_golden, dequantized_dot_matches_f64)
         cr_assert_eq(sl_quant_dequantize_row(vdt, abuf, ad, COLS), 0);
         char name[64];
         snprintf(name, sizeof name, "%s.q", g->file);
-        uint8_t *q = load(name, (size_t)ROWS * g->row_bytes);
+        uint8_t *q = sl_test_golden_quant(name, (size_t)ROWS * g->row_bytes);
         snprintf(name, sizeof name, "%s.dot.f64", g->file);
-        double *want = load(name, sizeof(double) * ROWS);
+        double *want = sl_test_golden_quant(name, sizeof(double) * ROWS);
         for (int r = 0; r < ROWS; r++) {
             cr_assert_eq(sl_quant_dequantize_row(g->type, q + (size_t)r * g->row_bytes, wd, COLS), 0);
             double dot = 0, mag = 0;
