@@ -1,9 +1,9 @@
 /* Status codes and error messages shared by every Sluice module.
  *
  * Every public function returns int: 0 on success, a negative SL_E* code on
- * failure. Codes that have a POSIX errno twin ARE that errno negated, so a
- * module that may not include this header (kernels/, quant/) can still return
- * -ENOMEM and mean SL_ENOMEM. The human message ("tensor 'x': data ... past end
+ * failure. Codes that have a POSIX errno twin ARE that errno negated, so
+ * kernels/ (which includes nothing of gguf/ but the type table through quant/)
+ * can return -ENOMEM and mean SL_ENOMEM. The human message ("tensor 'x': data ... past end
  * of file") is kept per thread; handles copy it so it survives later calls. */
 #ifndef SL_STATUS_H
 #define SL_STATUS_H
