@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../gguf/sl_internal.h"
+#include "forward_qknorm.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
@@ -130,9 +131,10 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
 #undef CARVE
 
     const float *freqs = NULL;
-    if (d->has_rope_freqs) {
-        const sl_stream_tensor *rf = sl_stream_global(st, "rope_freqs.weight");
-        if (!rf) { sl_forward_free(f); return sl_err_set(SL_ENOENT, "rope_freqs.weight not available"); }
+    const char *fname = sl_model_rope_factors_name(d, n_ctx);
+    if (fname) {
+        const sl_stream_tensor *rf = sl_stream_global(st, fname);
+        if (!rf) { sl_forward_free(f); return sl_err_set(SL_ENOENT, "%s not available", fname); }
         freqs = rf->data;
     }
     sl_model_rope_inv_freq(d, freqs, f->inv_freq);
@@ -190,6 +192,33 @@ static int mm(sl_forward *f, act_cache *c, const float *x, int64_t n, const sl_s
     return 0;
 }
 
+/* Consecutive row blocks of a fused matrix (phi3's attn_qkv, ffn_up) as
+ * tensors of their own: each output row is the same dot product either way. */
+static int split_rows(int32_t layer, const sl_stream_tensor *w, const int64_t *rows, int n,
+                      sl_stream_tensor *out)
+{
+    size_t rb = sl_gguf_row_bytes((int)w->type, (int64_t)w->ne[0]);
+    uint64_t r0 = 0;
+    for (int i = 0; i < n; i++) r0 += (uint64_t)rows[i];
+    if (!rb || w->ne[1] != r0)
+        return sl_err_set(SL_ESHAPE, "layer %d: tensor '%s' has %llu rows, expected %llu", layer, w->name,
+                          (unsigned long long)w->ne[1], (unsigned long long)r0);
+    r0 = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = *w;
+        out[i].data = (const uint8_t *)w->data + r0 * rb;
+        out[i].ne[1] = (uint64_t)rows[i];
+        out[i].nbytes = (uint64_t)rows[i] * rb;
+        r0 += (uint64_t)rows[i];
+    }
+    return 0;
+}
+
+static void scale_row(float *x, int64_t n, float s)
+{
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
 static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
@@ -197,18 +226,42 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     const int32_t E = d->n_embd, QD = d->q_dim, KD = d->kv_dim, FF = d->n_ff;
     const int32_t pos0 = kv->n_past;
     const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg, *wu, *wd;
-    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL;
+    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL, *nq = NULL, *nk = NULL;
+    sl_stream_tensor qkv_part[3], ffn_part[2];
     int rc;
-    if ((rc = find(f, v, l, "attn_norm.weight", &an)) || (rc = find(f, v, l, "attn_q.weight", &wq)) ||
-        (rc = find(f, v, l, "attn_k.weight", &wk)) || (rc = find(f, v, l, "attn_v.weight", &wv)) ||
+    if ((rc = find(f, v, l, "attn_norm.weight", &an)) ||
         (rc = find(f, v, l, "attn_output.weight", &wo)) ||
-        (rc = find(f, v, l, "ffn_norm.weight", &fn)) || (rc = find(f, v, l, "ffn_gate.weight", &wg)) ||
+        (rc = find(f, v, l, "ffn_norm.weight", &fn)) ||
         (rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd)))
         return rc;
+    if (d->fused_qkv) {
+        const sl_stream_tensor *w;
+        if ((rc = find(f, v, l, "attn_qkv.weight", &w)) ||
+            (rc = split_rows(l, w, (int64_t[]){ QD, KD, KD }, 3, qkv_part)))
+            return rc;
+        wq = &qkv_part[0]; wk = &qkv_part[1]; wv = &qkv_part[2];
+    } else if ((rc = find(f, v, l, "attn_q.weight", &wq)) || (rc = find(f, v, l, "attn_k.weight", &wk)) ||
+               (rc = find(f, v, l, "attn_v.weight", &wv))) {
+        return rc;
+    }
+    if (d->fused_gate_up) {
+        if ((rc = split_rows(l, wu, (int64_t[]){ FF, FF }, 2, ffn_part))) return rc;
+        wg = &ffn_part[0]; wu = &ffn_part[1];   /* the gate half comes first */
+    } else if ((rc = find(f, v, l, "ffn_gate.weight", &wg))) {
+        return rc;
+    }
     if (d->has_qkv_bias &&
         ((rc = find(f, v, l, "attn_q.bias", &bq)) || (rc = find(f, v, l, "attn_k.bias", &bk)) ||
          (rc = find(f, v, l, "attn_v.bias", &bv))))
         return rc;
+    if (d->has_qk_norm &&
+        ((rc = find(f, v, l, "attn_q_norm.weight", &nq)) || (rc = find(f, v, l, "attn_k_norm.weight", &nk))))
+        return rc;
+    /* phi3: cos/sin times the LongRoPE attention factor (rope is linear in
+     * them: scaling its result is the same product), then q / sqrt(head_dim)
+     * before the F16 rounding of q, with attention scale 1 */
+    const float qmul = d->rope_attn_factor * (d->q_prescale ? 1.0f / sqrtf((float)d->head_dim) : 1.0f);
+    const float kmul = d->rope_attn_factor;
 
     act_cache c = { 0 };
     /* attention */
@@ -224,8 +277,14 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
             k->add(ki, ki, bk->data, KD);
             k->add(vi, vi, bv->data, KD);
         }
+        if (nq) {
+            sl_forward_qknorm(k, qi, d->n_head, d->head_dim, nq->data, d->rms_eps);
+            sl_forward_qknorm(k, ki, d->n_head_kv, d->head_dim, nk->data, d->rms_eps);
+        }
         k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
         k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
+        if (qmul != 1.0f) scale_row(qi, QD, qmul);
+        if (kmul != 1.0f) scale_row(ki, KD, kmul);
         /* head-major cache: each kv head's row goes to its own block */
         for (int32_t g = 0; g < d->n_head_kv; g++) {
             const int64_t o = (int64_t)g * d->head_dim;
@@ -238,7 +297,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         .k = sl_kv_k(kv, l, 0, 0), .v = sl_kv_v(kv, l, 0, 0), .kv_stride = d->head_dim,
         .out = f->att, .out_stride = QD,
         .n_q = n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
-        .pos0 = pos0, .scale = 1.0f / sqrtf((float)d->head_dim),
+        .pos0 = pos0, .scale = d->q_prescale ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
         .kv_head_stride = sl_kv_head_stride(kv),
     };
     if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
