@@ -195,10 +195,10 @@ static void expect_broken(const char *name, const mutation *mu, int want, const 
     int orc;
     char omsg[512];
     int rc = broken(name, mu, &d, &orc, omsg, sizeof omsg);
-    cr_assert_eq(rc, want);
-    cr_assert_str_eq(sl_last_error(), desc_msg);
-    cr_assert_eq(orc, want);
-    cr_assert_not_null(strstr(omsg, open_msg), "%s", omsg);
+    cr_assert_eq(rc, want, "%s: status %d, want %d (%s)", name, rc, want, sl_last_error());
+    cr_assert_str_eq(sl_last_error(), desc_msg, "%s: message '%s'", name, sl_last_error());
+    cr_assert_eq(orc, want, "%s: open status %d, want %d", name, orc, want);
+    cr_assert_not_null(strstr(omsg, open_msg), "%s: %s", name, omsg);
 }
 
 Test(model, unknown_architecture)
@@ -362,75 +362,40 @@ Test(model, phi3_sliding_window_read)
     cr_assert_eq(d.n_swa, 2047);
 }
 
-Test(model, qwen3_missing_q_norm)
+/* Hostile variants of every qwen3 / phi3 key and tensor: the description
+ * and the whole open both refuse them with a message naming the culprit. */
+Test(model, dense_hostile_variants)
 {
-    mutation mu = { .src = QWEN3, .drop = "blk.1.attn_q_norm.weight" };
-    expect_broken("q3noq", &mu, SL_ENOENT, "tensor 'blk.1.attn_q_norm.weight' missing from the model",
-                  "blk.1.attn_q_norm.weight");
-}
-
-Test(model, qwen3_k_norm_shape)
-{
-    mutation mu = { .src = QWEN3, .ne0_name = "blk.2.attn_k_norm.weight", .new_ne0 = 64 };
-    expect_broken("q3knorm", &mu, SL_ESHAPE, "tensor 'blk.2.attn_k_norm.weight': shape [64], expected [128]",
-                  "blk.2.attn_k_norm.weight");
-}
-
-Test(model, qwen3_key_length_mismatch)
-{
-    mutation mu = { .src = QWEN3, .extra_u32_key = "qwen3.attention.key_length", .extra_u32_val = 64 };
-    sl_model_desc d;
-    cr_assert_eq(broken("q3klen", &mu, &d, NULL, NULL, 0), SL_EUNSUPPORTED);
-    cr_assert_str_eq(sl_last_error(), "model metadata: head dimension 64 (value 128) not supported");
-}
-
-Test(model, phi3_wrong_fused_qkv_rows)
-{
-    mutation mu = { .src = PHI3, .shape_name = "blk.0.attn_qkv.weight", .new_ne1 = 384 };
-    expect_broken("p3qkv", &mu, SL_ESHAPE, "tensor 'blk.0.attn_qkv.weight': shape [256, 384], expected [256, 512]",
-                  "blk.0.attn_qkv.weight");
-}
-
-Test(model, phi3_unfused_ffn_up)
-{
-    mutation mu = { .src = PHI3, .shape_name = "blk.3.ffn_up.weight", .new_ne1 = 768 };
-    expect_broken("p3up", &mu, SL_ESHAPE, "tensor 'blk.3.ffn_up.weight': shape [256, 768], expected [256, 1536]",
-                  "blk.3.ffn_up.weight");
-}
-
-Test(model, phi3_one_factor_tensor)
-{
-    mutation mu = { .src = PHI3, .drop = "rope_factors_short.weight" };
-    expect_broken("p3short", &mu, SL_ENOENT,
-                  "tensor 'rope_factors_short.weight' missing from the model (LongRoPE needs both factor tensors)",
-                  "rope_factors_short.weight");
-}
-
-Test(model, phi3_factor_shape)
-{
-    mutation mu = { .src = PHI3, .ne0_name = "rope_factors_long.weight", .new_ne0 = 64 };
-    expect_broken("p3long", &mu, SL_ESHAPE, "tensor 'rope_factors_long.weight': shape [64], expected [32]",
-                  "rope_factors_long.weight");
-}
-
-Test(model, phi3_attn_factor_zero)
-{
-    mutation mu = { .src = PHI3, .extra_f32_key = "phi3.rope.scaling.attn_factor", .extra_f32_val = 0.0f };
-    expect_broken("p3af", &mu, SL_ERANGE, "model metadata: key 'phi3.rope.scaling.attn_factor' = 0 invalid",
-                  "attn_factor");
-}
-
-Test(model, phi3_orig_ctx_zero)
-{
-    mutation mu = { .src = PHI3, .extra_u32_key = "phi3.rope.scaling.original_context_length", .extra_u32_val = 0 };
-    expect_broken("p3oc", &mu, SL_ERANGE,
-                  "model metadata: key 'phi3.rope.scaling.original_context_length' = 0 invalid",
-                  "original_context_length");
-}
-
-Test(model, phi3_missing_qkv)
-{
-    mutation mu = { .src = PHI3, .drop = "blk.2.attn_qkv.weight" };
-    expect_broken("p3noqkv", &mu, SL_ENOENT, "tensor 'blk.2.attn_qkv.weight' missing from the model",
-                  "blk.2.attn_qkv.weight");
+    static const struct {
+        const char *name;
+        mutation mu;
+        int want;
+        const char *desc_msg, *open_msg;
+    } cases[] = {
+        { "q3noq", { .src = QWEN3, .drop = "blk.1.attn_q_norm.weight" }, SL_ENOENT,
+          "tensor 'blk.1.attn_q_norm.weight' missing from the model", "blk.1.attn_q_norm.weight" },
+        { "q3knorm", { .src = QWEN3, .ne0_name = "blk.2.attn_k_norm.weight", .new_ne0 = 64 }, SL_ESHAPE,
+          "tensor 'blk.2.attn_k_norm.weight': shape [64], expected [128]", "blk.2.attn_k_norm.weight" },
+        { "q3klen", { .src = QWEN3, .extra_u32_key = "qwen3.attention.key_length", .extra_u32_val = 64 },
+          SL_EUNSUPPORTED, "model metadata: head dimension 64 (value 128) not supported", "head dimension 64" },
+        { "p3qkv", { .src = PHI3, .shape_name = "blk.0.attn_qkv.weight", .new_ne1 = 384 }, SL_ESHAPE,
+          "tensor 'blk.0.attn_qkv.weight': shape [256, 384], expected [256, 512]", "blk.0.attn_qkv.weight" },
+        { "p3noqkv", { .src = PHI3, .drop = "blk.2.attn_qkv.weight" }, SL_ENOENT,
+          "tensor 'blk.2.attn_qkv.weight' missing from the model", "blk.2.attn_qkv.weight" },
+        { "p3up", { .src = PHI3, .shape_name = "blk.3.ffn_up.weight", .new_ne1 = 768 }, SL_ESHAPE,
+          "tensor 'blk.3.ffn_up.weight': shape [256, 768], expected [256, 1536]", "blk.3.ffn_up.weight" },
+        { "p3short", { .src = PHI3, .drop = "rope_factors_short.weight" }, SL_ENOENT,
+          "tensor 'rope_factors_short.weight' missing from the model (LongRoPE needs both factor tensors)",
+          "rope_factors_short.weight" },
+        { "p3long", { .src = PHI3, .ne0_name = "rope_factors_long.weight", .new_ne0 = 64 }, SL_ESHAPE,
+          "tensor 'rope_factors_long.weight': shape [64], expected [32]", "rope_factors_long.weight" },
+        { "p3af", { .src = PHI3, .extra_f32_key = "phi3.rope.scaling.attn_factor", .extra_f32_val = 0.0f },
+          SL_ERANGE, "model metadata: key 'phi3.rope.scaling.attn_factor' = 0 invalid", "attn_factor" },
+        { "p3oc", { .src = PHI3, .extra_u32_key = "phi3.rope.scaling.original_context_length",
+                    .extra_u32_val = 0 },
+          SL_ERANGE, "model metadata: key 'phi3.rope.scaling.original_context_length' = 0 invalid",
+          "original_context_length" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_broken(cases[i].name, &cases[i].mu, cases[i].want, cases[i].desc_msg, cases[i].open_msg);
 }
