@@ -135,8 +135,9 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     else if (!strcmp(arch, "qwen2")) d->arch = SL_ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) d->arch = SL_ARCH_QWEN3;
     else if (!strcmp(arch, "phi3")) d->arch = SL_ARCH_PHI3;
+    else if (!strcmp(arch, "gemma3")) d->arch = SL_ARCH_GEMMA3;
     else return sl_err_set(SL_EUNSUPPORTED, "architecture '%.64s' not supported (llama, qwen2, qwen3, "
-                           "phi3)", arch);
+                           "phi3, gemma3)", arch);
     snprintf(d->arch_name, sizeof d->arch_name, "%s", arch);
     const char *a = d->arch_name;
 

@@ -46,7 +46,40 @@ static int phi3_keys(sl_model_desc *d, const sl_gguf *g)
                           swa);
     d->n_swa = (int32_t)swa;
     d->fused_qkv = d->fused_gate_up = true;
-    d->q_prescale = true;
+    d->q_scale = 1.0f / sqrtf((float)d->head_dim);
+    return 0;
+}
+
+/* gemma3: interleaved sliding-window layers with their own rope base,
+ * embedding scale, post-norms, GeGLU, q scaled by 1/sqrt(key_length). */
+static int gemma3_keys(sl_model_desc *d, const sl_gguf *g)
+{
+    const char *a = d->arch_name;
+    uint32_t swa, period;
+    int rc;
+    if ((rc = sl_model_key_u32(g, a, "attention.sliding_window", &swa, true, 0)) ||
+        (rc = sl_model_key_u32(g, a, "attention.sliding_window_pattern", &period, false, 6)) ||
+        (rc = sl_model_key_f32(g, a, "rope.freq_base_swa", &d->rope_base_swa, false, 10000.0f)) ||
+        (rc = sl_model_key_f32(g, a, "final_logit_softcapping", &d->logit_softcap, false, 0.0f)))
+        return rc;
+    if (swa < 1 || swa > (1u << 30))
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.attention.sliding_window' = %u invalid", a, swa);
+    if (period < 1 || period > 4096)
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.attention.sliding_window_pattern' = %u invalid",
+                          a, period);
+    if (!(d->rope_base_swa > 0))
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.rope.freq_base_swa' = %g invalid", a,
+                          (double)d->rope_base_swa);
+    if (d->logit_softcap < 0)
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.final_logit_softcapping' = %g invalid", a,
+                          (double)d->logit_softcap);
+    d->n_swa = (int32_t)swa;
+    d->swa_period = (int32_t)period;
+    d->rope_neox = true;
+    d->has_qk_norm = d->has_post_norms = d->ffn_gelu = true;
+    d->embd_scale = sqrtf((float)d->n_embd);
+    /* llama.cpp scales by 1/sqrt(n_embd/n_head) only for the 62-layer (27B) model */
+    d->q_scale = 1.0f / sqrtf((float)(d->n_layer == 62 ? d->n_embd / d->n_head : d->head_dim));
     return 0;
 }
 
@@ -60,6 +93,8 @@ int sl_model_dense_keys(sl_model_desc *d, const sl_gguf *g)
     case SL_ARCH_PHI3:
         d->rope_neox = true;
         return phi3_keys(d, g);
+    case SL_ARCH_GEMMA3:
+        return gemma3_keys(d, g);
     default:
         return 0;
     }
@@ -75,6 +110,12 @@ int sl_model_dense_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t laye
         snprintf(name, sizeof name, "blk.%u.attn_k_norm.weight", layer);
         if ((rc = sl_model_check_tensor(g, name, (uint64_t)d->head_dim, 0, T_F32, false, NULL))) return rc;
     }
+    if (d->has_post_norms) {
+        snprintf(name, sizeof name, "blk.%u.post_attention_norm.weight", layer);
+        if ((rc = sl_model_check_tensor(g, name, (uint64_t)d->n_embd, 0, T_F32, false, NULL))) return rc;
+        snprintf(name, sizeof name, "blk.%u.post_ffw_norm.weight", layer);
+        if ((rc = sl_model_check_tensor(g, name, (uint64_t)d->n_embd, 0, T_F32, false, NULL))) return rc;
+    }
     if (d->fused_qkv) {
         snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", layer);
         if ((rc = sl_model_check_tensor(g, name, (uint64_t)d->n_embd,
@@ -88,6 +129,11 @@ int sl_model_dense_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t laye
             return rc;
     }
     return 0;
+}
+
+bool sl_model_layer_swa(const sl_model_desc *d, int32_t l)
+{
+    return d->swa_period > 0 && l % d->swa_period < d->swa_period - 1;
 }
 
 const char *sl_model_rope_factors_name(const sl_model_desc *d, int32_t n_ctx)

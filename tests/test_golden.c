@@ -357,13 +357,14 @@ Test(golden, index_covered)
  * Bounds: as above, the largest of the README's llama.cpp-vs-llama.cpp
  * measurements (F32 KV cache, flash attention, float64 forward pass) in the
  * architecture's column of "Measured deviations (synth2)", not widened:
- *   qwen3 max 0.15 RMS 0.028;  phi3 max 0.16 RMS 0.029.
+ *   qwen3 max 0.15 RMS 0.028;  phi3 max 0.16 RMS 0.029;  gemma3 max 0.18 RMS 0.036.
  * Each supported architecture runs in every mode: resident, stream under a
  * budget that forces it, mmap, and stream through the pread backend. */
 typedef struct synth2_arch { const char *arch; bound bd; } synth2_arch;
 static const synth2_arch synth2_supported[] = {
     { "qwen3", { "synth2-qwen3-q4_k_m", 0.15, 0.028 } },
     { "phi3", { "synth2-phi3-q4_k_m", 0.16, 0.029 } },
+    { "gemma3", { "synth2-gemma3-q4_k_m", 0.18, 0.036 } },
 };
 
 static const synth2_arch *synth2_find(const char *arch)
@@ -406,6 +407,7 @@ static void check_synth2(const char *arch, int run_mode)
     Test(golden_synth2, name##_pread, .timeout = 120) { check_synth2(arch, RUN_PREAD); }
 SYNTH2_MODES(qwen3, "qwen3")
 SYNTH2_MODES(phi3, "phi3")
+SYNTH2_MODES(gemma3, "gemma3")
 
 /* Every synth2 model whose architecture is in the table has its tests above;
  * the others are listed (not silently skipped) as not yet supported. */

@@ -204,7 +204,7 @@ static void expect_broken(const char *name, const mutation *mu, int want, const 
 Test(model, unknown_architecture)
 {
     mutation mu = { .arch = "xyz" };
-    expect_broken("arch", &mu, SL_EUNSUPPORTED, "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3)",
+    expect_broken("arch", &mu, SL_EUNSUPPORTED, "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3)",
                   "architecture 'xyz' not supported");
 }
 
@@ -308,6 +308,7 @@ Test(model, unsupported_rope_scaling)
 /* ---- dense families of 2026: qwen3, phi3 ---------------------------------- */
 #define QWEN3 MODELS "/synth2-qwen3-q4_k_m.gguf"
 #define PHI3 MODELS "/synth2-phi3-q4_k_m.gguf"
+#define GEMMA3 MODELS "/synth2-gemma3-q4_k_m.gguf"
 
 Test(model, qwen3)
 {
@@ -318,7 +319,7 @@ Test(model, qwen3)
     cr_assert_eq(d.q_dim, 512);
     cr_assert_eq(d.kv_dim, 256);
     cr_assert(d.rope_neox && d.has_qk_norm && !d.has_qkv_bias && !d.fused_qkv && !d.fused_gate_up);
-    cr_assert(!d.q_prescale && !d.has_rope_factors);
+    cr_assert(d.q_scale == 0 && !d.has_rope_factors && d.swa_period == 0 && !d.ffn_gelu);
     cr_assert_float_eq(d.rope_attn_factor, 1.0f, 0);
     cr_assert_float_eq(d.rope_base, 1e6f, 0);
     cr_assert_null(sl_model_rope_factors_name(&d, 512));
@@ -329,7 +330,9 @@ Test(model, phi3)
     sl_model_desc d;
     cr_assert_eq(load_desc(PHI3, &d), 0, "%s", sl_last_error());
     cr_assert_eq(d.arch, SL_ARCH_PHI3);
-    cr_assert(d.rope_neox && d.fused_qkv && d.fused_gate_up && d.q_prescale && d.has_rope_factors);
+    cr_assert(d.rope_neox && d.fused_qkv && d.fused_gate_up && d.has_rope_factors);
+    cr_assert_float_eq(d.q_scale, 0.125f, 0);
+    cr_assert(d.swa_period == 0 && !d.has_post_norms && !d.ffn_gelu && d.embd_scale == 0);
     cr_assert(!d.has_qk_norm && !d.has_qkv_bias);
     cr_assert_eq(d.head_dim, 64);
     cr_assert_eq(d.n_ff, 768);
@@ -339,6 +342,26 @@ Test(model, phi3)
     /* the context is padded to 256 before the comparison with 64: always long here */
     cr_assert_str_eq(sl_model_rope_factors_name(&d, 1), "rope_factors_long.weight");
     cr_assert_str_eq(sl_model_rope_factors_name(&d, 512), "rope_factors_long.weight");
+}
+
+Test(model, gemma3)
+{
+    sl_model_desc d;
+    cr_assert_eq(load_desc(GEMMA3, &d), 0, "%s", sl_last_error());
+    cr_assert_eq(d.arch, SL_ARCH_GEMMA3);
+    cr_assert(d.rope_neox && d.has_qk_norm && d.has_post_norms && d.ffn_gelu && d.tied_output);
+    cr_assert(!d.fused_qkv && !d.has_qkv_bias);
+    cr_assert_eq(d.head_dim, 128);
+    cr_assert_eq(d.n_head_kv, 1);
+    cr_assert_eq(d.n_swa, 16);
+    cr_assert_eq(d.swa_period, 6);          /* sliding_window_pattern absent */
+    cr_assert_float_eq(d.rope_base, 1e6f, 0);
+    cr_assert_float_eq(d.rope_base_swa, 1e4f, 0);
+    cr_assert_float_eq(d.embd_scale, 16.0f, 0);
+    cr_assert_float_eq(d.q_scale, 1.0f / sqrtf(128.0f), 0);
+    cr_assert_float_eq(d.logit_softcap, 0.0f, 0);
+    for (int l = 0; l < 6; l++)
+        cr_assert_eq(sl_model_layer_swa(&d, l), l < 5, "layer %d", l);
 }
 
 /* Real Phi-3-128k: original context 4096, short factors up to a padded 4096. */
@@ -362,7 +385,7 @@ Test(model, phi3_sliding_window_read)
     cr_assert_eq(d.n_swa, 2047);
 }
 
-/* Hostile variants of every qwen3 / phi3 key and tensor: the description
+/* Hostile variants of every qwen3 / phi3 / gemma3 key and tensor: the description
  * and the whole open both refuse them with a message naming the culprit. */
 Test(model, dense_hostile_variants)
 {
@@ -395,6 +418,21 @@ Test(model, dense_hostile_variants)
                     .extra_u32_val = 0 },
           SL_ERANGE, "model metadata: key 'phi3.rope.scaling.original_context_length' = 0 invalid",
           "original_context_length" },
+        { "g3win0", { .src = GEMMA3, .extra_u32_key = "gemma3.attention.sliding_window", .extra_u32_val = 0 },
+          SL_ERANGE, "model metadata: key 'gemma3.attention.sliding_window' = 0 invalid", "sliding_window" },
+        { "g3pat0", { .src = GEMMA3, .extra_u32_key = "gemma3.attention.sliding_window_pattern",
+                      .extra_u32_val = 0 },
+          SL_ERANGE, "model metadata: key 'gemma3.attention.sliding_window_pattern' = 0 invalid",
+          "sliding_window_pattern" },
+        { "g3nopost", { .src = GEMMA3, .drop = "blk.4.post_ffw_norm.weight" }, SL_ENOENT,
+          "tensor 'blk.4.post_ffw_norm.weight' missing from the model", "blk.4.post_ffw_norm.weight" },
+        { "g3noqn", { .src = GEMMA3, .drop = "blk.0.attn_q_norm.weight" }, SL_ENOENT,
+          "tensor 'blk.0.attn_q_norm.weight' missing from the model", "blk.0.attn_q_norm.weight" },
+        { "g3pan", { .src = GEMMA3, .ne0_name = "blk.5.post_attention_norm.weight", .new_ne0 = 128 }, SL_ESHAPE,
+          "tensor 'blk.5.post_attention_norm.weight': shape [128], expected [256]",
+          "blk.5.post_attention_norm.weight" },
+        { "g3cap", { .src = GEMMA3, .extra_f32_key = "gemma3.final_logit_softcapping", .extra_f32_val = -1.0f },
+          SL_ERANGE, "model metadata: key 'gemma3.final_logit_softcapping' = -1 invalid", "softcapping" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_broken(cases[i].name, &cases[i].mu, cases[i].want, cases[i].desc_msg, cases[i].open_msg);
