@@ -1,6 +1,6 @@
 /* The float ops of the forward pass, written once over the vector primitives
  * of a level (vmath_<isa>.h, included first; see vmath_avx2.h for the list):
- * rmsnorm, rope, silu_mul, add, f32_to_f16 (the sl_kern entries ops_fill
+ * rmsnorm, rope, silu_mul, gelu_mul, add, f32_to_f16 (the sl_kern entries ops_fill
  * installs) and the vector exp and softmax the attention driver shares.
  * Included by ops_avx2.c, ops_avx512.c and ops_neon.c, each compiled with
  * its level's -m flags so everything inlines into that level's code.

@@ -211,6 +211,18 @@ Test(kern_ops, silu_mul)
     cr_log_info("silu_mul: worst SIMD vs scalar %.2f u", worst);
 }
 
+/* Every SIMD level's gelu_mul equals the scalar oracle's y0 bit for bit. */
+static void gelu_levels_match(const sl_kern *lv, int nl, const float *g, const float *u, const float *y0,
+                              float *y, int64_t n)
+{
+    for (int l = 1; l < nl; l++) {
+        set_canary(y, n);
+        lv[l].gelu_mul(y, g, u, n);
+        cr_assert(canary_ok(y, n), "gelu_mul wrote past n");
+        cr_assert(memcmp(y, y0, (size_t)n * sizeof *y) == 0, "gelu_mul [%s] differs from scalar", lv[l].name);
+    }
+}
+
 static double gelu_double(double x)
 {
     return 0.5 * x * (1.0 + tanh(0.79788456080286535587989211986876 * (x + 0.044715 * x * x * x)));
@@ -238,12 +250,7 @@ Test(kern_ops, gelu_mul)
         cr_assert(err <= 0.0039 || err <= 0.004 * fabs(want), "gelu(%g) = %g, formula %g", g[i], y0[i], want);
         cr_assert_eq(y0[i], sl_f16_to_f32(sl_f32_to_f16(y0[i])), "gelu(%g) not an F16 value", g[i]);
     }
-    for (int l = 1; l < nl; l++) {
-        set_canary(y, n);
-        lv[l].gelu_mul(y, g, u, n);
-        cr_assert(canary_ok(y, n), "gelu_mul wrote past n");
-        cr_assert(memcmp(y, y0, (size_t)n * sizeof *y) == 0, "gelu_mul [%s] differs from scalar", lv[l].name);
-    }
+    gelu_levels_match(lv, nl, g, u, y0, y, n);
     free(g); free(u); free(y0); free(y);
     /* random gates and up values, the +-10 edges, all sizes */
     for (int si = 0; si < N_SIZES; si++) {
@@ -256,12 +263,7 @@ Test(kern_ops, gelu_mul)
             float e = g[i] <= -10 ? 0.0f : g[i] >= 10 ? g[i] : sl_f16_to_f32(sl_gelu_table()[sl_f32_to_f16(g[i])]);
             cr_assert(y0[i] == (g[i] <= -10 ? 0.0f : e * u[i]), "gelu_mul scalar: entry times u");
         }
-        for (int l = 1; l < nl; l++) {
-            set_canary(y, n);
-            lv[l].gelu_mul(y, g, u, n);
-            cr_assert(canary_ok(y, n), "gelu_mul wrote past n");
-            cr_assert(memcmp(y, y0, (size_t)n * sizeof *y) == 0, "gelu_mul [%s] differs from scalar", lv[l].name);
-        }
+        gelu_levels_match(lv, nl, g, u, y0, y, n);
         free(g); free(u); free(y0); free(y);
     }
     cr_log_info("gelu_mul: worst F16 table entry vs double formula %.5f", worst);
