@@ -16,6 +16,7 @@ enum sl_chat_tmpl {
     SL_CHAT_MISTRAL,    /* [INST] ... [/INST] (Mistral-7B-Instruct v0.2, no <<SYS>>) */
     SL_CHAT_QWEN2,      /* ChatML + default system "You are a helpful assistant." */
     SL_CHAT_QWEN25,     /* ChatML + default system "You are Qwen, created by Alibaba Cloud. ..." */
+    SL_CHAT_PHI3,       /* bos <|user|>\n...<|end|>\n<|assistant|>\n...<|end|>\n (Phi-3-mini) */
 };
 
 typedef struct sl_chat_msg {
@@ -26,8 +27,8 @@ typedef struct sl_chat_msg {
 /* Family of a Jinja template source. SL_EUNSUPPORTED (with a message) if none
  * is recognised, SL_EINVAL for NULL. */
 int sl_chat_detect(const char *jinja, enum sl_chat_tmpl *out);
-/* By name: "llama3", "chatml", "qwen2" (or "qwen"), "qwen2.5", "llama2",
- * "mistral".
+/* By name: "llama3", "chatml" (also "qwen3"), "qwen2" (or "qwen"), "qwen2.5",
+ * "llama2", "mistral", "phi3".
  * SL_EUNSUPPORTED for others. */
 int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out);
 const char *sl_chat_name(enum sl_chat_tmpl t);
@@ -39,7 +40,9 @@ const char *sl_chat_name(enum sl_chat_tmpl t);
  * with add_special = false, parse_special = true (BOS comes from the text).
  * Where the Jinja raises an exception (roles out of order) we render anyway;
  * MISTRAL has no system role: a system message is prepended to the next user
- * message followed by a blank line. Jinja's trim/strip is applied where the
+ * message followed by a blank line; PHI3 drops system messages (its template
+ * has no branch for them) and opens the assistant turn after every user turn
+ * (add_generation_prompt changes nothing). Jinja's trim/strip is applied where the
  * template applies it (ASCII whitespace). Roles other than
  * system/user/assistant -> SL_EINVAL. Returns the length
  * (may exceed cap: nothing beyond cap is written; if cap > length a NUL

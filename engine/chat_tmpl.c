@@ -10,7 +10,7 @@
 static const struct { const char *name; enum sl_chat_tmpl t; } names[] = {
     {"llama3", SL_CHAT_LLAMA3}, {"chatml", SL_CHAT_CHATML}, {"qwen2", SL_CHAT_QWEN2}, {"qwen", SL_CHAT_QWEN2},
     {"qwen2.5", SL_CHAT_QWEN25}, {"qwen25", SL_CHAT_QWEN25}, {"llama2", SL_CHAT_LLAMA2},
-    {"mistral", SL_CHAT_MISTRAL},
+    {"mistral", SL_CHAT_MISTRAL}, {"phi3", SL_CHAT_PHI3}, {"qwen3", SL_CHAT_CHATML},
 };
 
 #define QWEN2_SYSTEM "You are a helpful assistant."
@@ -25,12 +25,17 @@ int sl_chat_detect(const char *j, enum sl_chat_tmpl *out)
         if (strstr(j, QWEN25_SYSTEM)) *out = SL_CHAT_QWEN25;
         else if (strstr(j, "<|im_start|>system\\n" QWEN2_SYSTEM "<|im_end|>")) *out = SL_CHAT_QWEN2;
         else *out = SL_CHAT_CHATML;
+    } else if (strstr(j, "<|user|>") && strstr(j, "<|end|>") && strstr(j, "<|assistant|>") &&
+               !strstr(j, "<|system|>")) {
+        /* Phi-3-mini; the later Phi templates (system turn, no newline after
+         * the tags) render differently and stay unrecognised */
+        *out = SL_CHAT_PHI3;
     } else if (strstr(j, "[INST]")) {
         *out = strstr(j, "<<SYS>>") ? SL_CHAT_LLAMA2 : SL_CHAT_MISTRAL;
     }
     if (*out == SL_CHAT_NONE)
         return sl_err_set(SL_EUNSUPPORTED, "chat template not recognised (supported: llama3, chatml/qwen, "
-                          "llama2, mistral; force one with --chat-template NAME)");
+                          "llama2, mistral, phi3; force one with --chat-template NAME)");
     return 0;
 }
 
@@ -40,7 +45,7 @@ int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(name, names[i].name)) { *out = names[i].t; return 0; }
     return sl_err_set(SL_EUNSUPPORTED, "chat template '%s' unknown (known: llama3, chatml, qwen2, qwen2.5, "
-                      "llama2, mistral)", name);
+                      "qwen3, llama2, mistral, phi3)", name);
 }
 
 const char *sl_chat_name(enum sl_chat_tmpl t)
@@ -172,6 +177,21 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
         }
         break;
     }
+    case SL_CHAT_PHI3:
+        /* bos; user: <|user|>\n content <|end|>\n<|assistant|>\n; assistant: content <|end|>\n */
+        puts_(&w, bos);
+        for (size_t i = 0; i < n; i++) {
+            int r = role_of(msgs[i].role);
+            if (r == 1) {
+                puts_(&w, "<|user|>\n");
+                puts_(&w, msgs[i].content);
+                puts_(&w, "<|end|>\n<|assistant|>\n");
+            } else if (r == 2) {
+                puts_(&w, msgs[i].content);
+                puts_(&w, "<|end|>\n");
+            }
+        }
+        break;
     default:
         return sl_err_set(SL_EUNSUPPORTED, "sl_chat_render: template %d unknown", (int)t);
     }

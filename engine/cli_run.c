@@ -243,7 +243,7 @@ static void chat_usage(FILE *f)
 {
     fprintf(f, "usage: sluice chat -m MODEL [--chat-template NAME] [-sys TEXT] [options]\n"
                "  reads one user message per line from stdin (works with piped input)\n"
-               "  --chat-template NAME   llama3 | chatml | llama2 | mistral (default: from the model)\n"
+               "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3 (default: from the model)\n"
                "  -sys, --system-prompt  system message\n%s%s",
             sampling_help, sl_cli_model_opts_help);
 }
@@ -304,7 +304,7 @@ static int chat_main(int argc, char **argv)
     if (r) return r < 0 ? 0 : r;
     enum sl_chat_tmpl t = SL_CHAT_NONE;
     if (o.tmpl_name && sl_chat_from_name(o.tmpl_name, &t)) {
-        fprintf(stderr, "sluice chat: unknown chat template '%s' (llama3, chatml, llama2, mistral)\n", o.tmpl_name);
+        fprintf(stderr, "sluice chat: unknown chat template '%s' (llama3, chatml, qwen2, qwen2.5, llama2, mistral, phi3)\n", o.tmpl_name);
         return 2;
     }
     sl_model *m = NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../gguf/sl_internal.h"
+#include "forward_qknorm.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
@@ -46,7 +47,7 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += A64(act_bound(d, n_batch));
     sz += A64(sl_kern_attn_scratch(n_threads, d->head_dim, n_ctx));
     sz += A64((uint64_t)d->n_embd * 4 + 64);             /* embedding row (raw <= f32) */
-    sz += A64((uint64_t)(d->n_rot / 2) * 4);
+    sz += 2 * A64((uint64_t)(d->n_rot / 2) * 4);        /* inv_freq, inv_freq_swa */
     return sz + 64;
 }
 
@@ -127,15 +128,22 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     CARVE(f->attn_scratch, sl_kern_attn_scratch(nth, d->head_dim, n_ctx));
     CARVE(f->row_buf, (uint64_t)d->n_embd * 4 + 64);
     CARVE(f->inv_freq, (uint64_t)(d->n_rot / 2) * 4);
+    CARVE(f->inv_freq_swa, (uint64_t)(d->n_rot / 2) * 4);
 #undef CARVE
 
     const float *freqs = NULL;
-    if (d->has_rope_freqs) {
-        const sl_stream_tensor *rf = sl_stream_global(st, "rope_freqs.weight");
-        if (!rf) { sl_forward_free(f); return sl_err_set(SL_ENOENT, "rope_freqs.weight not available"); }
+    const char *fname = sl_model_rope_factors_name(d, n_ctx);
+    if (fname) {
+        const sl_stream_tensor *rf = sl_stream_global(st, fname);
+        if (!rf) { sl_forward_free(f); return sl_err_set(SL_ENOENT, "%s not available", fname); }
         freqs = rf->data;
     }
     sl_model_rope_inv_freq(d, freqs, f->inv_freq);
+    if (d->swa_period > 0) {
+        sl_model_desc ds = *d;
+        ds.rope_base = d->rope_base_swa;
+        sl_model_rope_inv_freq(&ds, freqs, f->inv_freq_swa);
+    }
     int rc = check_kernel_types(f);
     if (rc) { sl_forward_free(f); return rc; }
     return 0;
@@ -190,6 +198,42 @@ static int mm(sl_forward *f, act_cache *c, const float *x, int64_t n, const sl_s
     return 0;
 }
 
+/* Consecutive row blocks of a fused matrix (phi3's attn_qkv, ffn_up) as
+ * tensors of their own: each output row is the same dot product either way. */
+static int split_rows(int32_t layer, const sl_stream_tensor *w, const int64_t *rows, int n,
+                      sl_stream_tensor *out)
+{
+    size_t rb = sl_gguf_row_bytes((int)w->type, (int64_t)w->ne[0]);
+    uint64_t r0 = 0;
+    for (int i = 0; i < n; i++) r0 += (uint64_t)rows[i];
+    if (!rb || w->ne[1] != r0)
+        return sl_err_set(SL_ESHAPE, "layer %d: tensor '%s' has %llu rows, expected %llu", layer, w->name,
+                          (unsigned long long)w->ne[1], (unsigned long long)r0);
+    r0 = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = *w;
+        out[i].data = (const uint8_t *)w->data + r0 * rb;
+        out[i].ne[1] = (uint64_t)rows[i];
+        out[i].nbytes = (uint64_t)rows[i] * rb;
+        r0 += (uint64_t)rows[i];
+    }
+    return 0;
+}
+
+static void scale_row(float *x, int64_t n, float s)
+{
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* gemma3: RMSNorm of a block's output rows (f->xn) before the residual add. */
+static void post_norm(sl_forward *f, const sl_stream_tensor *w, int32_t n)
+{
+    if (!w) return;
+    const int32_t E = f->d->n_embd;
+    for (int32_t i = 0; i < n; i++)
+        f->k->rmsnorm(f->xn + (int64_t)i * E, f->xn + (int64_t)i * E, w->data, E, f->d->rms_eps);
+}
+
 static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
@@ -197,18 +241,48 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     const int32_t E = d->n_embd, QD = d->q_dim, KD = d->kv_dim, FF = d->n_ff;
     const int32_t pos0 = kv->n_past;
     const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg, *wu, *wd;
-    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL;
+    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL, *nq = NULL, *nk = NULL;
+    const sl_stream_tensor *pa = NULL, *pf = NULL;
+    sl_stream_tensor qkv_part[3], ffn_part[2];
     int rc;
-    if ((rc = find(f, v, l, "attn_norm.weight", &an)) || (rc = find(f, v, l, "attn_q.weight", &wq)) ||
-        (rc = find(f, v, l, "attn_k.weight", &wk)) || (rc = find(f, v, l, "attn_v.weight", &wv)) ||
+    if ((rc = find(f, v, l, "attn_norm.weight", &an)) ||
         (rc = find(f, v, l, "attn_output.weight", &wo)) ||
-        (rc = find(f, v, l, "ffn_norm.weight", &fn)) || (rc = find(f, v, l, "ffn_gate.weight", &wg)) ||
+        (rc = find(f, v, l, "ffn_norm.weight", &fn)) ||
         (rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd)))
         return rc;
+    if (d->fused_qkv) {
+        const sl_stream_tensor *w;
+        if ((rc = find(f, v, l, "attn_qkv.weight", &w)) ||
+            (rc = split_rows(l, w, (int64_t[]){ QD, KD, KD }, 3, qkv_part)))
+            return rc;
+        wq = &qkv_part[0]; wk = &qkv_part[1]; wv = &qkv_part[2];
+    } else if ((rc = find(f, v, l, "attn_q.weight", &wq)) || (rc = find(f, v, l, "attn_k.weight", &wk)) ||
+               (rc = find(f, v, l, "attn_v.weight", &wv))) {
+        return rc;
+    }
+    if (d->fused_gate_up) {
+        if ((rc = split_rows(l, wu, (int64_t[]){ FF, FF }, 2, ffn_part))) return rc;
+        wg = &ffn_part[0]; wu = &ffn_part[1];   /* the gate half comes first */
+    } else if ((rc = find(f, v, l, "ffn_gate.weight", &wg))) {
+        return rc;
+    }
     if (d->has_qkv_bias &&
         ((rc = find(f, v, l, "attn_q.bias", &bq)) || (rc = find(f, v, l, "attn_k.bias", &bk)) ||
          (rc = find(f, v, l, "attn_v.bias", &bv))))
         return rc;
+    if (d->has_qk_norm &&
+        ((rc = find(f, v, l, "attn_q_norm.weight", &nq)) || (rc = find(f, v, l, "attn_k_norm.weight", &nk))))
+        return rc;
+    if (d->has_post_norms &&
+        ((rc = find(f, v, l, "post_attention_norm.weight", &pa)) || (rc = find(f, v, l, "post_ffw_norm.weight", &pf))))
+        return rc;
+    /* phi3: cos/sin times the LongRoPE attention factor (rope is linear in
+     * them: scaling its result is the same product); phi3, gemma3: q scaled
+     * before the F16 rounding of q, with attention scale 1 */
+    const float qmul = d->rope_attn_factor * (d->q_scale > 0 ? d->q_scale : 1.0f);
+    const float kmul = d->rope_attn_factor;
+    const bool swa = sl_model_layer_swa(d, l);
+    const float *inv_freq = swa ? f->inv_freq_swa : f->inv_freq;
 
     act_cache c = { 0 };
     /* attention */
@@ -224,8 +298,14 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
             k->add(ki, ki, bk->data, KD);
             k->add(vi, vi, bv->data, KD);
         }
-        k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
-        k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
+        if (nq) {
+            sl_forward_qknorm(k, qi, d->n_head, d->head_dim, nq->data, d->rms_eps);
+            sl_forward_qknorm(k, ki, d->n_head_kv, d->head_dim, nk->data, d->rms_eps);
+        }
+        k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos0 + i, inv_freq, d->rope_neox);
+        k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, inv_freq, d->rope_neox);
+        if (qmul != 1.0f) scale_row(qi, QD, qmul);
+        if (kmul != 1.0f) scale_row(ki, KD, kmul);
         /* head-major cache: each kv head's row goes to its own block */
         for (int32_t g = 0; g < d->n_head_kv; g++) {
             const int64_t o = (int64_t)g * d->head_dim;
@@ -238,12 +318,13 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         .k = sl_kv_k(kv, l, 0, 0), .v = sl_kv_v(kv, l, 0, 0), .kv_stride = d->head_dim,
         .out = f->att, .out_stride = QD,
         .n_q = n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
-        .pos0 = pos0, .scale = 1.0f / sqrtf((float)d->head_dim),
-        .kv_head_stride = sl_kv_head_stride(kv),
+        .pos0 = pos0, .scale = d->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
+        .kv_head_stride = sl_kv_head_stride(kv), .window = swa ? d->n_swa : 0,
     };
     if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
         return sl_err_set(rc, "layer %d: attention failed", l);
     if ((rc = mm(f, &c, f->att, n, wo, f->xn, E))) return rc;
+    post_norm(f, pa, n);
     k->add(f->x, f->x, f->xn, (int64_t)n * E);
 
     /* feed-forward */
@@ -251,8 +332,10 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, fn->data, E, d->rms_eps);
     if ((rc = mm(f, &c, f->xn, n, wg, f->gate, FF)) || (rc = mm(f, &c, f->xn, n, wu, f->up, FF)))
         return rc;
-    k->silu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
+    if (d->ffn_gelu) k->gelu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
+    else k->silu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
     if ((rc = mm(f, &c, f->gate, n, wd, f->xn, E))) return rc;
+    post_norm(f, pf, n);
     k->add(f->x, f->x, f->xn, (int64_t)n * E);
     return 0;
 }
@@ -314,6 +397,7 @@ static int chunk_forward(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n
         if (rc) return stream_err(rc, f->st, "token_embd row", ids[i]);
         rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, f->x + (int64_t)i * E, E);
         if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", ids[i]);
+        if (d->embd_scale > 0) scale_row(f->x + (int64_t)i * E, E, d->embd_scale);
     }
     for (int32_t l = 0; l < d->n_layer; l++) {
         sl_stream_view v;
@@ -331,7 +415,12 @@ static int chunk_forward(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n
     int32_t r0 = mode == SL_LOGITS_ALL ? 0 : n - 1;
     for (int32_t i = r0; i < n; i++)
         f->k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, f->out_norm, E, d->rms_eps);
-    return head_forward(f, r0, n - r0, logits);
+    if ((rc = head_forward(f, r0, n - r0, logits))) return rc;
+    if (d->logit_softcap > 0) {
+        const float cap = d->logit_softcap;
+        for (int64_t i = 0; i < (int64_t)(n - r0) * d->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    }
+    return 0;
 }
 
 int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode, float *logits)

@@ -31,6 +31,7 @@ typedef struct sl_forward {
     size_t embd_row_bytes;
 
     float *inv_freq;                    /* [n_rot/2] */
+    float *inv_freq_swa;                /* [n_rot/2] sliding-window layers' (rope_base_swa) */
     const float *out_norm;              /* output_norm.weight */
 
     /* arena */

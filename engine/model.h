@@ -8,7 +8,7 @@
 
 #include "../gguf/gguf.h"
 
-enum sl_arch { SL_ARCH_LLAMA = 0, SL_ARCH_QWEN2 };
+enum sl_arch { SL_ARCH_LLAMA = 0, SL_ARCH_QWEN2, SL_ARCH_QWEN3, SL_ARCH_PHI3, SL_ARCH_GEMMA3 };
 enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3 };
 
 typedef struct sl_model_desc {
@@ -29,11 +29,36 @@ typedef struct sl_model_desc {
     int32_t ll3_orig_ctx;
     /* types of the big matrices of layer 0 / globals (for arena sizing) */
     uint32_t embd_type, head_type;
+    /* dense families of 2026 (qwen3, phi3, gemma3: engine/model_dense.c) */
+    bool has_qk_norm;         /* qwen3: per-head RMSNorm of q and k before rope */
+    bool fused_qkv;           /* phi3: attn_qkv rows = q | k | v */
+    bool fused_gate_up;       /* phi3: ffn_up rows = gate | up */
+    float q_scale;            /* > 0: q *= q_scale before attention, scale 1 (phi3, gemma3) */
+    bool has_rope_factors;    /* phi3 LongRoPE: rope_factors_long/short.weight */
+    int32_t rope_orig_ctx;    /* LongRoPE: long factors iff padded n_ctx exceeds it */
+    float rope_attn_factor;   /* cos/sin multiplier (1 except LongRoPE) */
+    int32_t n_swa;            /* sliding window the file declares (0: none) */
+    int32_t swa_period;       /* > 0: window applied to layer l iff l % period < period - 1 */
+    float rope_base_swa;      /* rope base of the sliding-window layers */
+    float embd_scale;         /* > 0: token embeddings multiplied by it (gemma3: sqrt(n_embd)) */
+    bool has_post_norms;      /* gemma3: RMSNorm of the attention / FFN output before the residual */
+    bool ffn_gelu;            /* gemma3: GELU(gate) * up instead of SiLU */
+    float logit_softcap;      /* > 0: logits = cap * tanh(logit / cap) */
 } sl_model_desc;
 
 /* Reads metadata and validates all tensors. SL_EUNSUPPORTED for an unknown
  * architecture or tensor type, SL_ESHAPE / SL_ENOENT for a bad or missing tensor. */
 int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g);
+
+/* Architecture part for qwen3 / phi3 (model_dense.c): keys and flags, after
+ * the common keys are read; then the per-layer tensors of those families. */
+int sl_model_dense_keys(sl_model_desc *d, const sl_gguf *g);
+int sl_model_dense_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t layer);
+/* Whether layer l attends only within the sliding window n_swa. */
+bool sl_model_layer_swa(const sl_model_desc *d, int32_t l);
+/* Name of the global rope-divisor tensor for a context of n_ctx positions
+ * (rope_freqs.weight, or the LongRoPE long/short factors), NULL if none. */
+const char *sl_model_rope_factors_name(const sl_model_desc *d, int32_t n_ctx);
 
 /* inv_freq[i], i < n_rot/2: angle per position of pair i, scaling and
  * rope_freqs divisors included (freqs may be NULL when absent). */

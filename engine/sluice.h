@@ -1,4 +1,4 @@
-/* Sluice public library API: run a Llama / Qwen2 GGUF model, resident or
+/* Sluice public library API: run a Llama / Qwen2 / Qwen3 / Phi-3 / Gemma 3 GGUF model, resident or
  * streamed layer by layer from disk.
  *
  *   sl_model   the weights (through the streamer), the model description,
@@ -73,7 +73,7 @@ SL_API void sl_model_close(sl_model *m);
 SL_API const char *sl_model_errmsg(const sl_model *m);
 
 typedef struct sl_model_info {
-    const char *arch;       /* "llama", "qwen2" */
+    const char *arch;       /* "llama", "qwen2", "qwen3", "phi3", "gemma3" */
     int32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot;
     int32_t n_vocab, n_ctx_train, n_ctx;
     float rope_base, rms_eps;

@@ -40,9 +40,10 @@ static void ws_carve(sl_attn_ws *ws, char *base, int head_dim, int32_t n_ctx)
 static void attn_item_scalar(SL_ATTN_ITEM_ARGS)
 {
     const int hd = a->head_dim;
-    const int32_t L = a->pos0 + row + 1;
+    const int32_t first = sl_attn_first(a, row), L = a->pos0 + row + 1 - first;
     const float *q = a->q + (int64_t)row * a->q_stride + (int64_t)h0 * hd;
-    const sl_f16 *kb = a->k + kvh * sl_attn_khs(a), *vb = a->v + kvh * sl_attn_khs(a);
+    const sl_f16 *kb = a->k + kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride;
+    const sl_f16 *vb = a->v + kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride;
     float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
 
     for (int i = 0; i < ng * hd; i++)
@@ -137,7 +138,7 @@ int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scra
         a->pos0 < 0 || a->pos0 > INT32_MAX - a->n_q || a->n_head % a->n_head_kv != 0 ||
         a->q_stride < (int64_t)a->n_head * a->head_dim ||
         a->out_stride < (int64_t)a->n_head * a->head_dim ||
-        a->kv_stride < a->head_dim || a->kv_head_stride < 0 ||
+        a->kv_stride < a->head_dim || a->kv_head_stride < 0 || a->window < 0 ||
         (a->kv_head_stride == 0 && a->kv_stride < (int64_t)a->n_head_kv * a->head_dim) ||
         (a->kv_head_stride > 0 && a->kv_head_stride < a->head_dim))
         return -EINVAL;

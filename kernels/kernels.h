@@ -54,6 +54,10 @@ typedef struct sl_kern {
     void (*silu_mul)(float *y, const float *g, const float *u, int64_t n); /* y=silu(g)*u */
     void (*add)(float *y, const float *a, const float *b, int64_t n);
     void (*f32_to_f16)(sl_f16 *y, const float *x, int64_t n);
+    /* y = gelu(g) * u with llama.cpp's CPU GELU: the tanh form read from an
+     * F16 table (g rounded to F16, entry rounded to F16); g >= 10 gives g,
+     * g <= -10 gives 0 (gemma3's GeGLU) */
+    void (*gelu_mul)(float *y, const float *g, const float *u, int64_t n);
 } sl_kern;
 
 /* Best level for this CPU, or the one SLUICE_ISA names (NULL + errno-style
@@ -91,7 +95,7 @@ size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_ac
 
 /* ---- attention over an F16 KV cache --------------------------------- */
 /* Query row i (i < n_q) sits at position pos0 + i and attends to cache
- * positions 0..pos0+i (causal). q: [n_q][n_head*head_dim] f32 (stride q_stride);
+ * positions 0..pos0+i (causal), or only the last `window` of them. q: [n_q][n_head*head_dim] f32 (stride q_stride);
  * k, v: [position][n_head_kv*head_dim] f16 (stride kv_stride elements), or
  * any layout where kv head g of position j starts at j*kv_stride +
  * g*kv_head_stride (kv_head_stride 0 means head_dim, the layout above; a
@@ -114,6 +118,8 @@ typedef struct sl_attn {
     int32_t pos0;
     float scale;
     int64_t kv_head_stride;     /* 0: head_dim (kv heads interleaved per position) */
+    int32_t window;             /* > 0: sliding window, row i reads only positions
+                                 * pos0+i-window+1 .. pos0+i (older ones are not read) */
 } sl_attn;
 size_t sl_kern_attn_scratch(int n_threads, int head_dim, int32_t n_ctx);
 int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scratch);

@@ -1,6 +1,6 @@
 /* The float ops of the forward pass, written once over the vector primitives
  * of a level (vmath_<isa>.h, included first; see vmath_avx2.h for the list):
- * rmsnorm, rope, silu_mul, add, f32_to_f16 (the sl_kern entries ops_fill
+ * rmsnorm, rope, silu_mul, gelu_mul, add, f32_to_f16 (the sl_kern entries ops_fill
  * installs) and the vector exp and softmax the attention driver shares.
  * Included by ops_avx2.c, ops_avx512.c and ops_neon.c, each compiled with
  * its level's -m flags so everything inlines into that level's code.
@@ -170,6 +170,18 @@ static void ops_f32_to_f16(sl_f16 *y, const float *x, int64_t n)
         sl_v_sthp(y + i, sl_v_ldp(x + i, n - i, 0.0f), n - i);
 }
 
+/* y = gelu(g) * u through the shared F16 table (a lookup per element: the
+ * table is the numerics; the conversions are the level's scalar ones). */
+static void ops_gelu_mul(float *y, const float *g, const float *u, int64_t n)
+{
+    const sl_f16 *t = sl_gelu_table();
+    for (int64_t i = 0; i < n; i++) {
+        if (g[i] <= -10.0f) y[i] = 0.0f;
+        else if (g[i] >= 10.0f) y[i] = g[i] * u[i];
+        else y[i] = sl_f16_to_f32(t[sl_f32_to_f16(g[i])]) * u[i];
+    }
+}
+
 static inline void ops_fill(sl_kern *k)
 {
     k->rmsnorm = ops_rmsnorm;
@@ -177,6 +189,7 @@ static inline void ops_fill(sl_kern *k)
     k->silu_mul = ops_silu_mul;
     k->add = ops_add;
     k->f32_to_f16 = ops_f32_to_f16;
+    k->gelu_mul = ops_gelu_mul;
 }
 
 #endif

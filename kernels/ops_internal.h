@@ -50,7 +50,20 @@ static inline int64_t sl_attn_khs(const sl_attn *a)
 {
     return a->kv_head_stride ? a->kv_head_stride : a->head_dim;
 }
+/* First cache position query row `row` reads: 0, or the start of its
+ * sliding window (keys j with pos - j < window). */
+static inline int32_t sl_attn_first(const sl_attn *a, int row)
+{
+    const int32_t p = a->pos0 + row;
+    return a->window > 0 && p >= a->window ? p + 1 - a->window : 0;
+}
 typedef struct sl_attn_ws { float *qf, *s, *acc; } sl_attn_ws;
+
+/* GELU (tanh form) of an F16 value, rounded to F16: the entry of
+ * llama.cpp's table at that value (gelu_table.c), computed. */
+float sl_gelu_f16_entry(sl_f16 h);
+/* The 65536 entries, indexed by the F16 bits (built once, thread-safe). */
+const sl_f16 *sl_gelu_table(void);
 #define SL_ATTN_ITEM_ARGS const sl_attn *a, int row, int kvh, int h0, int ng, \
                           const sl_attn_ws *ws
 typedef void (*sl_attn_item_fn)(SL_ATTN_ITEM_ARGS);

@@ -38,6 +38,16 @@ static void silu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
         y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* The oracle: the table entry computed for each element. */
+static void gelu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (g[i] <= -10.0f) y[i] = 0.0f;
+        else if (g[i] >= 10.0f) y[i] = g[i] * u[i];
+        else y[i] = sl_gelu_f16_entry(sl_f32_to_f16(g[i])) * u[i];
+    }
+}
+
 static void add_scalar(float *y, const float *a, const float *b, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -57,4 +67,5 @@ void sl_ops_fill_scalar(sl_kern *k)
     k->silu_mul = silu_mul_scalar;
     k->add = add_scalar;
     k->f32_to_f16 = f32_to_f16_scalar;
+    k->gelu_mul = gelu_mul_scalar;
 }

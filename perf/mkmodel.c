@@ -1,4 +1,4 @@
-/* `sluice mkmodel`: writes a llama / qwen2 GGUF with random weights of a chosen
+/* `sluice mkmodel`: writes a llama / qwen2 / qwen3 / phi3 GGUF with random weights of a chosen
  * shape and quantization, for benchmarks of models nobody has to download.
  *
  * Weight data is assembled from a pool of genuinely quantized blocks: per
@@ -35,20 +35,32 @@ typedef struct {
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_ctx;
     float rope_base;
     const char *vocab;            /* default vocab file under models/vocab */
+    const char *arch;             /* NULL: llama (--arch chooses) */
+    uint32_t head_dim;            /* 0: n_embd / n_head */
+    uint32_t rope_orig_ctx;       /* phi3 LongRoPE: original context (0: no factors) */
 } mk_preset;
 
 static const mk_preset mk_presets[] = {
     /* small: the shape of ../shared/models/synth-tiny-* */
-    { "tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-llama-bpe.gguf" },
+    { "tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
     /* Llama-3.2-1B (untied here) */
-    { "1b", 16, 2048, 8192, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf" },
+    { "1b", 16, 2048, 8192, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
     /* Llama-3-8B */
-    { "8b", 32, 4096, 14336, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf" },
+    { "8b", 32, 4096, 14336, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
     /* Llama-2-13B (no GQA, SPM vocab) */
-    { "13b", 40, 5120, 13824, 40, 40, 4096, 10000.0f, "ggml-vocab-llama-spm.gguf" },
+    { "13b", 40, 5120, 13824, 40, 40, 4096, 10000.0f, "ggml-vocab-llama-spm.gguf", NULL, 0, 0 },
     /* Llama-3-70B */
-    { "70b", 80, 8192, 28672, 64, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf" },
+    { "70b", 80, 8192, 28672, 64, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
+    /* dense families of 2026: small test shapes (as ../shared/models/synth2-*),
+     * then Qwen3-8B and Phi-3-mini-128k */
+    { "qwen3-tiny", 2, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0 },
+    { "phi3-tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 64 },
+    { "qwen3-8b", 36, 4096, 12288, 32, 8, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0 },
+    { "phi3-mini", 32, 3072, 8192, 32, 32, 131072, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 4096 },
 };
+
+enum { MK_LLAMA, MK_QWEN2, MK_QWEN3, MK_PHI3 };
+static const char *const mk_arch_names[] = { "llama", "qwen2", "qwen3", "phi3" };
 
 /* ---- types and mixes --------------------------------------------------- */
 enum { MIX_PLAIN = 0, MIX_Q4_K_M, MIX_Q4_K_S, MIX_Q2_K };
@@ -195,7 +207,9 @@ typedef struct {
 
 typedef struct {
     const char *arch;
+    int arch_id;                  /* MK_* */
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_ctx, n_vocab;
+    uint32_t head_dim, rope_orig_ctx;
     float rope_base, eps;
     bool tied;
     int n_tensors;
@@ -214,9 +228,37 @@ static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint
     return 0;
 }
 
-static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type, bool qwen2)
+/* qwen3 / phi3 tensors of layer l that differ from llama's: q/k norms of
+ * head_dim; the fused attn_qkv (typed like attn_v, as llama-quantize does)
+ * and the fused gate|up ffn_up. Returns 1 if it wrote the attention
+ * projections itself (and *fused_ffn when also the gate/up pair). */
+static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l, float s,
+                          float s_qk, int *rc, bool *fused_ffn)
 {
-    uint32_t hd = m->n_embd / m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
+    uint32_t hd = m->head_dim, q = hd * m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
+    char nm[64];
+    *fused_ffn = false;
+    if (m->arch_id == MK_QWEN3) {
+        snprintf(nm, sizeof nm, "blk.%u.attn_q_norm.weight", l);
+        *rc |= add_t(m, nm, SL_GGML_F32, 1, hd, 1, 0.1f, 1.0f);
+        snprintf(nm, sizeof nm, "blk.%u.attn_k_norm.weight", l);
+        *rc |= add_t(m, nm, SL_GGML_F32, 1, hd, 1, 0.1f, 1.0f);
+        return 0;
+    }
+    if (m->arch_id != MK_PHI3) return 0;
+    snprintf(nm, sizeof nm, "blk.%u.attn_qkv.weight", l);
+    *rc |= add_t(m, nm, mk_tensor_type(td, head_type, T_V, l, L, m->n_head, m->n_head_kv), 2, m->n_embd,
+                 q + 2 * kv, s_qk, 0);
+    snprintf(nm, sizeof nm, "blk.%u.ffn_up.weight", l);
+    *rc |= add_t(m, nm, mk_tensor_type(td, head_type, T_UP, l, L, m->n_head, m->n_head_kv), 2, m->n_embd,
+                 2 * (uint64_t)m->n_ff, s, 0);
+    *fused_ffn = true;
+    return 1;
+}
+
+static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
+{
+    uint32_t hd = m->head_dim, qd = hd * m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
     float s = 0.02f;                                  /* matrices */
     float s_qk = 1.28f / sqrtf((float)m->n_embd);      /* 0.08 at n_embd 256 */
     float s_out = 8.0f / sqrtf((float)m->n_embd);      /* logits std ~8 */
@@ -229,20 +271,29 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type, bo
         rc |= add_t(m, nm, mk_tensor_type(td, head_type, role, l, L, m->n_head, m->n_head_kv),  \
                     nd, a, b, sig, mu);                                                         \
     } while (0)
+    if (m->rope_orig_ctx) {
+        rc |= add_t(m, "rope_factors_long.weight", SL_GGML_F32, 1, hd / 2, 1, 0.1f, 1.0f);
+        rc |= add_t(m, "rope_factors_short.weight", SL_GGML_F32, 1, hd / 2, 1, 0.1f, 1.0f);
+    }
     for (uint32_t l = 0; l < L && !rc; l++) {
+        bool fused_ffn;
         LT("attn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
-        LT("attn_q.weight", T_Q, 2, m->n_embd, m->n_embd, s_qk, 0);
-        LT("attn_k.weight", T_K, 2, m->n_embd, kv, s_qk, 0);
-        LT("attn_v.weight", T_V, 2, m->n_embd, kv, s, 0);
-        LT("attn_output.weight", T_O, 2, m->n_embd, m->n_embd, s, 0);
-        if (qwen2) {
+        if (!mk_dense_layer(m, td, head_type, l, s, s_qk, &rc, &fused_ffn)) {
+            LT("attn_q.weight", T_Q, 2, m->n_embd, qd, s_qk, 0);
+            LT("attn_k.weight", T_K, 2, m->n_embd, kv, s_qk, 0);
+            LT("attn_v.weight", T_V, 2, m->n_embd, kv, s, 0);
+        }
+        LT("attn_output.weight", T_O, 2, qd, m->n_embd, s, 0);
+        if (m->arch_id == MK_QWEN2) {
             LT("attn_q.bias", T_BIAS, 1, m->n_embd, 1, s, 0);
             LT("attn_k.bias", T_BIAS, 1, kv, 1, s, 0);
             LT("attn_v.bias", T_BIAS, 1, kv, 1, s, 0);
         }
         LT("ffn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
-        LT("ffn_gate.weight", T_GATE, 2, m->n_embd, m->n_ff, s, 0);
-        LT("ffn_up.weight", T_UP, 2, m->n_embd, m->n_ff, s, 0);
+        if (!fused_ffn) {
+            LT("ffn_gate.weight", T_GATE, 2, m->n_embd, m->n_ff, s, 0);
+            LT("ffn_up.weight", T_UP, 2, m->n_embd, m->n_ff, s, 0);
+        }
         LT("ffn_down.weight", T_DOWN, 2, m->n_ff, m->n_embd, s, 0);
     }
 #undef LT
@@ -324,12 +375,18 @@ static void progress(bool tty, uint64_t done, uint64_t total, double t0, bool fi
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: sluice mkmodel --preset tiny|1b|8b|13b|70b [options] -o FILE\n"
-        "Writes a llama/qwen2 GGUF with random weights (for benchmarks; the output is gibberish).\n"
+        "usage: sluice mkmodel --preset tiny|1b|8b|13b|70b|qwen3-tiny|phi3-tiny|qwen3-8b|phi3-mini [options] -o FILE\n"
+        "Writes a llama/qwen2/qwen3/phi3 GGUF with random weights (for benchmarks; the output is gibberish).\n"
         "  --preset NAME     tiny (2 layers, 256, ff 768, 4/2 heads), 1b (Llama-3.2-1B shape),\n"
         "                    8b (Llama-3-8B: 32 layers, 4096, ff 14336, 32/8 heads),\n"
-        "                    13b (Llama-2-13B: 40, 5120, 13824, 40/40), 70b (80, 8192, 28672, 64/8)\n"
-        "  --arch llama|qwen2   qwen2 adds q/k/v biases, rope base 1e6, eps 1e-6, Qwen2 vocab\n"
+        "                    13b (Llama-2-13B: 40, 5120, 13824, 40/40), 70b (80, 8192, 28672, 64/8);\n"
+        "                    qwen3-tiny / phi3-tiny (2 layers, 256, ff 768, 4/2 heads; qwen3 head dim 128),\n"
+        "                    qwen3-8b (Qwen3-8B: 36, 4096, 12288, 32/8, head dim 128),\n"
+        "                    phi3-mini (Phi-3-mini-128k: 32, 3072, 8192, 32/32, LongRoPE from 4096)\n"
+        "  --arch A          llama|qwen2|qwen3|phi3 (default: the preset's, else llama); qwen2 adds\n"
+        "                    q/k/v biases, rope base 1e6, eps 1e-6, Qwen2 vocab; qwen3 per-head q/k\n"
+        "                    norms (Qwen2 vocab); phi3 fused attn_qkv and gate|up ffn_up, LongRoPE\n"
+        "                    factor tensors when the preset has them (Phi-3 vocab)\n"
         "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k: every\n"
         "                    matrix in T (lm head Q6_K for k-quants, like llama.cpp); mixes:\n"
         "                    q4_k_m, q4_k_s, q2_k_mix (llama.cpp's Q4_K_M / Q4_K_S / Q2_K recipes:\n"
@@ -377,7 +434,7 @@ static int parse_u32(const char *s, uint32_t *out)
 
 int perf_mkmodel_main(int argc, char **argv)
 {
-    const char *preset = NULL, *arch = "llama", *tname = "q4_k", *hname = NULL, *vocab = NULL, *out = NULL;
+    const char *preset = NULL, *arch = NULL, *tname = "q4_k", *hname = NULL, *vocab = NULL, *out = NULL;
     uint64_t seed = 1;
     uint32_t ov[7] = {0};   /* n_layer n_embd n_ff n_head n_head_kv n_ctx n_vocab overrides */
     static const char *ovn[7] = { "--n-layer", "--n-embd", "--n-ff", "--n-head", "--n-head-kv", "--n-ctx", "--n-vocab" };
@@ -419,9 +476,17 @@ int perf_mkmodel_main(int argc, char **argv)
     const mk_preset *ps = NULL;
     for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++)
         if (!strcmp(mk_presets[i].name, preset)) ps = &mk_presets[i];
-    if (!ps) { fprintf(stderr, "mkmodel: unknown preset '%s' (tiny 1b 8b 13b 70b)\n", preset); return 2; }
-    bool qwen2 = !strcmp(arch, "qwen2");
-    if (!qwen2 && strcmp(arch, "llama")) { fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2)\n", arch); return 2; }
+    if (!ps) {
+        fprintf(stderr, "mkmodel: unknown preset '%s' (tiny 1b 8b 13b 70b qwen3-tiny phi3-tiny qwen3-8b "
+                "phi3-mini)\n", preset);
+        return 2;
+    }
+    if (!arch) arch = ps->arch ? ps->arch : "llama";
+    int arch_id = -1;
+    for (int i = 0; i < (int)(sizeof mk_arch_names / sizeof mk_arch_names[0]); i++)
+        if (!strcmp(arch, mk_arch_names[i])) arch_id = i;
+    if (arch_id < 0) { fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2 qwen3 phi3)\n", arch); return 2; }
+    bool qwen2 = arch_id == MK_QWEN2;
     const mk_typedef *td = find_type(tname);
     if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
     uint32_t head_type = td->type;
@@ -434,7 +499,8 @@ int perf_mkmodel_main(int argc, char **argv)
 
     static mk_model m;   /* ~200 KB: off the stack; one mkmodel per process */
     memset(&m, 0, sizeof m);
-    m.arch = qwen2 ? "qwen2" : "llama";
+    m.arch = mk_arch_names[arch_id];
+    m.arch_id = arch_id;
     m.n_layer = ov[0] ? ov[0] : ps->n_layer;
     m.n_embd = ov[1] ? ov[1] : ps->n_embd;
     m.n_ff = ov[2] ? ov[2] : ps->n_ff;
@@ -442,9 +508,12 @@ int perf_mkmodel_main(int argc, char **argv)
     m.n_head_kv = ov[4] ? ov[4] : (ov[3] ? m.n_head : ps->n_head_kv);
     m.n_ctx = ov[5] ? ov[5] : ps->n_ctx;
     m.rope_base = qwen2 ? 1000000.0f : ps->rope_base;
-    m.eps = qwen2 ? 1e-6f : 1e-5f;
+    m.eps = qwen2 || arch_id == MK_QWEN3 ? 1e-6f : 1e-5f;
     m.tied = tied;
-    if (m.n_embd % m.n_head || m.n_head % m.n_head_kv || (m.n_embd / m.n_head) % 2) {
+    /* the preset's head dim only while its heads are kept */
+    m.head_dim = ps->head_dim && !ov[1] && !ov[3] ? ps->head_dim : m.n_embd / m.n_head;
+    m.rope_orig_ctx = arch_id == MK_PHI3 ? ps->rope_orig_ctx : 0;
+    if (m.n_embd % m.n_head || m.n_head % m.n_head_kv || m.head_dim % 2) {
         fprintf(stderr, "mkmodel: n_embd %u, n_head %u, n_head_kv %u do not divide into heads\n",
                 m.n_embd, m.n_head, m.n_head_kv);
         return 2;
@@ -454,7 +523,9 @@ int perf_mkmodel_main(int argc, char **argv)
     char vpath[4096];
     if (!vocab) {
         snprintf(vpath, sizeof vpath, "%s/models/vocab/%s", SL_SHARED_DIR,
-                 qwen2 ? "ggml-vocab-qwen2.gguf" : ps->vocab);
+                 qwen2 || arch_id == MK_QWEN3 ? "ggml-vocab-qwen2.gguf"
+                 : arch_id == MK_PHI3    ? "ggml-vocab-phi-3.gguf"
+                                         : ps->vocab);
         vocab = vpath;
     }
     sl_gguf *vg = NULL;
@@ -475,7 +546,7 @@ int perf_mkmodel_main(int argc, char **argv)
         m.n_vocab = ov[6] ? ov[6] : 32000;
     }
 
-    if (build_model(&m, td, head_type, qwen2)) {
+    if (build_model(&m, td, head_type)) {
         fprintf(stderr, "mkmodel: shape not representable in %s (row lengths must be multiples of the block)\n",
                 td->name);
         if (vg) sl_gguf_close(vg);
@@ -503,7 +574,18 @@ int perf_mkmodel_main(int argc, char **argv)
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.embedding_length"), m.n_embd);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.block_count"), m.n_layer);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.feed_forward_length"), m.n_ff);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), m.n_embd / m.n_head);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), m.head_dim);
+    if (m.head_dim != m.n_embd / m.n_head) {
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.key_length"), m.head_dim);
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.value_length"), m.head_dim);
+    }
+    if (m.rope_orig_ctx) {
+        /* the converter's attention factor for the context ratio */
+        double ratio = (double)m.n_ctx / m.rope_orig_ctx;
+        float af = ratio > 1 ? (float)sqrt(1 + log(ratio) / log((double)m.rope_orig_ctx)) : 1.0f;
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.scaling.original_context_length"), m.rope_orig_ctx);
+        rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.scaling.attn_factor"), af);
+    }
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count"), m.n_head);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count_kv"), m.n_head_kv);
     rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.freq_base"), m.rope_base);
@@ -584,5 +666,5 @@ int perf_mkmodel_main(int argc, char **argv)
     return 0;
 }
 
-SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight llama/qwen2 GGUF of any shape and quantization",
+SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight llama/qwen2/qwen3/phi3 GGUF of any shape and quantization",
                perf_mkmodel_main)

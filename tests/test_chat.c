@@ -62,8 +62,9 @@ Test(chat, detect)
     cr_assert_str_eq(sl_chat_name(SL_CHAT_LLAMA3), "llama3");
 }
 
-/* Phi-3's template (from the shared vocab file) is not a supported family. */
-Test(chat, detect_phi3_unsupported)
+/* Phi-3-mini's template (from the shared vocab file) is recognised; the
+ * later Phi template with a system turn is not (it renders differently). */
+Test(chat, detect_phi3)
 {
     sl_gguf *g = NULL;
     cr_assert_eq(sl_gguf_open_path(&g, SL_SHARED_DIR "/models/vocab/ggml-vocab-phi-3.gguf"), 0);
@@ -71,8 +72,35 @@ Test(chat, detect_phi3_unsupported)
     uint64_t len;
     cr_assert_eq(sl_gguf_get_str(g, "tokenizer.chat_template", &j, &len), 0);
     enum sl_chat_tmpl t;
-    cr_assert_eq(sl_chat_detect(j, &t), SL_EUNSUPPORTED);
+    cr_assert_eq(sl_chat_detect(j, &t), 0, "%s", sl_last_error());
+    cr_assert_eq(t, SL_CHAT_PHI3);
     sl_gguf_close(g);
+    cr_assert_eq(sl_chat_detect("{% for message in messages %}{% if message['role'] == 'system' %}"
+                                "{{'<|system|>\\n' + message['content'] + '<|end|>\\n'}}{% elif "
+                                "message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + "
+                                "'<|end|>\\n'}}{% endif %}{% endfor %}{{ '<|assistant|>\\n' }}", &t),
+                 SL_EUNSUPPORTED);
+    cr_assert_eq(sl_chat_from_name("phi3", &t), 0);
+    cr_assert_eq(t, SL_CHAT_PHI3);
+    cr_assert_str_eq(sl_chat_name(SL_CHAT_PHI3), "phi3");
+}
+
+/* Qwen3's template is ChatML without a default system turn (its thinking
+ * markup only concerns assistant turns): chatml, also by the name "qwen3". */
+Test(chat, detect_qwen3_chatml)
+{
+    static const char *j =
+        "{%- for message in messages %}{%- if message.role == 'user' or message.role == 'system' %}"
+        "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+        "{%- elif message.role == 'assistant' %}{%- if '</think>' in message.content %}{%- endif %}"
+        "{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+        "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}"
+        "{%- endif %}{%- endif %}";
+    enum sl_chat_tmpl t;
+    cr_assert_eq(sl_chat_detect(j, &t), 0);
+    cr_assert_eq(t, SL_CHAT_CHATML);
+    cr_assert_eq(sl_chat_from_name("qwen3", &t), 0);
+    cr_assert_eq(t, SL_CHAT_CHATML);
 }
 
 static const sl_chat_msg conv[] = {
@@ -144,6 +172,16 @@ Test(chat, render_mistral)
     /* no system role in this template: folded into the next user turn */
     expect_render(SL_CHAT_MISTRAL, conv, 2, false, "<s>", "</s>",
         "<s>[INST] You are terse.\n\n Hi there \n [/INST]");
+}
+
+Test(chat, render_phi3)
+{
+    /* the system message has no branch in the template: dropped */
+    expect_render(SL_CHAT_PHI3, conv, 4, true, "<s>", "<|endoftext|>",
+        "<s><|user|>\n Hi there \n<|end|>\n<|assistant|>\nHello.<|end|>\n"
+        "<|user|>\nHow are you?<|end|>\n<|assistant|>\n");
+    expect_render(SL_CHAT_PHI3, conv + 1, 1, false, NULL, NULL,
+        "<|user|>\n Hi there \n<|end|>\n<|assistant|>\n");
 }
 
 Test(chat, bad_input)

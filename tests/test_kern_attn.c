@@ -8,6 +8,7 @@
  * + L * 2^-24 * max|v|  the same for probabilities in the f16 subnormal range,
  * + 1e-5 * P_d + 1e-6   f32 dot/exp/sum/accumulation errors (scores are O(10),
  *                    head_dim <= 256 terms, L <= 2048 terms: far below this). */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,7 +91,7 @@ static void prob_make(prob *P, const shape *sh)
         P->v[i] = sl_f32_to_f16(frand(-2, 2));
     }
     sl_attn a = { P->q, qs, P->k, P->v, ks, P->out, qs, sh->n_q, sh->n_head, sh->n_head_kv, hd,
-                  sh->pos0, 1.0f / sqrtf((float)hd), khs };
+                  sh->pos0, 1.0f / sqrtf((float)hd), khs, 0 };
     P->a = a;
 }
 
@@ -122,22 +123,23 @@ static void check_ref(const prob *P, const char *lvl)
     cr_assert(s && p16, "alloc");
     for (int i = 0; i < a->n_q; i++) {
         int32_t L = a->pos0 + i + 1;
+        int32_t j0 = a->window > 0 && L > a->window ? L - a->window : 0;
         for (int h = 0; h < a->n_head; h++) {
             const float *q = a->q + i * a->q_stride + h * hd;
             int kvh = h / grp;
             double mx = -INFINITY, sum = 0;
-            for (int32_t j = 0; j < L; j++) {
+            for (int32_t j = j0; j < L; j++) {
                 const sl_f16 *kj = a->k + kv_at(a, j, kvh, 0);
                 double acc = 0;
                 for (int d = 0; d < hd; d++) acc += (double)f16r(q[d]) * sl_f16_to_f32(kj[d]);
                 s[j] = acc * a->scale;
                 mx = s[j] > mx ? s[j] : mx;
             }
-            for (int32_t j = 0; j < L; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
-            for (int32_t j = 0; j < L; j++) { s[j] /= sum; p16[j] = f16r((float)s[j]); }
+            for (int32_t j = j0; j < L; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+            for (int32_t j = j0; j < L; j++) { s[j] /= sum; p16[j] = f16r((float)s[j]); }
             for (int d = 0; d < hd; d++) {
                 double o = 0, P_d = 0, vmax = 0;
-                for (int32_t j = 0; j < L; j++) {
+                for (int32_t j = j0; j < L; j++) {
                     double vv = sl_f16_to_f32(a->v[kv_at(a, j, kvh, d)]);
                     o += p16[j] * vv;
                     P_d += s[j] * fabs(vv);
@@ -226,6 +228,41 @@ Test(kern_attn, causal_mask)
         free(o0);
         prob_free(&P);
     }
+}
+
+/* Sliding window: each row matches the reference over its last `window`
+ * positions, and the positions before the window are not read (NaN there
+ * would poison the row). Windows shorter than, equal to and longer than the
+ * rows' spans, on every level, head-major and interleaved caches. */
+Test(kern_attn, sliding_window)
+{
+    sl_kern lv[4];
+    int nl = get_levels(lv);
+    static const int32_t windows[] = { 1, 5, 16, 40, 1000 };
+    for (int l = 0; l < nl; l++)
+        for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+            for (int hm = 0; hm < 2; hm++) {
+                shape sh = { 8, 2, 64, 9, 30, 0, 0, 3.0f, hm };
+                prob P;
+                prob_make(&P, &sh);
+                P.a.window = windows[w];
+                int32_t oldest = P.a.pos0 + 1 - windows[w];   /* row 0's first position */
+                for (int32_t j = 0; j < oldest; j++)
+                    for (int g = 0; g < sh.n_head_kv; g++)
+                        for (int d = 0; d < sh.head_dim; d++) {
+                            P.k[kv_at(&P.a, j, g, d)] = sl_f32_to_f16(NAN);
+                            P.v[kv_at(&P.a, j, g, d)] = sl_f32_to_f16(NAN);
+                        }
+                cr_assert_eq(run(&lv[l], NULL, &P), 0);
+                check_ref(&P, lv[l].name);
+                prob_free(&P);
+            }
+    shape sh = { 4, 2, 64, 1, 0, 0, 0, 1.0f, 0 };
+    prob P;
+    prob_make(&P, &sh);
+    P.a.window = -1;
+    cr_assert_eq(run(&lv[0], NULL, &P), -EINVAL);
+    prob_free(&P);
 }
 
 /* The pool split (dynamic, longest first) gives the same bits as one thread. */

@@ -4,6 +4,7 @@
  * SL_HOST_ONLY (spawns the host `sluice` binary). */
 #include "sl_test.h"
 #include "util_file.h"
+#include "../engine/model.h"
 #include "../gguf/gguf.h"
 #include "../quant/quant.h"
 
@@ -261,6 +262,52 @@ Test(mkmodel, q4_k_m_mix_and_qwen2, .timeout = 120)
     cleanup();
 }
 
+/* The qwen3 / phi3 test presets: their keys and tensors, accepted by the
+ * engine's model description (which checks every shape). */
+Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
+{
+    setup_paths();
+    sl_gguf *g = mk_open("q3.gguf", "--preset qwen3-tiny --type q4_k_m --vocab none --n-vocab 512");
+    const char *s; uint64_t len;
+    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
+    cr_assert_str_eq(s, "qwen3");
+    cr_assert_eq(u32_key(g, "qwen3.attention.key_length"), 128u);
+    cr_assert_eq(u32_key(g, "qwen3.attention.value_length"), 128u);
+    cr_assert_eq(u32_key(g, "qwen3.rope.dimension_count"), 128u);
+    check_shape(g, "blk.1.attn_q.weight", SL_GGML_Q4_K, 256, 512);
+    check_shape(g, "blk.1.attn_k.weight", SL_GGML_Q4_K, 256, 256);
+    check_shape(g, "blk.1.attn_output.weight", SL_GGML_Q4_K, 512, 256);
+    check_shape(g, "blk.1.attn_q_norm.weight", SL_GGML_F32, 128, 1);
+    check_shape(g, "blk.1.attn_k_norm.weight", SL_GGML_F32, 128, 1);
+    cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 * 11 + 2);
+    sl_model_desc d;
+    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
+    cr_assert(d.arch == SL_ARCH_QWEN3 && d.has_qk_norm && d.head_dim == 128);
+    cr_assert_float_eq(d.rms_eps, 1e-6f, 1e-12);
+    sl_gguf_close(g);
+
+    g = mk_open("p3.gguf", "--preset phi3-tiny --type q4_k_m --vocab none --n-vocab 512");
+    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
+    cr_assert_str_eq(s, "phi3");
+    cr_assert_eq(u32_key(g, "phi3.rope.scaling.original_context_length"), 64u);
+    float f;
+    cr_assert_eq(sl_gguf_get_f32(g, "phi3.rope.scaling.attn_factor", &f), 0);
+    cr_assert_float_eq(f, sqrt(1.5), 1e-6);   /* sqrt(1 + ln(512/64) / ln 64) */
+    check_shape(g, "rope_factors_long.weight", SL_GGML_F32, 32, 1);
+    check_shape(g, "rope_factors_short.weight", SL_GGML_F32, 32, 1);
+    /* fused qkv typed like attn_v (Q6_K in the more-bits layer 1 of 2), fused gate|up */
+    check_shape(g, "blk.0.attn_qkv.weight", SL_GGML_Q4_K, 256, 512);
+    check_shape(g, "blk.1.attn_qkv.weight", SL_GGML_Q6_K, 256, 512);
+    check_shape(g, "blk.0.ffn_up.weight", SL_GGML_Q4_K, 256, 1536);
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.0.ffn_gate.weight"));
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.0.attn_q.weight"));
+    cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 + 2 * 6 + 2);
+    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
+    cr_assert(d.arch == SL_ARCH_PHI3 && d.fused_qkv && d.fused_gate_up && d.has_rope_factors);
+    sl_gguf_close(g);
+    cleanup();
+}
+
 Test(mkmodel, bad_arguments, .timeout = 60)
 {
     setup_paths();
@@ -268,6 +315,7 @@ Test(mkmodel, bad_arguments, .timeout = 60)
     cr_assert_eq(mk("x.gguf", "--preset huge", a, sizeof a), 2);
     cr_assert_eq(mk("x.gguf", "--preset tiny --type q9_9", a, sizeof a), 2);
     cr_assert_eq(mk("x.gguf", "--preset tiny --arch gpt2", a, sizeof a), 2);
+    cr_assert_eq(mk("x.gguf", "--preset qwen4-tiny", a, sizeof a), 2);
     cr_assert_eq(mk("x.gguf", "--preset tiny --n-embd 320 --vocab none", a, sizeof a), 2);   /* not a multiple of 256 */
     cr_assert_eq(mk("x.gguf", "--preset tiny --vocab /nonexistent.gguf", a, sizeof a), 1);
     struct stat st;
