@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "../gguf/sl_internal.h"
+#include "forward_moe.h"
+#include "forward_qknorm.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
@@ -32,7 +34,9 @@ static int32_t max3(int32_t a, int32_t b, int32_t c)
  * smaller. Checked against sl_kern_act_bytes at init. */
 static uint64_t act_bound(const sl_model_desc *d, int32_t n_batch)
 {
-    return (uint64_t)n_batch * (uint64_t)max3(d->n_embd, d->q_dim, d->n_ff) * 4 + 4096;
+    int32_t w = max3(d->n_embd, d->q_dim, d->n_ff);
+    w = max3(w, d->n_ff_exp, d->n_ff_shexp);   /* expert widths (0 when dense) */
+    return (uint64_t)n_batch * (uint64_t)w * 4 + 4096;
 }
 
 uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t n_ctx,
@@ -47,6 +51,7 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += A64(sl_kern_attn_scratch(n_threads, d->head_dim, n_ctx));
     sz += A64((uint64_t)d->n_embd * 4 + 64);             /* embedding row (raw <= f32) */
     sz += A64((uint64_t)(d->n_rot / 2) * 4);
+    sz += A64(sl_forward_moe_arena_bytes(d, n_batch));
     return sz + 64;
 }
 
@@ -127,6 +132,7 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     CARVE(f->attn_scratch, sl_kern_attn_scratch(nth, d->head_dim, n_ctx));
     CARVE(f->row_buf, (uint64_t)d->n_embd * 4 + 64);
     CARVE(f->inv_freq, (uint64_t)(d->n_rot / 2) * 4);
+    if (d->n_expert) CARVE(f->moe, sl_forward_moe_arena_bytes(d, n_batch));
 #undef CARVE
 
     const float *freqs = NULL;
@@ -196,18 +202,23 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     const sl_kern *k = f->k;
     const int32_t E = d->n_embd, QD = d->q_dim, KD = d->kv_dim, FF = d->n_ff;
     const int32_t pos0 = kv->n_past;
-    const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg, *wu, *wd;
-    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL;
+    const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg = NULL, *wu = NULL, *wd = NULL;
+    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL, *qn = NULL, *kn = NULL;
     int rc;
     if ((rc = find(f, v, l, "attn_norm.weight", &an)) || (rc = find(f, v, l, "attn_q.weight", &wq)) ||
         (rc = find(f, v, l, "attn_k.weight", &wk)) || (rc = find(f, v, l, "attn_v.weight", &wv)) ||
-        (rc = find(f, v, l, "attn_output.weight", &wo)) ||
-        (rc = find(f, v, l, "ffn_norm.weight", &fn)) || (rc = find(f, v, l, "ffn_gate.weight", &wg)) ||
-        (rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd)))
+        (rc = find(f, v, l, "attn_output.weight", &wo)) || (rc = find(f, v, l, "ffn_norm.weight", &fn)))
+        return rc;
+    if (!d->n_expert &&
+        ((rc = find(f, v, l, "ffn_gate.weight", &wg)) || (rc = find(f, v, l, "ffn_up.weight", &wu)) ||
+         (rc = find(f, v, l, "ffn_down.weight", &wd))))
         return rc;
     if (d->has_qkv_bias &&
         ((rc = find(f, v, l, "attn_q.bias", &bq)) || (rc = find(f, v, l, "attn_k.bias", &bk)) ||
          (rc = find(f, v, l, "attn_v.bias", &bv))))
+        return rc;
+    if (d->moe_qk_norm &&
+        ((rc = find(f, v, l, "attn_q_norm.weight", &qn)) || (rc = find(f, v, l, "attn_k_norm.weight", &kn))))
         return rc;
 
     act_cache c = { 0 };
@@ -223,6 +234,10 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
             k->add(qi, qi, bq->data, QD);
             k->add(ki, ki, bk->data, KD);
             k->add(vi, vi, bv->data, KD);
+        }
+        if (qn) {
+            sl_forward_qknorm(k, qi, d->n_head, d->head_dim, qn->data, d->rms_eps);
+            sl_forward_qknorm(k, ki, d->n_head_kv, d->head_dim, kn->data, d->rms_eps);
         }
         k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
         k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, f->inv_freq, d->rope_neox);
@@ -249,6 +264,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     /* feed-forward */
     for (int32_t i = 0; i < n; i++)
         k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, fn->data, E, d->rms_eps);
+    if (d->n_expert) return sl_forward_moe_ffn(f, l, v, n);
     if ((rc = mm(f, &c, f->xn, n, wg, f->gate, FF)) || (rc = mm(f, &c, f->xn, n, wu, f->up, FF)))
         return rc;
     k->silu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);

@@ -1,5 +1,6 @@
 /* Model description from GGUF metadata + tensor validation (llama, qwen2). */
 #include "model.h"
+#include "model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@ static bool matrix_type_ok(uint32_t type)
     return type < SL_GGML_TYPE_COUNT && sl_quant_is_supported((int)type);
 }
 
-static int key_u32(const sl_gguf *g, const char *arch, const char *suffix, uint32_t *out,
+int sl_model_key_u32(const sl_gguf *g, const char *arch, const char *suffix, uint32_t *out,
                    bool required, uint32_t def)
 {
     char key[128];
@@ -27,7 +28,7 @@ static int key_u32(const sl_gguf *g, const char *arch, const char *suffix, uint3
     return 0;
 }
 
-static int key_f32(const sl_gguf *g, const char *arch, const char *suffix, float *out,
+int sl_model_key_f32(const sl_gguf *g, const char *arch, const char *suffix, float *out,
                    bool required, float def)
 {
     char key[128];
@@ -40,10 +41,8 @@ static int key_f32(const sl_gguf *g, const char *arch, const char *suffix, float
     return 0;
 }
 
-enum { T_MATRIX, T_F32 };
-
 /* Checks presence, shape [ne0, ne1] (ne1 = 0: 1-D) and type class of a tensor. */
-static int check_tensor(const sl_gguf *g, const char *name, uint64_t ne0, uint64_t ne1, int cls,
+int sl_model_check_tensor(const sl_gguf *g, const char *name, uint64_t ne0, uint64_t ne1, int cls,
                         bool optional, const sl_gguf_tensor **out)
 {
     const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
@@ -93,10 +92,10 @@ static int load_rope_scaling(sl_model_desc *d, const sl_gguf *g, const char *a)
     int rc = sl_gguf_get_str(g, key, &st, &sl);
     if (rc && rc != SL_ENOENT) return sl_err_set(rc, "model metadata: key '%s': %s", key, sl_strerror(rc));
     float factor = 0;
-    int r2 = key_f32(g, a, "rope.scaling.factor", &factor, false, 0.0f);
+    int r2 = sl_model_key_f32(g, a, "rope.scaling.factor", &factor, false, 0.0f);
     if (r2) return r2;
     if (factor == 0.0f) {   /* legacy key */
-        r2 = key_f32(g, a, "rope.scale_linear", &factor, false, 0.0f);
+        r2 = sl_model_key_f32(g, a, "rope.scale_linear", &factor, false, 0.0f);
         if (r2) return r2;
         if (factor != 0.0f && rc == SL_ENOENT) st = "linear";
     }
@@ -111,9 +110,9 @@ static int load_rope_scaling(sl_model_desc *d, const sl_gguf *g, const char *a)
         d->rope_scaling = SL_ROPE_SCALE_LLAMA3;
         d->rope_scale_factor = factor > 0 ? factor : 8.0f;
         uint32_t oc;
-        if ((rc = key_f32(g, a, "rope.scaling.low_freq_factor", &d->ll3_low_freq, false, 1.0f)) ||
-            (rc = key_f32(g, a, "rope.scaling.high_freq_factor", &d->ll3_high_freq, false, 4.0f)) ||
-            (rc = key_u32(g, a, "rope.scaling.original_context_length", &oc, false, 8192)))
+        if ((rc = sl_model_key_f32(g, a, "rope.scaling.low_freq_factor", &d->ll3_low_freq, false, 1.0f)) ||
+            (rc = sl_model_key_f32(g, a, "rope.scaling.high_freq_factor", &d->ll3_high_freq, false, 4.0f)) ||
+            (rc = sl_model_key_u32(g, a, "rope.scaling.original_context_length", &oc, false, 8192)))
             return rc;
         if (!(d->ll3_high_freq > d->ll3_low_freq) || oc == 0)
             return sl_err_set(SL_ERANGE, "model metadata: llama3 rope scaling factors invalid");
@@ -133,24 +132,27 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     if (rc) return sl_err_set(rc, "model metadata: general.architecture: %s", sl_strerror(rc));
     if (!strcmp(arch, "llama")) d->arch = SL_ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) d->arch = SL_ARCH_QWEN2;
-    else return sl_err_set(SL_EUNSUPPORTED, "architecture '%.64s' not supported (llama, qwen2)", arch);
+    else if (!strcmp(arch, "qwen2moe")) d->arch = SL_ARCH_QWEN2MOE;
+    else if (!strcmp(arch, "qwen3moe")) d->arch = SL_ARCH_QWEN3MOE;
+    else return sl_err_set(SL_EUNSUPPORTED, "architecture '%.64s' not supported (llama, qwen2, "
+                           "qwen2moe, qwen3moe)", arch);
     snprintf(d->arch_name, sizeof d->arch_name, "%s", arch);
     const char *a = d->arch_name;
 
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot, n_ctx, vdim;
-    if ((rc = key_u32(g, a, "block_count", &n_layer, true, 0)) ||
-        (rc = key_u32(g, a, "embedding_length", &n_embd, true, 0)) ||
-        (rc = key_u32(g, a, "feed_forward_length", &n_ff, true, 0)) ||
-        (rc = key_u32(g, a, "attention.head_count", &n_head, true, 0)) ||
-        (rc = key_u32(g, a, "context_length", &n_ctx, true, 0)))
+    if ((rc = sl_model_key_u32(g, a, "block_count", &n_layer, true, 0)) ||
+        (rc = sl_model_key_u32(g, a, "embedding_length", &n_embd, true, 0)) ||
+        (rc = sl_model_key_u32(g, a, "feed_forward_length", &n_ff, true, 0)) ||
+        (rc = sl_model_key_u32(g, a, "attention.head_count", &n_head, true, 0)) ||
+        (rc = sl_model_key_u32(g, a, "context_length", &n_ctx, true, 0)))
         return rc;
     if (n_layer < 1 || n_layer > 4096 || n_embd < 1 || n_embd > (1u << 20) || n_ff < 1 ||
         n_ff > (1u << 22) || n_head < 1 || n_head > 4096 || n_ctx < 1 || n_ctx > (1u << 30))
         return sl_err_set(SL_ERANGE, "model metadata: implausible hyper-parameters (layers %u, "
                           "embd %u, ff %u, heads %u, ctx %u)", n_layer, n_embd, n_ff, n_head, n_ctx);
-    if ((rc = key_u32(g, a, "attention.head_count_kv", &n_head_kv, false, n_head)) ||
-        (rc = key_u32(g, a, "attention.key_length", &head_dim, false, n_embd / n_head)) ||
-        (rc = key_u32(g, a, "attention.value_length", &vdim, false, head_dim)))
+    if ((rc = sl_model_key_u32(g, a, "attention.head_count_kv", &n_head_kv, false, n_head)) ||
+        (rc = sl_model_key_u32(g, a, "attention.key_length", &head_dim, false, n_embd / n_head)) ||
+        (rc = sl_model_key_u32(g, a, "attention.value_length", &vdim, false, head_dim)))
         return rc;
     if (n_head_kv < 1 || n_head % n_head_kv)
         return sl_err_set(SL_ERANGE, "model metadata: head_count %u not a multiple of head_count_kv %u",
@@ -158,12 +160,12 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     if (head_dim < 2 || head_dim % 2 || head_dim > 1024 || vdim != head_dim)
         return sl_err_set(SL_EUNSUPPORTED, "model metadata: head dimension %u (value %u) not supported",
                           head_dim, vdim);
-    if ((rc = key_u32(g, a, "rope.dimension_count", &n_rot, false, head_dim))) return rc;
+    if ((rc = sl_model_key_u32(g, a, "rope.dimension_count", &n_rot, false, head_dim))) return rc;
     if (n_rot < 2 || n_rot % 2 || n_rot > head_dim)
         return sl_err_set(SL_ERANGE, "model metadata: rope.dimension_count %u invalid for head dim %u",
                           n_rot, head_dim);
-    if ((rc = key_f32(g, a, "rope.freq_base", &d->rope_base, false, 10000.0f)) ||
-        (rc = key_f32(g, a, "attention.layer_norm_rms_epsilon", &d->rms_eps, true, 0)))
+    if ((rc = sl_model_key_f32(g, a, "rope.freq_base", &d->rope_base, false, 10000.0f)) ||
+        (rc = sl_model_key_f32(g, a, "attention.layer_norm_rms_epsilon", &d->rms_eps, true, 0)))
         return rc;
     if (!(d->rope_base > 0) || !(d->rms_eps >= 0))
         return sl_err_set(SL_ERANGE, "model metadata: rope base %g / rms eps %g invalid",
@@ -176,6 +178,7 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     d->q_dim = d->n_head * d->head_dim; d->kv_dim = d->n_head_kv * d->head_dim;
     d->rope_neox = d->arch == SL_ARCH_QWEN2;
     d->has_qkv_bias = d->arch == SL_ARCH_QWEN2;
+    if ((rc = sl_model_moe_keys(d, g))) return rc;
 
     /* globals */
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
@@ -185,18 +188,18 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
                           te->n_dims, (unsigned long long)te->ne[1]);
     d->n_vocab = (int32_t)te->ne[1];
     uint32_t nv;
-    if ((rc = key_u32(g, a, "vocab_size", &nv, false, (uint32_t)d->n_vocab))) return rc;
+    if ((rc = sl_model_key_u32(g, a, "vocab_size", &nv, false, (uint32_t)d->n_vocab))) return rc;
     if ((int32_t)nv != d->n_vocab)
         return sl_err_set(SL_ESHAPE, "tensor 'token_embd.weight': %d rows but %s.vocab_size is %u",
                           d->n_vocab, a, nv);
     const sl_gguf_tensor *t;
-    if ((rc = check_tensor(g, "token_embd.weight", n_embd, nv, T_MATRIX, false, &t))) return rc;
+    if ((rc = sl_model_check_tensor(g, "token_embd.weight", n_embd, nv, T_MATRIX, false, &t))) return rc;
     d->embd_type = t->type;
-    if ((rc = check_tensor(g, "output_norm.weight", n_embd, 0, T_F32, false, NULL))) return rc;
-    if ((rc = check_tensor(g, "output.weight", n_embd, nv, T_MATRIX, true, &t))) return rc;
+    if ((rc = sl_model_check_tensor(g, "output_norm.weight", n_embd, 0, T_F32, false, NULL))) return rc;
+    if ((rc = sl_model_check_tensor(g, "output.weight", n_embd, nv, T_MATRIX, true, &t))) return rc;
     d->tied_output = t == NULL;
     d->head_type = t ? t->type : d->embd_type;
-    if ((rc = check_tensor(g, "rope_freqs.weight", n_rot / 2, 0, T_F32, true, &t))) return rc;
+    if ((rc = sl_model_check_tensor(g, "rope_freqs.weight", n_rot / 2, 0, T_F32, true, &t))) return rc;
     d->has_rope_freqs = t != NULL;
 
     /* per layer */
@@ -215,11 +218,14 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
         { "attn_v.bias", (uint32_t)d->kv_dim, 0, T_F32, true },
     };
     for (uint32_t l = 0; l < n_layer; l++) {
+        if ((rc = sl_model_moe_layer(d, g, l))) return rc;
         for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
             if (spec[i].bias && !d->has_qkv_bias) continue;
+            if (d->n_expert && !strncmp(spec[i].n, "ffn_", 4) && strcmp(spec[i].n, "ffn_norm.weight"))
+                continue;   /* experts instead of the dense FFN */
             char name[96];
             snprintf(name, sizeof name, "blk.%u.%s", l, spec[i].n);
-            if ((rc = check_tensor(g, name, spec[i].ne0, spec[i].ne1, spec[i].cls, false, NULL)))
+            if ((rc = sl_model_check_tensor(g, name, spec[i].ne0, spec[i].ne1, spec[i].cls, false, NULL)))
                 return rc;
         }
     }

@@ -8,7 +8,7 @@
 
 #include "../gguf/gguf.h"
 
-enum sl_arch { SL_ARCH_LLAMA = 0, SL_ARCH_QWEN2 };
+enum sl_arch { SL_ARCH_LLAMA = 0, SL_ARCH_QWEN2, SL_ARCH_QWEN2MOE, SL_ARCH_QWEN3MOE };
 enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3 };
 
 typedef struct sl_model_desc {
@@ -29,11 +29,23 @@ typedef struct sl_model_desc {
     int32_t ll3_orig_ctx;
     /* types of the big matrices of layer 0 / globals (for arena sizing) */
     uint32_t embd_type, head_type;
+    /* MoE FFN families (mixtral = llama with experts, qwen2moe, qwen3moe:
+     * engine/model_moe.c, forward_moe.c); n_expert 0 = dense FFN */
+    int32_t n_expert, n_expert_used;
+    int32_t n_ff_exp;         /* width of one routed expert */
+    int32_t n_ff_shexp;       /* width of the shared expert (0: none; qwen2moe) */
+    bool expert_weights_norm; /* the k chosen probabilities renormalized to sum 1 */
+    bool moe_qk_norm;         /* qwen3moe: per-head RMSNorm of q and k before rope */
 } sl_model_desc;
 
 /* Reads metadata and validates all tensors. SL_EUNSUPPORTED for an unknown
  * architecture or tensor type, SL_ESHAPE / SL_ENOENT for a bad or missing tensor. */
 int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g);
+
+/* MoE part (model_moe.c): keys and flags after the common keys (also
+ * llama.expert_count for Mixtral), then each layer's expert tensors. */
+int sl_model_moe_keys(sl_model_desc *d, const sl_gguf *g);
+int sl_model_moe_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t layer);
 
 /* inv_freq[i], i < n_rot/2: angle per position of pair i, scaling and
  * rope_freqs divisors included (freqs may be NULL when absent). */

@@ -187,7 +187,8 @@ static void expect_broken(const char *name, const mutation *mu, int want, const 
 Test(model, unknown_architecture)
 {
     mutation mu = { .arch = "xyz" };
-    expect_broken("arch", &mu, SL_EUNSUPPORTED, "architecture 'xyz' not supported (llama, qwen2)",
+    expect_broken("arch", &mu, SL_EUNSUPPORTED,
+                  "architecture 'xyz' not supported (llama, qwen2, qwen2moe, qwen3moe)",
                   "architecture 'xyz' not supported");
 }
 
