@@ -156,114 +156,71 @@ static void expect_refused(const char *src, const mutation *mu, int want, const 
     cr_assert_not_null(strstr(open_msg, msg), "%s", open_msg);
 }
 
-Test(model_moe, used_count_above_expert_count)
-{
-    mutation mu = { .key = "qwen3moe.expert_used_count", .val = 17 };
-    expect_refused(QWEN3MOE, &mu, SL_ERANGE,
-                   "model metadata: key 'qwen3moe.expert_used_count' is 17 (1..expert_count 16)");
-}
+/* One hostile variant per MoE key and tensor: the file, what is changed,
+ * the status and the exact message. */
+static const struct {
+    const char *what, *src;
+    int want;
+    mutation mu;
+    const char *msg;
+} hostile[] = {
+    { "used_count_above_expert_count", QWEN3MOE, SL_ERANGE,
+      { .key = "qwen3moe.expert_used_count", .val = 17 },
+      "model metadata: key 'qwen3moe.expert_used_count' is 17 (1..expert_count 16)" },
+    { "used_count_zero", MIXTRAL, SL_ERANGE,
+      { .key = "llama.expert_used_count", .val = 0 },
+      "model metadata: key 'llama.expert_used_count' is 0 (1..expert_count 8)" },
+    { "expert_count_zero", QWEN2MOE, SL_ERANGE,
+      { .key = "qwen2moe.expert_count", .val = 0 },
+      "model metadata: key 'qwen2moe.expert_count' is 0 (1..512)" },
+    { "expert_count_huge", QWEN3MOE, SL_ERANGE,
+      { .key = "qwen3moe.expert_count", .val = 0x40000000u },
+      "model metadata: key 'qwen3moe.expert_count' is 1073741824 (1..512)" },
+    { "expert_count_missing", QWEN3MOE, SL_ENOENT,
+      { .drop_key = "qwen3moe.expert_count" },
+      "model metadata: key 'qwen3moe.expert_count' missing" },
+    { "used_count_missing", MIXTRAL, SL_ENOENT,
+      { .drop_key = "llama.expert_used_count" },
+      "model metadata: key 'llama.expert_used_count' missing" },
+    { "mixtral_without_expert_count", MIXTRAL, SL_ENOENT,
+      { .drop_key = "llama.expert_count" },
+      "tensor 'blk.0.ffn_gate.weight' missing from the model" },
+    { "wrong_expert_count", QWEN2MOE, SL_ESHAPE,
+      { .key = "qwen2moe.expert_count", .val = 9 },
+      "tensor 'blk.0.ffn_gate_inp.weight': shape [256, 8], expected [256, 9]" },
+    { "wrong_expert_width", QWEN3MOE, SL_ESHAPE,
+      { .key = "qwen3moe.expert_feed_forward_length", .val = 128 },
+      "tensor 'blk.0.ffn_gate_exps.weight': shape [256, 256, 16] (3 dims), expected [256, 128, 16]" },
+    { "expert_width_zero", QWEN3MOE, SL_ERANGE,
+      { .key = "qwen3moe.expert_feed_forward_length", .val = 0 },
+      "model metadata: key 'qwen3moe.expert_feed_forward_length' is 0" },
+    { "wrong_shared_width", QWEN2MOE, SL_ESHAPE,
+      { .key = "qwen2moe.expert_shared_feed_forward_length", .val = 256 },
+      "tensor 'blk.0.ffn_gate_shexp.weight': shape [256, 512], expected [256, 256]" },
+    { "expert_tensor_wrong_third_dim", QWEN3MOE, SL_ESHAPE,
+      { .shape_name = "blk.3.ffn_down_exps.weight", .dim = 2, .ne = 15 },
+      "tensor 'blk.3.ffn_down_exps.weight': shape [256, 256, 15] (3 dims), expected [256, 256, 16]" },
+    { "expert_tensor_missing", MIXTRAL, SL_ENOENT,
+      { .drop = "blk.1.ffn_up_exps.weight" },
+      "tensor 'blk.1.ffn_up_exps.weight' missing from the model" },
+    { "router_missing", QWEN2MOE, SL_ENOENT,
+      { .drop = "blk.2.ffn_gate_inp.weight" },
+      "tensor 'blk.2.ffn_gate_inp.weight' missing from the model" },
+    { "shared_gate_missing", QWEN2MOE, SL_ENOENT,
+      { .drop = "blk.0.ffn_gate_inp_shexp.weight" },
+      "tensor 'blk.0.ffn_gate_inp_shexp.weight' missing from the model" },
+    { "q_norm_missing", QWEN3MOE, SL_ENOENT,
+      { .drop = "blk.1.attn_q_norm.weight" },
+      "tensor 'blk.1.attn_q_norm.weight' missing from the model" },
+    { "k_norm_wrong_shape", QWEN3MOE, SL_ESHAPE,
+      { .shape_name = "blk.0.attn_k_norm.weight", .dim = 0, .ne = 64 },
+      "tensor 'blk.0.attn_k_norm.weight': shape [64], expected [128]" },
+};
 
-Test(model_moe, used_count_zero)
+Test(model_moe, hostile_variants_refused, .timeout = 120)
 {
-    mutation mu = { .key = "llama.expert_used_count", .val = 0 };
-    expect_refused(MIXTRAL, &mu, SL_ERANGE,
-                   "model metadata: key 'llama.expert_used_count' is 0 (1..expert_count 8)");
-}
-
-Test(model_moe, expert_count_zero)
-{
-    mutation mu = { .key = "qwen2moe.expert_count", .val = 0 };
-    expect_refused(QWEN2MOE, &mu, SL_ERANGE, "model metadata: key 'qwen2moe.expert_count' is 0 (1..512)");
-}
-
-Test(model_moe, expert_count_huge)
-{
-    mutation mu = { .key = "qwen3moe.expert_count", .val = 0x40000000u };
-    expect_refused(QWEN3MOE, &mu, SL_ERANGE,
-                   "model metadata: key 'qwen3moe.expert_count' is 1073741824 (1..512)");
-}
-
-Test(model_moe, expert_count_missing)
-{
-    mutation mu = { .drop_key = "qwen3moe.expert_count" };
-    expect_refused(QWEN3MOE, &mu, SL_ENOENT, "model metadata: key 'qwen3moe.expert_count' missing");
-}
-
-Test(model_moe, used_count_missing)
-{
-    mutation mu = { .drop_key = "llama.expert_used_count" };
-    expect_refused(MIXTRAL, &mu, SL_ENOENT, "model metadata: key 'llama.expert_used_count' missing");
-}
-
-/* Without its expert count a Mixtral file is a llama with no dense FFN. */
-Test(model_moe, mixtral_without_expert_count)
-{
-    mutation mu = { .drop_key = "llama.expert_count" };
-    expect_refused(MIXTRAL, &mu, SL_ENOENT, "tensor 'blk.0.ffn_gate.weight' missing from the model");
-}
-
-Test(model_moe, wrong_expert_count)
-{
-    mutation mu = { .key = "qwen2moe.expert_count", .val = 9 };
-    expect_refused(QWEN2MOE, &mu, SL_ESHAPE,
-                   "tensor 'blk.0.ffn_gate_inp.weight': shape [256, 8], expected [256, 9]");
-}
-
-Test(model_moe, wrong_expert_width)
-{
-    mutation mu = { .key = "qwen3moe.expert_feed_forward_length", .val = 128 };
-    expect_refused(QWEN3MOE, &mu, SL_ESHAPE, "tensor 'blk.0.ffn_gate_exps.weight': shape [256, 256, 16] "
-                   "(3 dims), expected [256, 128, 16]");
-}
-
-Test(model_moe, expert_width_zero)
-{
-    mutation mu = { .key = "qwen3moe.expert_feed_forward_length", .val = 0 };
-    expect_refused(QWEN3MOE, &mu, SL_ERANGE,
-                   "model metadata: key 'qwen3moe.expert_feed_forward_length' is 0");
-}
-
-Test(model_moe, wrong_shared_width)
-{
-    mutation mu = { .key = "qwen2moe.expert_shared_feed_forward_length", .val = 256 };
-    expect_refused(QWEN2MOE, &mu, SL_ESHAPE,
-                   "tensor 'blk.0.ffn_gate_shexp.weight': shape [256, 512], expected [256, 256]");
-}
-
-Test(model_moe, expert_tensor_wrong_third_dim)
-{
-    mutation mu = { .shape_name = "blk.3.ffn_down_exps.weight", .dim = 2, .ne = 15 };
-    expect_refused(QWEN3MOE, &mu, SL_ESHAPE, "tensor 'blk.3.ffn_down_exps.weight': shape [256, 256, 15] "
-                   "(3 dims), expected [256, 256, 16]");
-}
-
-Test(model_moe, expert_tensor_missing)
-{
-    mutation mu = { .drop = "blk.1.ffn_up_exps.weight" };
-    expect_refused(MIXTRAL, &mu, SL_ENOENT, "tensor 'blk.1.ffn_up_exps.weight' missing from the model");
-}
-
-Test(model_moe, router_missing)
-{
-    mutation mu = { .drop = "blk.2.ffn_gate_inp.weight" };
-    expect_refused(QWEN2MOE, &mu, SL_ENOENT, "tensor 'blk.2.ffn_gate_inp.weight' missing from the model");
-}
-
-Test(model_moe, shared_gate_missing)
-{
-    mutation mu = { .drop = "blk.0.ffn_gate_inp_shexp.weight" };
-    expect_refused(QWEN2MOE, &mu, SL_ENOENT,
-                   "tensor 'blk.0.ffn_gate_inp_shexp.weight' missing from the model");
-}
-
-Test(model_moe, q_norm_missing)
-{
-    mutation mu = { .drop = "blk.1.attn_q_norm.weight" };
-    expect_refused(QWEN3MOE, &mu, SL_ENOENT, "tensor 'blk.1.attn_q_norm.weight' missing from the model");
-}
-
-Test(model_moe, k_norm_wrong_shape)
-{
-    mutation mu = { .shape_name = "blk.0.attn_k_norm.weight", .dim = 0, .ne = 64 };
-    expect_refused(QWEN3MOE, &mu, SL_ESHAPE, "tensor 'blk.0.attn_k_norm.weight': shape [64], expected [128]");
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        cr_log_info("%s", hostile[i].what);
+        expect_refused(hostile[i].src, &hostile[i].mu, hostile[i].want, hostile[i].msg);
+    }
 }
