@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../gguf/sl_internal.h"
+#include "forward_moe.h"
 #include "forward_qknorm.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
@@ -33,7 +34,9 @@ static int32_t max3(int32_t a, int32_t b, int32_t c)
  * smaller. Checked against sl_kern_act_bytes at init. */
 static uint64_t act_bound(const sl_model_desc *d, int32_t n_batch)
 {
-    return (uint64_t)n_batch * (uint64_t)max3(d->n_embd, d->q_dim, d->n_ff) * 4 + 4096;
+    int32_t w = max3(d->n_embd, d->q_dim, d->n_ff);
+    w = max3(w, d->n_ff_exp, d->n_ff_shexp);   /* expert widths (0 when dense) */
+    return (uint64_t)n_batch * (uint64_t)w * 4 + 4096;
 }
 
 uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t n_ctx,
@@ -48,6 +51,7 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += A64(sl_kern_attn_scratch(n_threads, d->head_dim, n_ctx));
     sz += A64((uint64_t)d->n_embd * 4 + 64);             /* embedding row (raw <= f32) */
     sz += 2 * A64((uint64_t)(d->n_rot / 2) * 4);        /* inv_freq, inv_freq_swa */
+    sz += A64(sl_forward_moe_arena_bytes(d, n_batch));
     return sz + 64;
 }
 
@@ -129,6 +133,7 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     CARVE(f->row_buf, (uint64_t)d->n_embd * 4 + 64);
     CARVE(f->inv_freq, (uint64_t)(d->n_rot / 2) * 4);
     CARVE(f->inv_freq_swa, (uint64_t)(d->n_rot / 2) * 4);
+    if (d->n_expert) CARVE(f->moe, sl_forward_moe_arena_bytes(d, n_batch));
 #undef CARVE
 
     const float *freqs = NULL;
@@ -240,15 +245,18 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     const sl_kern *k = f->k;
     const int32_t E = d->n_embd, QD = d->q_dim, KD = d->kv_dim, FF = d->n_ff;
     const int32_t pos0 = kv->n_past;
-    const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg, *wu, *wd;
+    const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg = NULL, *wu = NULL, *wd = NULL;
     const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL, *nq = NULL, *nk = NULL;
     const sl_stream_tensor *pa = NULL, *pf = NULL;
     sl_stream_tensor qkv_part[3], ffn_part[2];
     int rc;
     if ((rc = find(f, v, l, "attn_norm.weight", &an)) ||
         (rc = find(f, v, l, "attn_output.weight", &wo)) ||
-        (rc = find(f, v, l, "ffn_norm.weight", &fn)) ||
-        (rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd)))
+        (rc = find(f, v, l, "ffn_norm.weight", &fn)))
+        return rc;
+    /* MoE layers have experts (forward_moe.c) instead of the dense FFN */
+    if (!d->n_expert &&
+        ((rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd))))
         return rc;
     if (d->fused_qkv) {
         const sl_stream_tensor *w;
@@ -263,7 +271,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     if (d->fused_gate_up) {
         if ((rc = split_rows(l, wu, (int64_t[]){ FF, FF }, 2, ffn_part))) return rc;
         wg = &ffn_part[0]; wu = &ffn_part[1];   /* the gate half comes first */
-    } else if ((rc = find(f, v, l, "ffn_gate.weight", &wg))) {
+    } else if (!d->n_expert && (rc = find(f, v, l, "ffn_gate.weight", &wg))) {
         return rc;
     }
     if (d->has_qkv_bias &&
@@ -330,6 +338,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     /* feed-forward */
     for (int32_t i = 0; i < n; i++)
         k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, fn->data, E, d->rms_eps);
+    if (d->n_expert) return sl_forward_moe_ffn(f, l, v, n);
     if ((rc = mm(f, &c, f->xn, n, wg, f->gate, FF)) || (rc = mm(f, &c, f->xn, n, wu, f->up, FF)))
         return rc;
     if (d->ffn_gelu) k->gelu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);

@@ -42,6 +42,8 @@ typedef struct sl_forward {
     size_t act_bytes;
     void *attn_scratch;
     void *row_buf;                      /* one raw embedding row */
+    /* MoE FFN scratch (forward_moe.c lays it out; NULL for a dense model) */
+    void *moe;
 } sl_forward;
 
 /* Upper bound of the arena init allocates (for the planner's reserve). */

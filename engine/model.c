@@ -136,8 +136,10 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     else if (!strcmp(arch, "qwen3")) d->arch = SL_ARCH_QWEN3;
     else if (!strcmp(arch, "phi3")) d->arch = SL_ARCH_PHI3;
     else if (!strcmp(arch, "gemma3")) d->arch = SL_ARCH_GEMMA3;
+    else if (!strcmp(arch, "qwen2moe")) d->arch = SL_ARCH_QWEN2MOE;
+    else if (!strcmp(arch, "qwen3moe")) d->arch = SL_ARCH_QWEN3MOE;
     else return sl_err_set(SL_EUNSUPPORTED, "architecture '%.64s' not supported (llama, qwen2, qwen3, "
-                           "phi3, gemma3)", arch);
+                           "phi3, gemma3, qwen2moe, qwen3moe; llama with experts: mixtral)", arch);
     snprintf(d->arch_name, sizeof d->arch_name, "%s", arch);
     const char *a = d->arch_name;
 
@@ -182,6 +184,7 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     d->has_qkv_bias = d->arch == SL_ARCH_QWEN2;
     d->rope_attn_factor = 1.0f;
     if ((rc = sl_model_dense_keys(d, g))) return rc;
+    if ((rc = sl_model_moe_keys(d, g))) return rc;
 
     /* globals */
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
@@ -226,10 +229,13 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     };
     for (uint32_t l = 0; l < n_layer; l++) {
         if ((rc = sl_model_dense_layer(d, g, l))) return rc;
+        if ((rc = sl_model_moe_layer(d, g, l))) return rc;
         for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
             if ((spec[i].only == BIAS && !d->has_qkv_bias) || (spec[i].only == QKV && d->fused_qkv) ||
                 (spec[i].only == FFN && d->fused_gate_up))
                 continue;
+            if (d->n_expert && !strncmp(spec[i].n, "ffn_", 4) && strcmp(spec[i].n, "ffn_norm.weight"))
+                continue;   /* experts instead of the dense FFN */
             char name[96];
             snprintf(name, sizeof name, "blk.%u.%s", l, spec[i].n);
             if ((rc = sl_model_check_tensor(g, name, spec[i].ne0, spec[i].ne1, spec[i].cls, false, NULL)))

@@ -8,7 +8,8 @@
 
 #include "../gguf/gguf.h"
 
-enum sl_arch { SL_ARCH_LLAMA = 0, SL_ARCH_QWEN2, SL_ARCH_QWEN3, SL_ARCH_PHI3, SL_ARCH_GEMMA3 };
+enum sl_arch { SL_ARCH_LLAMA = 0, SL_ARCH_QWEN2, SL_ARCH_QWEN3, SL_ARCH_PHI3, SL_ARCH_GEMMA3,
+               SL_ARCH_QWEN2MOE, SL_ARCH_QWEN3MOE };
 enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3 };
 
 typedef struct sl_model_desc {
@@ -30,7 +31,7 @@ typedef struct sl_model_desc {
     /* types of the big matrices of layer 0 / globals (for arena sizing) */
     uint32_t embd_type, head_type;
     /* dense families of 2026 (qwen3, phi3, gemma3: engine/model_dense.c) */
-    bool has_qk_norm;         /* qwen3: per-head RMSNorm of q and k before rope */
+    bool has_qk_norm;         /* qwen3, qwen3moe: per-head RMSNorm of q and k before rope */
     bool fused_qkv;           /* phi3: attn_qkv rows = q | k | v */
     bool fused_gate_up;       /* phi3: ffn_up rows = gate | up */
     float q_scale;            /* > 0: q *= q_scale before attention, scale 1 (phi3, gemma3) */
@@ -44,6 +45,12 @@ typedef struct sl_model_desc {
     bool has_post_norms;      /* gemma3: RMSNorm of the attention / FFN output before the residual */
     bool ffn_gelu;            /* gemma3: GELU(gate) * up instead of SiLU */
     float logit_softcap;      /* > 0: logits = cap * tanh(logit / cap) */
+    /* MoE FFN families (mixtral = llama with experts, qwen2moe, qwen3moe:
+     * engine/model_moe.c, forward_moe.c); n_expert 0 = dense FFN */
+    int32_t n_expert, n_expert_used;
+    int32_t n_ff_exp;         /* width of one routed expert */
+    int32_t n_ff_shexp;       /* width of the shared expert (0: none; qwen2moe) */
+    bool expert_weights_norm; /* the k chosen probabilities renormalized to sum 1 */
 } sl_model_desc;
 
 /* Reads metadata and validates all tensors. SL_EUNSUPPORTED for an unknown
@@ -59,6 +66,10 @@ bool sl_model_layer_swa(const sl_model_desc *d, int32_t l);
 /* Name of the global rope-divisor tensor for a context of n_ctx positions
  * (rope_freqs.weight, or the LongRoPE long/short factors), NULL if none. */
 const char *sl_model_rope_factors_name(const sl_model_desc *d, int32_t n_ctx);
+/* MoE part (model_moe.c): keys and flags after the common keys (also
+ * llama.expert_count for Mixtral), then each layer's expert tensors. */
+int sl_model_moe_keys(sl_model_desc *d, const sl_gguf *g);
+int sl_model_moe_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t layer);
 
 /* inv_freq[i], i < n_rot/2: angle per position of pair i, scaling and
  * rope_freqs divisors included (freqs may be NULL when absent). */

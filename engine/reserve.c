@@ -31,6 +31,8 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
                           : "unknown level (scalar, avx2, avx512, avx512vnni, neon, dotprod)");
     int32_t max_k = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
     if (d->q_dim > max_k) max_k = d->q_dim;
+    if (d->n_ff_exp > max_k) max_k = d->n_ff_exp;       /* MoE expert widths */
+    if (d->n_ff_shexp > max_k) max_k = d->n_ff_shexp;
     r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim);
     r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
     r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;

@@ -59,8 +59,25 @@ static const mk_preset mk_presets[] = {
     { "phi3-mini", 32, 3072, 8192, 32, 32, 131072, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 4096 },
 };
 
-enum { MK_LLAMA, MK_QWEN2, MK_QWEN3, MK_PHI3 };
-static const char *const mk_arch_names[] = { "llama", "qwen2", "qwen3", "phi3" };
+enum { MK_LLAMA, MK_QWEN2, MK_QWEN3, MK_PHI3, MK_QWEN2MOE, MK_QWEN3MOE };
+static const char *const mk_arch_names[] = { "llama", "qwen2", "qwen3", "phi3", "qwen2moe", "qwen3moe" };
+
+/* MoE presets: the shape (its arch fixed: llama with experts is Mixtral),
+ * experts (total / used / width), the shared expert's width. */
+typedef struct {
+    mk_preset base;
+    uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+} mk_moe_preset;
+
+static const mk_moe_preset mk_moe_presets[] = {
+    /* MoE: the shapes of ../shared/models/synth2-{mixtral,qwen2moe,qwen3moe}-* */
+    { { "mixtral-tiny", 2, 256, 512, 4, 2, 512, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0 }, 8, 2, 512, 0 },
+    { { "qwen2moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen2moe", 0, 0 }, 8, 2, 256, 512 },
+    { { "qwen3moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0 }, 16, 4, 256, 0 },
+    /* Mixtral-8x7B; Qwen3-30B-A3B (48 layers, 128 experts x 768, 8 used) */
+    { { "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32768, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0 }, 8, 2, 14336, 0 },
+    { { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0 }, 128, 8, 768, 0 },
+};
 
 /* ---- types and mixes --------------------------------------------------- */
 enum { MIX_PLAIN = 0, MIX_Q4_K_M, MIX_Q4_K_S, MIX_Q2_K };
@@ -200,7 +217,7 @@ static void pool_free(mk_pool *p) { free(p->blocks); free(p->scale); }
 typedef struct {
     char name[64];
     uint32_t type, n_dims;
-    uint64_t ne[2];
+    uint64_t ne[3];               /* 3-D: expert tensors [ne0, ne1, n_expert] */
     float sigma, mean;            /* values ~ mean + N(0, sigma) */
     uint64_t nbytes;
 } mk_tensor;
@@ -212,6 +229,8 @@ typedef struct {
     uint32_t head_dim, rope_orig_ctx;
     float rope_base, eps;
     bool tied;
+    /* MoE (n_expert 0: dense FFN) */
+    uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     int n_tensors;
     mk_tensor t[MK_MAX_TENSORS];
 } mk_model;
@@ -222,10 +241,50 @@ static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint
     if (m->n_tensors >= MK_MAX_TENSORS) return -1;
     mk_tensor *t = &m->t[m->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->type = type; t->n_dims = nd; t->ne[0] = ne0; t->ne[1] = nd > 1 ? ne1 : 1;
+    t->type = type; t->n_dims = nd; t->ne[0] = ne0; t->ne[1] = nd > 1 ? ne1 : 1; t->ne[2] = 1;
     t->sigma = sigma; t->mean = mean;
     if (sl_gguf_tensor_size(type, nd, t->ne, &t->nbytes)) return -1;
     return 0;
+}
+
+/* The routed experts of layer l: router [n_embd, n_expert] F32 and the 3-D
+ * gate/up [n_embd, n_ff_exp, n_expert] and down [n_ff_exp, n_embd, n_expert];
+ * qwen2moe's shared expert and its [n_embd] sigmoid gate. */
+static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l, float s,
+                       float s_gate)
+{
+    const uint32_t E = m->n_embd, FE = m->n_ff_exp, NE = m->n_expert, FS = m->n_ff_shexp;
+    static const struct { const char *n; mk_role role; int down; } exps[] = {
+        { "ffn_gate_exps.weight", T_GATE, 0 }, { "ffn_up_exps.weight", T_UP, 0 },
+        { "ffn_down_exps.weight", T_DOWN, 1 },
+    };
+    char nm[64];
+    snprintf(nm, sizeof nm, "blk.%u.ffn_gate_inp.weight", l);
+    int rc = add_t(m, nm, SL_GGML_F32, 2, E, NE, 0.1f, 0);
+    for (int i = 0; i < 3 && !rc; i++) {
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, exps[i].n);
+        uint32_t type = mk_tensor_type(td, head_type, exps[i].role, l, m->n_layer, m->n_head, m->n_head_kv);
+        rc = add_t(m, nm, type, 2, exps[i].down ? FE : E, exps[i].down ? E : FE,
+                   exps[i].role == T_GATE ? s_gate : s, 0);
+        if (rc) break;
+        mk_tensor *t = &m->t[m->n_tensors - 1];
+        t->n_dims = 3;
+        t->ne[2] = NE;
+        rc = sl_gguf_tensor_size(type, 3, t->ne, &t->nbytes) ? -1 : 0;
+    }
+    if (!FS || rc) return rc;
+    static const struct { const char *n; mk_role role; int down; } sh[] = {
+        { "ffn_gate_shexp.weight", T_GATE, 0 }, { "ffn_up_shexp.weight", T_UP, 0 },
+        { "ffn_down_shexp.weight", T_DOWN, 1 },
+    };
+    snprintf(nm, sizeof nm, "blk.%u.ffn_gate_inp_shexp.weight", l);
+    rc = add_t(m, nm, SL_GGML_F32, 1, E, 1, 0.1f, 0);
+    for (int i = 0; i < 3 && !rc; i++) {
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, sh[i].n);
+        rc = add_t(m, nm, mk_tensor_type(td, head_type, sh[i].role, l, m->n_layer, m->n_head, m->n_head_kv),
+                   2, sh[i].down ? FS : E, sh[i].down ? E : FS, sh[i].role == T_GATE ? s_gate : s, 0);
+    }
+    return rc;
 }
 
 /* qwen3 / phi3 tensors of layer l that differ from llama's: q/k norms of
@@ -238,7 +297,7 @@ static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type,
     uint32_t hd = m->head_dim, q = hd * m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
     char nm[64];
     *fused_ffn = false;
-    if (m->arch_id == MK_QWEN3) {
+    if (m->arch_id == MK_QWEN3 || m->arch_id == MK_QWEN3MOE) {
         snprintf(nm, sizeof nm, "blk.%u.attn_q_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, hd, 1, 0.1f, 1.0f);
         snprintf(nm, sizeof nm, "blk.%u.attn_k_norm.weight", l);
@@ -284,12 +343,16 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
             LT("attn_v.weight", T_V, 2, m->n_embd, kv, s, 0);
         }
         LT("attn_output.weight", T_O, 2, qd, m->n_embd, s, 0);
-        if (m->arch_id == MK_QWEN2) {
-            LT("attn_q.bias", T_BIAS, 1, m->n_embd, 1, s, 0);
+        if (m->arch_id == MK_QWEN2 || m->arch_id == MK_QWEN2MOE) {
+            LT("attn_q.bias", T_BIAS, 1, qd, 1, s, 0);
             LT("attn_k.bias", T_BIAS, 1, kv, 1, s, 0);
             LT("attn_v.bias", T_BIAS, 1, kv, 1, s, 0);
         }
         LT("ffn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
+        if (m->n_expert) {   /* the synth2 recipe: gates N(0, 0.08^2) so routing matters */
+            rc |= add_experts(m, td, head_type, l, s, 0.08f);
+            continue;
+        }
         if (!fused_ffn) {
             LT("ffn_gate.weight", T_GATE, 2, m->n_embd, m->n_ff, s, 0);
             LT("ffn_up.weight", T_UP, 2, m->n_embd, m->n_ff, s, 0);
@@ -375,8 +438,12 @@ static void progress(bool tty, uint64_t done, uint64_t total, double t0, bool fi
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: sluice mkmodel --preset tiny|1b|8b|13b|70b|qwen3-tiny|phi3-tiny|qwen3-8b|phi3-mini [options] -o FILE\n"
-        "Writes a llama/qwen2/qwen3/phi3 GGUF with random weights (for benchmarks; the output is gibberish).\n"
+        "usage: sluice mkmodel --preset NAME [options] -o FILE\n"
+        "  NAME: tiny|1b|8b|13b|70b (llama), qwen3-tiny|phi3-tiny|qwen3-8b|phi3-mini,\n"
+        "        MoE (architecture and experts fixed): mixtral-tiny, qwen2moe-tiny, qwen3moe-tiny\n"
+        "        (the synth2 MoE shapes), mixtral-8x7b, qwen3-30b-a3b\n"
+        "Writes a llama/qwen2/qwen3/phi3/qwen2moe/qwen3moe GGUF with random weights (for benchmarks;\n"
+        "the output is gibberish).\n"
         "  --preset NAME     tiny (2 layers, 256, ff 768, 4/2 heads), 1b (Llama-3.2-1B shape),\n"
         "                    8b (Llama-3-8B: 32 layers, 4096, ff 14336, 32/8 heads),\n"
         "                    13b (Llama-2-13B: 40, 5120, 13824, 40/40), 70b (80, 8192, 28672, 64/8);\n"
@@ -438,7 +505,7 @@ int perf_mkmodel_main(int argc, char **argv)
     uint64_t seed = 1;
     uint32_t ov[7] = {0};   /* n_layer n_embd n_ff n_head n_head_kv n_ctx n_vocab overrides */
     static const char *ovn[7] = { "--n-layer", "--n-embd", "--n-ff", "--n-head", "--n-head-kv", "--n-ctx", "--n-vocab" };
-    bool tied = false, keep_cache = false;
+    bool tied = false, keep_cache = false, arch_given = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -456,7 +523,7 @@ int perf_mkmodel_main(int argc, char **argv)
             !strcmp(a, "--seed") || !strcmp(a, "--vocab") || !strcmp(a, "-o")) {
             if (!(v = arg_val(argc, argv, &i))) return 2;
             if (!strcmp(a, "--preset")) preset = v;
-            else if (!strcmp(a, "--arch")) arch = v;
+            else if (!strcmp(a, "--arch")) { arch = v; arch_given = true; }
             else if (!strcmp(a, "--type")) tname = v;
             else if (!strcmp(a, "--head")) hname = v;
             else if (!strcmp(a, "--vocab")) vocab = v;
@@ -474,19 +541,32 @@ int perf_mkmodel_main(int argc, char **argv)
     }
     if (!preset || !out) { usage(stderr); return 2; }
     const mk_preset *ps = NULL;
+    const mk_moe_preset *moe = NULL;
     for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++)
         if (!strcmp(mk_presets[i].name, preset)) ps = &mk_presets[i];
+    for (size_t i = 0; i < sizeof mk_moe_presets / sizeof mk_moe_presets[0]; i++)
+        if (!strcmp(mk_moe_presets[i].base.name, preset)) { moe = &mk_moe_presets[i]; ps = &moe->base; }
     if (!ps) {
         fprintf(stderr, "mkmodel: unknown preset '%s' (tiny 1b 8b 13b 70b qwen3-tiny phi3-tiny qwen3-8b "
-                "phi3-mini)\n", preset);
+                "phi3-mini mixtral-tiny qwen2moe-tiny qwen3moe-tiny mixtral-8x7b qwen3-30b-a3b)\n", preset);
         return 2;
     }
-    if (!arch) arch = ps->arch ? ps->arch : "llama";
+    if (moe && arch_given && strcmp(arch, ps->arch)) {
+        fprintf(stderr, "mkmodel: preset '%s' is architecture %s (--arch %s)\n", preset, ps->arch, arch);
+        return 2;
+    }
+    if (!arch || moe) arch = ps->arch ? ps->arch : "llama";
     int arch_id = -1;
     for (int i = 0; i < (int)(sizeof mk_arch_names / sizeof mk_arch_names[0]); i++)
         if (!strcmp(arch, mk_arch_names[i])) arch_id = i;
-    if (arch_id < 0) { fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2 qwen3 phi3)\n", arch); return 2; }
-    bool qwen2 = arch_id == MK_QWEN2;
+    /* the MoE archs only with their presets (the experts come from there) */
+    if (arch_id < 0 || (!moe && (arch_id == MK_QWEN2MOE || arch_id == MK_QWEN3MOE))) {
+        fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2 qwen3 phi3; MoE: by preset)\n", arch);
+        return 2;
+    }
+    /* qwen2moe: qwen2 attention (biases, rope, eps, vocab) + experts; qwen3moe: qwen3's */
+    bool qwen2 = arch_id == MK_QWEN2 || arch_id == MK_QWEN2MOE;
+    bool qwen3 = arch_id == MK_QWEN3 || arch_id == MK_QWEN3MOE;
     const mk_typedef *td = find_type(tname);
     if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
     uint32_t head_type = td->type;
@@ -501,6 +581,12 @@ int perf_mkmodel_main(int argc, char **argv)
     memset(&m, 0, sizeof m);
     m.arch = mk_arch_names[arch_id];
     m.arch_id = arch_id;
+    if (moe) {
+        m.n_expert = moe->n_expert;
+        m.n_expert_used = moe->n_expert_used;
+        m.n_ff_exp = moe->n_ff_exp;
+        m.n_ff_shexp = moe->n_ff_shexp;
+    }
     m.n_layer = ov[0] ? ov[0] : ps->n_layer;
     m.n_embd = ov[1] ? ov[1] : ps->n_embd;
     m.n_ff = ov[2] ? ov[2] : ps->n_ff;
@@ -508,7 +594,7 @@ int perf_mkmodel_main(int argc, char **argv)
     m.n_head_kv = ov[4] ? ov[4] : (ov[3] ? m.n_head : ps->n_head_kv);
     m.n_ctx = ov[5] ? ov[5] : ps->n_ctx;
     m.rope_base = qwen2 ? 1000000.0f : ps->rope_base;
-    m.eps = qwen2 || arch_id == MK_QWEN3 ? 1e-6f : 1e-5f;
+    m.eps = qwen2 || qwen3 ? 1e-6f : 1e-5f;
     m.tied = tied;
     /* the preset's head dim only while its heads are kept */
     m.head_dim = ps->head_dim && !ov[1] && !ov[3] ? ps->head_dim : m.n_embd / m.n_head;
@@ -523,7 +609,7 @@ int perf_mkmodel_main(int argc, char **argv)
     char vpath[4096];
     if (!vocab) {
         snprintf(vpath, sizeof vpath, "%s/models/vocab/%s", SL_SHARED_DIR,
-                 qwen2 || arch_id == MK_QWEN3 ? "ggml-vocab-qwen2.gguf"
+                 qwen2 || qwen3 ? "ggml-vocab-qwen2.gguf"
                  : arch_id == MK_PHI3    ? "ggml-vocab-phi-3.gguf"
                                          : ps->vocab);
         vocab = vpath;
@@ -562,8 +648,8 @@ int perf_mkmodel_main(int argc, char **argv)
     }
     char key[128], gname[128];
     const char *A = m.arch;
-    snprintf(gname, sizeof gname, "sluice-synth-%s-%s%s%s", preset, qwen2 ? "qwen2-" : "", td->name,
-             tied ? "-tied" : "");
+    snprintf(gname, sizeof gname, "sluice-synth-%s-%s%s%s", preset, qwen2 && !m.n_expert ? "qwen2-" : "",
+             td->name, tied ? "-tied" : "");
 #define KEY(fmt) (snprintf(key, sizeof key, fmt, A), key)
     rc |= sl_gguf_writer_set_str(w, "general.architecture", A);
     rc |= sl_gguf_writer_set_str(w, "general.name", gname);
@@ -585,6 +671,14 @@ int perf_mkmodel_main(int argc, char **argv)
         float af = ratio > 1 ? (float)sqrt(1 + log(ratio) / log((double)m.rope_orig_ctx)) : 1.0f;
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.scaling.original_context_length"), m.rope_orig_ctx);
         rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.scaling.attn_factor"), af);
+    }
+    if (m.n_expert) {
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_count"), m.n_expert);
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_used_count"), m.n_expert_used);
+        if (strcmp(A, "llama"))   /* the llama loader has no expert-width key */
+            rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_feed_forward_length"), m.n_ff_exp);
+        if (m.n_ff_shexp)
+            rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_shared_feed_forward_length"), m.n_ff_shexp);
     }
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count"), m.n_head);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count_kv"), m.n_head_kv);
@@ -626,7 +720,7 @@ int perf_mkmodel_main(int argc, char **argv)
     uint64_t done = 0;
     for (int ti = 0; ti < m.n_tensors && !rc; ti++) {
         const mk_tensor *t = &m.t[ti];
-        uint64_t rows = t->ne[1], row_bytes = t->nbytes / rows;
+        uint64_t rows = t->ne[1] * t->ne[2], row_bytes = t->nbytes / rows;
         uint64_t per = MK_BUF / row_bytes;
         if (per == 0) { rc = -1; fprintf(stderr, "mkmodel: row of %s too large\n", t->name); break; }
         for (uint64_t r = 0; r < rows && !rc; r += per) {

@@ -308,6 +308,62 @@ Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
     cleanup();
 }
 
+static void check_experts(const sl_gguf *g, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1,
+                          uint64_t ne2)
+{
+    const sl_gguf_tensor *t = tensor(g, name);
+    cr_assert_eq(t->n_dims, 3u, "%s dims", name);
+    cr_assert_eq(t->type, type, "%s type %u want %u", name, t->type, type);
+    cr_assert(t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == ne2, "%s shape", name);
+}
+
+/* The MoE presets: synth2 shapes, keys, 3-D expert tensors, accepted by the
+ * model description with the experts it declares. */
+Test(mkmodel, moe_presets, .timeout = 120)
+{
+    setup_paths();
+    sl_model_desc d;
+    sl_gguf *g = mk_open("x.gguf", "--preset mixtral-tiny --type q4_k --vocab none --n-vocab 512");
+    cr_assert_eq(u32_key(g, "llama.expert_count"), 8u);
+    cr_assert_eq(u32_key(g, "llama.expert_used_count"), 2u);
+    cr_assert_eq(sl_gguf_find_key(g, "llama.expert_feed_forward_length"), -1);
+    check_shape(g, "blk.1.ffn_gate_inp.weight", SL_GGML_F32, 256, 8);
+    check_experts(g, "blk.1.ffn_gate_exps.weight", SL_GGML_Q4_K, 256, 512, 8);
+    check_experts(g, "blk.1.ffn_down_exps.weight", SL_GGML_Q4_K, 512, 256, 8);
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.0.ffn_gate.weight"));
+    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
+    cr_assert(d.arch == SL_ARCH_LLAMA && d.n_expert == 8 && d.n_ff_exp == 512 && !d.rope_neox);
+    sl_gguf_close(g);
+
+    g = mk_open("q2.gguf", "--preset qwen2moe-tiny --type q4_k_m --vocab none --n-vocab 512");
+    cr_assert_eq(u32_key(g, "qwen2moe.expert_feed_forward_length"), 256u);
+    cr_assert_eq(u32_key(g, "qwen2moe.expert_shared_feed_forward_length"), 512u);
+    check_experts(g, "blk.3.ffn_up_exps.weight", SL_GGML_Q4_K, 256, 256, 8);
+    check_experts(g, "blk.3.ffn_down_exps.weight", SL_GGML_Q6_K, 256, 256, 8);   /* more-bits layer */
+    check_shape(g, "blk.3.ffn_gate_inp_shexp.weight", SL_GGML_F32, 256, 1);
+    check_shape(g, "blk.3.ffn_down_shexp.weight", SL_GGML_Q6_K, 512, 256);
+    check_shape(g, "blk.3.attn_q.bias", SL_GGML_F32, 256, 1);
+    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
+    cr_assert(d.arch == SL_ARCH_QWEN2MOE && d.n_ff_shexp == 512 && d.has_qkv_bias && !d.expert_weights_norm);
+    sl_gguf_close(g);
+
+    g = mk_open("q3.gguf", "--preset qwen3moe-tiny --type q4_k --vocab none --n-vocab 512");
+    cr_assert_eq(u32_key(g, "qwen3moe.attention.key_length"), 128u);
+    cr_assert_eq(u32_key(g, "qwen3moe.expert_count"), 16u);
+    cr_assert_eq(u32_key(g, "qwen3moe.expert_used_count"), 4u);
+    check_shape(g, "blk.0.attn_q.weight", SL_GGML_Q4_K, 256, 512);
+    check_shape(g, "blk.0.attn_output.weight", SL_GGML_Q4_K, 512, 256);
+    check_shape(g, "blk.0.attn_q_norm.weight", SL_GGML_F32, 128, 1);
+    check_experts(g, "blk.2.ffn_gate_exps.weight", SL_GGML_Q4_K, 256, 256, 16);
+    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
+    cr_assert(d.arch == SL_ARCH_QWEN3MOE && d.has_qk_norm && d.head_dim == 128 && d.n_expert_used == 4);
+    sl_gguf_close(g);
+
+    char path[PATH_MAX];
+    cr_assert_eq(mk("bad.gguf", "--preset qwen3moe-tiny --arch llama --vocab none", path, sizeof path), 2);
+    cleanup();
+}
+
 Test(mkmodel, bad_arguments, .timeout = 60)
 {
     setup_paths();

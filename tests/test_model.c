@@ -204,7 +204,9 @@ static void expect_broken(const char *name, const mutation *mu, int want, const 
 Test(model, unknown_architecture)
 {
     mutation mu = { .arch = "xyz" };
-    expect_broken("arch", &mu, SL_EUNSUPPORTED, "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3)",
+    expect_broken("arch", &mu, SL_EUNSUPPORTED,
+                  "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3, qwen2moe, qwen3moe; "
+                  "llama with experts: mixtral)",
                   "architecture 'xyz' not supported");
 }
 

@@ -1,0 +1,200 @@
+/* Routed-expert FFN, numerically as llama.cpp's build_moe_ffn on the CPU:
+ * router logits in F32, softmax over all experts, the k largest
+ * probabilities (descending; ties to the lower expert id), divided by their
+ * sum (clamped to 6.1e-5) where the architecture renormalizes; each expert's
+ * down output times its weight, then the k terms added in order of
+ * decreasing weight; qwen2moe adds the shared expert times
+ * sigmoid(ffn_gate_inp_shexp . h). Expert matrices take activations
+ * quantized to their vec_dot_type like every other matmul. */
+#include "forward_moe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../gguf/sl_internal.h"
+#include "../quant/quant.h"
+
+#define A64(x) (((x) + 63) & ~(uint64_t)63)
+
+/* The scratch, carved in this order from f->moe. */
+typedef struct moe_buf {
+    float *probs;      /* [B][n_expert] router logits, then probabilities */
+    int32_t *sel;      /* [B][k] chosen experts, by decreasing probability */
+    float *w;          /* [B][k] their weights */
+    int32_t *cnt;      /* [n_expert + 1] rows per expert, then start offsets */
+    int32_t *rows;     /* [B*k] (token * k + slot), grouped by expert */
+    float *xg;         /* [B][n_embd] gathered inputs / one expert's outputs */
+    float *g, *u;      /* [B][max(n_ff_exp, n_ff_shexp)] */
+    float *ys;         /* [B][k][n_embd] weighted expert outputs */
+    float *out;        /* [B][n_embd] */
+} moe_buf;
+
+static uint64_t carve(const sl_model_desc *d, int32_t n_batch, char *p, moe_buf *b)
+{
+    const uint64_t B = (uint64_t)n_batch, NE = (uint64_t)d->n_expert, K = (uint64_t)d->n_expert_used;
+    const uint64_t E = (uint64_t)d->n_embd;
+    const uint64_t FF = (uint64_t)(d->n_ff_exp > d->n_ff_shexp ? d->n_ff_exp : d->n_ff_shexp);
+    uint64_t o = 0;
+#define PART(field, bytes) do { if (p) b->field = (void *)(p + o); o += A64(bytes); } while (0)
+    PART(probs, B * NE * 4);
+    PART(sel, B * K * 4);
+    PART(w, B * K * 4);
+    PART(cnt, (NE + 1) * 4);
+    PART(rows, B * K * 4);
+    PART(xg, B * E * 4);
+    PART(g, B * FF * 4);
+    PART(u, B * FF * 4);
+    PART(ys, B * K * E * 4);
+    PART(out, B * E * 4);
+#undef PART
+    return o;
+}
+
+uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch)
+{
+    return d->n_expert ? carve(d, n_batch, NULL, NULL) : 0;
+}
+
+/* Y[n][rows] = W . x rows, x quantized to W's vec_dot_type in f->act. */
+static int moe_mm(sl_forward *f, const float *x, int64_t n, int wtype, const void *W, int64_t rows,
+                  int64_t cols, float *y, int64_t ldy, const char *name)
+{
+    sl_kern_quantize_act(f->k, wtype, x, cols, n, f->act);
+    int rc = n == 1 ? sl_kern_matvec(f->k, f->pool, wtype, W, rows, cols, f->act, y)
+                    : sl_kern_matmul(f->k, f->pool, wtype, W, rows, cols, f->act, n, y, ldy);
+    if (rc) return sl_err_set(rc, "matmul with '%s' (%lld x %lld, type %d) failed", name,
+                              (long long)rows, (long long)cols, wtype);
+    return 0;
+}
+
+static int find(const sl_stream_view *v, int32_t l, const char *suffix, const sl_stream_tensor **out)
+{
+    *out = sl_stream_view_find(v, suffix);
+    if (!*out) return sl_err_set(SL_ENOENT, "layer %d: tensor '%s' missing from its stream unit",
+                                 l, suffix);
+    return 0;
+}
+
+/* Softmax of one token's router logits in place, then its top k. */
+static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
+{
+    const int NE = d->n_expert, K = d->n_expert_used;
+    float mx = -INFINITY;
+    for (int e = 0; e < NE; e++) if (p[e] > mx) mx = p[e];
+    double sum = 0;
+    for (int e = 0; e < NE; e++) { p[e] = expf(p[e] - mx); sum += p[e]; }
+    const float inv = (float)(1.0 / sum);
+    for (int e = 0; e < NE; e++) p[e] *= inv;
+    for (int j = 0; j < K; j++) {   /* k <= n_expert <= 512: selection by repeated scan */
+        int best = -1;
+        for (int e = 0; e < NE; e++) {
+            bool taken = false;
+            for (int i = 0; i < j; i++) taken |= sel[i] == e;
+            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+        }
+        sel[j] = best;
+        w[j] = p[best];
+    }
+    if (d->expert_weights_norm) {
+        float s = 0;
+        for (int j = 0; j < K; j++) s += w[j];
+        if (s < 6.103515625e-5f) s = 6.103515625e-5f;
+        for (int j = 0; j < K; j++) w[j] /= s;
+    }
+}
+
+/* One expert (or the shared expert when e < 0) over the m gathered rows in
+ * b->xg; its down outputs land in b->xg. */
+static int expert_ffn(sl_forward *f, moe_buf *b, int64_t m, int64_t e, const sl_stream_tensor *wg,
+                      const sl_stream_tensor *wu, const sl_stream_tensor *wd)
+{
+    const int64_t E = f->d->n_embd, FF = (int64_t)wg->ne[1];
+    const size_t gsl = sl_gguf_row_bytes(wg->type, E) * (size_t)FF;
+    const size_t dsl = sl_gguf_row_bytes(wd->type, FF) * (size_t)E;
+    const uint8_t *G = (const uint8_t *)wg->data + (e < 0 ? 0 : (size_t)e * gsl);
+    const uint8_t *U = (const uint8_t *)wu->data + (e < 0 ? 0 : (size_t)e * gsl);
+    const uint8_t *D = (const uint8_t *)wd->data + (e < 0 ? 0 : (size_t)e * dsl);
+    int rc;
+    if ((rc = moe_mm(f, b->xg, m, (int)wg->type, G, FF, E, b->g, FF, wg->name))) return rc;
+    if (sl_quant_vec_dot_type((int)wu->type) == sl_quant_vec_dot_type((int)wg->type))
+        rc = m == 1 ? sl_kern_matvec(f->k, f->pool, (int)wu->type, U, FF, E, f->act, b->u)
+                    : sl_kern_matmul(f->k, f->pool, (int)wu->type, U, FF, E, f->act, m, b->u, FF);
+    else
+        rc = moe_mm(f, b->xg, m, (int)wu->type, U, FF, E, b->u, FF, wu->name);
+    if (rc) return sl_err_set(rc, "matmul with '%s' failed", wu->name);
+    f->k->silu_mul(b->g, b->g, b->u, m * FF);
+    return moe_mm(f, b->g, m, (int)wd->type, D, E, FF, b->xg, E, wd->name);
+}
+
+int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n)
+{
+    const sl_model_desc *d = f->d;
+    const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
+    moe_buf b;
+    carve(d, f->n_batch, f->moe, &b);
+    const sl_stream_tensor *gi, *wg, *wu, *wd;
+    int rc;
+    if ((rc = find(v, l, "ffn_gate_inp.weight", &gi)) || (rc = find(v, l, "ffn_gate_exps.weight", &wg)) ||
+        (rc = find(v, l, "ffn_up_exps.weight", &wu)) || (rc = find(v, l, "ffn_down_exps.weight", &wd)))
+        return rc;
+
+    /* routing */
+    if ((rc = moe_mm(f, f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name))) return rc;
+    memset(b.cnt, 0, (size_t)(NE + 1) * sizeof *b.cnt);
+    for (int32_t t = 0; t < n; t++) {
+        route(d, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
+        for (int32_t j = 0; j < K; j++) b.cnt[b.sel[(int64_t)t * K + j] + 1]++;
+    }
+    for (int32_t e = 0; e < NE; e++) b.cnt[e + 1] += b.cnt[e];   /* cnt[e] = start of expert e */
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t j = 0; j < K; j++) {
+            int32_t e = b.sel[(int64_t)t * K + j];
+            b.rows[b.cnt[e]++] = t * K + j;
+        }
+    /* cnt[e] is now the end of expert e = the start of e + 1 */
+
+    /* each chosen expert once, over all its rows */
+    for (int32_t e = 0; e < NE; e++) {
+        int32_t r0 = e ? b.cnt[e - 1] : 0, m = b.cnt[e] - r0;
+        if (!m) continue;
+        for (int32_t i = 0; i < m; i++)
+            memcpy(b.xg + (int64_t)i * E, f->xn + (int64_t)(b.rows[r0 + i] / K) * E, (size_t)E * 4);
+        if ((rc = expert_ffn(f, &b, m, e, wg, wu, wd))) return rc;
+        for (int32_t i = 0; i < m; i++) {
+            const int32_t ts = b.rows[r0 + i];
+            const float w = b.w[ts], *y = b.xg + (int64_t)i * E;
+            float *dst = b.ys + (int64_t)ts * E;
+            for (int32_t c = 0; c < E; c++) dst[c] = y[c] * w;
+        }
+    }
+    /* terms added in slot order (decreasing weight) */
+    for (int32_t t = 0; t < n; t++) {
+        float *o = b.out + (int64_t)t * E;
+        const float *ys = b.ys + (int64_t)t * K * E;
+        memcpy(o, ys, (size_t)E * 4);
+        for (int32_t j = 1; j < K; j++) f->k->add(o, o, ys + (int64_t)j * E, E);
+    }
+
+    if (d->n_ff_shexp) {
+        const sl_stream_tensor *gs, *sg, *su, *sd;
+        if ((rc = find(v, l, "ffn_gate_inp_shexp.weight", &gs)) ||
+            (rc = find(v, l, "ffn_gate_shexp.weight", &sg)) ||
+            (rc = find(v, l, "ffn_up_shexp.weight", &su)) ||
+            (rc = find(v, l, "ffn_down_shexp.weight", &sd)))
+            return rc;
+        /* gate logits z[t] (one row of [n_embd]) land in probs, free again */
+        if ((rc = moe_mm(f, f->xn, n, (int)gs->type, gs->data, 1, E, b.probs, 1, gs->name))) return rc;
+        memcpy(b.xg, f->xn, (size_t)n * (size_t)E * 4);
+        if ((rc = expert_ffn(f, &b, n, -1, sg, su, sd))) return rc;
+        for (int32_t t = 0; t < n; t++) {
+            /* sigmoid as llama.cpp forms it: silu(z) / z */
+            const float z = b.probs[t], s = z / (1.0f + expf(-z)) / z;
+            float *y = b.xg + (int64_t)t * E, *o = b.out + (int64_t)t * E;
+            for (int32_t c = 0; c < E; c++) y[c] *= s;
+            f->k->add(o, o, y, E);
+        }
+    }
+    f->k->add(f->x, f->x, b.out, (int64_t)n * E);
+    return 0;
+}

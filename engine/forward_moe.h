@@ -1,0 +1,21 @@
+/* Routed-expert FFN (Mixtral, qwen2moe, qwen3moe): router -> softmax over
+ * all experts -> top-k (renormalized where the architecture says) -> the k
+ * chosen experts' SwiGLU FFNs from their slices of the 3-D expert tensors,
+ * plus qwen2moe's sigmoid-gated shared expert. For a batch the rows are
+ * grouped by expert, so each chosen expert's weights are multiplied once per
+ * batch through sl_kern_matmul. */
+#ifndef SL_ENGINE_FORWARD_MOE_H
+#define SL_ENGINE_FORWARD_MOE_H
+
+#include <stdint.h>
+
+#include "forward.h"
+
+/* Bytes of the MoE scratch for n_batch rows (0 for a dense model). */
+uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch);
+
+/* x[i] += MoE-FFN(xn[i]) for i < n (xn: the ffn_norm'ed rows). f->moe holds
+ * sl_forward_moe_arena_bytes; v is layer l's stream view. */
+int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n);
+
+#endif
