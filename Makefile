@@ -9,6 +9,8 @@
 #   io/examples/*.c                        -> build/examples/* (use only io/sluice_stream.h)
 #   tests/test_*.c                         -> one Criterion binary each; a file that
 #                                             contains SL_HOST_ONLY is not cross-built
+#   engine/bindings/jni/*.c                -> libsluice_jni.so (links libsluice; not in it)
+#   engine/bindings/jni/java/sluice/*.java -> sluice.jar; Python (ctypes) needs no build
 
 CROSS   ?=
 CC      ?= cc
@@ -76,7 +78,7 @@ STATIC_LIB := $(BUILD)/libsluice.a
 SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
 
 .SECONDARY:
-.PHONY: all lib test check asan check-aarch64 fuzz fuzz-smoke deps demo install clean tests bench
+.PHONY: all lib bindings android test check asan check-aarch64 fuzz fuzz-smoke deps demo install clean tests bench
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(BUILD)/sluice $(PERF_BINS) $(EXAMPLES)
 
@@ -116,6 +118,33 @@ $(BUILD)/examples/%: $(BUILD)/obj/io/examples/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
+# ---- bindings (engine/bindings/): JNI bridge + Java API; Python is ctypes, no build ----
+# jni.h of the JDK javac belongs to (Debian: default-jdk-headless); jni_md.h is the same on aarch64.
+JAVAC   ?= javac
+JAVA    ?= java
+JAR     ?= jar
+PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
+JAVA_HOME ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v $(JAVAC) 2>/dev/null)))
+JNI_LIB := $(BUILD)/libsluice_jni.so
+JNI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard engine/bindings/jni/*.c))
+JAVA_SRCS := $(wildcard engine/bindings/jni/java/sluice/*.java)
+
+$(BUILD)/obj/engine/bindings/jni/%.o: ALL_CFLAGS += -Iengine -Iio -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
+$(JNI_LIB): $(JNI_OBJS) $(SHARED_LIB)
+	$(CC) -shared $(SAN) -o $@ $(JNI_OBJS) -L$(BUILD) -l:libsluice.so.$(SOMAJOR) -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
+
+# Java 8 class files: what Android's D8 and Kotlin take.
+$(BUILD)/sluice.jar: $(JAVA_SRCS)
+	@rm -rf $(BUILD)/java/api && mkdir -p $(BUILD)/java/api
+	$(JAVAC) -Xlint:all -Werror --release 8 -d $(BUILD)/java/api $(JAVA_SRCS)
+	$(JAR) cf $@ -C $(BUILD)/java/api .
+
+$(BUILD)/java/test/JniTest.class: tests/bind/JniTest.java $(BUILD)/sluice.jar
+	@mkdir -p $(dir $@)
+	$(JAVAC) -Xlint:all -Werror -cp $(BUILD)/sluice.jar -d $(dir $@) $<
+
+bindings: $(JNI_LIB) $(BUILD)/sluice.jar
+
 # ---- tests --------------------------------------------------------------
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/obj/%.o)
 ifeq ($(CROSS),)
@@ -138,10 +167,12 @@ test: deps
 	@$(MAKE) --no-print-directory check
 
 # Last: what `make install` gives an embedder (tests/install_check.sh).
-check: all $(TEST_BINS)
+check: all $(TEST_BINS) bindings $(BUILD)/java/test/JniTest.class
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; $$t --jobs $(JOBS) || { fail=1; echo "FAILED: $$t"; }; \
 	done; \
+	BUILD=$(BUILD) SAN="$(SAN)" CC="$(CC)" SHARED="$(SHARED)" JAVA="$(JAVA)" PYTHON="$(PYTHON)" \
+	  sh tests/bind/check.sh || fail=1; \
 	echo "== tests/install_check.sh"; \
 	MAKE="$(MAKE)" CC="$(CC)" SAN="$(SAN)" SHARED="$(SHARED)" sh tests/install_check.sh || fail=1; \
 	exit $$fail
@@ -195,7 +226,8 @@ bench: all
 
 # ---- set-up, demo, install ----------------------------------------------
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
-        libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config
+        libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config \
+        default-jdk-headless python3 python3-numpy
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	  grep -q 'install ok installed' || echo $$p; done); \
