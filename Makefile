@@ -205,8 +205,8 @@ tests-cross: $(STATIC_LIB) $(PORT_TEST_BINS) $(BUILD)/sluice
 
 # ---- Android (aarch64): a static `sluice` (runs from adb shell / Termux, no loader) and
 # libsluice_jni.so (+ libsluice.so.N it links), both checked under qemu-aarch64, where
-# io_uring is ENOSYS so the pread pool runs. ANDROID_CROSS=<NDK clang prefix> for an APK:
-# the default glibc toolchain's .so files load on aarch64 Linux, not in Bionic apps.
+# the pread pool runs (no liburing in the cross build). The glibc toolchain's .so files load
+# on aarch64 Linux, not in Bionic apps (an APK needs the NDK: README "Android").
 ANDROID_CROSS ?= aarch64-linux-gnu-
 ANDROID_BUILD ?= build-android
 ANDROID_SYSROOT ?= /usr/aarch64-linux-gnu
