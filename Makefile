@@ -9,6 +9,8 @@
 #   io/examples/*.c                        -> build/examples/* (use only io/sluice_stream.h)
 #   tests/test_*.c                         -> one Criterion binary each; a file that
 #                                             contains SL_HOST_ONLY is not cross-built
+#   engine/bindings/jni/*.c                -> libsluice_jni.so (links libsluice; not in it)
+#   engine/bindings/jni/java/sluice/*.java -> sluice.jar; Python (ctypes) needs no build
 
 CROSS   ?=
 CC      ?= cc
@@ -76,7 +78,7 @@ STATIC_LIB := $(BUILD)/libsluice.a
 SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
 
 .SECONDARY:
-.PHONY: all lib test check asan check-aarch64 fuzz fuzz-smoke deps demo install clean tests bench
+.PHONY: all lib bindings android test check asan check-aarch64 fuzz fuzz-smoke deps demo install clean tests bench
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(BUILD)/sluice $(PERF_BINS) $(EXAMPLES)
 
@@ -102,8 +104,9 @@ $(SHARED_LIB): $(LIB_OBJS)
 	ln -sf libsluice.so.$(VERSION) $(BUILD)/libsluice.so.$(SOMAJOR)
 	ln -sf libsluice.so.$(SOMAJOR) $(BUILD)/libsluice.so
 
+# EXE_LDFLAGS=-static: `make android`'s loader-free binary.
 $(BUILD)/sluice: $(CLI_OBJS) $(STATIC_LIB)
-	$(CC) $(SAN) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(LDLIBS)
+	$(CC) $(SAN) $(EXE_LDFLAGS) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(LDLIBS)
 
 # Standalone perf tools link only the helpers that register no `sluice` subcommand
 # (the other perf/*.c need engine/cli_main.c's table and main).
@@ -115,6 +118,33 @@ $(BUILD)/obj/io/examples/%.o: ALL_CFLAGS += -Iio
 $(BUILD)/examples/%: $(BUILD)/obj/io/examples/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+# ---- bindings (engine/bindings/): JNI bridge + Java API; Python is ctypes, no build ----
+# jni.h of the JDK javac belongs to (Debian: default-jdk-headless); jni_md.h is the same on aarch64.
+JAVAC   ?= javac
+JAVA    ?= java
+JAR     ?= jar
+PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
+JAVA_HOME ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v $(JAVAC) 2>/dev/null)))
+JNI_LIB := $(BUILD)/libsluice_jni.so
+JNI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard engine/bindings/jni/*.c))
+JAVA_SRCS := $(wildcard engine/bindings/jni/java/sluice/*.java)
+
+$(BUILD)/obj/engine/bindings/jni/%.o: ALL_CFLAGS += -Iengine -Iio -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
+$(JNI_LIB): $(JNI_OBJS) $(SHARED_LIB)
+	$(CC) -shared $(SAN) -o $@ $(JNI_OBJS) -L$(BUILD) -l:libsluice.so.$(SOMAJOR) -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
+
+# Java 8 class files: what Android's D8 and Kotlin take.
+$(BUILD)/sluice.jar: $(JAVA_SRCS)
+	@rm -rf $(BUILD)/java/api && mkdir -p $(BUILD)/java/api
+	$(JAVAC) -Xlint:all -Werror --release 8 -d $(BUILD)/java/api $(JAVA_SRCS)
+	$(JAR) cf $@ -C $(BUILD)/java/api .
+
+$(BUILD)/java/test/JniTest.class: tests/bind/JniTest.java $(BUILD)/sluice.jar
+	@mkdir -p $(dir $@)
+	$(JAVAC) -Xlint:all -Werror -cp $(BUILD)/sluice.jar -d $(dir $@) $<
+
+bindings: $(JNI_LIB) $(BUILD)/sluice.jar
 
 # ---- tests --------------------------------------------------------------
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/obj/%.o)
@@ -138,10 +168,12 @@ test: deps
 	@$(MAKE) --no-print-directory check
 
 # Last: what `make install` gives an embedder (tests/install_check.sh).
-check: all $(TEST_BINS)
+check: all $(TEST_BINS) bindings $(BUILD)/java/test/JniTest.class
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; $$t --jobs $(JOBS) || { fail=1; echo "FAILED: $$t"; }; \
 	done; \
+	BUILD=$(BUILD) SAN="$(SAN)" CC="$(CC)" SHARED="$(SHARED)" JAVA="$(JAVA)" PYTHON="$(PYTHON)" \
+	  sh tests/bind/check.sh || fail=1; \
 	echo "== tests/install_check.sh"; \
 	MAKE="$(MAKE)" CC="$(CC)" SAN="$(SAN)" SHARED="$(SHARED)" sh tests/install_check.sh || fail=1; \
 	exit $$fail
@@ -171,6 +203,29 @@ check-aarch64: deps
 
 tests-cross: $(STATIC_LIB) $(PORT_TEST_BINS) $(BUILD)/sluice
 
+# ---- Android (aarch64): a static `sluice` (runs from adb shell / Termux, no loader) and
+# libsluice_jni.so (+ libsluice.so.N it links), both checked under qemu-aarch64, where
+# the pread pool runs (no liburing in the cross build). The glibc toolchain's .so files load
+# on aarch64 Linux, not in Bionic apps (an APK needs the NDK: README "Android").
+ANDROID_CROSS ?= aarch64-linux-gnu-
+ANDROID_BUILD ?= build-android
+ANDROID_SYSROOT ?= /usr/aarch64-linux-gnu
+JNI_NATIVES = $(shell grep -ho 'static native [^ ]* [a-zA-Z]*' $(JAVA_SRCS) | awk '{print $$4}')
+android: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) CROSS=$(ANDROID_CROSS) BUILD=$(ANDROID_BUILD) \
+	  EXE_LDFLAGS=-static $(ANDROID_BUILD)/sluice $(ANDROID_BUILD)/libsluice_jni.so
+	$(ANDROID_CROSS)gcc -std=c11 -Wall -Wextra -Werror -o $(ANDROID_BUILD)/jni_load tests/bind/jni_load.c -ldl
+	@fail=0; \
+	echo "== $(ANDROID_BUILD)/sluice"; file $(ANDROID_BUILD)/sluice | grep -q 'statically linked' || \
+	  { echo "android: FAIL: sluice is not statically linked"; fail=1; }; \
+	out=$$(qemu-aarch64 $(ANDROID_BUILD)/sluice run -m $(DEMO_MODEL) -p "Once upon a time" -n 24 \
+	  --temp 0 -c 128 --mode stream --mem-budget 2M --stats --no-display-prompt 2>&1); echo "$$out"; \
+	echo "$$out" | grep -q 'mode stream, io pread' || { echo "android: FAIL: sluice run (stream, pread)"; fail=1; }; \
+	echo "$$out" | grep -q 'decode: 24 tokens' || { echo "android: FAIL: sluice run did not generate 24 tokens"; fail=1; }; \
+	echo "== $(ANDROID_BUILD)/libsluice_jni.so"; \
+	qemu-aarch64 -L $(ANDROID_SYSROOT) $(ANDROID_BUILD)/jni_load $(ANDROID_BUILD)/libsluice_jni.so $(JNI_NATIVES) || fail=1; \
+	[ $$fail -eq 0 ] && echo "android: PASS" || { echo "android: FAIL"; exit 1; }
+
 # ---- fuzzing ------------------------------------------------------------
 FUZZ_SRCS := gguf/gguf_read.c gguf/sl_status.c $(filter-out gguf/gguf_write%.c,$(wildcard gguf/*.c))
 fuzz: deps
@@ -195,7 +250,8 @@ bench: all
 
 # ---- set-up, demo, install ----------------------------------------------
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
-        libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config
+        libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config \
+        default-jdk-headless python3 python3-numpy
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	  grep -q 'install ok installed' || echo $$p; done); \
@@ -229,6 +285,6 @@ install: all
 	  '$(PREFIX)' '$(VERSION)' '$(LDLIBS)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
 
 clean:
-	rm -rf build build-asan build-fuzz build-aarch64-linux-gnu
+	rm -rf build build-asan build-fuzz build-aarch64-linux-gnu build-android
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -15,6 +15,45 @@
  * Threading: a model's weights are streamed on one cyclic schedule, so at most
  * one session of a model may be computing at any time (calls on sessions of the
  * same model must not overlap). Different models are independent.
+ *   thread-safe anywhere: sl_version*, sl_strerror, sl_last_error (per thread),
+ *     the _init functions (they touch only the caller's struct), sl_model_open
+ *     (each call builds its own model), sl_stream_mode_name/io_name.
+ *   per model: every other call taking an sl_model, or a session of it, must not
+ *     overlap with another such call (the bindings hold one lock per model).
+ *     sl_model_close / sl_session_destroy: no other call on that object may be
+ *     running or follow; destroy a model's sessions before closing the model.
+ *
+ * Ownership of returned pointers (nothing returned is freed by the caller except
+ * through the verb named here):
+ *   sl_model * (open)   the caller's; sl_model_close (NULL is a no-op).
+ *   sl_session * (create) the caller's; sl_session_destroy (NULL is a no-op).
+ *   sl_model_errmsg / sl_session_errmsg: owned by the handle, valid until the
+ *     next failing call on it or its close/destroy. sl_last_error: owned by the
+ *     calling thread, valid until that thread's next failing call.
+ *   sl_model_info.arch / .isa, sl_model_meta_str: owned by the model, valid
+ *     until sl_model_close.
+ *   sl_model_stream: borrowed (the model's streamer): valid until
+ *     sl_model_close; never sl_stream_close it, and do not acquire/release on
+ *     it while a session of the model computes.
+ *   sl_session_logits: owned by the session, valid (and unchanged) until the
+ *     next feed/eval/accept/step/reset or destroy.
+ *   sl_version, sl_strerror: static strings.
+ *
+ * Status codes each call can return (0 on success; the message names the cause):
+ *   _init_sized, get_info/get_stats_sized: SL_EINVAL (NULL, struct_size out of range).
+ *   sl_model_open: SL_EINVAL (bad params), SL_ENOENT (no file / key / tensor),
+ *     SL_EIO, SL_ENOMEM, SL_EFORMAT, SL_EVERSION, SL_ETRUNC, SL_ETYPE (the GGUF),
+ *     SL_EUNSUPPORTED (architecture, tensor type), SL_ESHAPE, SL_ERANGE (sizes);
+ *     SL_ENOMEM also when mem_budget is below the plan's minimum.
+ *   sl_model_tokenize: SL_ERANGE (cap too small), SL_EINVAL, SL_ENOMEM, and
+ *     SL_EUNSUPPORTED when the model has no tokenizer. token_text/piece: SL_EINVAL
+ *     (bad id), SL_ERANGE (cap).
+ *   sl_session_create: SL_EINVAL, SL_ENOMEM.  set_sampling: SL_EINVAL.
+ *   feed_tokens/feed_text/eval/accept/step: SL_ECTX (context full; nothing fed),
+ *     SL_EINVAL (id outside the vocab, NULL), SL_ENOMEM, and in stream mode the
+ *     streamer's read errors (SL_EIO, SL_ETRUNC, SL_EBUSY, SL_ECANCELED).
+ *   sample: SL_EINVAL (nothing fed yet).  detok: SL_ERANGE (cap), SL_EINVAL.
+ *   Calls returning void, bool, int32_t or a pointer cannot fail (NULL = absent).
  *
  * Example:
  *     sl_model_params mp; sl_model_params_init(&mp);

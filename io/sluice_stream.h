@@ -18,6 +18,31 @@
  * SL_EBUSY, "no free slot", beyond that). Acquiring out of schedule order is
  * allowed: the prefetch queue drains and restarts at that unit.
  *
+ * Thread-safe anywhere: the name/parse functions, the _init functions,
+ * sl_stream_plan_model (its own reader), sl_stream_open (its own stream),
+ * sl_stream_open_errmsg (per thread). Every other call on one sl_stream: one
+ * thread at a time, none during or after sl_stream_close.
+ *
+ * Ownership: the sl_stream * of open is the caller's (sl_stream_close; NULL
+ * is a no-op). Everything else returned points into the stream and is never
+ * freed by the caller: errmsg (until the next failing call or close), notice,
+ * get_plan, gguf and global tensors (until close), a view's tensors and their
+ * data (until release of that unit). sl_stream_open_errmsg: the calling
+ * thread's, until its next failing open. Name functions: static strings.
+ *
+ * Status codes (0 on success; the message names unit, offset, length, errno):
+ *   config_init_sized, *_sized outputs: SL_EINVAL (NULL, struct_size out of range).
+ *   open / plan_model: SL_EINVAL (config out of range), SL_ENOENT, SL_EIO, SL_ENOMEM,
+ *     the GGUF reader's SL_EFORMAT/SL_EVERSION/SL_ETRUNC/SL_ETYPE, SL_ERANGE (sizes),
+ *     SL_ENOSYS (io_uring asked for and unavailable); SL_ENOMEM also when
+ *     mem_budget is below the plan's minimum (the message gives the need).
+ *   unit_info, prefetch: SL_EINVAL (unit out of range).
+ *   acquire: SL_EINVAL (unit out of range, already held), SL_EBUSY (no free slot),
+ *     SL_EIO / SL_ETRUNC (read failed, after the retry policy), SL_ECANCELED.
+ *   release: SL_EINVAL (unit not held).  read_row: SL_ENOENT (no such tensor),
+ *     SL_ERANGE (row out of range, dst_len too small), SL_EIO.
+ *   mode_parse / io_parse: SL_EINVAL.
+ *
  * Signals: the first open that may use io_uring (io auto or uring, mode not
  * mmap; also sl_stream_plan_model with io auto) probes io_uring_setup once
  * per process. Where a seccomp filter traps it (SECCOMP_RET_TRAP, as in

@@ -1,0 +1,278 @@
+"""Model and Session (engine/sluice.h) over ctypes.
+
+A model's calls and those of its sessions take the model's lock: sluice.h
+allows one computing session per model at a time. Closed objects raise
+SluiceError(SL_EINVAL) instead of reaching the library."""
+import ctypes
+import os
+import threading
+
+from . import _lib
+from ._lib import SluiceError, lib, check, text, SL_EINVAL
+
+MODES = {"auto": 0, "resident": 1, "stream": 2, "mmap": 3}
+IOS = {"auto": 0, "uring": 1, "pread": 2}
+
+
+def _enum(table, value, what):
+    if isinstance(value, str):
+        if value not in table:
+            raise SluiceError(SL_EINVAL, "%s: unknown value %r (one of %s)" % (what, value, ", ".join(table)))
+        return table[value]
+    return int(value)
+
+
+def rss_bytes():
+    """(VmRSS, VmHWM) of this process in bytes; (0, 0) without /proc."""
+    cur = peak = 0
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    cur = int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return cur, peak
+
+
+class Model:
+    """An open GGUF model. ``Model(path, n_ctx=512, mode="stream", mem_budget=2 << 20, ...)``;
+    keywords are the fields of sl_model_params (mode and io also by name)."""
+
+    def __init__(self, path, **params):
+        self._h = None
+        self._lock = threading.RLock()
+        self._sessions = []
+        p = _lib.ModelParams()
+        check(lib.sl_model_params_init_sized(ctypes.byref(p), ctypes.sizeof(p)), lib.sl_last_error)
+        for k, v in params.items():
+            if k == "mode":
+                v = _enum(MODES, v, "mode")
+            elif k == "io":
+                v = _enum(IOS, v, "io")
+            elif k not in dict(p._fields_) or k == "struct_size":
+                raise SluiceError(SL_EINVAL, "Model: unknown parameter %r" % k)
+            if k == "mem_budget" and v < 0:
+                raise SluiceError(SL_EINVAL, "Model: mem_budget is negative")
+            setattr(p, k, v)
+        h = ctypes.c_void_p()
+        check(lib.sl_model_open(ctypes.byref(h), os.fsencode(path), ctypes.byref(p)), lib.sl_last_error)
+        self._h = h
+
+    def _handle(self):
+        if self._h is None:
+            raise SluiceError(SL_EINVAL, "model is closed")
+        return self._h
+
+    def close(self):
+        with self._lock:
+            for s in list(self._sessions):
+                s.close()
+            if self._h is not None:
+                lib.sl_model_close(self._h)
+                self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None) is not None:
+            self.close()
+
+    def info(self):
+        """sl_model_info as a dict; mode/io by name."""
+        with self._lock:
+            mi = _lib.ModelInfo()
+            check(lib.sl_model_get_info_sized(self._handle(), ctypes.byref(mi), ctypes.sizeof(mi)),
+                  lambda: lib.sl_model_errmsg(self._h))
+            d = {k: getattr(mi, k) for k, _ in mi._fields_}
+            d["arch"], d["isa"] = text(mi.arch), text(mi.isa)
+            d["mode"], d["io"] = text(lib.sl_stream_mode_name(mi.mode)), text(lib.sl_stream_io_name(mi.io))
+            return d
+
+    def tokenize(self, s, add_bos=True, parse_special=False):
+        """Token ids of a str or bytes."""
+        b = s.encode("utf-8") if isinstance(s, str) else bytes(s)
+        cap = len(b) + 8
+        ids = (ctypes.c_int32 * cap)()
+        with self._lock:
+            n = check(lib.sl_model_tokenize(self._handle(), b, len(b), add_bos, parse_special, ids, cap),
+                      lambda: lib.sl_model_errmsg(self._h))
+        return list(ids[:n])
+
+    def token_bytes(self, tok):
+        """The bytes a token stands for, as printed (not necessarily UTF-8 alone)."""
+        buf = ctypes.create_string_buffer(1024)
+        with self._lock:
+            n = check(lib.sl_model_token_piece(self._handle(), tok, buf, len(buf)),
+                      lambda: lib.sl_model_errmsg(self._h))
+        return buf.raw[:n]
+
+    def detokenize(self, ids):
+        """Bytes of a token sequence (token pieces joined; decode as UTF-8 yourself)."""
+        return b"".join(self.token_bytes(t) for t in ids)
+
+    def is_eog(self, tok):
+        with self._lock:
+            return bool(lib.sl_model_token_is_eog(self._handle(), tok))
+
+    def meta(self, key):
+        """A string metadata value, or None."""
+        with self._lock:
+            v = lib.sl_model_meta_str(self._handle(), key.encode())
+        return None if v is None else text(v)
+
+    def session(self, prompt=None, **sampling):
+        """A new Session; sampling keywords as Session.set_sampling; prompt fed if given."""
+        with self._lock:
+            s = Session(self)
+            self._sessions.append(s)
+        try:
+            if sampling:
+                s.set_sampling(**sampling)
+            if prompt is not None:
+                s.feed(prompt)
+        except Exception:
+            s.close()
+            raise
+        return s
+
+
+class Session:
+    """One conversation: KV cache, sampler, streaming detokenizer."""
+
+    def __init__(self, model):
+        self.model = model
+        self._lock = model._lock
+        h = ctypes.c_void_p()
+        check(lib.sl_session_create(ctypes.byref(h), model._handle()), lib.sl_last_error)
+        self._h = h
+
+    def _handle(self):
+        if self._h is None:
+            raise SluiceError(SL_EINVAL, "session is closed")
+        return self._h
+
+    def _err(self):
+        return lib.sl_session_errmsg(self._h)
+
+    def close(self):
+        with self._lock:
+            if self._h is not None:
+                lib.sl_session_destroy(self._h)
+                self._h = None
+                if self in self.model._sessions:
+                    self.model._sessions.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def set_sampling(self, **kw):
+        """temp (0 = greedy), top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed;
+        the rest keep sl_sampling_init's defaults. Also reseeds."""
+        sp = _lib.Sampling()
+        check(lib.sl_sampling_init_sized(ctypes.byref(sp), ctypes.sizeof(sp)), lib.sl_last_error)
+        for k, v in kw.items():
+            if k not in dict(sp._fields_) or k == "struct_size":
+                raise SluiceError(SL_EINVAL, "set_sampling: unknown parameter %r" % k)
+            setattr(sp, k, v)
+        with self._lock:
+            check(lib.sl_session_set_sampling(self._handle(), ctypes.byref(sp)), self._err)
+
+    def feed(self, prompt, parse_special=False):
+        """Feed text (BOS as the model asks when empty) or a list of token ids."""
+        with self._lock:
+            h = self._handle()
+            if isinstance(prompt, (str, bytes)):
+                b = prompt.encode("utf-8") if isinstance(prompt, str) else prompt
+                if b"\0" in b:
+                    raise SluiceError(SL_EINVAL, "feed: text contains a NUL byte")
+                check(lib.sl_session_feed_text(h, b, parse_special), self._err)
+            else:
+                ids = (ctypes.c_int32 * len(prompt))(*prompt)
+                check(lib.sl_session_feed_tokens(h, ids, len(prompt)), self._err)
+
+    def eval(self, ids):
+        """Feed ids and return the logits of every position (n x n_vocab; NumPy array if present)."""
+        n_vocab = self.model.info()["n_vocab"]
+        out = (ctypes.c_float * (len(ids) * n_vocab))()
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        with self._lock:
+            check(lib.sl_session_eval(self._handle(), arr, len(ids), out), self._err)
+        try:
+            import numpy as np
+            return np.ctypeslib.as_array(out).reshape(len(ids), n_vocab).copy()
+        except ImportError:
+            return [list(out[i * n_vocab:(i + 1) * n_vocab]) for i in range(len(ids))]
+
+    def sample(self):
+        tok = ctypes.c_int32()
+        with self._lock:
+            check(lib.sl_session_sample(self._handle(), ctypes.byref(tok)), self._err)
+        return tok.value
+
+    def accept(self, tok):
+        with self._lock:
+            check(lib.sl_session_accept(self._handle(), tok), self._err)
+
+    def detok(self, tok):
+        """Streaming detokenizer: bytes of tok given what came before (may be b"")."""
+        buf = ctypes.create_string_buffer(2048)
+        with self._lock:
+            n = check(lib.sl_session_detok(self._handle(), tok, buf, len(buf)), self._err)
+        return buf.raw[:n]
+
+    @property
+    def n_past(self):
+        with self._lock:
+            return lib.sl_session_n_past(self._handle())
+
+    @property
+    def n_ctx(self):
+        with self._lock:
+            return lib.sl_session_n_ctx(self._handle())
+
+    def generate(self, n=-1, stop_at_eog=True):
+        """Iterator of (token, bytes) for up to n tokens (-1: until the end), the loop of
+        `sluice run`: stops at an end-of-generation token (not fed) or a full context."""
+        i = 0
+        while n < 0 or i < n:
+            with self._lock:
+                if self.n_past >= self.n_ctx:
+                    return
+                tok = self.sample()
+                if stop_at_eog and self.model.is_eog(tok):
+                    return
+                piece = self.detok(tok)
+                self.accept(tok)
+            yield tok, piece
+            i += 1
+
+    def reset(self):
+        with self._lock:
+            lib.sl_session_reset(self._handle())
+
+    def stats(self):
+        """sl_stats as a dict, plus tok_s, rss_bytes, peak_rss_bytes, mode, io."""
+        st = _lib.Stats()
+        with self._lock:
+            check(lib.sl_session_get_stats_sized(self._handle(), ctypes.byref(st), ctypes.sizeof(st)),
+                  self._err)
+        d = {k: getattr(st, k) for k, _ in st._fields_}
+        d["tok_s"] = st.n_decode * 1e3 / st.decode_ms if st.decode_ms > 0 else 0.0
+        d["rss_bytes"], d["peak_rss_bytes"] = rss_bytes()
+        info = self.model.info()
+        d["mode"], d["io"] = info["mode"], info["io"]
+        return d
+
+    def reset_stats(self):
+        with self._lock:
+            lib.sl_session_reset_stats(self._handle())
