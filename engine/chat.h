@@ -17,6 +17,7 @@ enum sl_chat_tmpl {
     SL_CHAT_QWEN2,      /* ChatML + default system "You are a helpful assistant." */
     SL_CHAT_QWEN25,     /* ChatML + default system "You are Qwen, created by Alibaba Cloud. ..." */
     SL_CHAT_PHI3,       /* bos <|user|>\n...<|end|>\n<|assistant|>\n...<|end|>\n (Phi-3-mini) */
+    SL_CHAT_GEMMA,      /* bos <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n (Gemma 3) */
 };
 
 typedef struct sl_chat_msg {
@@ -28,7 +29,7 @@ typedef struct sl_chat_msg {
  * is recognised, SL_EINVAL for NULL. */
 int sl_chat_detect(const char *jinja, enum sl_chat_tmpl *out);
 /* By name: "llama3", "chatml" (also "qwen3"), "qwen2" (or "qwen"), "qwen2.5",
- * "llama2", "mistral", "phi3".
+ * "llama2", "mistral", "phi3", "gemma" (or "gemma3").
  * SL_EUNSUPPORTED for others. */
 int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out);
 const char *sl_chat_name(enum sl_chat_tmpl t);

@@ -11,6 +11,7 @@ static const struct { const char *name; enum sl_chat_tmpl t; } names[] = {
     {"llama3", SL_CHAT_LLAMA3}, {"chatml", SL_CHAT_CHATML}, {"qwen2", SL_CHAT_QWEN2}, {"qwen", SL_CHAT_QWEN2},
     {"qwen2.5", SL_CHAT_QWEN25}, {"qwen25", SL_CHAT_QWEN25}, {"llama2", SL_CHAT_LLAMA2},
     {"mistral", SL_CHAT_MISTRAL}, {"phi3", SL_CHAT_PHI3}, {"qwen3", SL_CHAT_CHATML},
+    {"gemma", SL_CHAT_GEMMA}, {"gemma3", SL_CHAT_GEMMA},
 };
 
 #define QWEN2_SYSTEM "You are a helpful assistant."
@@ -30,12 +31,14 @@ int sl_chat_detect(const char *j, enum sl_chat_tmpl *out)
         /* Phi-3-mini; the later Phi templates (system turn, no newline after
          * the tags) render differently and stay unrecognised */
         *out = SL_CHAT_PHI3;
+    } else if (strstr(j, "<start_of_turn>") && strstr(j, "<end_of_turn>")) {
+        *out = SL_CHAT_GEMMA;
     } else if (strstr(j, "[INST]")) {
         *out = strstr(j, "<<SYS>>") ? SL_CHAT_LLAMA2 : SL_CHAT_MISTRAL;
     }
     if (*out == SL_CHAT_NONE)
         return sl_err_set(SL_EUNSUPPORTED, "chat template not recognised (supported: llama3, chatml/qwen, "
-                          "llama2, mistral, phi3; force one with --chat-template NAME)");
+                          "llama2, mistral, phi3, gemma; force one with --chat-template NAME)");
     return 0;
 }
 
@@ -45,7 +48,7 @@ int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(name, names[i].name)) { *out = names[i].t; return 0; }
     return sl_err_set(SL_EUNSUPPORTED, "chat template '%s' unknown (known: llama3, chatml, qwen2, qwen2.5, "
-                      "qwen3, llama2, mistral, phi3)", name);
+                      "qwen3, llama2, mistral, phi3, gemma, gemma3)", name);
 }
 
 const char *sl_chat_name(enum sl_chat_tmpl t)
@@ -192,6 +195,27 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
             }
         }
         break;
+    case SL_CHAT_GEMMA: {
+        /* Gemma 3: bos; a leading system message becomes a prefix (content +
+         * "\n\n", untrimmed) of the first remaining turn; per turn
+         * <start_of_turn>role\n trim(content) <end_of_turn>\n, assistant as
+         * "model"; generation opens <start_of_turn>model\n */
+        puts_(&w, bos);
+        size_t first = n > 0 && role_of(msgs[0].role) == 0 ? 1 : 0;
+        for (size_t i = first; i < n; i++) {
+            puts_(&w, "<start_of_turn>");
+            puts_(&w, role_of(msgs[i].role) == 2 ? "model" : msgs[i].role);
+            puts_(&w, "\n");
+            if (first && i == first) {
+                puts_(&w, msgs[0].content);
+                puts_(&w, "\n\n");
+            }
+            put_trim(&w, msgs[i].content);
+            puts_(&w, "<end_of_turn>\n");
+        }
+        if (add_generation_prompt) puts_(&w, "<start_of_turn>model\n");
+        break;
+    }
     default:
         return sl_err_set(SL_EUNSUPPORTED, "sl_chat_render: template %d unknown", (int)t);
     }

@@ -243,7 +243,7 @@ static void chat_usage(FILE *f)
 {
     fprintf(f, "usage: sluice chat -m MODEL [--chat-template NAME] [-sys TEXT] [options]\n"
                "  reads one user message per line from stdin (works with piped input)\n"
-               "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3 (default: from the model)\n"
+               "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3 | gemma (default: from the model)\n"
                "  -sys, --system-prompt  system message\n%s%s",
             sampling_help, sl_cli_model_opts_help);
 }

@@ -38,29 +38,37 @@ typedef struct {
     const char *arch;             /* NULL: llama (--arch chooses) */
     uint32_t head_dim;            /* 0: n_embd / n_head */
     uint32_t rope_orig_ctx;       /* phi3 LongRoPE: original context (0: no factors) */
+    uint32_t n_vocab;             /* > the vocab file's: padded with <unused_N> tokens (0: the file's) */
 } mk_preset;
 
 static const mk_preset mk_presets[] = {
     /* small: the shape of ../shared/models/synth-tiny-* */
-    { "tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
+    { "tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
     /* Llama-3.2-1B (untied here) */
-    { "1b", 16, 2048, 8192, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
+    { "1b", 16, 2048, 8192, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
     /* Llama-3-8B */
-    { "8b", 32, 4096, 14336, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
+    { "8b", 32, 4096, 14336, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
     /* Llama-2-13B (no GQA, SPM vocab) */
-    { "13b", 40, 5120, 13824, 40, 40, 4096, 10000.0f, "ggml-vocab-llama-spm.gguf", NULL, 0, 0 },
+    { "13b", 40, 5120, 13824, 40, 40, 4096, 10000.0f, "ggml-vocab-llama-spm.gguf", NULL, 0, 0, 0 },
     /* Llama-3-70B */
-    { "70b", 80, 8192, 28672, 64, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0 },
+    { "70b", 80, 8192, 28672, 64, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
     /* dense families of 2026: small test shapes (as ../shared/models/synth2-*),
      * then Qwen3-8B and Phi-3-mini-128k */
-    { "qwen3-tiny", 2, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0 },
-    { "phi3-tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 64 },
-    { "qwen3-8b", 36, 4096, 12288, 32, 8, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0 },
-    { "phi3-mini", 32, 3072, 8192, 32, 32, 131072, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 4096 },
+    { "qwen3-tiny", 2, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0, 0 },
+    { "phi3-tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 64, 0 },
+    { "qwen3-8b", 36, 4096, 12288, 32, 8, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0, 0 },
+    { "phi3-mini", 32, 3072, 8192, 32, 32, 131072, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 4096, 0 },
+    /* gemma3: the shape of ../shared/models/synth2-gemma3-*; Gemma-3-12B
+     * (an SPM vocab padded to Gemma's 262144 tokens: the tied head's size) */
+    { "gemma3-tiny", 6, 256, 768, 4, 1, 512, 1000000.0f, "ggml-vocab-llama-spm.gguf", "gemma3", 128, 0, 0 },
+    { "gemma3-12b", 48, 3840, 15360, 16, 8, 131072, 1000000.0f, "ggml-vocab-llama-spm.gguf", "gemma3", 256, 0,
+      262144 },
 };
 
-enum { MK_LLAMA, MK_QWEN2, MK_QWEN3, MK_PHI3, MK_QWEN2MOE, MK_QWEN3MOE };
-static const char *const mk_arch_names[] = { "llama", "qwen2", "qwen3", "phi3", "qwen2moe", "qwen3moe" };
+enum { MK_LLAMA, MK_QWEN2, MK_QWEN3, MK_PHI3, MK_QWEN2MOE, MK_QWEN3MOE, MK_GEMMA3 };
+static const char *const mk_arch_names[] = { "llama", "qwen2", "qwen3", "phi3", "qwen2moe", "qwen3moe",
+                                             "gemma3" };
+#define MK_GEMMA3_WINDOW 1024u   /* Gemma 3's sliding window (the tiny preset: 16, as synth2) */
 
 /* MoE presets: the shape (its arch fixed: llama with experts is Mixtral),
  * experts (total / used / width), the shared expert's width. */
@@ -71,12 +79,12 @@ typedef struct {
 
 static const mk_moe_preset mk_moe_presets[] = {
     /* MoE: the shapes of ../shared/models/synth2-{mixtral,qwen2moe,qwen3moe}-* */
-    { { "mixtral-tiny", 2, 256, 512, 4, 2, 512, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0 }, 8, 2, 512, 0 },
-    { { "qwen2moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen2moe", 0, 0 }, 8, 2, 256, 512 },
-    { { "qwen3moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0 }, 16, 4, 256, 0 },
+    { { "mixtral-tiny", 2, 256, 512, 4, 2, 512, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0, 0 }, 8, 2, 512, 0 },
+    { { "qwen2moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen2moe", 0, 0, 0 }, 8, 2, 256, 512 },
+    { { "qwen3moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0, 0 }, 16, 4, 256, 0 },
     /* Mixtral-8x7B; Qwen3-30B-A3B (48 layers, 128 experts x 768, 8 used) */
-    { { "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32768, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0 }, 8, 2, 14336, 0 },
-    { { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0 }, 128, 8, 768, 0 },
+    { { "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32768, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0, 0 }, 8, 2, 14336, 0 },
+    { { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0, 0 }, 128, 8, 768, 0 },
 };
 
 /* ---- types and mixes --------------------------------------------------- */
@@ -226,6 +234,7 @@ typedef struct {
     const char *arch;
     int arch_id;                  /* MK_* */
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_ctx, n_vocab;
+    uint32_t n_vocab_file;        /* tokens taken from the vocab file (the rest: padding) */
     uint32_t head_dim, rope_orig_ctx;
     float rope_base, eps;
     bool tied;
@@ -297,7 +306,13 @@ static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type,
     uint32_t hd = m->head_dim, q = hd * m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
     char nm[64];
     *fused_ffn = false;
-    if (m->arch_id == MK_QWEN3 || m->arch_id == MK_QWEN3MOE) {
+    if (m->arch_id == MK_GEMMA3) {   /* q/k norms and the post-norms around attention and FFN */
+        snprintf(nm, sizeof nm, "blk.%u.post_attention_norm.weight", l);
+        *rc |= add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
+        snprintf(nm, sizeof nm, "blk.%u.post_ffw_norm.weight", l);
+        *rc |= add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
+    }
+    if (m->arch_id == MK_QWEN3 || m->arch_id == MK_QWEN3MOE || m->arch_id == MK_GEMMA3) {
         snprintf(nm, sizeof nm, "blk.%u.attn_q_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, hd, 1, 0.1f, 1.0f);
         snprintf(nm, sizeof nm, "blk.%u.attn_k_norm.weight", l);
@@ -322,7 +337,9 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
     float s_qk = 1.28f / sqrtf((float)m->n_embd);      /* 0.08 at n_embd 256 */
     float s_out = 8.0f / sqrtf((float)m->n_embd);      /* logits std ~8 */
     char nm[64];
-    int rc = add_t(m, "token_embd.weight", mk_tensor_type(td, head_type, T_EMBD, 0, L, m->n_head, m->n_head_kv),
+    /* tied: the embedding is also the head, typed as the head (as llama-quantize does) */
+    int rc = add_t(m, "token_embd.weight",
+                   mk_tensor_type(td, head_type, m->tied ? T_OUT : T_EMBD, 0, L, m->n_head, m->n_head_kv),
                    2, m->n_embd, m->n_vocab, s, 0);
 #define LT(suffix, role, nd, a, b, sig, mu)                                                     \
     do {                                                                                        \
@@ -418,6 +435,50 @@ static int gen_rows(mk_gen *g, const mk_model *m, int ti, uint64_t r0, uint64_t 
     return 0;
 }
 
+/* ---- vocabulary ------------------------------------------------------------ */
+
+/* The vocab file's tokenizer.* keys; when the shape wants more tokens than the
+ * file has (Gemma's 262144 from an SPM file), tokens, scores and types are
+ * padded with "<unused_N>" entries of type UNUSED (5) and a score no merge
+ * reaches, so the embedding and head have the real model's size. */
+static int copy_vocab(sl_gguf_writer *w, const sl_gguf *vg, uint32_t n_file, uint32_t n_total)
+{
+    int rc = 0;
+    for (int64_t i = 0; i < sl_gguf_n_kv(vg) && !rc; i++) {
+        const char *k = sl_gguf_kv_key(vg, i);
+        if (strncmp(k, "tokenizer.", 10)) continue;
+        bool tok = !strcmp(k, "tokenizer.ggml.tokens"), sc = !strcmp(k, "tokenizer.ggml.scores"),
+             ty = !strcmp(k, "tokenizer.ggml.token_type");
+        if (n_total <= n_file || !(tok || sc || ty)) { rc = sl_gguf_writer_copy_kv(w, vg, i); continue; }
+        uint32_t et; uint64_t n; const void *d;
+        if (sl_gguf_kv_arr(vg, i, &et, &n, &d) || n != n_file) return -1;
+        if (tok) {
+            char **s = calloc(n_total, sizeof *s);
+            if (!s) return -1;
+            for (uint64_t j = 0; j < n_total && !rc; j++) {
+                const char *t; uint64_t len;
+                if (j < n_file) rc = sl_gguf_arr_str(vg, i, j, &t, &len);
+                else { char b[32]; snprintf(b, sizeof b, "<unused_%llu>", (unsigned long long)(j - n_file)); t = b; }
+                if (!rc && !(s[j] = strdup(t))) rc = -1;
+            }
+            if (!rc) rc = sl_gguf_writer_set_arr_str(w, k, (const char *const *)s, n_total);
+            for (uint64_t j = 0; j < n_total; j++) free(s[j]);
+            free(s);
+        } else {
+            if ((sc && et != SL_GGUF_F32) || (ty && et != SL_GGUF_I32)) return -1;
+            uint32_t *v = malloc((size_t)n_total * 4);
+            if (!v) return -1;
+            memcpy(v, d, (size_t)n_file * 4);
+            float lo = -1e9f;
+            int32_t unused = 5;
+            for (uint32_t j = n_file; j < n_total; j++) memcpy(&v[j], sc ? (const void *)&lo : &unused, 4);
+            rc = sl_gguf_writer_set_arr(w, k, et, v, n_total);
+            free(v);
+        }
+    }
+    return rc;
+}
+
 /* ---- progress ---------------------------------------------------------------- */
 
 static void progress(bool tty, uint64_t done, uint64_t total, double t0, bool final)
@@ -440,9 +501,10 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: sluice mkmodel --preset NAME [options] -o FILE\n"
         "  NAME: tiny|1b|8b|13b|70b (llama), qwen3-tiny|phi3-tiny|qwen3-8b|phi3-mini,\n"
+        "        gemma3-tiny|gemma3-12b (vocab padded to Gemma's 262144 tokens),\n"
         "        MoE (architecture and experts fixed): mixtral-tiny, qwen2moe-tiny, qwen3moe-tiny\n"
         "        (the synth2 MoE shapes), mixtral-8x7b, qwen3-30b-a3b\n"
-        "Writes a llama/qwen2/qwen3/phi3/qwen2moe/qwen3moe GGUF with random weights (for benchmarks;\n"
+        "Writes a llama/qwen2/qwen3/phi3/gemma3/qwen2moe/qwen3moe GGUF with random weights (for benchmarks;\n"
         "the output is gibberish).\n"
         "  --preset NAME     tiny (2 layers, 256, ff 768, 4/2 heads), 1b (Llama-3.2-1B shape),\n"
         "                    8b (Llama-3-8B: 32 layers, 4096, ff 14336, 32/8 heads),\n"
@@ -548,7 +610,7 @@ int perf_mkmodel_main(int argc, char **argv)
         if (!strcmp(mk_moe_presets[i].base.name, preset)) { moe = &mk_moe_presets[i]; ps = &moe->base; }
     if (!ps) {
         fprintf(stderr, "mkmodel: unknown preset '%s' (tiny 1b 8b 13b 70b qwen3-tiny phi3-tiny qwen3-8b "
-                "phi3-mini mixtral-tiny qwen2moe-tiny qwen3moe-tiny mixtral-8x7b qwen3-30b-a3b)\n", preset);
+                "phi3-mini gemma3-tiny gemma3-12b mixtral-tiny qwen2moe-tiny qwen3moe-tiny mixtral-8x7b qwen3-30b-a3b)\n", preset);
         return 2;
     }
     if (moe && arch_given && strcmp(arch, ps->arch)) {
@@ -561,12 +623,13 @@ int perf_mkmodel_main(int argc, char **argv)
         if (!strcmp(arch, mk_arch_names[i])) arch_id = i;
     /* the MoE archs only with their presets (the experts come from there) */
     if (arch_id < 0 || (!moe && (arch_id == MK_QWEN2MOE || arch_id == MK_QWEN3MOE))) {
-        fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2 qwen3 phi3; MoE: by preset)\n", arch);
+        fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2 qwen3 phi3 gemma3; MoE: by preset)\n", arch);
         return 2;
     }
     /* qwen2moe: qwen2 attention (biases, rope, eps, vocab) + experts; qwen3moe: qwen3's */
     bool qwen2 = arch_id == MK_QWEN2 || arch_id == MK_QWEN2MOE;
     bool qwen3 = arch_id == MK_QWEN3 || arch_id == MK_QWEN3MOE;
+    bool gemma3 = arch_id == MK_GEMMA3;
     const mk_typedef *td = find_type(tname);
     if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
     uint32_t head_type = td->type;
@@ -594,8 +657,8 @@ int perf_mkmodel_main(int argc, char **argv)
     m.n_head_kv = ov[4] ? ov[4] : (ov[3] ? m.n_head : ps->n_head_kv);
     m.n_ctx = ov[5] ? ov[5] : ps->n_ctx;
     m.rope_base = qwen2 ? 1000000.0f : ps->rope_base;
-    m.eps = qwen2 || qwen3 ? 1e-6f : 1e-5f;
-    m.tied = tied;
+    m.eps = qwen2 || qwen3 || gemma3 ? 1e-6f : 1e-5f;
+    m.tied = tied || gemma3;   /* Gemma's head is its embedding */
     /* the preset's head dim only while its heads are kept */
     m.head_dim = ps->head_dim && !ov[1] && !ov[3] ? ps->head_dim : m.n_embd / m.n_head;
     m.rope_orig_ctx = arch_id == MK_PHI3 ? ps->rope_orig_ctx : 0;
@@ -624,12 +687,14 @@ int perf_mkmodel_main(int argc, char **argv)
             sl_gguf_close(vg);
             return 1;
         }
-        if (ov[6] && ov[6] != n)
-            fprintf(stderr, "mkmodel: note: --n-vocab %u ignored: the vocab file has %llu tokens\n", ov[6],
+        uint32_t want = ov[6] ? ov[6] : ps->n_vocab;
+        if (want && want < n)
+            fprintf(stderr, "mkmodel: note: --n-vocab %u ignored: the vocab file has %llu tokens\n", want,
                     (unsigned long long)n);
-        m.n_vocab = (uint32_t)n;
+        m.n_vocab_file = (uint32_t)n;
+        m.n_vocab = want > n ? want : (uint32_t)n;   /* more: padded with <unused_N> tokens */
     } else {
-        m.n_vocab = ov[6] ? ov[6] : 32000;
+        m.n_vocab = ov[6] ? ov[6] : ps->n_vocab ? ps->n_vocab : 32000;
     }
 
     if (build_model(&m, td, head_type)) {
@@ -672,6 +737,9 @@ int perf_mkmodel_main(int argc, char **argv)
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.scaling.original_context_length"), m.rope_orig_ctx);
         rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.scaling.attn_factor"), af);
     }
+    if (gemma3)   /* window, pattern and local rope base: llama.cpp's Gemma 3 defaults */
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.sliding_window"),
+                                     m.n_ctx <= 512 ? 16u : MK_GEMMA3_WINDOW);
     if (m.n_expert) {
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_count"), m.n_expert);
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_used_count"), m.n_expert_used);
@@ -687,10 +755,7 @@ int perf_mkmodel_main(int argc, char **argv)
 #undef KEY
     rc |= sl_gguf_writer_set_u64(w, "sluice.synth.seed", seed);
     rc |= sl_gguf_writer_set_str(w, "sluice.synth.preset", preset);
-    if (vg) {
-        for (int64_t i = 0; i < sl_gguf_n_kv(vg) && !rc; i++)
-            if (!strncmp(sl_gguf_kv_key(vg, i), "tokenizer.", 10)) rc = sl_gguf_writer_copy_kv(w, vg, i);
-    }
+    if (vg) rc |= copy_vocab(w, vg, m.n_vocab_file, m.n_vocab);
     uint64_t total = 0;
     for (int i = 0; i < m.n_tensors && !rc; i++) {
         rc = sl_gguf_writer_add_tensor(w, m.t[i].name, m.t[i].type, m.t[i].n_dims, m.t[i].ne);

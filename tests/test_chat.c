@@ -184,6 +184,27 @@ Test(chat, render_phi3)
         "<|user|>\n Hi there \n<|end|>\n<|assistant|>\n");
 }
 
+/* Gemma 3's published template: bos; the system message is a prefix (content
+ * + "\n\n", not trimmed) of the first other turn; assistant is "model";
+ * turn contents trimmed. Recognised by its turn markers, also by name. */
+Test(chat, render_gemma3)
+{
+    expect_render(SL_CHAT_GEMMA, conv, 4, true, "<bos>", "<eos>",
+        "<bos><start_of_turn>user\nYou are terse.\n\nHi there<end_of_turn>\n"
+        "<start_of_turn>model\nHello.<end_of_turn>\n"
+        "<start_of_turn>user\nHow are you?<end_of_turn>\n<start_of_turn>model\n");
+    expect_render(SL_CHAT_GEMMA, conv + 1, 2, false, NULL, NULL,
+        "<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n");
+    enum sl_chat_tmpl t;
+    cr_assert_eq(sl_chat_detect("{{ bos_token }}{%- for message in loop_messages -%}{{ '<start_of_turn>' + "
+                                "role + '\\n' + (first_user_prefix if loop.first else \"\") }}{{ "
+                                "message['content'] | trim }}{{ '<end_of_turn>\\n' }}{%- endfor -%}", &t), 0);
+    cr_assert_eq(t, SL_CHAT_GEMMA);
+    cr_assert_eq(sl_chat_from_name("gemma3", &t), 0);
+    cr_assert_eq(t, SL_CHAT_GEMMA);
+    cr_assert_str_eq(sl_chat_name(SL_CHAT_GEMMA), "gemma");
+}
+
 Test(chat, bad_input)
 {
     sl_chat_msg bad[] = {{"tool", "x"}};

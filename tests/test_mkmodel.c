@@ -308,6 +308,44 @@ Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
     cleanup();
 }
 
+/* The gemma3 presets: q/k and post norms, the window key, a tied head typed
+ * as the head; a vocab padded past the file's tokens with <unused_N>. */
+Test(mkmodel, gemma3_presets, .timeout = 120)
+{
+    setup_paths();
+    sl_gguf *g = mk_open("g3.gguf", "--preset gemma3-tiny --type q4_k_m");
+    const char *s; uint64_t len;
+    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
+    cr_assert_str_eq(s, "gemma3");
+    cr_assert_eq(u32_key(g, "gemma3.attention.sliding_window"), 16u);
+    cr_assert_eq(u32_key(g, "gemma3.attention.key_length"), 128u);
+    check_shape(g, "token_embd.weight", SL_GGML_Q6_K, 256, 32000);
+    cr_assert_null(sl_gguf_find_tensor(g, "output.weight"));
+    check_shape(g, "blk.5.post_attention_norm.weight", SL_GGML_F32, 256, 1);
+    check_shape(g, "blk.5.post_ffw_norm.weight", SL_GGML_F32, 256, 1);
+    check_shape(g, "blk.5.attn_k_norm.weight", SL_GGML_F32, 128, 1);
+    sl_model_desc d;
+    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
+    cr_assert(d.arch == SL_ARCH_GEMMA3 && d.has_qk_norm && d.has_post_norms && d.ffn_gelu && d.tied_output);
+    cr_assert(d.n_swa == 16 && d.n_head_kv == 1 && d.head_dim == 128);
+    sl_gguf_close(g);
+
+    g = mk_open("g3p.gguf", "--preset gemma3-tiny --type q8_0 --n-layer 1 --n-vocab 32010");
+    uint32_t et; uint64_t n; const void *data;
+    cr_assert_eq(sl_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n, &data), 0);
+    cr_assert_eq(n, 32010u);
+    int64_t kv = sl_gguf_find_key(g, "tokenizer.ggml.tokens");
+    cr_assert_eq(sl_gguf_arr_str(g, kv, 32009, &s, &len), 0);
+    cr_assert_str_eq(s, "<unused_9>");
+    cr_assert_eq(sl_gguf_get_arr(g, "tokenizer.ggml.token_type", &et, &n, &data), 0);
+    cr_assert(n == 32010u && ((const int32_t *)data)[32005] == 5);
+    cr_assert_eq(sl_gguf_get_arr(g, "tokenizer.ggml.scores", &et, &n, &data), 0);
+    cr_assert(n == 32010u && ((const float *)data)[32005] < -1e8f);
+    check_shape(g, "token_embd.weight", SL_GGML_Q8_0, 256, 32010);
+    sl_gguf_close(g);
+    cleanup();
+}
+
 static void check_experts(const sl_gguf *g, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1,
                           uint64_t ne2)
 {
