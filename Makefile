@@ -48,6 +48,9 @@ ifeq ($(CROSS),)
 ifneq ($(wildcard /usr/include/liburing.h),)
 ALL_CFLAGS += -DSL_HAVE_LIBURING=1
 LDLIBS  += -luring
+else
+$(warning *** liburing-dev is not installed: this build streams through the pread pool, not io_uring ***)
+$(warning *** (make deps installs it; then make clean && make) ***)
 endif
 endif
 
