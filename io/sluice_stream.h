@@ -9,7 +9,10 @@
  * views into its slot; release(u) hands the slot back and the eager prefetch
  * queue (depth D, default 3) refills it with the next unit of the cyclic
  * schedule 0..U-1, 0..U-1, ... Backends: io_uring (O_DIRECT, fixed buffers),
- * a pread thread pool, and mmap+madvise (baseline).
+ * a pread thread pool, and mmap+madvise (baseline). An MoE file streamed
+ * has its routed experts split off: layer units are the dense parts and each
+ * (layer, expert) is acquired on its own from an expert cache
+ * (sl_stream_expert_* below).
  *
  * Threads: the calls on one sl_stream come from one thread at a time (the
  * engine's driver thread); the streamer's own I/O threads never call back.
@@ -75,8 +78,8 @@ enum sl_unit_kind   { SL_UNIT_LAYER = 0, SL_UNIT_HEAD };
  * MoE file is streamed) or with their layer (off). */
 enum sl_expert_stream { SL_EXPERTS_AUTO = 0, SL_EXPERTS_OFF };
 /* Eviction of the expert cache: least recently used, least frequently used,
- * or frequency with decay (routing counts halved every n_layers requests).
- * AUTO = the measured default (README: "Expert streaming"). */
+ * or frequency with decay (routing counts lose half their weight every 16
+ * tokens). AUTO = decay, the measured default (README: "Routed experts"). */
 enum sl_expert_policy { SL_EVICT_AUTO = 0, SL_EVICT_LRU, SL_EVICT_LFU, SL_EVICT_DECAY };
 
 /* Fault injection / custom storage: replaces the data read of one request

@@ -20,6 +20,11 @@
 
 enum { X_FREE = 0, X_LOADING, X_READY, X_HELD };
 
+/* decay policy: routing counts lose half their weight every 16 tokens,
+ * 2^(-1/16) per token (README "Routed experts": halving every token hit
+ * like LRU) */
+#define SL_EXPERT_DECAY 0.95760328f
+
 typedef struct xslot {
     int32_t key;             /* layer * n_expert + expert, -1 when free */
     int state;
@@ -214,7 +219,7 @@ static int cache_request(sl_stream *s, int32_t l, const int32_t *ex, int32_t n)
     X->n_pending = 0;
     size_t nk = (size_t)X->n_layers * (size_t)X->n_expert;
     if (X->policy == SL_EVICT_DECAY && X->gen % (uint64_t)X->n_layers == 0)   /* once per token */
-        for (size_t k = 0; k < nk; k++) X->freq[k] *= 0.5f;
+        for (size_t k = 0; k < nk; k++) X->freq[k] *= SL_EXPERT_DECAY;
     sl_io_job *stack_jobs[3 * 16], **jobs = stack_jobs;
     if (n > 16 && !(jobs = malloc((size_t)n * 3 * sizeof *jobs)))
         return sl_err_set(SL_ENOMEM, "expert request: out of memory");
