@@ -20,7 +20,10 @@ const char sl_cli_model_opts_help[] =
     "  --io B                 uring | pread (default: uring where it works)\n"
     "  --mem-budget SIZE      memory budget, e.g. 2.5G, 800M (default: MemAvailable)\n"
     "  --max-pinned N         stream mode: pin at most N layers\n"
-    "  --mlock                lock resident weights in RAM\n";
+    "  --mlock                lock resident weights in RAM\n"
+    "  --expert-policy P      MoE expert cache eviction: lru | lfu | decay (default decay)\n"
+    "  --expert-cache SIZE    MoE: cap the expert cache (default: what the budget leaves)\n"
+    "  --no-expert-stream     MoE: stream experts with their layer, not one at a time\n";
 
 void sl_cli_model_opts_init(sl_cli_model_opts *o)
 {
@@ -54,8 +57,10 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
     bool takes = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
                  !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
                  !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||
-                 !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned");
+                 !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned") ||
+                 !strcmp(a, "--expert-policy") || !strcmp(a, "--expert-cache");
     if (!strcmp(a, "--mlock")) { o->mp.mlock = true; return 1; }
+    if (!strcmp(a, "--no-expert-stream")) { o->mp.expert_stream = SL_EXPERTS_OFF; return 1; }
     if (!takes) return 0;
     if (*i + 1 >= argc) {
         fprintf(stderr, "sluice %s: option %s needs a value\n", cmd, a);
@@ -79,6 +84,15 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
     if (!strcmp(a, "--max-pinned")) {
         if (sl_cli_int(v, 0, 1 << 20, &n)) goto bad;
         o->mp.max_pinned = (int32_t)n; return 1;
+    }
+    if (!strcmp(a, "--expert-policy")) {
+        if (sl_stream_policy_parse(v, &o->mp.expert_policy)) goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--expert-cache")) {
+        unsigned long long b;
+        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
+        o->mp.expert_cache_bytes = b; return 1;
     }
     if (!strcmp(a, "--mode")) {
         if (sl_stream_mode_parse(v, &o->mp.mode)) goto bad;

@@ -159,6 +159,21 @@ static int cmd_plan(int argc, char **argv)
     ROW("slot bytes", (uint64_t)p.n_slots * p.slot_bytes);
     ROW("peak (streamer + reserve)", p.peak_bytes);
     ROW("streamed per token", p.streamed_bytes_per_token);
+    if (p.n_expert > 0) {
+        printf("routed experts                 %d per layer, %d used per token%s\n", (int)p.n_expert,
+               (int)p.n_expert_used, p.experts_split ? ", streamed one (layer, expert) at a time" : "");
+        ROW("dense layer bytes", p.dense_bytes);
+        ROW("expert bytes", p.expert_bytes);
+        if (p.experts_split) {
+            printf("expert cache                   %d slots x %s (%.1f%% of the experts)\n",
+                   (int)p.n_expert_slots, hsize(b2, sizeof b2, (double)p.expert_slot_bytes),
+                   100.0 * p.expected_hit_rate);
+            ROW("expert cache bytes", (uint64_t)p.n_expert_slots * p.expert_slot_bytes);
+            printf("  %-28s %14.3f  (uniform routing: a floor, trained routers hit more)\n",
+                   "expected hit rate", p.expected_hit_rate);
+            ROW("expert bytes per token", p.expert_bytes_per_token);
+        }
+    }
 #undef ROW
     if (p.mode == SL_MODE_STREAM && p.n_pinned > 0 && p.n_pinned < p.n_units) {
         printf("pinned units                  ");
@@ -175,12 +190,17 @@ static int cmd_plan(int argc, char **argv)
     bool have = load_profile(ppath, sizeof ppath, &disk, &mem) == 0;
     if (!have) { disk = DEFAULT_DISK_BPS; mem = DEFAULT_MEM_BPS; }
     double t_disk = (double)p.streamed_bytes_per_token / disk * 1e3;
-    double t_mem = (double)p.model_bytes / mem * 1e3;
+    /* an MoE token touches the dense weights and k of n experts */
+    double touched = (double)p.model_bytes;
+    if (p.n_expert > 0)
+        touched -= (double)p.expert_bytes * (1.0 - (double)p.n_expert_used / (double)p.n_expert);
+    double t_mem = touched / mem * 1e3;
     double t = t_disk > t_mem ? t_disk : t_mem;
     printf("prediction (%s)\n", have ? ppath : "no device profile: conservative defaults; run `sluice profile`");
     printf("  disk %.2f GB/s, memory %.2f GB/s\n", disk / 1e9, mem / 1e9);
     printf("  I/O per token                %10.1f ms  (streamed bytes / disk bandwidth)\n", t_disk);
-    printf("  weights through memory       %10.1f ms  (model bytes / memory bandwidth)\n", t_mem);
+    printf("  weights through memory       %10.1f ms  (%s / memory bandwidth)\n", t_mem,
+           p.n_expert > 0 ? "dense + k/n of the expert bytes" : "model bytes");
     printf("  predicted decode             %10.1f ms/token  (%.2f tok/s; I/O overlaps compute)\n",
            t, t > 0 ? 1e3 / t : 0.0);
     if (p.mode == SL_MODE_MMAP)

@@ -140,15 +140,33 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "I/O stall %.2f ms, read %.2f MB (%.1f MB/s); prompt read %.2f MB\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, comp / per, stall / per,
                 (double)bytes / 1e6 / per, mbps, (double)pre->bytes_read / 1e6);
+    uint64_t xh = all->expert_hits - pre->expert_hits, xm = all->expert_misses - pre->expert_misses;
+    uint64_t xb = all->expert_bytes_read - pre->expert_bytes_read;
+    double xs = all->expert_stall_ms - pre->expert_stall_ms;
+    double xrate = xh + xm ? (double)xh / (double)(xh + xm) : 0;
+    if (o->stats && all->expert_hits + all->expert_misses) {
+        fprintf(stderr, "experts: decode hit rate %.3f (%llu hits, %llu misses), expert read %.2f MB/token, "
+                        "expert stall %.2f ms/token; hit rate by layer (since load):",
+                xrate, (unsigned long long)xh, (unsigned long long)xm, (double)xb / 1e6 / per, xs / per);
+        sl_stream *st = sl_model_stream(m);
+        for (int32_t l = 0; l < mi.n_layer; l++) {
+            uint64_t h, mi2;
+            if (sl_stream_expert_layer_stats(st, l, &h, &mi2) == 0)
+                fprintf(stderr, " %.2f", h + mi2 ? (double)h / (double)(h + mi2) : 0.0);
+        }
+        fprintf(stderr, "\n");
+    }
     if (o->json)
         fprintf(stderr, "{\"mode\":\"%s\",\"io\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"n_prompt\":%lld,"
                         "\"prompt_ms\":%.3f,\"prompt_tok_s\":%.3f,\"n_decode\":%lld,\"decode_ms\":%.3f,"
                         "\"decode_tok_s\":%.3f,\"ttft_ms\":%.3f,\"compute_ms_per_token\":%.3f,"
                         "\"stall_ms_per_token\":%.3f,\"bytes_read_per_token\":%.0f,\"decode_mb_s\":%.3f,"
-                        "\"prompt_bytes_read\":%llu}\n",
+                        "\"prompt_bytes_read\":%llu,\"expert_hit_rate\":%.4f,\"expert_hits\":%llu,"
+                        "\"expert_misses\":%llu,\"expert_bytes_per_token\":%.0f,\"expert_stall_ms_per_token\":%.3f}\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
                 all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms, comp / per, stall / per,
-                (double)bytes / per, mbps, (unsigned long long)pre->bytes_read);
+                (double)bytes / per, mbps, (unsigned long long)pre->bytes_read, xrate, (unsigned long long)xh,
+                (unsigned long long)xm, (double)xb / per, xs / per);
 }
 
 /* How a generation ended (when it did not fail). */

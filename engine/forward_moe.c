@@ -5,7 +5,10 @@
  * down output times its weight, then the k terms added in order of
  * decreasing weight; qwen2moe adds the shared expert times
  * sigmoid(ffn_gate_inp_shexp . h). Expert matrices take activations
- * quantized to their vec_dot_type like every other matmul. */
+ * quantized to their vec_dot_type like every other matmul. Experts come from
+ * the streamer one (layer, expert) at a time: the batch's union of chosen
+ * experts is requested at once (one read batch for those not cached), then
+ * each is acquired, multiplied over all its rows and released. */
 #include "forward_moe.h"
 
 #include <math.h>
@@ -24,6 +27,7 @@ typedef struct moe_buf {
     float *w;          /* [B][k] their weights */
     int32_t *cnt;      /* [n_expert + 1] rows per expert, then start offsets */
     int32_t *rows;     /* [B*k] (token * k + slot), grouped by expert */
+    int32_t *uni;      /* [n_expert] the batch's chosen experts, ascending */
     float *xg;         /* [B][n_embd] gathered inputs / one expert's outputs */
     float *g, *u;      /* [B][max(n_ff_exp, n_ff_shexp)] */
     float *ys;         /* [B][k][n_embd] weighted expert outputs */
@@ -42,6 +46,7 @@ static uint64_t carve(const sl_model_desc *d, int32_t n_batch, char *p, moe_buf 
     PART(w, B * K * 4);
     PART(cnt, (NE + 1) * 4);
     PART(rows, B * K * 4);
+    PART(uni, NE * 4);
     PART(xg, B * E * 4);
     PART(g, B * FF * 4);
     PART(u, B * FF * 4);
@@ -133,11 +138,9 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
     const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
     moe_buf b;
     carve(d, f->n_batch, f->moe, &b);
-    const sl_stream_tensor *gi, *wg, *wu, *wd;
+    const sl_stream_tensor *gi;
     int rc;
-    if ((rc = find(v, l, "ffn_gate_inp.weight", &gi)) || (rc = find(v, l, "ffn_gate_exps.weight", &wg)) ||
-        (rc = find(v, l, "ffn_up_exps.weight", &wu)) || (rc = find(v, l, "ffn_down_exps.weight", &wd)))
-        return rc;
+    if ((rc = find(v, l, "ffn_gate_inp.weight", &gi))) return rc;
 
     /* routing */
     if ((rc = moe_mm(f, f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name))) return rc;
@@ -154,13 +157,25 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
         }
     /* cnt[e] is now the end of expert e = the start of e + 1 */
 
+    /* the union of chosen experts, read (if not cached) as one batch */
+    int32_t n_uni = 0;
+    for (int32_t e = 0; e < NE; e++)
+        if (b.cnt[e] - (e ? b.cnt[e - 1] : 0)) b.uni[n_uni++] = e;
+    if ((rc = sl_stream_expert_request(f->st, l, b.uni, n_uni)))
+        return sl_err_set(rc, "layer %d: %s", l, sl_stream_errmsg(f->st));
     /* each chosen expert once, over all its rows */
-    for (int32_t e = 0; e < NE; e++) {
+    for (int32_t ui = 0; ui < n_uni; ui++) {
+        const int32_t e = b.uni[ui];
         int32_t r0 = e ? b.cnt[e - 1] : 0, m = b.cnt[e] - r0;
-        if (!m) continue;
         for (int32_t i = 0; i < m; i++)
             memcpy(b.xg + (int64_t)i * E, f->xn + (int64_t)(b.rows[r0 + i] / K) * E, (size_t)E * 4);
-        if ((rc = expert_ffn(f, &b, m, e, wg, wu, wd))) return rc;
+        sl_stream_view ev;
+        if ((rc = sl_stream_expert_acquire(f->st, l, e, &ev)))
+            return sl_err_set(rc, "%s", sl_stream_errmsg(f->st));
+        rc = expert_ffn(f, &b, m, -1, &ev.tensors[0], &ev.tensors[1], &ev.tensors[2]);
+        int rr = sl_stream_expert_release(f->st, l, e);
+        if (rc) return rc;
+        if (rr) return sl_err_set(rr, "%s", sl_stream_errmsg(f->st));
         for (int32_t i = 0; i < m; i++) {
             const int32_t ts = b.rows[r0 + i];
             const float w = b.w[ts], *y = b.xg + (int64_t)i * E;

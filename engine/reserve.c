@@ -64,5 +64,8 @@ void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_
     sc->mem_budget = p->mem_budget;
     sc->max_pinned = p->max_pinned;
     sc->mlock = p->mlock;
+    sc->expert_stream = p->expert_stream;
+    sc->expert_policy = p->expert_policy;
+    sc->expert_cache_bytes = p->expert_cache_bytes;
     sc->reserve_bytes = r->total;
 }

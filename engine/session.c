@@ -322,6 +322,10 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     s->stats.stall_ms += stall;
     s->stats.bytes_read += b.bytes_read - a.bytes_read;
     s->stats.compute_ms += (t1 - t0) - stall;
+    s->stats.expert_hits += b.expert_hits - a.expert_hits;
+    s->stats.expert_misses += b.expert_misses - a.expert_misses;
+    s->stats.expert_bytes_read += b.expert_bytes_read - a.expert_bytes_read;
+    s->stats.expert_stall_ms += b.expert_stall_ms - a.expert_stall_ms;
     return 0;
 }
 

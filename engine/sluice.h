@@ -98,6 +98,10 @@ typedef struct sl_model_params {
     uint64_t mem_budget;    /* bytes; 0 = MemAvailable minus a margin */
     int32_t max_pinned;     /* -1 = planner decides; else cap on pinned layers (stream mode) */
     bool mlock;             /* lock resident memory */
+    /* added in 0.3: MoE routed experts (io/sluice_stream.h) */
+    int expert_stream;      /* enum sl_expert_stream: 0 = one (layer, expert) at a time when streaming */
+    int expert_policy;      /* enum sl_expert_policy: expert cache eviction, 0 = default */
+    uint64_t expert_cache_bytes;   /* cap on the expert cache; 0 = what the budget leaves */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -212,6 +216,10 @@ typedef struct sl_stats {
     double  stall_ms;       /* time blocked waiting for weights (streamer) */
     uint64_t bytes_read;    /* weight bytes read from disk */
     double  compute_ms;     /* forward wall time minus stall */
+    /* added in 0.3: MoE expert cache (zero unless experts are streamed) */
+    uint64_t expert_hits, expert_misses;   /* requested experts found cached / read */
+    uint64_t expert_bytes_read;            /* part of bytes_read */
+    double  expert_stall_ms;               /* part of stall_ms */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

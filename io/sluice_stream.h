@@ -9,7 +9,10 @@
  * views into its slot; release(u) hands the slot back and the eager prefetch
  * queue (depth D, default 3) refills it with the next unit of the cyclic
  * schedule 0..U-1, 0..U-1, ... Backends: io_uring (O_DIRECT, fixed buffers),
- * a pread thread pool, and mmap+madvise (baseline).
+ * a pread thread pool, and mmap+madvise (baseline). An MoE file streamed
+ * has its routed experts split off: layer units are the dense parts and each
+ * (layer, expert) is acquired on its own from an expert cache
+ * (sl_stream_expert_* below).
  *
  * Threads: the calls on one sl_stream come from one thread at a time (the
  * engine's driver thread); the streamer's own I/O threads never call back.
@@ -71,6 +74,13 @@ typedef struct sl_stream sl_stream;
 enum sl_stream_io   { SL_IO_AUTO = 0, SL_IO_URING, SL_IO_PREAD };
 enum sl_stream_mode { SL_MODE_AUTO = 0, SL_MODE_RESIDENT, SL_MODE_STREAM, SL_MODE_MMAP };
 enum sl_unit_kind   { SL_UNIT_LAYER = 0, SL_UNIT_HEAD };
+/* MoE: stream the routed experts one (layer, expert) at a time (auto: when an
+ * MoE file is streamed) or with their layer (off). */
+enum sl_expert_stream { SL_EXPERTS_AUTO = 0, SL_EXPERTS_OFF };
+/* Eviction of the expert cache: least recently used, least frequently used,
+ * or frequency with decay (routing counts lose half their weight every 16
+ * tokens). AUTO = decay, the measured default (README: "Routed experts"). */
+enum sl_expert_policy { SL_EVICT_AUTO = 0, SL_EVICT_LRU, SL_EVICT_LFU, SL_EVICT_DECAY };
 
 /* Fault injection / custom storage: replaces the data read of one request
  * (also the one-row reads of read_row). Called from the streamer's I/O
@@ -93,6 +103,10 @@ typedef struct sl_stream_config {
     bool no_direct;          /* buffered reads instead of O_DIRECT */
     int32_t max_pinned;      /* -1 = planner decides; else cap on pinned layers */
     sl_stream_read_hook read_hook; void *read_hook_ctx;
+    /* added in 0.3 (MoE expert streaming) */
+    int expert_stream;       /* enum sl_expert_stream */
+    int expert_policy;       /* enum sl_expert_policy */
+    uint64_t expert_cache_bytes;   /* cap on the expert cache; 0 = all the budget leaves */
 } sl_stream_config;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)
@@ -129,6 +143,11 @@ typedef struct sl_stream_stats {
     double   stall_ms;          /* time blocked in acquire */
     double   io_busy_ms;        /* wall time with reads in flight */
     uint64_t acquires;
+    /* added in 0.3: routed experts (sl_stream_expert_*) */
+    uint64_t expert_hits;       /* requested experts found in the cache (or loading already) */
+    uint64_t expert_misses;     /* requested experts read from disk */
+    uint64_t expert_bytes_read; /* bytes of those reads */
+    double   expert_stall_ms;   /* time blocked in sl_stream_expert_acquire */
 } sl_stream_stats;
 #define SL_STREAM_STATS_MIN_SIZE SL_STRUCT_END(sl_stream_stats, acquires)   /* layout of 0.2.0 */
 
@@ -154,6 +173,15 @@ typedef struct sl_stream_plan {
     uint32_t align;             /* read alignment (O_DIRECT), 1 = buffered */
     bool direct;                /* O_DIRECT reads */
     bool fits;                  /* false: budget below the minimum (peak_bytes says the need) */
+    /* added in 0.3: MoE files (n_expert 0 otherwise) */
+    int32_t n_expert, n_expert_used;
+    bool experts_split;         /* experts are (layer, expert) units of the expert cache */
+    uint64_t dense_bytes;       /* layer tensors other than the routed experts */
+    uint64_t expert_bytes;      /* all routed experts */
+    uint64_t expert_slot_bytes; /* one cache slot (an expert's three slices, aligned) */
+    int32_t n_expert_slots;     /* cache slots */
+    double expected_hit_rate;   /* with uniform routing: slots / (layers x experts), a floor */
+    uint64_t expert_bytes_per_token;   /* k experts x layers x (1 - expected_hit_rate) */
 } sl_stream_plan;
 #define SL_STREAM_PLAN_MIN_SIZE SL_STRUCT_END(sl_stream_plan, fits)   /* layout of 0.2.0 */
 
@@ -163,6 +191,9 @@ typedef struct sl_stream_plan {
 SL_API const char *sl_stream_mode_name(int mode);
 SL_API const char *sl_stream_io_name(int io);
 SL_API int sl_stream_mode_parse(const char *s, int *mode);
+/* Eviction policies: "auto" "lru" "lfu" "decay". */
+SL_API const char *sl_stream_policy_name(int policy);
+SL_API int sl_stream_policy_parse(const char *s, int *policy);
 SL_API int sl_stream_io_parse(const char *s, int *io);
 
 /* Defaults for every field; the inline passes the caller's sizeof (FFI: call
@@ -212,6 +243,34 @@ SL_API int sl_stream_release(sl_stream *s, int32_t unit);
 SL_API const sl_stream_tensor *sl_stream_view_find(const sl_stream_view *v, const char *name);
 /* Hint: the next unit to be acquired will be `unit` (restarts the cyclic schedule there). */
 SL_API int sl_stream_prefetch(sl_stream *s, int32_t unit);
+
+/* Routed experts of an MoE file (Mixtral, qwen2moe, qwen3moe: the 3-D tensors
+ * blk.N.ffn_{gate,up,down}_exps.weight). n_experts: experts per layer, 0 if
+ * the file has none. With experts split (plan.experts_split) a layer unit
+ * holds only its dense part and each (layer, expert) is a unit of its own in
+ * an expert cache (slot pool, sized by the planner); otherwise the experts
+ * are slices of the layer unit, which must be acquired meanwhile.
+ *   request: the experts layer l will use (distinct ids, any order): those
+ *     not cached are read as one batch ahead of the queued prefetch; reads
+ *     that find no free slot start as slots are released. Never blocks.
+ *   acquire: blocks until that expert's three slices are in RAM; the view has
+ *     3 tensors (gate, up, down), each the 2-D slice [ne0, ne1] of its 3-D
+ *     tensor, named as the 3-D tensor; view->unit is the layer. A failed read
+ *     (message: layer, expert, file offset, length, errno) leaves nothing of
+ *     that expert in the cache. SL_EBUSY: no slot free (too many held).
+ *   release: hands the slot back to the cache (kept until evicted).
+ * Each acquire needs a request of that expert since the last request of
+ * its layer, or is served as a request of one. */
+SL_API int32_t sl_stream_n_experts(const sl_stream *s);
+SL_API int sl_stream_expert_request(sl_stream *s, int32_t layer, const int32_t *experts, int32_t n);
+SL_API int sl_stream_expert_acquire_sized(sl_stream *s, int32_t layer, int32_t expert,
+                                          sl_stream_view *view, size_t size);
+static inline int sl_stream_expert_acquire(sl_stream *s, int32_t layer, int32_t expert, sl_stream_view *view)
+{ return sl_stream_expert_acquire_sized(s, layer, expert, view, sizeof *view); }
+SL_API int sl_stream_expert_release(sl_stream *s, int32_t layer, int32_t expert);
+/* Requests of layer's experts since open / reset that hit / missed the cache. */
+SL_API int sl_stream_expert_layer_stats(const sl_stream *s, int32_t layer, uint64_t *hits,
+                                        uint64_t *misses);
 
 /* Non-layer tensors, resident until close. token_embd and the lm head
  * ("output.weight") are listed too, but their data is NULL unless they are

@@ -68,6 +68,10 @@ static int check_config(const sl_stream_config *c)
     if (c->n_io_threads < 0 || c->n_io_threads > SL_MAX_IO_THREADS)
         return sl_err_set(SL_EINVAL, "streamer: io threads %d out of range 1..%d", c->n_io_threads,
                           SL_MAX_IO_THREADS);
+    if (c->expert_stream < SL_EXPERTS_AUTO || c->expert_stream > SL_EXPERTS_OFF)
+        return sl_err_set(SL_EINVAL, "streamer: bad expert_stream %d", c->expert_stream);
+    if (c->expert_policy < SL_EVICT_AUTO || c->expert_policy > SL_EVICT_DECAY)
+        return sl_err_set(SL_EINVAL, "streamer: bad expert eviction policy %d", c->expert_policy);
     if (c->req_bytes > SL_MAX_REQ_BYTES)
         return sl_err_set(SL_EINVAL, "streamer: request size %u above %u bytes", c->req_bytes, SL_MAX_REQ_BYTES);
     return 0;
@@ -94,9 +98,19 @@ static void open_direct(sl_stream *s, const char *path)
     s->dfd = dfd; s->align = a; s->direct = true;
 }
 
+/* An MoE file planned for stream mode is planned again with its experts split
+ * off (unless the config says off). */
 static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
 {
-    int rc = sl_unit_map_init(&s->um, g, s->align);
+    int rc = sl_unit_map_init(&s->um, g, s->align, false);
+    if (rc) return rc;
+    rc = sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
+    /* also when whole layers do not fit: expert units are much smaller */
+    if ((rc && rc != SL_ENOMEM) || s->plan.mode != SL_MODE_STREAM || s->um.moe.n_expert == 0 ||
+        s->cfg.expert_stream == SL_EXPERTS_OFF)
+        return rc;
+    sl_unit_map_free(&s->um);
+    rc = sl_unit_map_init(&s->um, g, s->align, true);
     if (rc) return rc;
     return sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
 }
@@ -155,6 +169,16 @@ void sl_stream_job_init(const sl_stream *s, sl_io_job *j, uint8_t *dst, uint64_t
     uint64_t fend = (fsize + a - 1) / a * a;   /* never ask past the aligned EOF */
     j->dst = dst; j->off = abeg; j->len = (aend < fend ? aend : fend) - abeg;
     j->need_end = need_end; j->unit = unit; j->buf_index = buf_index;
+}
+
+int sl_stream_unit_jobs(const sl_stream *s, int32_t u, sl_io_job *jobs, uint8_t *buf, int buf_index)
+{
+    const sl_unit *un = &s->um.units[u];
+    for (int k = 0; k < un->n_seg; k++) {
+        const sl_seg *sg = &un->seg[k];
+        sl_stream_job_init(s, &jobs[k], buf + sg->buf_off, sg->abeg, sg->aend, sg->end, u, buf_index);
+    }
+    return un->n_seg;
 }
 
 static int load_globals(sl_stream *s)
@@ -259,6 +283,8 @@ void sl_stream_close(sl_stream *s)
     sl_loader_destroy(s->L);
     sl_owned_free(&s->gmem);
     free(s->globals);
+    free(s->xviews);
+    free(s->xheld);
     sl_unit_map_free(&s->um);
     if (s->g) sl_gguf_close(s->g);
     if (s->dfd >= 0) close(s->dfd);
@@ -287,9 +313,13 @@ static int acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
     const uint8_t *base;
     int st = s->ops->acquire(s, unit, &base);
     if (st) return fail(s, st);
-    /* base = the buffer holding file offset un->abeg */
-    for (uint32_t i = 0; i < un->n_tensors; i++)
-        un->tensors[i].data = base + (un->tofs[i] - un->abeg);
+    /* base = the unit's buffer: segment k's abeg at seg[k].buf_off (one
+     * segment: file offset abeg at base) */
+    for (uint32_t i = 0; i < un->n_tensors; i++) {
+        int k = 0;
+        while (k + 1 < un->n_seg && un->tofs[i] >= un->seg[k + 1].begin) k++;
+        un->tensors[i].data = base + un->seg[k].buf_off + (un->tofs[i] - un->seg[k].abeg);
+    }
     view->unit = unit; view->n_tensors = un->n_tensors; view->tensors = un->tensors;
     un->acquired = true;
     return 0;
@@ -392,6 +422,7 @@ static void get_stats(const sl_stream *s, sl_stream_stats *out)
     }
     out->stall_ms = s->stall_ms;
     out->acquires = s->acquires;
+    if (s->ex) sl_experts_get_stats(s, out);
 }
 
 int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size)
@@ -405,6 +436,7 @@ void sl_stream_reset_stats(sl_stream *s)
 {
     if (!s) return;
     if (s->L) sl_loader_reset_stats(s->L);
+    if (s->ex) sl_experts_reset_stats(s);
     s->stall_ms = 0;
     s->acquires = 0;
 }

@@ -92,6 +92,9 @@ void sl_loader_destroy(sl_loader *L);
 int sl_loader_backend(const sl_loader *L);   /* SL_IO_URING or SL_IO_PREAD */
 bool sl_loader_fixed(const sl_loader *L);    /* fixed buffers registered */
 void sl_loader_submit(sl_loader *L, sl_io_job *job);
+/* Jobs needed now (routed experts): queued in order ahead of everything
+ * queued, under one lock, so the backend takes them as one batch. */
+void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n);
 /* Waits until job done; returns job->status. */
 int sl_loader_wait(sl_loader *L, sl_io_job *job);
 bool sl_loader_is_done(sl_loader *L, sl_io_job *job);
@@ -139,10 +142,22 @@ int sl_uring_probe(void);
 
 /* ---- the unit map (stream_units.c) ------------------------------------- */
 
+/* A dense unit of an MoE layer whose routed experts are split off may be
+ * several file ranges (the experts sit between its tensors), packed one after
+ * the other into its buffer. Three expert tensors cut a layer into at most 4. */
+#define SL_MAX_SEGS 4
+typedef struct sl_seg {
+    uint64_t begin, end;     /* exact file range */
+    uint64_t abeg, aend;     /* widened to the alignment */
+    uint64_t buf_off;        /* where abeg lands in the unit's buffer */
+} sl_seg;
+
 typedef struct sl_unit {
     sl_stream_unit info;
-    uint64_t begin, end;     /* exact file range of the unit's tensors */
+    uint64_t begin, end;     /* exact file range of the unit's tensors (first to last segment) */
     uint64_t abeg, aend;     /* widened to the alignment (aend may pass EOF) */
+    int n_seg;               /* 1, except split MoE layers */
+    sl_seg seg[SL_MAX_SEGS];
     uint32_t n_tensors;
     sl_stream_tensor *tensors;
     uint64_t *tofs;          /* file offset of each tensor */
@@ -150,6 +165,18 @@ typedef struct sl_unit {
     int slot;                /* stream: slot holding it, -1 */
     bool acquired;
 } sl_unit;
+
+/* The routed experts of an MoE file: per layer its gate/up/down 3-D tensors
+ * ([n_in, n_out, n_expert]); expert e is the e-th slice of each. */
+typedef struct sl_unit_moe {
+    int32_t n_expert, n_expert_used;
+    const sl_gguf_tensor *(*exps)[3];   /* [n_layers][gate, up, down] */
+    bool split;                     /* the layer units leave them out */
+    uint64_t part_cap[3];           /* a slot's room for each part (aligned, largest layer) */
+    uint64_t slot_bytes;            /* one expert slot: the three parts */
+    uint64_t expert_bytes;          /* all experts of all layers (exact) */
+    uint64_t slice_bytes_sum;       /* one expert of every layer (exact): per-token figures */
+} sl_unit_moe;
 
 /* The file cut into units (layers, then lm-head chunks) and the facts the
  * planner counts. */
@@ -160,10 +187,16 @@ typedef struct sl_unit_map {
     uint64_t embd_row_bytes;        /* one row of embd (0 without) */
     uint64_t globals_bytes;         /* non-layer tensors except head and embd */
     uint64_t meta_bytes;            /* header + metadata (what the reader keeps) */
-    uint64_t max_unit_span;         /* largest widened unit */
+    uint64_t max_unit_span;         /* largest widened unit (bytes of its buffer) */
+    sl_unit_moe moe;                /* routed experts (n_expert 0: none) */
 } sl_unit_map;
 
-int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align);
+/* split_experts: for an MoE file, leave the 3-D expert tensors out of the
+ * layer units (they become (layer, expert) units of the expert cache). */
+int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool split_experts);
+/* File range of part p (0 gate, 1 up, 2 down) of expert e in layer l. */
+void sl_unit_map_expert_range(const sl_unit_map *um, int32_t l, int32_t e, int p, uint64_t *off,
+                              uint64_t *len);
 void sl_unit_map_free(sl_unit_map *um);
 
 /* ---- planner (stream_plan.c) ------------------------------------------- */

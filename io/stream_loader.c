@@ -187,6 +187,27 @@ void sl_loader_submit(sl_loader *L, sl_io_job *j)
     pthread_mutex_unlock(&L->mu);
 }
 
+void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n)
+{
+    pthread_mutex_lock(&L->mu);
+    sl_io_job *head = NULL, *tail = NULL;
+    for (int i = 0; i < n; i++) {
+        sl_io_job *j = jobs[i];
+        j->next = j->off; j->outstanding = 0; j->status = 0; j->err[0] = 0;
+        j->done = j->len == 0; j->qnext = NULL; j->queued = !j->done;
+        if (j->done) continue;
+        if (tail) tail->qnext = j; else head = j;
+        tail = j;
+    }
+    if (head) {
+        tail->qnext = L->qhead;
+        if (!L->qhead) L->qtail = tail;
+        L->qhead = head;
+        pthread_cond_broadcast(&L->cv_work);
+    }
+    pthread_mutex_unlock(&L->mu);
+}
+
 int sl_loader_read_now(sl_loader *L, sl_io_job *j, int fd)
 {
     pthread_mutex_lock(&L->mu);

@@ -44,6 +44,10 @@ struct sl_stream {
     const uint8_t *embd_data;   /* token_embd when in memory (resident, mapped, pinned) */
     /* telemetry */
     double stall_ms; uint64_t acquires;
+    /* routed experts (stream_experts.c): the cache when split, else slice views */
+    struct sl_experts *ex;
+    sl_stream_tensor *xviews;   /* [n_layers * n_expert * 3], unsplit: lazily */
+    bool *xheld;                /* [n_layers * n_expert] */
 };
 
 /* Shared by the modes (stream.c). */
@@ -53,6 +57,18 @@ int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed);
 /* A job reading [abeg, aend) (clipped to the aligned EOF) into dst. */
 void sl_stream_job_init(const sl_stream *s, sl_io_job *j, uint8_t *dst, uint64_t abeg, uint64_t aend,
                         uint64_t need_end, int32_t unit, int buf_index);
+/* The expert cache (stream_experts.c), made by the ring mode of a split MoE
+ * file. create: allocates the slot pool; iov, n_iov: its registered-buffer
+ * chunks, to be the loader's fixed buffers from index fixed_base on (the
+ * caller frees the iovec array). destroy: waits for its reads (before the loader goes). */
+int sl_experts_create(sl_stream *s, int fixed_base, struct iovec **iov, int *n_iov);
+void sl_experts_destroy(sl_stream *s);
+void sl_experts_get_stats(const sl_stream *s, sl_stream_stats *out);
+void sl_experts_reset_stats(sl_stream *s);
+
+/* The jobs reading unit u into buf: one per segment (at most SL_MAX_SEGS),
+ * not submitted. Returns their number. */
+int sl_stream_unit_jobs(const sl_stream *s, int32_t u, sl_io_job *jobs, uint8_t *buf, int buf_index);
 static inline void *sl_owned_alloc(sl_owned_buf *b, size_t len) { return sl_buf_alloc(len, &b->len, &b->map); }
 static inline void sl_owned_free(sl_owned_buf *b) { sl_buf_free(b->map, b->len); b->map = NULL; b->len = 0; }
 

@@ -1,4 +1,4 @@
-/* The one spelling of the streamer's modes and I/O backends, for flags,
+/* The one spelling of the streamer's modes, I/O backends and eviction policies, for flags,
  * reports and JSON (enum order). */
 #include "stream_internal.h"
 
@@ -26,3 +26,15 @@ const char *sl_stream_io_name(int io)
 
 int sl_stream_mode_parse(const char *s, int *mode) { return parse(mode_names, SL_MODE_MMAP + 1, s, mode); }
 int sl_stream_io_parse(const char *s, int *io) { return parse(io_names, SL_IO_PREAD + 1, s, io); }
+
+static const char *const policy_names[] = { "auto", "lru", "lfu", "decay" };
+
+const char *sl_stream_policy_name(int policy)
+{
+    return policy >= SL_EVICT_AUTO && policy <= SL_EVICT_DECAY ? policy_names[policy] : "?";
+}
+
+int sl_stream_policy_parse(const char *s, int *policy)
+{
+    return parse(policy_names, SL_EVICT_DECAY + 1, s, policy);
+}

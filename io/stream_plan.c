@@ -2,18 +2,43 @@
  * mode, which units to pin (spread evenly through the schedule) so that
  * everything it counts stays within the budget: reserve (caller's KV +
  * arena) + metadata + globals + slots + pinned units + the embedding table
- * if pinned. */
+ * if pinned. With an MoE file's experts split off, the layer units are the
+ * dense parts; what is left after pinning them goes to the expert cache
+ * (at least k slots: one token's experts of a layer). */
 #include "stream_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static uint64_t unit_span(const sl_unit *u) { return u->aend - u->abeg; }
+/* bytes of its buffer: the packed segments of a split layer */
+static uint64_t unit_span(const sl_unit *u) { return u->info.bytes; }
 
 /* k positions spread evenly over n (distinct for k <= n) */
 static int32_t spread_pos(int32_t i, int32_t k, int32_t n)
 {
     return (int32_t)(((int64_t)2 * i + 1) * n / (2 * (int64_t)k));
+}
+
+/* The expert cache takes what the budget leaves (the k slots of the minimum
+ * are in `used` already), at most every expert once or the configured cap. */
+static void expert_cache(const sl_unit_map *um, const sl_stream_config *c, sl_stream_plan *p,
+                         uint64_t *used)
+{
+    const sl_unit_moe *mo = &um->moe;
+    uint64_t total = (uint64_t)um->n_layers * (uint64_t)mo->n_expert, es = mo->slot_bytes;
+    uint64_t base = sl_buf_round((uint64_t)p->n_expert_slots * es);
+    uint64_t room = p->budget > *used ? p->budget - *used + base : base;
+    uint64_t n = room / es;
+    if (c->expert_cache_bytes && n > c->expert_cache_bytes / es) n = c->expert_cache_bytes / es;
+    if (n > total) n = total;
+    if (n < (uint64_t)mo->n_expert_used) n = (uint64_t)mo->n_expert_used;
+    while (n > (uint64_t)mo->n_expert_used && sl_buf_round(n * es) > room) n--;
+    p->n_expert_slots = (int32_t)n;
+    *used = *used - base + sl_buf_round(n * es);
+    p->expected_hit_rate = total ? (double)n / (double)total : 0;
+    double per = (double)mo->n_expert_used * (double)mo->slice_bytes_sum * (1.0 - p->expected_hit_rate);
+    p->expert_bytes_per_token = (uint64_t)per;
+    p->streamed_bytes_per_token += p->expert_bytes_per_token;
 }
 
 int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c,
@@ -43,6 +68,11 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
         p->budget = p->mem_available > m ? p->mem_available - m : 0;
     }
     for (int32_t u = 0; u < um->n_units; u++) um->units[u].info.pinned = false;
+    const sl_unit_moe *mo = &um->moe;
+    p->n_expert = mo->n_expert; p->n_expert_used = mo->n_expert_used;
+    p->expert_bytes = mo->expert_bytes;
+    p->dense_bytes = p->model_bytes - mo->expert_bytes - p->globals_bytes - p->embd_bytes -
+                     (um->head != um->embd ? p->head_bytes : 0);
 
     /* globals are kept in one buffer each; embd/head may alias globals when tied */
     uint64_t fixed = p->reserve_bytes + p->meta_bytes + sl_buf_round(p->globals_bytes);
@@ -74,6 +104,12 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     /* stream */
     uint64_t slot = sl_buf_round(um->max_unit_span);
     int32_t n_slots = p->depth + 1;
+    if (mo->split) {
+        p->experts_split = true;
+        p->expert_slot_bytes = mo->slot_bytes;
+        p->n_expert_slots = mo->n_expert_used;
+        fixed += sl_buf_round((uint64_t)p->n_expert_slots * mo->slot_bytes);
+    }
     while (n_slots > 2 && fixed + (uint64_t)n_slots * slot > p->budget) n_slots--;
     if (um->n_units < n_slots) n_slots = um->n_units;
     p->slot_bytes = slot;
@@ -88,10 +124,12 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
         if (err && err_len)
             snprintf(err, err_len,
                      "memory budget %llu bytes is too small to stream this model: it needs at least "
-                     "%llu (reserve %llu + metadata %llu + globals %llu + %d slots x %llu)",
+                     "%llu (reserve %llu + metadata %llu + globals %llu + %d slots x %llu + "
+                     "%d expert slots x %llu)",
                      (unsigned long long)p->budget, (unsigned long long)need_min,
                      (unsigned long long)p->reserve_bytes, (unsigned long long)p->meta_bytes,
-                     (unsigned long long)p->globals_bytes, (int)n_slots, (unsigned long long)slot);
+                     (unsigned long long)p->globals_bytes, (int)n_slots, (unsigned long long)slot,
+                     (int)p->n_expert_slots, (unsigned long long)p->expert_slot_bytes);
         return sl_err_set(SL_ENOMEM, "%s", err && err_len ? err : "memory budget too small");
     }
     uint64_t room = p->budget - need_min;
@@ -124,8 +162,9 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
         used += sl_buf_round(p->embd_bytes);
     }
     for (int32_t u = 0; u < um->n_units; u++)
-        if (!um->units[u].info.pinned) p->streamed_bytes_per_token += unit_span(&um->units[u]);
+        if (!um->units[u].info.pinned) p->streamed_bytes_per_token += um->units[u].info.bytes;
     if (um->embd && !p->embd_pinned) p->streamed_bytes_per_token += um->embd_row_bytes;
+    if (mo->split) expert_cache(um, c, p, &used);
     p->peak_bytes = used;
     p->fits = true;
     return 0;

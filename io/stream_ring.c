@@ -20,7 +20,8 @@ typedef struct sl_slot {
     int state;
     bool keep;               /* restart_at: begins the new schedule */
     uint64_t seq;            /* issue order: the oldest loading slot is next in the schedule */
-    sl_io_job job;
+    sl_io_job job[SL_MAX_SEGS];   /* one per segment of the unit */
+    int n_job;
 } sl_slot;
 
 typedef struct ring {
@@ -41,6 +42,23 @@ static int32_t next_streamed(const sl_stream *s, int32_t u)
     return -1;
 }
 
+static bool slot_done(sl_stream *s, sl_slot *sl)
+{
+    for (int k = 0; k < sl->n_job; k++) if (!sl_loader_is_done(s->L, &sl->job[k])) return false;
+    return true;
+}
+
+/* Waits for every job of the slot; the first failure's status (message in *err). */
+static int slot_wait(sl_stream *s, sl_slot *sl, const char **err)
+{
+    int st = 0;
+    for (int k = 0; k < sl->n_job; k++) {
+        int r = sl_loader_wait(s->L, &sl->job[k]);
+        if (r && !st) { st = r; *err = sl->job[k].err; }
+    }
+    return st;
+}
+
 /* Stale slots whose reads have finished become free. */
 static void reap_stale(sl_stream *s, bool wait_one)
 {
@@ -49,11 +67,12 @@ static void reap_stale(sl_stream *s, bool wait_one)
     for (int32_t i = 0; i < R->n_slots; i++) {
         sl_slot *sl = &R->slots[i];
         if (sl->state != SLOT_STALE) continue;
-        if (sl_loader_is_done(s->L, &sl->job)) sl->state = SLOT_FREE;
+        if (slot_done(s, sl)) sl->state = SLOT_FREE;
         else if (oldest < 0 || sl->seq < R->slots[oldest].seq) oldest = i;
     }
     if (wait_one && oldest >= 0) {
-        sl_loader_wait(s->L, &R->slots[oldest].job);
+        const char *e;
+        slot_wait(s, &R->slots[oldest], &e);
         R->slots[oldest].state = SLOT_FREE;
     }
 }
@@ -84,9 +103,8 @@ static void refill(sl_stream *s)
         sl_slot *sl = &R->slots[free_i];
         sl->unit = u; sl->state = SLOT_LOADING; sl->seq = R->seq++;
         un->slot = free_i;
-        sl_stream_job_init(s, &sl->job, sl->buf, un->abeg, un->aend, un->end, u,
-                           sl_loader_fixed(s->L) ? free_i : -1);
-        sl_loader_submit(s->L, &sl->job);
+        sl->n_job = sl_stream_unit_jobs(s, u, sl->job, sl->buf, sl_loader_fixed(s->L) ? free_i : -1);
+        for (int k = 0; k < sl->n_job; k++) sl_loader_submit(s->L, &sl->job[k]);
         R->next_sched = (u + 1) % U;
     }
 }
@@ -110,7 +128,7 @@ static void restart_at(sl_stream *s, int32_t u)
     for (int32_t i = 0; i < R->n_slots; i++) {
         sl_slot *sl = &R->slots[i];
         if (sl->state != SLOT_LOADING || sl->keep) continue;
-        sl_loader_cancel(s->L, &sl->job);
+        for (int k = 0; k < sl->n_job; k++) sl_loader_cancel(s->L, &sl->job[k]);
         s->um.units[sl->unit].slot = -1;
         sl->unit = -1;
         sl->state = SLOT_STALE;
@@ -125,16 +143,16 @@ static int load_pinned(sl_stream *s)
     ring *R = s->mode_state;
     int32_t U = s->um.n_units;
     R->pmem = calloc((size_t)(U ? U : 1), sizeof *R->pmem);
-    sl_io_job *jobs = calloc((size_t)U + 1, sizeof *jobs);
+    sl_io_job *jobs = calloc((size_t)U * SL_MAX_SEGS + 1, sizeof *jobs);
     if (!R->pmem || !jobs) { free(jobs); return sl_err_set(SL_ENOMEM, "streamer: out of memory"); }
     int n_jobs = 0, rc = 0;
     for (int32_t u = 0; u < U; u++) {
         sl_unit *un = &s->um.units[u];
         if (!un->info.pinned || un->aend == un->abeg) continue;
-        un->pinned_buf = sl_owned_alloc(&R->pmem[u], (size_t)(un->aend - un->abeg));
+        un->pinned_buf = sl_owned_alloc(&R->pmem[u], (size_t)un->info.bytes);
         if (!un->pinned_buf) { rc = sl_err_set(SL_ENOMEM, "streamer: cannot allocate pinned unit %d", (int)u); break; }
-        sl_stream_job_init(s, &jobs[n_jobs], un->pinned_buf, un->abeg, un->aend, un->end, u, -1);
-        sl_loader_submit(s->L, &jobs[n_jobs++]);
+        int nj = sl_stream_unit_jobs(s, u, jobs + n_jobs, un->pinned_buf, -1);
+        for (int k = 0; k < nj; k++) sl_loader_submit(s->L, &jobs[n_jobs++]);
     }
     const sl_gguf_tensor *e = s->um.embd;
     if (rc == 0 && s->plan.embd_pinned && e) {
@@ -188,7 +206,21 @@ static int ring_open(sl_stream *s)
         }
     }
     int n_fixed = R->slot_bytes <= SL_MAX_FIXED_BUF ? R->n_slots : 0;
-    int rc = sl_stream_make_loader(s, iov, n_fixed);
+    int rc = 0;
+    if (s->um.moe.split) {
+        /* the expert cache's chunks follow the slots as fixed buffers */
+        struct iovec *xiov = NULL;
+        int nx = 0;
+        rc = sl_experts_create(s, n_fixed, &xiov, &nx);
+        struct iovec *all = rc || nx == 0 ? NULL : realloc(iov, (size_t)(n_fixed + nx) * sizeof *iov);
+        if (all) {
+            memcpy(all + n_fixed, xiov, (size_t)nx * sizeof *xiov);
+            iov = all;
+            n_fixed += nx;
+        }
+        free(xiov);
+    }
+    if (!rc) rc = sl_stream_make_loader(s, iov, n_fixed);
     free(iov);
     if (rc) return rc;
     if (n_fixed > 0 && sl_loader_backend(s->L) == SL_IO_URING && !sl_loader_fixed(s->L) && !s->cfg.read_hook)
@@ -203,11 +235,13 @@ static int ring_open(sl_stream *s)
 /* Waits for every read into a slot: before the loader goes. */
 static void ring_close(sl_stream *s)
 {
+    sl_experts_destroy(s);
     ring *R = s->mode_state;
     if (!R) return;
     for (int32_t i = 0; s->L && i < R->n_slots; i++) {
         sl_slot *sl = &R->slots[i];
-        if (sl->state == SLOT_LOADING || sl->state == SLOT_STALE) sl_loader_wait(s->L, &sl->job);
+        const char *e;
+        if (sl->state == SLOT_LOADING || sl->state == SLOT_STALE) slot_wait(s, sl, &e);
     }
     free(R->slots);
     sl_owned_free(&R->smem);
@@ -234,10 +268,11 @@ static int ring_acquire(sl_stream *s, int32_t unit, const uint8_t **base)
                           (int)unit, (int)R->n_slots);
     sl_slot *sl = &R->slots[un->slot];
     double t0 = sl_now_ms();
-    int st = sl_loader_wait(s->L, &sl->job);
+    const char *err = "";
+    int st = slot_wait(s, sl, &err);
     s->stall_ms += sl_now_ms() - t0;
     if (st) {
-        sl_err_set(st, "%s", sl->job.err);
+        sl_err_set(st, "%s", err);
         sl->state = SLOT_FREE; sl->unit = -1; un->slot = -1;
         return st;
     }

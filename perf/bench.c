@@ -47,10 +47,11 @@ void bench_sample_names(bench_sample *o, int mode, int io)
 }
 
 /* ---- statistics ----------------------------------------------------------- */
-enum { M_PP, M_TG, M_TTFT_COLD, M_TTFT_WARM, M_MSTOK, M_STALL, M_BPT, M_DISK, M_RSS, M_PRESS, M_BOUND, M_FRAC, M_N };
+enum { M_PP, M_TG, M_TTFT_COLD, M_TTFT_WARM, M_MSTOK, M_STALL, M_BPT, M_DISK, M_RSS, M_PRESS, M_BOUND, M_FRAC, M_HIT, M_N };
 static const char *const m_keys[M_N] = {
     "prompt_tps", "decode_tps", "ttft_cold_ms", "ttft_warm_ms", "ms_per_token", "stall_pct", "bytes_per_token",
     "disk_bytes_per_s", "peak_rss_bytes", "mem_pressure", "bound_ms_per_token", "bound_fraction",
+    "expert_hit_rate",
 };
 
 typedef struct {
@@ -173,6 +174,7 @@ static int run_child(const bench_runner *rn, const bench_cfg *c, bench_sample *s
         close(pfd[0]);
         static child_msg m;
         memset(&m, 0, sizeof m);
+        m.s.expert_hit_rate = NAN;   /* runners without an expert cache leave it */
         m.rc = rn->run(c, &m.s, m.err, sizeof m.err);
         m.s.peak_rss = perf_vmhwm(0);
         const char *p = (const char *)&m;
@@ -235,8 +237,8 @@ static void print_md(FILE *f, bench_result *res, int nres, const char *model, do
                            "decode = reading every streamed weight byte once per token");
     fprintf(f, "disk: %.2f GB/s sequential O_DIRECT measured in this run; memory: %.2f GB/s\n\n", disk_bw / 1e9,
             mem_bw / 1e9);
-    fprintf(f, "| mode | io | budget | free | th | pp t/s | tg t/s | TTFT cold ms | TTFT warm ms | ms/token | stall %% | GB/token | disk GB/s | bound ms/token | of bound | peak RSS | mem pressure |\n");
-    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "| mode | io | budget | free | th | pp t/s | tg t/s | TTFT cold ms | TTFT warm ms | ms/token | stall %% | GB/token | disk GB/s | bound ms/token | of bound | peak RSS | mem pressure | expert hit |\n");
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < nres; i++) {
         bench_result *r = &res[i];
         char b1[32], b2[32];
@@ -257,15 +259,18 @@ static void print_md(FILE *f, bench_result *res, int nres, const char *model, do
         fmt_ms(c[3], sizeof c[3], m[M_BOUND], sd[M_BOUND]);
         char rss[32];
         perf_fmt_bytes(rss, sizeof rss, m[M_RSS]);
-        fprintf(f, "| %s | %s | %s | %s | %d | %.2f ± %.2f | %.3f ± %.3f | %s | %s | %s | %.1f | %.3f | %.2f ± %.2f | %s | %s | %s | %.3f ± %.3f |\n",
+        fprintf(f, "| %s | %s | %s | %s | %d | %.2f ± %.2f | %.3f ± %.3f | %s | %s | %s | %.1f | %.3f | %.2f ± %.2f | %s | %s | %s | %.3f ± %.3f | %s |\n",
                 r->mode, r->io, r->budget_bytes ? b1 : "-", b2, r->cfg.threads, m[M_PP], sd[M_PP], m[M_TG], sd[M_TG],
                 c[0], c[1], c[2], m[M_STALL], m[M_BPT] / 1e9, m[M_DISK] / 1e9, sd[M_DISK] / 1e9, c[3],
                 isnan(m[M_FRAC]) ? "-" : (snprintf(c[4], sizeof c[4], "%.0f%%", 100 * m[M_FRAC]), c[4]), rss,
-                m[M_PRESS], sd[M_PRESS]);
+                m[M_PRESS], sd[M_PRESS],
+                isnan(m[M_HIT]) ? "-" : (snprintf(c[5], sizeof c[5], "%.3f", m[M_HIT]), c[5]));
     }
     fprintf(f, "\npp = prompt processing (%d tokens, warm), tg = decode (%d tokens); mean ± stddev over %d reps, each "
                "in its own process; TTFT cold: file evicted with posix_fadvise(DONTNEED), then open + prompt + first "
-               "token; bound = max(bytes read per token / disk bandwidth, model bytes / memory bandwidth); "
+               "token; bound = max(bytes read per token / disk bandwidth, model bytes / memory bandwidth; MoE: dense + k/n of the "
+               "expert bytes); expert hit = decode expert requests served by the expert cache (random weights route "
+               "near uniformly: a floor); "
                "mem pressure = drop in MemAvailable during the run / MemTotal.\n",
             nres ? res[0].cfg.n_prompt : 0, nres ? res[0].cfg.n_gen : 0, nres ? res[0].n : 0);
 }
@@ -542,11 +547,12 @@ static void record_sample(bench_result *r, const bench_sample *s, double press, 
     r->v[M_DISK][k] = dec_s > 0 ? (double)s->decode_bytes / dec_s : 0;
     r->v[M_RSS][k] = (double)rss;
     r->v[M_PRESS][k] = press;
+    r->v[M_HIT][k] = s->expert_hit_rate;
     /* a token must stream its bytes from disk AND read every weight from RAM */
     double bound = NAN, bd = bpt > 0 && bb->disk_bw > 0 ? bpt / bb->disk_bw * 1e3 : 0;
     /* (runners without compute do not read the pinned weights: disk part only) */
     double bm = bb->mem_bw > 0 && (s->compute_included || !strcmp(s->mode, "resident"))
-                    ? (double)s->model_bytes / bb->mem_bw * 1e3 : 0;
+                    ? (double)(s->token_bytes ? s->token_bytes : s->model_bytes) / bb->mem_bw * 1e3 : 0;
     if (bd > 0 || bm > 0) bound = bd > bm ? bd : bm;
     r->v[M_BOUND][k] = bound;
     r->v[M_FRAC][k] = isnan(bound) ? NAN : bound / r->v[M_MSTOK][k];

@@ -36,6 +36,9 @@ typedef struct bench_sample {
     uint64_t peak_rss;         /* VmHWM at the end of the child */
     bool compute_included;
     char note[160];
+    /* MoE */
+    double expert_hit_rate;    /* decode requests found in the expert cache; NAN: no expert cache */
+    uint64_t token_bytes;      /* weight bytes one token reads from RAM (MoE: dense + k/n experts); 0 = model_bytes */
 } bench_sample;
 
 typedef struct bench_runner {

@@ -9,6 +9,7 @@
 #include "bench.h"
 #include "perf.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,11 @@ static int run_engine(const bench_cfg *c, bench_sample *o, char *err, size_t err
     /* mmap mode: the streamer does not see page faults; the kernel's per-task count does */
     if (!o->decode_bytes && mi.mode == SL_MODE_MMAP && rb1 > rb0) o->decode_bytes = rb1 - rb0;
     o->compute_included = true;
+    uint64_t xr = st.expert_hits + st.expert_misses;
+    o->expert_hit_rate = xr ? (double)st.expert_hits / (double)xr : NAN;
+    if (pl && pl->n_expert > 0)
+        o->token_bytes = mi.model_bytes - (uint64_t)((double)pl->expert_bytes *
+                                                     (1.0 - (double)pl->n_expert_used / pl->n_expert));
     snprintf(o->note, sizeof o->note, "%s, %d pinned of %d layers", mi.isa ? mi.isa : "?", pl ? pl->n_pinned : -1,
              mi.n_layer);
     free(ids);

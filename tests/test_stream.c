@@ -339,36 +339,7 @@ Test(stream, fault_eio_fails_acquire_with_a_clear_message)
     unlink(path);
 }
 
-/* ---- the RSS bound ------------------------------------------------------- */
-
-static uint64_t vm_hwm(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
-    if (f) fclose(f);
-    return (uint64_t)kb * 1024;
-}
-
-/* one process per backend (Criterion forks per test): VmHWM starts fresh */
-/* Under AddressSanitizer every page the streamer touches also costs an
- * eighth in shadow memory, plus the sanitizer's own allocator slack: the
- * planned budget still bounds the streamer, the measurement gets that much on
- * top (main measured 22.4 MB plain, 26.9 MB under ASan for a 24 MiB budget). */
-#if defined(__SANITIZE_ADDRESS__)
-#define SL_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SL_TEST_ASAN 1
-#endif
-#endif
-#ifdef SL_TEST_ASAN
-static uint64_t rss_allowance(uint64_t budget) { return budget + budget / 8 + (2ull << 20); }
-#else
-static uint64_t rss_allowance(uint64_t budget) { return budget; }
-#endif
+/* ---- the RSS bound (st_vm_hwm, st_rss_allowance: stream_testutil.h) ---- */
 
 static void rss_bound(int io)
 {
@@ -383,7 +354,7 @@ static void rss_bound(int io)
         c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
         c.io = io;
         c.mem_budget = budget;
-        uint64_t before = vm_hwm();
+        uint64_t before = st_vm_hwm();
         sl_stream *s;
         open_ok(&s, path, &c);
         const sl_stream_plan *p = sl_stream_get_plan(s);
@@ -401,14 +372,14 @@ static void rss_bound(int io)
                         sum += ((const uint8_t *)v.tensors[i].data)[k];
                 sl_stream_release(s, u);
             }
-        uint64_t after = vm_hwm();
+        uint64_t after = st_vm_hwm();
         cr_log_info("io %d: VmHWM grew %llu bytes (budget %llu, planned peak %llu, %d pinned, %d slots x %llu)",
                     io, (unsigned long long)(after - before), (unsigned long long)budget,
                     (unsigned long long)p->peak_bytes, (int)p->n_pinned, (int)p->n_slots,
                     (unsigned long long)p->slot_bytes);
-        cr_assert_leq(after - before, rss_allowance(budget), "VmHWM grew %llu > budget %llu (allowed %llu)",
+        cr_assert_leq(after - before, st_rss_allowance(budget), "VmHWM grew %llu > budget %llu (allowed %llu)",
                       (unsigned long long)(after - before), (unsigned long long)budget,
-                      (unsigned long long)rss_allowance(budget));
+                      (unsigned long long)st_rss_allowance(budget));
         cr_assert_gt(sum, 0);
         sl_stream_close(s);
     }

@@ -1,0 +1,410 @@
+/* Routed experts of an MoE file, one (layer, expert) at a time.
+ *
+ * Split (stream mode): an expert cache, a pool of slots each holding one
+ * expert's gate/up/down slices (three file ranges widened to the O_DIRECT
+ * alignment, read as three jobs into the slot's registered buffer). A
+ * request of a layer's experts maps each to its slot (hit) or evicts a slot
+ * and queues its reads (miss); the misses of one request go to the loader as
+ * one batch ahead of the dense prefetch. Slots wanted by the current request
+ * and not yet acquired, held ones and loading ones are never evicted; a miss
+ * that finds no slot waits in `pending` and starts when one is released.
+ *
+ * Not split (resident, mmap, or experts streamed with their layer): an
+ * expert is a slice of the layer unit's 3-D tensors; the layer must be held. */
+#include "stream_mode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+enum { X_FREE = 0, X_LOADING, X_READY, X_HELD };
+
+/* decay policy: routing counts lose half their weight every 16 tokens,
+ * 2^(-1/16) per token (README "Routed experts": halving every token hit
+ * like LRU) */
+#define SL_EXPERT_DECAY 0.95760328f
+
+typedef struct xslot {
+    int32_t key;             /* layer * n_expert + expert, -1 when free */
+    int state;
+    uint64_t want;           /* generation of the request that wants it (0: none) */
+    uint64_t last;           /* last request that used it (LRU) */
+    uint8_t *buf;
+    int buf_index;           /* registered buffer, or -1 */
+    sl_io_job job[3];
+    sl_stream_tensor t[3];
+} xslot;
+
+struct sl_experts {
+    int32_t n_layers, n_expert, n_slots;
+    int policy;
+    sl_owned_buf mem;
+    xslot *slots;
+    int32_t *slot_of;        /* [L * NE] */
+    float *freq;             /* [L * NE] routing counts (LFU, decay) */
+    uint64_t gen;            /* requests so far */
+    int32_t *pending; int32_t n_pending;   /* keys of the current request without a slot */
+    uint64_t *hits, *misses; /* [L] */
+    uint64_t bytes;
+    double stall_ms;
+};
+
+static void set_fail(sl_stream *s, int st) { snprintf(s->err, sizeof s->err, "%s", sl_last_error()); (void)st; }
+
+int32_t sl_stream_n_experts(const sl_stream *s) { return s ? s->um.moe.n_expert : 0; }
+
+/* ---- the cache ------------------------------------------------------------ */
+
+int sl_experts_create(sl_stream *s, int fixed_base, struct iovec **iov, int *n_iov)
+{
+    *iov = NULL; *n_iov = 0;
+    const sl_unit_moe *mo = &s->um.moe;
+    struct sl_experts *X = calloc(1, sizeof *X);
+    if (!X) return sl_err_set(SL_ENOMEM, "expert cache: out of memory");
+    s->ex = X;
+    X->n_layers = s->um.n_layers; X->n_expert = mo->n_expert; X->n_slots = s->plan.n_expert_slots;
+    /* measured (README "Expert streaming"): decay best or equal on every run */
+    X->policy = s->cfg.expert_policy == SL_EVICT_AUTO ? SL_EVICT_DECAY : s->cfg.expert_policy;
+    size_t nk = (size_t)X->n_layers * (size_t)X->n_expert;
+    X->slots = calloc((size_t)X->n_slots, sizeof *X->slots);
+    X->slot_of = malloc(nk * sizeof *X->slot_of);
+    X->freq = calloc(nk, sizeof *X->freq);
+    X->pending = calloc((size_t)X->n_expert, sizeof *X->pending);
+    X->hits = calloc((size_t)X->n_layers, sizeof *X->hits);
+    X->misses = calloc((size_t)X->n_layers, sizeof *X->misses);
+    uint64_t sb = mo->slot_bytes, total = sb * (uint64_t)X->n_slots;
+    uint8_t *m = sl_owned_alloc(&X->mem, (size_t)total);
+    /* registered chunks of whole slots, each at most SL_MAX_FIXED_BUF */
+    uint64_t per = sb <= SL_MAX_FIXED_BUF ? SL_MAX_FIXED_BUF / sb : 0;
+    int nch = per ? (int)(((uint64_t)X->n_slots + per - 1) / per) : 0;
+    if (nch > 0) *iov = calloc((size_t)nch, sizeof **iov);
+    if (!X->slots || !X->slot_of || !X->freq || !X->pending || !X->hits || !X->misses || !m ||
+        (nch > 0 && !*iov))
+        return sl_err_set(SL_ENOMEM, "expert cache: cannot allocate %d slots of %llu bytes",
+                          (int)X->n_slots, (unsigned long long)sb);
+    for (size_t k = 0; k < nk; k++) X->slot_of[k] = -1;
+    for (int32_t i = 0; i < X->n_slots; i++) {
+        xslot *x = &X->slots[i];
+        x->key = -1;
+        x->buf = m + (uint64_t)i * sb;
+        x->buf_index = per ? fixed_base + (int)((uint64_t)i / per) : -1;
+    }
+    for (int c = 0; c < nch; c++) {
+        uint64_t first = (uint64_t)c * per, n = (uint64_t)X->n_slots - first;
+        if (n > per) n = per;
+        (*iov)[c].iov_base = m + first * sb;
+        (*iov)[c].iov_len = (size_t)(n * sb);
+    }
+    *n_iov = nch;
+    return 0;
+}
+
+void sl_experts_destroy(sl_stream *s)
+{
+    struct sl_experts *X = s->ex;
+    if (!X) return;
+    for (int32_t i = 0; X->slots && s->L && i < X->n_slots; i++)
+        if (X->slots[i].state == X_LOADING)
+            for (int p = 0; p < 3; p++) sl_loader_wait(s->L, &X->slots[i].job[p]);
+    sl_owned_free(&X->mem);
+    free(X->slots); free(X->slot_of); free(X->freq); free(X->pending);
+    free(X->hits); free(X->misses);
+    free(X);
+    s->ex = NULL;
+}
+
+void sl_experts_get_stats(const sl_stream *s, sl_stream_stats *out)
+{
+    const struct sl_experts *X = s->ex;
+    for (int32_t l = 0; l < X->n_layers; l++) { out->expert_hits += X->hits[l]; out->expert_misses += X->misses[l]; }
+    out->expert_bytes_read = X->bytes;
+    out->expert_stall_ms = X->stall_ms;
+}
+
+void sl_experts_reset_stats(sl_stream *s)
+{
+    struct sl_experts *X = s->ex;
+    memset(X->hits, 0, (size_t)X->n_layers * sizeof *X->hits);
+    memset(X->misses, 0, (size_t)X->n_layers * sizeof *X->misses);
+    X->bytes = 0;
+    X->stall_ms = 0;
+}
+
+/* A loading slot nobody waits for any more becomes ready (or free if its
+ * read failed) once its reads are done. */
+static void settle(sl_stream *s, xslot *x)
+{
+    if (x->state != X_LOADING || x->want == s->ex->gen) return;
+    for (int p = 0; p < 3; p++) if (!sl_loader_is_done(s->L, &x->job[p])) return;
+    bool ok = true;
+    for (int p = 0; p < 3; p++) ok = ok && x->job[p].status == 0;
+    if (ok) { x->state = X_READY; return; }
+    s->ex->slot_of[x->key] = -1;
+    x->key = -1; x->state = X_FREE;
+}
+
+static double score(const struct sl_experts *X, const xslot *x)
+{
+    if (X->policy == SL_EVICT_LRU) return (double)x->last;
+    return X->freq[x->key];
+}
+
+/* A free slot, else the evictable one the policy likes least; -1 if none. */
+static int32_t victim(sl_stream *s)
+{
+    struct sl_experts *X = s->ex;
+    int32_t best = -1;
+    for (int32_t i = 0; i < X->n_slots; i++) {
+        xslot *x = &X->slots[i];
+        settle(s, x);
+        if (x->state == X_FREE) return i;
+        if (x->state != X_READY || x->want == X->gen) continue;
+        if (best < 0) { best = i; continue; }
+        double a = score(X, x), b = score(X, &X->slots[best]);
+        if (a < b || (a == b && x->last < X->slots[best].last)) best = i;
+    }
+    return best;
+}
+
+/* Slot i takes expert key: its three jobs (not yet submitted) in *jobs. */
+static void start_load(sl_stream *s, int32_t i, int32_t key, sl_io_job **jobs)
+{
+    struct sl_experts *X = s->ex;
+    xslot *x = &X->slots[i];
+    if (x->key >= 0) X->slot_of[x->key] = -1;
+    x->key = key; x->state = X_LOADING; x->want = X->gen; x->last = X->gen;
+    X->slot_of[key] = i;
+    const int32_t l = key / X->n_expert, e = key % X->n_expert;
+    uint64_t pos = 0, a = s->align;
+    for (int p = 0; p < 3; p++) {
+        uint64_t off, len;
+        sl_unit_map_expert_range(&s->um, l, e, p, &off, &len);
+        uint64_t abeg = off / a * a, aend = (off + len + a - 1) / a * a;
+        sl_stream_job_init(s, &x->job[p], x->buf + pos, abeg, aend, off + len, -1,
+                           sl_loader_fixed(s->L) ? x->buf_index : -1);
+        const sl_gguf_tensor *t = s->um.moe.exps[l][p];
+        sl_stream_tensor *st = &x->t[p];
+        st->name = t->name; st->type = t->type; st->n_dims = 2;
+        st->ne[0] = t->ne[0]; st->ne[1] = t->ne[1]; st->ne[2] = st->ne[3] = 1;
+        st->nbytes = len;
+        st->data = x->buf + pos + (off - abeg);
+        X->bytes += x->job[p].len;
+        jobs[p] = &x->job[p];
+        pos += s->um.moe.part_cap[p];
+    }
+}
+
+/* Pending misses get the slots that have come free, as one batch. */
+static void start_pending(sl_stream *s)
+{
+    struct sl_experts *X = s->ex;
+    sl_io_job *jobs[3 * 64];
+    int nj = 0;
+    while (X->n_pending > 0 && nj + 3 <= (int)(sizeof jobs / sizeof jobs[0])) {
+        int32_t i = victim(s);
+        if (i < 0) break;
+        int32_t key = X->pending[0];
+        memmove(X->pending, X->pending + 1, (size_t)--X->n_pending * sizeof *X->pending);
+        start_load(s, i, key, jobs + nj);
+        nj += 3;
+    }
+    if (nj) sl_loader_submit_front(s->L, jobs, nj);
+}
+
+static int cache_request(sl_stream *s, int32_t l, const int32_t *ex, int32_t n)
+{
+    struct sl_experts *X = s->ex;
+    X->gen++;
+    X->n_pending = 0;
+    size_t nk = (size_t)X->n_layers * (size_t)X->n_expert;
+    if (X->policy == SL_EVICT_DECAY && X->gen % (uint64_t)X->n_layers == 0)   /* once per token */
+        for (size_t k = 0; k < nk; k++) X->freq[k] *= SL_EXPERT_DECAY;
+    sl_io_job *stack_jobs[3 * 16], **jobs = stack_jobs;
+    if (n > 16 && !(jobs = malloc((size_t)n * 3 * sizeof *jobs)))
+        return sl_err_set(SL_ENOMEM, "expert request: out of memory");
+    int nj = 0;
+    for (int32_t j = 0; j < n; j++) {
+        int32_t key = l * X->n_expert + ex[j];
+        X->freq[key] += 1.0f;
+        int32_t i = X->slot_of[key];
+        if (i >= 0) {
+            X->hits[l]++;
+            X->slots[i].want = X->gen; X->slots[i].last = X->gen;
+            continue;
+        }
+        X->misses[l]++;
+        if ((i = victim(s)) < 0) { X->pending[X->n_pending++] = key; continue; }
+        start_load(s, i, key, jobs + nj);
+        nj += 3;
+    }
+    if (nj) sl_loader_submit_front(s->L, jobs, nj);
+    if (jobs != stack_jobs) free(jobs);
+    return 0;
+}
+
+static int cache_acquire(sl_stream *s, int32_t l, int32_t e, sl_stream_view *view)
+{
+    struct sl_experts *X = s->ex;
+    int32_t key = l * X->n_expert + e, i = X->slot_of[key];
+    if (i < 0) {
+        /* not requested (or still pending): a request of one, now */
+        bool pend = false;
+        for (int32_t j = 0; j < X->n_pending; j++) pend = pend || X->pending[j] == key;
+        if (!pend) {
+            X->misses[l]++;
+            X->freq[key] += 1.0f;
+        }
+        if ((i = victim(s)) < 0)
+            return sl_err_set(SL_EBUSY, "expert acquire: no free slot for layer %d expert %d "
+                              "(all %d expert slots held or wanted)", (int)l, (int)e, (int)X->n_slots);
+        for (int32_t j = 0; j < X->n_pending; j++)
+            if (X->pending[j] == key) {
+                memmove(X->pending + j, X->pending + j + 1, (size_t)(X->n_pending - j - 1) * sizeof *X->pending);
+                X->n_pending--;
+                break;
+            }
+        sl_io_job *jobs[3];
+        start_load(s, i, key, jobs);
+        sl_loader_submit_front(s->L, jobs, 3);
+    }
+    xslot *x = &X->slots[i];
+    if (x->state == X_HELD)
+        return sl_err_set(SL_EINVAL, "expert acquire: layer %d expert %d is already acquired", (int)l, (int)e);
+    if (x->state == X_LOADING) {
+        double t0 = sl_now_ms();
+        int st = 0;
+        const char *msg = "";
+        for (int p = 0; p < 3; p++) {
+            int r = sl_loader_wait(s->L, &x->job[p]);
+            if (r && !st) { st = r; msg = x->job[p].err; }
+        }
+        double dt = sl_now_ms() - t0;
+        X->stall_ms += dt; s->stall_ms += dt;
+        if (st) {
+            /* nothing of a half-read expert stays */
+            sl_err_set(st, "layer %d expert %d: %s", (int)l, (int)e, msg);
+            X->slot_of[key] = -1;
+            x->key = -1; x->state = X_FREE; x->want = 0;
+            return st;
+        }
+    }
+    x->state = X_HELD;
+    x->want = 0;
+    x->last = X->gen;
+    view->unit = l; view->n_tensors = 3; view->tensors = x->t;
+    return 0;
+}
+
+static int cache_release(sl_stream *s, int32_t l, int32_t e)
+{
+    struct sl_experts *X = s->ex;
+    int32_t i = X->slot_of[l * X->n_expert + e];
+    if (i < 0 || X->slots[i].state != X_HELD)
+        return sl_err_set(SL_EINVAL, "expert release: layer %d expert %d is not acquired", (int)l, (int)e);
+    X->slots[i].state = X_READY;
+    start_pending(s);
+    return 0;
+}
+
+/* ---- not split: slices of the held layer unit ---------------------------- */
+
+static int slice_acquire(sl_stream *s, int32_t l, int32_t e, sl_stream_view *view)
+{
+    const sl_unit_moe *mo = &s->um.moe;
+    const sl_unit *un = &s->um.units[l];
+    if (!un->acquired)
+        return sl_err_set(SL_EINVAL, "expert acquire: layer %d expert %d: its layer unit is not "
+                          "acquired (experts are streamed with their layer)", (int)l, (int)e);
+    size_t nk = (size_t)s->um.n_layers * (size_t)mo->n_expert, key = (size_t)l * (size_t)mo->n_expert + (size_t)e;
+    if (!s->xviews) {
+        s->xviews = calloc(nk * 3, sizeof *s->xviews);
+        s->xheld = calloc(nk, sizeof *s->xheld);
+        if (!s->xviews || !s->xheld) return sl_err_set(SL_ENOMEM, "expert acquire: out of memory");
+    }
+    if (s->xheld[key])
+        return sl_err_set(SL_EINVAL, "expert acquire: layer %d expert %d is already acquired", (int)l, (int)e);
+    sl_stream_tensor *t = s->xviews + key * 3;
+    for (int p = 0; p < 3; p++) {
+        const sl_gguf_tensor *g = mo->exps[l][p];
+        const sl_stream_tensor *lt = NULL;
+        for (uint32_t i = 0; i < un->n_tensors && !lt; i++)
+            if (un->tensors[i].name == g->name) lt = &un->tensors[i];
+        if (!lt || !lt->data)
+            return sl_err_set(SL_ENOENT, "expert acquire: layer %d: '%s' is not in its unit", (int)l, g->name);
+        uint64_t sl = g->nbytes / g->ne[2];
+        t[p] = *lt;
+        t[p].n_dims = 2; t[p].ne[2] = 1; t[p].nbytes = sl;
+        t[p].data = (const uint8_t *)lt->data + (uint64_t)e * sl;
+    }
+    s->xheld[key] = true;
+    view->unit = l; view->n_tensors = 3; view->tensors = t;
+    return 0;
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+static int check(sl_stream *s, int32_t l, int32_t e, const char *what)
+{
+    if (s->um.moe.n_expert == 0)
+        return sl_err_set(SL_EINVAL, "%s: the model has no routed experts", what);
+    if (l < 0 || l >= s->um.n_layers || e < 0 || e >= s->um.moe.n_expert)
+        return sl_err_set(SL_EINVAL, "%s: layer %d expert %d out of range (%d layers x %d experts)", what,
+                          (int)l, (int)e, (int)s->um.n_layers, (int)s->um.moe.n_expert);
+    return 0;
+}
+
+int sl_stream_expert_request(sl_stream *s, int32_t layer, const int32_t *experts, int32_t n)
+{
+    if (!s) return SL_EINVAL;
+    int rc = 0;
+    if (n < 0 || n > s->um.moe.n_expert || (n > 0 && !experts))
+        rc = sl_err_set(SL_EINVAL, "expert request: %d experts", (int)n);
+    for (int32_t j = 0; !rc && j < n; j++) {
+        rc = check(s, layer, experts[j], "expert request");
+        for (int32_t i = 0; !rc && i < j; i++)
+            if (experts[i] == experts[j])
+                rc = sl_err_set(SL_EINVAL, "expert request: layer %d expert %d twice", (int)layer, (int)experts[j]);
+    }
+    if (!rc && s->ex) rc = cache_request(s, layer, experts, n);
+    if (rc) set_fail(s, rc);
+    return rc;
+}
+
+int sl_stream_expert_acquire_sized(sl_stream *s, int32_t layer, int32_t expert, sl_stream_view *view,
+                                   size_t size)
+{
+    if (!s || !view) return SL_EINVAL;
+    sl_stream_view full;
+    int rc = sl_struct_check(size, SL_STREAM_VIEW_MIN_SIZE, sizeof full, "sl_stream_view");
+    if (!rc) rc = check(s, layer, expert, "expert acquire");
+    if (!rc) rc = s->ex ? cache_acquire(s, layer, expert, &full) : slice_acquire(s, layer, expert, &full);
+    if (rc) { set_fail(s, rc); return rc; }
+    s->acquires++;
+    memcpy(view, &full, size);
+    return 0;
+}
+
+int sl_stream_expert_release(sl_stream *s, int32_t layer, int32_t expert)
+{
+    if (!s) return SL_EINVAL;
+    int rc = check(s, layer, expert, "expert release");
+    if (!rc && s->ex) rc = cache_release(s, layer, expert);
+    else if (!rc) {
+        size_t key = (size_t)layer * (size_t)s->um.moe.n_expert + (size_t)expert;
+        if (!s->xheld || !s->xheld[key])
+            rc = sl_err_set(SL_EINVAL, "expert release: layer %d expert %d is not acquired", (int)layer,
+                            (int)expert);
+        else s->xheld[key] = false;
+    }
+    if (rc) set_fail(s, rc);
+    return rc;
+}
+
+int sl_stream_expert_layer_stats(const sl_stream *s, int32_t layer, uint64_t *hits, uint64_t *misses)
+{
+    if (!s || !hits || !misses || layer < 0 || layer >= s->um.n_layers) return SL_EINVAL;
+    *hits = s->ex ? s->ex->hits[layer] : 0;
+    *misses = s->ex ? s->ex->misses[layer] : 0;
+    return 0;
+}
