@@ -12,6 +12,7 @@
 #   engine/bindings/jni/*.c                -> libsluice_jni.so (links libsluice; not in it)
 #   engine/bindings/jni/java/sluice/*.java -> sluice.jar; Python (ctypes) needs no build
 #   engine/ring/*.c                        -> the `sluice` binary, host builds with GLPK only
+#                                             (ring_mpi_*.c: and Open MPI)
 #                                             (its own block below; tests/ring/ likewise)
 
 CROSS   ?=
@@ -269,6 +270,29 @@ RING_TEST_BINS := $(BUILD)/tests/ring/test_ring_plan
 $(BUILD)/tests/ring/test_ring_plan: $(BUILD)/obj/tests/ring/test_ring_plan.o $(filter-out %/cli_ring_plan.o,$(RING_PLAN_OBJS)) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ -lcriterion -lglpk $(LDLIBS)
+# Open MPI: `mpirun -np N sluice ring-profile` (engine/ring/ring_mpi_*.c), and its test, which
+# runs mpirun on loopback through tests/ring/ring_mpi.sh.
+ifeq ($(CROSS),)
+MPICC ?= mpicc
+RING_MPI := $(shell command -v $(MPICC) 2>/dev/null)
+endif
+ifneq ($(RING_MPI),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile)
+MPI_LIBS := $(shell $(MPICC) --showme:link)
+RING_MPI_SRCS := $(wildcard engine/ring/ring_mpi_*.c)
+RING_MPI_OBJS := $(RING_MPI_SRCS:%.c=$(BUILD)/obj/%.o)
+$(RING_MPI_OBJS): ALL_CFLAGS += $(MPI_CFLAGS)
+CLI_OBJS += $(RING_MPI_OBJS)
+$(BUILD)/sluice: $(RING_MPI_OBJS)
+$(BUILD)/sluice: LDLIBS += $(MPI_LIBS)
+RING_TEST_BINS += $(BUILD)/tests/ring/test_ring_mpi
+$(BUILD)/obj/tests/ring/test_ring_mpi.o: ALL_CFLAGS += -DSL_BUILD_DIR='"$(BUILD)"'
+$(BUILD)/tests/ring/test_ring_mpi: $(BUILD)/obj/tests/ring/test_ring_mpi.o $(BUILD)/sluice
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $< -lcriterion $(LDLIBS)
+else
+$(warning ring: Open MPI not found ($(MPICC)): `sluice ring-profile` is NOT built and its tests do not run; apt-get install libopenmpi-dev openmpi-bin)
+endif
 TEST_BINS += $(RING_TEST_BINS)
 tests check: $(RING_TEST_BINS)
 else ifeq ($(CROSS),)
@@ -279,7 +303,7 @@ endif
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
         libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config \
         default-jdk-headless python3 python3-numpy
-DEPS += libopenmpi-dev openmpi-bin libglpk-dev   # engine/ring/: Open MPI (ring runtime), GLPK (its ILPs)
+DEPS += libopenmpi-dev openmpi-bin libglpk-dev   # engine/ring/: Open MPI (sluice ring-profile), GLPK (the ring planner's ILPs)
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	  grep -q 'install ok installed' || echo $$p; done); \

@@ -121,27 +121,17 @@ static int load_text(const char *path, char **out, size_t *len)
     return 0;
 }
 
-/* A device's numbers from a `sluice profile` JSON (only those it does not set itself). */
-static int read_profile(const ctx *x, const char *where, const char *file, const char *base, sl_ring_device *d)
+/* A device's numbers from a `sluice profile` JSON at path (only those not set yet). */
+static int profile_fill(const char *path, sl_ring_device *d)
 {
-    char path[4096];
-    if (file[0] == '/' || !base || !base[0]) snprintf(path, sizeof path, "%s", file);
-    else snprintf(path, sizeof path, "%s/%s", base, file);
     char *text;
     size_t len;
-    char msg[512];
     int rc = load_text(path, &text, &len);
-    if (rc) {
-        snprintf(msg, sizeof msg, "%s", sl_last_error());   /* not formatted into itself */
-        return sl_err_set(rc, "%s: %s: %s", x->what, where, msg);
-    }
+    if (rc) return rc;
     sl_json pj;
     rc = sl_json_parse(&pj, text, len, path);
     free(text);
-    if (rc) {
-        snprintf(msg, sizeof msg, "%s", sl_last_error());
-        return sl_err_set(rc, "%s: %s: %s", x->what, where, msg);
-    }
+    if (rc) return rc;
     ctx px = { &pj, path };
     int n;
     if (!d->disk_bps && (n = sl_json_get(&pj, 0, "disk_bytes_per_s")) >= 0)
@@ -155,7 +145,28 @@ static int read_profile(const ctx *x, const char *where, const char *file, const
             if (!d->matvec_bps[t]) d->matvec_bps[t] = tab[t];
     }
     sl_json_free(&pj);
+    if (!rc && !d->disk_bps) rc = sl_err_set(SL_EFORMAT, "%s: disk_bytes_per_s is missing", path);
+    if (!rc && !d->mem_bps) rc = sl_err_set(SL_EFORMAT, "%s: mem_bytes_per_s is missing", path);
     return rc;
+}
+
+int sl_ring_device_read_profile(sl_ring_device *d, const char *path)
+{
+    return profile_fill(path, d);
+}
+
+static int read_profile(const ctx *x, const char *where, const char *file, const char *base, sl_ring_device *d)
+{
+    char path[4096];
+    if (file[0] == '/' || !base || !base[0]) snprintf(path, sizeof path, "%s", file);
+    else snprintf(path, sizeof path, "%s/%s", base, file);
+    int rc = profile_fill(path, d);
+    if (rc) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", sl_last_error());   /* not formatted into itself */
+        return sl_err_set(rc, "%s: %s: %s", x->what, where, msg);
+    }
+    return 0;
 }
 
 static int parse_device(const ctx *x, int node, int i, const char *base, sl_ring_device *d, double reserve)
@@ -257,4 +268,61 @@ int sl_ring_cluster_load(sl_ring_cluster *c, const char *path, const sl_ring_mod
     rc = sl_ring_cluster_parse(c, text, len, path, base, model, model_reserve);
     free(text);
     return rc;
+}
+
+/* JSON text: "name": "..." with the characters JSON needs escaped. */
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void put_types(FILE *f, const double *tab)
+{
+    int first = 1;
+    fputc('{', f);
+    for (int t = 0; t < SL_RING_NTYPE; t++)
+        if (tab[t] > 0) {
+            fprintf(f, "%s\"%s\": %.17g", first ? "" : ", ", sl_gguf_type_name((uint32_t)t), tab[t]);
+            first = 0;
+        }
+    fputc('}', f);
+}
+
+int sl_ring_cluster_write(FILE *f, const sl_ring_cluster *c, const char *source)
+{
+    fprintf(f, "{\n  \"_source\": ");
+    put_str(f, source ? source : "sluice");
+    if (c->model.n_layers) {
+        const sl_ring_model *m = &c->model;
+        fprintf(f, ",\n  \"model\": {\"name\": ");
+        put_str(f, m->name);
+        fprintf(f, ", \"n_layers\": %d, \"n_embd\": %d, \"n_ctx\": %d, \"ctx\": %d,\n    \"layer_bytes\": ",
+                m->n_layers, m->n_embd, m->n_ctx, m->ctx);
+        put_types(f, m->layer_bytes);
+        fprintf(f, ", \"head_bytes\": ");
+        put_types(f, m->head_bytes);
+        fprintf(f, ", \"kv_bytes_per_token_layer\": %.17g}", m->kv_bytes_per_token_layer);
+    }
+    if (c->link_bps > 0)
+        fprintf(f, ",\n  \"link\": {\"latency_s\": %.17g, \"bytes_per_s\": %.17g}", c->link_latency_s, c->link_bps);
+    fprintf(f, ",\n  \"devices\": [");
+    for (int i = 0; i < c->n_dev; i++) {
+        const sl_ring_device *d = &c->dev[i];
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        put_str(f, d->name);
+        fprintf(f, ", \"mem_budget_bytes\": %.17g,", d->budget);
+        if (d->reserve > 0) fprintf(f, " \"reserve_bytes\": %.17g,", d->reserve);   /* else the model's */
+        fprintf(f, "\n     \"disk_bytes_per_s\": %.17g, \"mem_bytes_per_s\": %.17g, \"matvec\": ", d->disk_bps, d->mem_bps);
+        put_types(f, d->matvec_bps);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ]\n}\n");
+    return ferror(f) ? sl_err_set(SL_EIO, "cluster.json: write error") : 0;
 }

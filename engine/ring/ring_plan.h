@@ -21,6 +21,7 @@
 #define SL_RING_PLAN_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define SL_RING_MAX_DEV   64
 #define SL_RING_MAX_LAYERS 4096
@@ -86,6 +87,14 @@ typedef struct sl_ring_plan {
 int sl_ring_cluster_parse(sl_ring_cluster *c, const char *text, size_t len, const char *what,
                           const char *base_dir, const sl_ring_model *model, double model_reserve);
 int sl_ring_cluster_load(sl_ring_cluster *c, const char *path, const sl_ring_model *model, double model_reserve);
+
+/* A device's disk, memory and matvec rates from a `sluice profile` JSON (those not set in d). */
+int sl_ring_device_read_profile(sl_ring_device *d, const char *path);
+
+/* cluster.json for c (the model only when c->model.n_layers, reserve_bytes only when > 0:
+ * else the model file's reserve applies), so that sl_ring_cluster_parse reads back the same
+ * numbers. */
+int sl_ring_cluster_write(FILE *f, const sl_ring_cluster *c, const char *source);
 
 /* The model of a cluster from a GGUF file opened with p (ring_model.c): layer bytes
  * by type averaged over the layers, the lm head, KV per token and layer and

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -315,4 +316,29 @@ Test(ring_plan, model_from_gguf)
     sl_model_params_init(&mp);
     cr_assert_neq(sl_ring_model_from_gguf(&m, &reserve, "/nonexistent.gguf", &mp), 0);
     cr_assert_not_null(strstr(sl_last_error(), "nonexistent"), "%s", sl_last_error());
+}
+
+/* What `sluice ring-profile` writes, the parser reads back exactly (names with quotes too). */
+Test(ring_plan, write_then_parse)
+{
+    rng_state = 77;
+    for (int it = 0; it < 20; it++) {
+        sl_ring_cluster c, back;
+        random_cluster(&c, 1 + it % 4, 16);
+        snprintf(c.model.name, sizeof c.model.name, "m\"%d\\x", it);
+        snprintf(c.dev[0].name, sizeof c.dev[0].name, "host\t%d", it);
+        if (it % 2) c.dev[0].reserve = 0;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        cr_assert_eq(sl_ring_cluster_write(f, &c, "test \"source\""), 0);
+        fclose(f);
+        cr_assert_eq(sl_ring_cluster_parse(&back, text, len, "w.json", NULL, NULL, 0), 0, "%s\n%s", sl_last_error(), text);
+        cr_assert_eq(memcmp(&back.model, &c.model, sizeof c.model), 0, "%s", text);
+        cr_assert_eq(back.n_dev, c.n_dev);
+        for (int d = 0; d < c.n_dev; d++) cr_assert_eq(memcmp(&back.dev[d], &c.dev[d], sizeof c.dev[d]), 0, "device %d\n%s", d, text);
+        cr_assert_eq(back.link_bps, c.link_bps);
+        cr_assert_eq(back.link_latency_s, c.link_latency_s);
+        free(text);
+    }
 }
