@@ -267,7 +267,8 @@ $(BUILD)/sluice: $(RING_PLAN_OBJS)
 $(BUILD)/sluice: LDLIBS += -lglpk
 $(BUILD)/obj/engine/cli_plan.o: ALL_CFLAGS += -DSL_HAVE_RING_PLAN=1
 RING_TEST_BINS := $(BUILD)/tests/ring/test_ring_plan
-$(BUILD)/tests/ring/test_ring_plan: $(BUILD)/obj/tests/ring/test_ring_plan.o $(filter-out %/cli_ring_plan.o,$(RING_PLAN_OBJS)) $(STATIC_LIB)
+$(BUILD)/obj/tests/ring/%.o: ALL_CFLAGS += -DSL_BUILD_DIR='"$(BUILD)"'
+$(BUILD)/tests/ring/test_ring_plan: $(BUILD)/obj/tests/ring/test_ring_plan.o $(filter-out %/cli_ring_plan.o,$(RING_PLAN_OBJS)) $(STATIC_LIB) | $(BUILD)/sluice
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ -lcriterion -lglpk $(LDLIBS)
 # Open MPI: `mpirun -np N sluice ring-profile` (engine/ring/ring_mpi_*.c), and its test, which
@@ -286,7 +287,6 @@ CLI_OBJS += $(RING_MPI_OBJS)
 $(BUILD)/sluice: $(RING_MPI_OBJS)
 $(BUILD)/sluice: LDLIBS += $(MPI_LIBS)
 RING_TEST_BINS += $(BUILD)/tests/ring/test_ring_mpi
-$(BUILD)/obj/tests/ring/test_ring_mpi.o: ALL_CFLAGS += -DSL_BUILD_DIR='"$(BUILD)"'
 $(BUILD)/tests/ring/test_ring_mpi: $(BUILD)/obj/tests/ring/test_ring_mpi.o $(BUILD)/sluice
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $< -lcriterion $(LDLIBS)

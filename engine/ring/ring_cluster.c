@@ -1,6 +1,7 @@
 /* cluster.json -> sl_ring_cluster: every number checked (finite, in range),
  * unknown keys rejected (a typo must not silently become a default), and
- * every weight type of the model needs a matvec rate on the devices that run it. */
+ * every weight type of the model needs a matvec rate on the devices that run it
+ * (f32, norms and biases, goes at memory bandwidth: ring_cost.c). */
 #include "ring_plan.h"
 #include "ring_json.h"
 #include "../../gguf/gguf_type.h"
@@ -241,7 +242,7 @@ int sl_ring_cluster_parse(sl_ring_cluster *c, const char *text, size_t len, cons
     /* every type the model uses must have a rate where it runs */
     for (int m = 0; m < c->n_dev && !rc; m++)
         for (int t = 0; t < SL_RING_NTYPE && !rc; t++) {
-            int need = c->model.layer_bytes[t] > 0 || (m == 0 && c->model.head_bytes[t] > 0);
+            int need = t != SL_GGML_F32 && (c->model.layer_bytes[t] > 0 || (m == 0 && c->model.head_bytes[t] > 0));
             if (need && !(c->dev[m].matvec_bps[t] >= MIN_RATE)) {
                 char w[128];
                 snprintf(w, sizeof w, "devices[%d] (%s).matvec", m, c->dev[m].name);

@@ -1,6 +1,7 @@
 /* The piped-ring latency model (formulas in ring_plan.h) and the exhaustive
  * search the ILPs are tested against. */
 #include "ring_plan.h"
+#include "../../gguf/gguf_type.h"
 #include "../../gguf/sl_internal.h"
 #include "../../gguf/sl_status.h"
 
@@ -20,13 +21,20 @@ static double head_bytes(const sl_ring_model *m)
     return b;
 }
 
+/* f32 tensors are norms and biases (vectors read once, not matvecs; `sluice profile`
+ * has no f32 rate): memory bandwidth. Every other type at its matvec rate. */
+static double type_bps(const sl_ring_device *d, int t)
+{
+    return t == SL_GGML_F32 ? d->mem_bps : d->matvec_bps[t];
+}
+
 /* Seconds of one layer on device d: weights through the matvec of their type,
  * plus attention reading ctx tokens of KV from memory. */
 static double layer_s(const sl_ring_model *m, const sl_ring_device *d)
 {
     double s = 0;
     for (int t = 0; t < SL_RING_NTYPE; t++)
-        if (m->layer_bytes[t] > 0) s += m->layer_bytes[t] / d->matvec_bps[t];
+        if (m->layer_bytes[t] > 0) s += m->layer_bytes[t] / type_bps(d, t);
     return s + m->kv_bytes_per_token_layer * m->ctx / d->mem_bps;
 }
 
@@ -34,7 +42,7 @@ static double head_s(const sl_ring_model *m, const sl_ring_device *d)
 {
     double s = 0;
     for (int t = 0; t < SL_RING_NTYPE; t++)
-        if (m->head_bytes[t] > 0) s += m->head_bytes[t] / d->matvec_bps[t];
+        if (m->head_bytes[t] > 0) s += m->head_bytes[t] / type_bps(d, t);
     return s;
 }
 
@@ -55,6 +63,15 @@ void sl_ring_coef(const sl_ring_cluster *c, int m, int k, double *lb, double *kv
     *t_head = m == 0 ? head_s(&c->model, &c->dev[m]) : 0;
     *hop = hop_s(c);
     (void)k;
+}
+
+/* The streamer works with no fewer than 2 slots (stream_plan.c: one computed on, one
+ * loading), so a window of one layer still holds two. */
+#define SL_RING_MIN_SLOTS 2
+
+int sl_ring_slots(int w)
+{
+    return w > SL_RING_MIN_SLOTS ? w : SL_RING_MIN_SLOTS;
 }
 
 int sl_ring_cost_eval(const sl_ring_cluster *c, int k, const int *w, sl_ring_cost *out)
@@ -78,14 +95,14 @@ int sl_ring_cost_eval(const sl_ring_cluster *c, int k, const int *w, sl_ring_cos
         if (resident <= d->budget) {
             o->mem_bytes = resident;
         } else {
-            double fixed = w[m] * lb + x * kvl + d->reserve;   /* window buffer, KV, reserve */
+            double fixed = sl_ring_slots(w[m]) * lb + x * kvl + d->reserve;   /* window slots, KV, reserve */
             if (fixed > d->budget)
                 return sl_err_set(SL_ERANGE, "ring: device %d (%s): a window of %d layers (%.0f MB) + KV + reserve "
                                   "needs %.0f MB, budget %.0f MB", m, d->name, w[m], w[m] * lb / 1e6, fixed / 1e6,
                                   d->budget / 1e6);
             o->streams = 1;
             o->mem_bytes = d->budget;
-            o->streamed_bytes = (k + 1.0) * w[m] * lb + x * kvl + head + d->reserve - d->budget;
+            o->streamed_bytes = (x + sl_ring_slots(w[m])) * lb + x * kvl + head + d->reserve - d->budget;
             o->disk_s = o->streamed_bytes / d->disk_bps;
         }
         o->compute_s = x * tl + th;

@@ -25,14 +25,15 @@ static int solve_k(const sl_ring_cluster *c, int k, int *w)
     int n = c->n_dev, W = c->model.n_layers / k;
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
-    /* columns: w_m = 1+m, z_m = 1+n+m, u_m = 1+2n+m, T = 1+3n */
-    glp_add_cols(lp, 3 * n + 1);
-    int T = 3 * n + 1;
+    /* columns: w_m = 1+m, z_m = 1+n+m, u_m = 1+2n+m, s_m = 1+3n+m (slots), T = 1+4n */
+    glp_add_cols(lp, 4 * n + 1);
+    int T = 4 * n + 1, S0 = sl_ring_slots(1);
     for (int m = 0; m < n; m++) {
         glp_set_col_kind(lp, 1 + m, GLP_IV);
         glp_set_col_bnds(lp, 1 + m, W > 1 ? GLP_DB : GLP_FX, 1, W);
         glp_set_col_kind(lp, 1 + n + m, GLP_BV);
         glp_set_col_bnds(lp, 1 + 2 * n + m, GLP_LO, 0, 0);
+        glp_set_col_bnds(lp, 1 + 3 * n + m, W > S0 ? GLP_DB : GLP_FX, S0, W > S0 ? W : S0);   /* s >= the floor */
     }
     glp_set_col_bnds(lp, T, GLP_LO, 0, 0);
     glp_set_obj_coef(lp, T, 1);
@@ -53,9 +54,10 @@ static int solve_k(const sl_ring_cluster *c, int k, int *w)
         sl_ring_coef(c, m, k, &lb, &kvl, &head, &tl, &th, &hop);
         lb /= 1e6; kvl /= 1e6; head /= 1e6; tl *= 1e3; th *= 1e3;   /* MB, ms */
         double B = d->budget / 1e6, R = d->reserve / 1e6, disk = d->disk_bps / 1e9;   /* MB/ms */
+        double smax = W > S0 ? W : S0;   /* the slots never need more than this */
         double M = 1 + max3(k * (lb + kvl) * W + head + R - B,
-                            ((k + 1) * lb + k * kvl) * W + head + R - B,
-                            (lb + k * kvl) * W + R - B);
+                            k * (lb + kvl) * W + smax * lb + head + R - B,
+                            k * kvl * W + smax * lb + R - B);
         if (M < 1) M = 1;
         /* resident unless z: k(lb+kvl) w - M z <= B - head - R */
         r = glp_add_rows(lp, 1);
@@ -63,18 +65,26 @@ static int solve_k(const sl_ring_cluster *c, int k, int *w)
         ind[2] = 1 + n + m; val[2] = -M;
         glp_set_mat_row(lp, r, 2, ind, val);
         glp_set_row_bnds(lp, r, GLP_UP, 0, B - head - R);
-        /* streamed when z: u - ((k+1)lb + k kvl) w - M z >= head + R - B - M */
+        /* slots: s >= w (and >= the floor by its bound); u grows with s, so s = max(w, floor) */
+        r = glp_add_rows(lp, 1);
+        ind[1] = 1 + 3 * n + m; val[1] = 1;
+        ind[2] = 1 + m; val[2] = -1;
+        glp_set_mat_row(lp, r, 2, ind, val);
+        glp_set_row_bnds(lp, r, GLP_LO, 0, 0);
+        /* streamed when z: u - k(lb + kvl) w - lb s - M z >= head + R - B - M */
         r = glp_add_rows(lp, 1);
         ind[1] = 1 + 2 * n + m; val[1] = 1;
-        ind[2] = 1 + m; val[2] = -((k + 1) * lb + k * kvl);
-        ind[3] = 1 + n + m; val[3] = -M;
-        glp_set_mat_row(lp, r, 3, ind, val);
+        ind[2] = 1 + m; val[2] = -k * (lb + kvl);
+        ind[3] = 1 + 3 * n + m; val[3] = -lb;
+        ind[4] = 1 + n + m; val[4] = -M;
+        glp_set_mat_row(lp, r, 4, ind, val);
         glp_set_row_bnds(lp, r, GLP_LO, head + R - B - M, 0);
-        /* streaming needs the window buffer, KV and reserve inside the budget */
+        /* streaming needs the slots, KV and reserve inside the budget */
         r = glp_add_rows(lp, 1);
-        ind[1] = 1 + m; val[1] = lb + k * kvl;
-        ind[2] = 1 + n + m; val[2] = M;
-        glp_set_mat_row(lp, r, 2, ind, val);
+        ind[1] = 1 + m; val[1] = k * kvl;
+        ind[2] = 1 + 3 * n + m; val[2] = lb;
+        ind[3] = 1 + n + m; val[3] = M;
+        glp_set_mat_row(lp, r, 3, ind, val);
         glp_set_row_bnds(lp, r, GLP_UP, 0, B - R + M);
         /* the device's own cycle: T >= k tl w + u / disk + th */
         r = glp_add_rows(lp, 1);

@@ -7,12 +7,15 @@
  * Model (per token; bytes as the streamer counts them; see README "Ring"):
  *   x_m       = k * w[m] layers on device m (device 0 also holds the lm head H)
  *   compute_m = x_m * (sum_t layer_bytes[t] / matvec_bps_m[t] + kv_per_layer(ctx) / mem_bps_m)
+ *               (f32 tensors, norms and biases, at mem_bps_m)
  *               + head_m (device 0: sum_t head_bytes[t] / matvec_bps_0[t])
  *   memory    resident when x_m * (layer + kv_layer(n_ctx)) + H_m + reserve_m <= budget_m;
- *             else the device streams: one window buffer of w[m] layers, KV and reserve stay,
- *             the rest of the budget pins weights, and what is not pinned is read per token:
- *             streamed_m = (k + 1) * w[m] * layer + x_m * kv_layer + H_m + reserve_m - budget_m
- *             (the device cannot stream at all when w[m] * layer + KV + reserve > budget).
+ *             else the device streams: slots for its window, s = max(w[m], 2) layers (the
+ *             next window loads into them while the others compute; 2 = the streamer's floor),
+ *             KV and reserve stay, the rest of the budget pins weights, and what is not
+ *             pinned is read per token:
+ *             streamed_m = (x_m + s) * layer + x_m * kv_layer + H_m + reserve_m - budget_m
+ *             (the device cannot stream at all when s * layer + KV + reserve > budget).
  *   disk_m    = streamed_m / disk_bps_m: a device loads its next window while the others
  *             compute, so its own cycle (load, then compute its window) must fit in a token:
  *   T         = max( sum_m compute_m + k * N * hop,  max_m (compute_m + disk_m) )
@@ -118,6 +121,9 @@ int sl_ring_plan_solve(const sl_ring_cluster *c, sl_ring_plan *p);
  * oracle and the ILP. */
 void sl_ring_coef(const sl_ring_cluster *c, int m, int k, double *lb, double *kvl, double *head,
                   double *t_layer, double *t_head, double *hop);
+
+/* Slots (layers) a streaming device with window w holds: max(w, 2). */
+int sl_ring_slots(int w);
 
 /* Layers of device m in round r: [*first, *first + w[m]). */
 void sl_ring_plan_window(const sl_ring_plan *p, int m, int r, int *first);

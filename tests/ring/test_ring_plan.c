@@ -16,6 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifndef SL_BUILD_DIR
+#define SL_BUILD_DIR "build"
+#endif
+
 static uint64_t rng_state;
 static double rnd(void)   /* [0, 1) */
 {
@@ -340,5 +344,34 @@ Test(ring_plan, write_then_parse)
         cr_assert_eq(back.link_bps, c.link_bps);
         cr_assert_eq(back.link_latency_s, c.link_latency_s);
         free(text);
+    }
+}
+
+/* `sluice plan --ring` end to end: the figures perf/ring/README.md quotes for prima.cpp's
+ * home cluster (so the note cannot drift from the planner), and a hostile file's message
+ * and exit status. */
+Test(ring_plan, cli_prima_cluster)
+{
+    static const struct { const char *args; int status; const char *want[3]; } runs[] = {
+        { "plan --ring perf/ring/prima_home_cluster.json", 0,
+          { "k = 4 rounds of 20 layers, windows 2 6 9 3", "5132.7 ms/token", "D1 Mac M1: its window loads" } },
+        { "plan --ring perf/ring/prima_home_cluster_vram.json", 0,
+          { "k = 4 rounds of 20 layers, windows 1 7 11 1", "2667.6 ms/token", "k=1: no fit" } },
+        { "plan --ring perf/ring/prima_home_cluster.json --brute", 0, { "5132.7 ms/token", "exhaustive", "" } },
+        { "plan --ring /nonexistent/c.json", 1, { "plan: /nonexistent/c.json: No such file", "", "" } },
+        { "plan --ring tests/ring/hostile_cluster.json", 1,
+          { "hostile_cluster.json: devices[1].matvec.q4_K: -1 is outside", "", "" } },
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char cmd[512], out[16384];
+        snprintf(cmd, sizeof cmd, "%s/sluice %s 2>&1", SL_BUILD_DIR, runs[i].args);
+        FILE *p = popen(cmd, "r");
+        cr_assert_not_null(p);
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = 0;
+        int st = pclose(p);
+        cr_assert_eq(WEXITSTATUS(st), runs[i].status, "%s: exit %d\n%s", cmd, WEXITSTATUS(st), out);
+        for (int w = 0; w < 3; w++)
+            cr_assert_not_null(strstr(out, runs[i].want[w]), "%s: no '%s' in\n%s", cmd, runs[i].want[w], out);
     }
 }
