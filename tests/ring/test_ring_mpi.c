@@ -19,17 +19,11 @@ static int driver(const char *c, int n)
     return rc == -1 ? -1 : WEXITSTATUS(rc);
 }
 
-Test(ring_mpi, collect_1_to_4_ranks, .timeout = 300)
+/* One test, the cases in turn: run as parallel tests, Criterion's own runner reports a
+ * 48-byte leak of its own under ASan (libcriterion's allocation, not ours). */
+Test(ring_mpi, loopback_cases, .timeout = 600)
 {
     for (int n = 1; n <= 4; n++) cr_assert_eq(driver("collect", n), 0, "mpirun -np %d", n);
-}
-
-Test(ring_mpi, rank_without_profile_ends_all, .timeout = 200)
-{
-    cr_assert_eq(driver("missing", 2), 0);
-}
-
-Test(ring_mpi, killed_rank_ends_all, .timeout = 200)
-{
-    cr_assert_eq(driver("dies", 2), 0);
+    cr_assert_eq(driver("missing", 2), 0, "a rank without a profile");
+    cr_assert_eq(driver("dies", 2), 0, "a killed rank");
 }
