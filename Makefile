@@ -11,6 +11,9 @@
 #                                             contains SL_HOST_ONLY is not cross-built
 #   engine/bindings/jni/*.c                -> libsluice_jni.so (links libsluice; not in it)
 #   engine/bindings/jni/java/sluice/*.java -> sluice.jar; Python (ctypes) needs no build
+#   engine/ring/*.c                        -> the `sluice` binary, host builds with GLPK only
+#                                             (ring_mpi_*.c: and Open MPI)
+#                                             (its own block below; tests/ring/ likewise)
 
 CROSS   ?=
 CC      ?= cc
@@ -251,10 +254,59 @@ fuzz-smoke: fuzz
 bench: all
 	@BUILD=$(BUILD) perf/run_bench.sh
 
+# ---- piped ring (engine/ring/, issue 15): host builds only, each part when its library is here ----
+# The planner (`sluice plan --ring`) needs GLPK. None of it is in libsluice: it links into the
+# `sluice` binary and its own tests, so the library, its install check and the cross builds
+# never depend on it.
+ifeq ($(CROSS),)
+RING_GLPK := $(wildcard /usr/include/glpk.h)
+endif
+RING_PLAN_SRCS := engine/ring/ring_json.c engine/ring/ring_cluster.c engine/ring/ring_cost.c \
+                  engine/ring/ring_ilp.c engine/ring/ring_model.c engine/ring/cli_ring_plan.c
+RING_PLAN_OBJS := $(RING_PLAN_SRCS:%.c=$(BUILD)/obj/%.o)
+ifneq ($(RING_GLPK),)
+CLI_OBJS += $(RING_PLAN_OBJS)
+$(BUILD)/sluice: $(RING_PLAN_OBJS)
+$(BUILD)/sluice: LDLIBS += -lglpk
+$(BUILD)/obj/engine/cli_plan.o: ALL_CFLAGS += -DSL_HAVE_RING_PLAN=1
+RING_TEST_BINS := $(BUILD)/tests/ring/test_ring_plan
+$(BUILD)/obj/tests/ring/%.o: ALL_CFLAGS += -DSL_BUILD_DIR='"$(BUILD)"'
+$(BUILD)/tests/ring/test_ring_plan: $(BUILD)/obj/tests/ring/test_ring_plan.o $(filter-out %/cli_ring_plan.o,$(RING_PLAN_OBJS)) $(STATIC_LIB) | $(BUILD)/sluice
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ -lcriterion -lglpk $(LDLIBS)
+# Open MPI: `mpirun -np N sluice ring-profile` (engine/ring/ring_mpi_*.c), and its test, which
+# runs mpirun on loopback through tests/ring/ring_mpi.sh.
+ifeq ($(CROSS),)
+MPICC ?= mpicc
+RING_MPI := $(shell command -v $(MPICC) 2>/dev/null)
+endif
+ifneq ($(RING_MPI),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile)
+MPI_LIBS := $(shell $(MPICC) --showme:link)
+RING_MPI_SRCS := $(wildcard engine/ring/ring_mpi_*.c)
+RING_MPI_OBJS := $(RING_MPI_SRCS:%.c=$(BUILD)/obj/%.o)
+$(RING_MPI_OBJS): ALL_CFLAGS += $(MPI_CFLAGS)
+CLI_OBJS += $(RING_MPI_OBJS)
+$(BUILD)/sluice: $(RING_MPI_OBJS)
+$(BUILD)/sluice: LDLIBS += $(MPI_LIBS)
+RING_TEST_BINS += $(BUILD)/tests/ring/test_ring_mpi
+$(BUILD)/tests/ring/test_ring_mpi: $(BUILD)/obj/tests/ring/test_ring_mpi.o $(BUILD)/sluice
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $< -lcriterion $(LDLIBS)
+else
+$(warning ring: Open MPI not found ($(MPICC)): `sluice ring-profile` is NOT built and its tests do not run; apt-get install libopenmpi-dev openmpi-bin)
+endif
+TEST_BINS += $(RING_TEST_BINS)
+tests check: $(RING_TEST_BINS)
+else ifeq ($(CROSS),)
+$(warning ring: GLPK not found (/usr/include/glpk.h): `sluice plan --ring` is NOT built; apt-get install libglpk-dev)
+endif
+
 # ---- set-up, demo, install ----------------------------------------------
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
         libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config \
         default-jdk-headless python3 python3-numpy
+DEPS += libopenmpi-dev openmpi-bin libglpk-dev   # engine/ring/: Open MPI (sluice ring-profile), GLPK (the ring planner's ILPs)
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	  grep -q 'install ok installed' || echo $$p; done); \

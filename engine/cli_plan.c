@@ -8,6 +8,9 @@
 #include "reserve.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
+#ifdef SL_HAVE_RING_PLAN
+#include "ring/ring_cli.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +87,15 @@ static int cmd_plan(int argc, char **argv)
     bool no_direct = false, reserve_given = false;
     unsigned long long reserve = 0;
     long long depth = 0;
+    for (int i = 1; i < argc; i++)   /* --ring plans a cluster of devices (engine/ring/) */
+        if (!strcmp(argv[i], "--ring")) {
+#ifdef SL_HAVE_RING_PLAN
+            return sl_ring_plan_main(argc, argv);
+#else
+            fprintf(stderr, "plan: --ring: this sluice was built without GLPK (apt-get install libglpk-dev; make)\n");
+            return 2;
+#endif
+        }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);

@@ -1,0 +1,9 @@
+/* Entry points of the ring into the `sluice` command (engine/cli_plan.c,
+ * engine/cli_run.c call them when the binary is built with the ring). */
+#ifndef SL_RING_CLI_H
+#define SL_RING_CLI_H
+
+/* `sluice plan --ring CLUSTER.json ...`: argv as cmd_plan got it. */
+int sl_ring_plan_main(int argc, char **argv);
+
+#endif

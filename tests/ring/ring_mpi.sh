@@ -1,0 +1,55 @@
+#!/bin/sh
+# mpirun on loopback for the ring's MPI parts (called by tests/ring/test_ring_mpi.c, one case
+# per call): works as root and in a container without a network (shared-memory transport,
+# loopback only, no ssh). Usage: ring_mpi.sh BUILD SHARED CASE [N]; exit 0 = the case held.
+#   collect N  `mpirun -np N sluice ring-profile` writes a cluster.json of N devices that
+#              `sluice plan --ring ... -m MODEL` plans
+#   missing    one rank has no profile: every rank ends, rank 0 names it, nothing is written
+#   dies       one rank is killed: the run ends (no hang) with a non-zero status
+set -u
+BUILD=$1 SHARED=$2 CASE=$3 N=${4:-2}
+S=$BUILD/sluice
+MODEL=$SHARED/models/stories260K.gguf
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm_rsh_agent=false
+export OMPI_MCA_pml=ob1 OMPI_MCA_mpi_yield_when_idle=1
+# Open MPI keeps allocations until exit: leak reports would be its, not ours (make asan).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sl-ring-mpi.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM HUP
+fail() { echo "ring_mpi $CASE: FAIL: $*"; cat "$tmp/out" 2>/dev/null; exit 1; }
+printf '{"disk_bytes_per_s": 1.5e9, "mem_bytes_per_s": 1e10, "matvec": {"q8_0": 8e9, "q4_K": 8e9, "f32": 4e9}}\n' > "$tmp/p.json"
+
+case $CASE in
+collect)
+    timeout 120 mpirun -np "$N" "$S" ring-profile --profile "$tmp/p.json" --mem-budget 64M \
+        -o "$tmp/c.json" --timeout 60 > "$tmp/out" 2>&1 || fail "mpirun -np $N exited $?"
+    grep -q "cluster saved to" "$tmp/out" || fail "no 'cluster saved'"
+    got=$(grep -c '"mem_budget_bytes": 67108864' "$tmp/c.json")
+    [ "$got" = "$N" ] || fail "$got devices with the 64M budget in cluster.json, expected $N"
+    if [ "$N" -gt 1 ]; then grep -q '"link"' "$tmp/c.json" || fail "no link measured"; fi
+    "$S" plan --ring "$tmp/c.json" -m "$MODEL" -c 64 > "$tmp/out" 2>&1 || fail "plan --ring rejects the cluster"
+    grep -q "^chosen " "$tmp/out" || fail "plan printed no choice"
+    ;;
+missing)
+    timeout 120 mpirun -np 1 "$S" ring-profile --profile "$tmp/p.json" -o "$tmp/c.json" --timeout 60 : \
+        -np 1 "$S" ring-profile --profile "$tmp/none.json" -o "$tmp/c.json" --timeout 60 > "$tmp/out" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit $rc (expected a failure, not a timeout)"
+    grep -q "rank 1 (.*none.json" "$tmp/out" || fail "rank 0 did not name rank 1's missing profile"
+    [ ! -e "$tmp/c.json" ] || fail "cluster.json written although a rank failed"
+    ;;
+dies)
+    t0=$(date +%s)
+    timeout 120 mpirun -np 1 "$S" ring-profile --profile "$tmp/p.json" -o "$tmp/c.json" --timeout 20 : \
+        -np 1 sh -c 'kill -9 $$' > "$tmp/out" 2>&1
+    rc=$?
+    t=$(( $(date +%s) - t0 ))
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit $rc (expected a failure, not a hang)"
+    [ ! -e "$tmp/c.json" ] || fail "cluster.json written although a rank died"
+    echo "ring_mpi dies: ended with $rc after ${t}s"
+    ;;
+*) echo "ring_mpi.sh: unknown case $CASE"; exit 2 ;;
+esac
+echo "ring_mpi $CASE $N: ok"
