@@ -61,10 +61,17 @@ static_assert(sizeof(sl_block_tq1_0) == 54, "tq1_0 layout");
 static_assert(sizeof(sl_block_tq2_0) == 66, "tq2_0 layout");
 
 /* The 16 levels of IQ4_NL / IQ4_XS and of MXFP4 (twice the E2M1 values),
- * facts of the formats (quant_iq4.c), and MXFP4's scale 2^(e-128) as a float. */
+ * facts of the formats (quant_iq4.c). */
 extern const int8_t sl_kvalues_iq4nl[16];
 extern const int8_t sl_kvalues_mxfp4[16];
-float sl_e8m0_half(uint8_t e);
+/* MXFP4's scale 2^(e-128) (E8M0 halved: the levels are doubled): a normal
+ * float for e >= 2, the subnormals 2^-127 and 2^-128 for e = 1 and 0.
+ * Inline: the dot kernels take it once per 32 elements. */
+static inline float sl_e8m0_half(uint8_t e)
+{
+    union { uint32_t u; float f; } v = { e >= 2 ? (uint32_t)(e - 1) << 23 : 0x00200000u << e };
+    return v.f;
+}
 /* IQ4_XS sub-block ib's 6-bit scale (stored +32: the factor is the result - 32). */
 int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib);
 /* The 256 base-3 digits t (value (t - 1) * d) of a TQ1_0 block in element order. */

@@ -16,16 +16,6 @@ const int8_t sl_kvalues_iq4nl[16] = {
 };
 const int8_t sl_kvalues_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
 
-/* 2^(e-128) (E8M0 halved: the levels are doubled): a normal float for
- * e >= 2, the subnormals 2^-127 and 2^-128 for e = 1 and 0. */
-float sl_e8m0_half(uint8_t e)
-{
-    uint32_t bits = e >= 2 ? (uint32_t)(e - 1) << 23 : 0x00200000u << e;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* ---- dequantize ---------------------------------------------------------- */
 
 void sl_quant_deq_iq4_nl(const void *src, float *y, int64_t n)
