@@ -124,18 +124,16 @@ INL void blk_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, acc_t *acc)
     fin_tern(i0, i1, y, x->d, acc);
 }
 
-DEF_RED(iq4_nl) DEF_RED(mxfp4) DEF_RED(iq4_xs) DEF_RED(tq2_0) DEF_RED(tq1_0)
-DEF_NOSPLIT(iq4_nl, sl_block_iq4_nl, sl_block_q8_0)
-DEF_NOSPLIT(mxfp4, sl_block_mxfp4, sl_block_q8_0)
-DEF_NOSPLIT(iq4_xs, sl_block_iq4_xs, sl_block_q8_k)
-DEF_NOSPLIT(tq2_0, sl_block_tq2_0, sl_block_q8_k)
-DEF_NOSPLIT(tq1_0, sl_block_tq1_0, sl_block_q8_k)
-
-typedef sl_block_iq4_nl xb_iq4_nl; typedef sl_block_q8_0 yb_iq4_nl; enum { be_iq4_nl = SL_QK };
-typedef sl_block_mxfp4 xb_mxfp4; typedef sl_block_q8_0 yb_mxfp4; enum { be_mxfp4 = SL_QK };
-typedef sl_block_iq4_xs xb_iq4_xs; typedef sl_block_q8_k yb_iq4_xs; enum { be_iq4_xs = SL_QKK };
-typedef sl_block_tq2_0 xb_tq2_0; typedef sl_block_q8_k yb_tq2_0; enum { be_tq2_0 = SL_QKK };
-typedef sl_block_tq1_0 xb_tq1_0; typedef sl_block_q8_k yb_tq1_0; enum { be_tq1_0 = SL_QKK };
+/* A type whose block kernel needs no split: its reduction, unpack/pair and
+ * the weight block, activation block and block size the driver reads. */
+#define X86_SIMPLE_TYPE(T, XB, YB, BE)                                                    \
+DEF_RED(T) DEF_NOSPLIT(T, XB, YB)                                                        \
+typedef XB xb_##T; typedef YB yb_##T; enum { be_##T = BE };
+X86_SIMPLE_TYPE(iq4_nl, sl_block_iq4_nl, sl_block_q8_0, SL_QK)
+X86_SIMPLE_TYPE(mxfp4, sl_block_mxfp4, sl_block_q8_0, SL_QK)
+X86_SIMPLE_TYPE(iq4_xs, sl_block_iq4_xs, sl_block_q8_k, SL_QKK)
+X86_SIMPLE_TYPE(tq2_0, sl_block_tq2_0, sl_block_q8_k, SL_QKK)
+X86_SIMPLE_TYPE(tq1_0, sl_block_tq1_0, sl_block_q8_k, SL_QKK)
 
 /* A level's instances (vec_dot and gemm tile of IQ4_NL, IQ4_XS, MXFP4,
  * TQ1_0, TQ2_0, in that order) and its filler FILL (kern_internal.h). */
