@@ -104,6 +104,11 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
  * for every weight type and for the activation types Q8_0, Q8_1, Q8_K (same as
  * the functions below). */
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n);
+/* The same with an importance matrix: imatrix[i] >= 0 weighs the squared
+ * error of element i (n values, one per column; NULL = none). Types that use
+ * one (the i-quants) weigh by it, the others ignore it. */
+int64_t sl_quant_quantize_row_imat(int type, const float *src, void *dst, int64_t n,
+                                   const float *imatrix);
 
 /* ---- activation quantizers (exact reference semantics, see golden README)
  * n must be a multiple of the block (32 / 256); a partial tail is not written. */

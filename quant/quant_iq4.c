@@ -122,8 +122,11 @@ static float iq4_best_scale(const float *x, const float *qw, int n)
                 slx += w * l * x[j];
                 sll += w * l * l;
             }
-            /* error = sum w x^2 - slx^2 / sll at the fitted scale slx / sll */
-            if (sll > 0.0 && slx * slx / sll > best) {
+            /* error = sum w x^2 - slx^2 / sll at the fitted scale slx / sll;
+             * a near-tie keeps the earlier candidate (the -127 end first:
+             * exact fits of flat blocks then share one sign across IQ4_XS
+             * sub-blocks) */
+            if (sll > 0.0 && slx * slx / sll > best * (1.0 + 1e-9)) {
                 best = slx * slx / sll;
                 best_d = (float)(slx / sll);
             }

@@ -396,6 +396,51 @@ Test(quant_rmse, no_worse_than_ggml, .timeout = 60)
     free(x); free(deq); free(qb);
 }
 
+/* With the golden importance matrix (imatrix.f32, what ggml's .q used), the
+ * imatrix-weighted error of IQ4_NL / IQ4_XS is no worse than ggml's (same
+ * overall threshold as above) and lower than without the matrix, which
+ * changes most rows. */
+Test(quant_rmse, imatrix_weighted_no_worse_than_ggml, .timeout = 60)
+{
+    static const struct { const char *file; int type; } ts[] = {
+        { "iq4_nl", SL_GGML_IQ4_NL }, { "iq4_xs", SL_GGML_IQ4_XS },
+    };
+    float *x = sl_test_golden_quant("input.f32", sizeof(float) * ROWS * COLS);
+    float *im = sl_test_golden_quant("imatrix.f32", sizeof(float) * COLS);
+    float deq[COLS], deq0[COLS];
+    uint8_t qb[2048], q0[2048];
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.deq.f32", ts[i].file);
+        float *gold = sl_test_golden_quant(name, sizeof(float) * ROWS * COLS);
+        double se_me = 0, se_gold = 0, se_plain = 0;
+        int differs = 0;
+        for (int r = 0; r < ROWS; r++) {
+            const float *xr = x + r * COLS;
+            int64_t rb = sl_quant_quantize_row_imat(ts[i].type, xr, qb, COLS, im);
+            cr_assert_gt(rb, 0);
+            cr_assert_eq(sl_quant_quantize_row(ts[i].type, xr, q0, COLS), rb);
+            differs += memcmp(qb, q0, (size_t)rb) != 0;
+            cr_assert_eq(sl_quant_dequantize_row(ts[i].type, qb, deq, COLS), 0);
+            cr_assert_eq(sl_quant_dequantize_row(ts[i].type, q0, deq0, COLS), 0);
+            double wme = 0, wgold = 0, wplain = 0;
+            for (int j = 0; j < COLS; j++) {
+                double a = deq[j] - xr[j], g = gold[r * COLS + j] - xr[j], p = deq0[j] - xr[j];
+                wme += im[j] * a * a; wgold += im[j] * g * g; wplain += im[j] * p * p;
+            }
+            se_me += wme; se_gold += wgold; se_plain += wplain;
+        }
+        double ratio = sqrt(se_me / se_gold);
+        cr_log_info("imatrix-weighted rmse %-6s %.4f x ggml, %.4f x without the matrix", ts[i].file, ratio,
+                    sqrt(se_me / se_plain));
+        cr_assert(se_me < se_plain, "%s: the importance matrix did not lower the weighted error", ts[i].file);
+        cr_assert(ratio <= RMSE_OVERALL_MAX, "%s: weighted rmse ratio %.4f", ts[i].file, ratio);
+        cr_assert_gt(differs, ROWS / 2, "%s: the importance matrix changed only %d rows", ts[i].file, differs);
+        free(gold);
+    }
+    free(x); free(im);
+}
+
 /* ---- edge cases, round trips ------------------------------------------ */
 
 static const int k_weight_types[] = {
