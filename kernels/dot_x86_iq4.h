@@ -4,7 +4,8 @@
  * - IQ4_NL, MXFP4 (Q8_0): nibbles -> levels by one vpshufb from the 16-entry
  *   table, signed x signed dot, one FMA per 32-element block;
  * - IQ4_XS (Q8_K): the same per 32-element sub-block, scaled in the integer
- *   domain by ls - 32 (madd / dpwssd), one FMA per superblock;
+ *   domain by ls - 32 (madd / dpwssd), one FMA per superblock; these three
+ *   are split (levels unpacked once per weight block of a gemm tile);
  * - TQ2_0, TQ1_0 (Q8_K): the digits t (0..2) as unsigned bytes times y, the
  *   block sum of y (from bsums) subtracted exactly in the integer lanes.
  *   TQ1_0's base-3 digits: byte b times 3^n (mod 256, by byte adds) then
@@ -18,42 +19,58 @@ static inline __m256i lut16(const int8_t *tab)
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tab));
 }
 
-INL void blk_iq4_nl(const sl_block_iq4_nl *x, const sl_block_q8_0 *y, acc_t *acc)
+/* Split kernels (unp once per weight block, pair per activation row, so a
+ * gemm tile looks the levels up once): the levels q and |q|; a pair is
+ * |q| x sign(y, q). */
+typedef struct { __m256i q, aq; float d; } u_iq4_nl;
+typedef u_iq4_nl u_mxfp4;
+
+INL void unp_nib32(const uint8_t *qs, const int8_t *tab, float d, u_iq4_nl *u)
 {
-    __m256i q = _mm256_shuffle_epi8(lut16(sl_kvalues_iq4nl), nibbles32(x->qs));
-    fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(x->d) * f16s(y->d), acc);
+    u->q = _mm256_shuffle_epi8(lut16(tab), nibbles32(qs));
+    u->aq = _mm256_sign_epi8(u->q, u->q);
+    u->d = d;
 }
 
-INL void blk_mxfp4(const sl_block_mxfp4 *x, const sl_block_q8_0 *y, acc_t *acc)
-{
-    __m256i q = _mm256_shuffle_epi8(lut16(sl_kvalues_mxfp4), nibbles32(x->qs));
-    fin_legacy(dot_s8s8(_mm256_setzero_si256(), q, loadu(y->qs)), f16s(y->d) * sl_e8m0_half(x->e), acc);
-}
+INL void unp_iq4_nl(const sl_block_iq4_nl *x, u_iq4_nl *u) { unp_nib32(x->qs, sl_kvalues_iq4nl, f16s(x->d), u); }
+INL void unp_mxfp4(const sl_block_mxfp4 *x, u_mxfp4 *u) { unp_nib32(x->qs, sl_kvalues_mxfp4, sl_e8m0_half(x->e), u); }
 
-/* sub-block ib of IQ4_XS: |level| and sign(y, level), scaled by ls - 32 */
-INL __m256i iq4xs_sub(__m256i acc, const sl_block_iq4_xs *x, const sl_block_q8_k *y, int ib,
-                      __m256i lut, uint32_t sl, uint32_t sh)
+INL void pair_iq4_nl(const u_iq4_nl *u, const sl_block_q8_0 *y, acc_t *acc)
 {
-    int ls = (int)((sl >> (4 * ib)) & 15) | (int)((sh >> (2 * ib)) & 3) << 4;
-    __m256i q = _mm256_shuffle_epi8(lut, nibbles32(x->qs + 16 * ib));
-    return madd_scaled(acc, _mm256_sign_epi8(q, q), _mm256_sign_epi8(loadu(y->qs + 32 * ib), q),
-                       _mm256_set1_epi16((short)(ls - 32)));
+    __m256i s = dot_u8s8(_mm256_setzero_si256(), u->aq, _mm256_sign_epi8(loadu(y->qs), u->q));
+    fin_legacy(s, u->d * f16s(y->d), acc);
 }
+INL void pair_mxfp4(const u_mxfp4 *u, const sl_block_q8_0 *y, acc_t *acc) { pair_iq4_nl(u, y, acc); }
 
-INL void blk_iq4_xs(const sl_block_iq4_xs *x, const sl_block_q8_k *y, acc_t *acc)
+/* IQ4_XS: per 32-element sub-block the levels, |levels| and ls - 32 as words */
+typedef struct { __m256i q[8], aq[8], sc[8]; float d; } u_iq4_xs;
+
+INL void unp_iq4_xs(const sl_block_iq4_xs *x, u_iq4_xs *u)
 {
     const __m256i lut = lut16(sl_kvalues_iq4nl);
     uint32_t sl;
     memcpy(&sl, x->scales_l, 4);
     uint32_t sh = x->scales_h;
+    UNROLL
+    for (int ib = 0; ib < 8; ib++) {
+        int ls = (int)((sl >> (4 * ib)) & 15) | (int)((sh >> (2 * ib)) & 3) << 4;
+        u->q[ib] = _mm256_shuffle_epi8(lut, nibbles32(x->qs + 16 * ib));
+        u->aq[ib] = _mm256_sign_epi8(u->q[ib], u->q[ib]);
+        u->sc[ib] = _mm256_set1_epi16((short)(ls - 32));
+    }
+    u->d = f16s(x->d);
+}
+
+INL void pair_iq4_xs(const u_iq4_xs *u, const sl_block_q8_k *y, acc_t *acc)
+{
     __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
     UNROLL
     for (int ib = 0; ib < 8; ib += 2) {
-        i0 = iq4xs_sub(i0, x, y, ib, lut, sl, sh);
-        i1 = iq4xs_sub(i1, x, y, ib + 1, lut, sl, sh);
+        i0 = madd_scaled(i0, u->aq[ib], _mm256_sign_epi8(loadu(y->qs + 32 * ib), u->q[ib]), u->sc[ib]);
+        i1 = madd_scaled(i1, u->aq[ib + 1], _mm256_sign_epi8(loadu(y->qs + 32 * ib + 32), u->q[ib + 1]),
+                         u->sc[ib + 1]);
     }
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)),
-                             _mm256_set1_ps(f16s(x->d) * y->d), acc->a);
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1)), _mm256_set1_ps(u->d * y->d), acc->a);
 }
 
 /* acc += (sum t y - sum y) * d * d_y with the integer lanes i0 + i1 = sum t y */
@@ -124,14 +141,15 @@ INL void blk_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, acc_t *acc)
     fin_tern(i0, i1, y, x->d, acc);
 }
 
-/* A type whose block kernel needs no split: its reduction, unpack/pair and
- * the weight block, activation block and block size the driver reads. */
-#define X86_SIMPLE_TYPE(T, XB, YB, BE)                                                    \
-DEF_RED(T) DEF_NOSPLIT(T, XB, YB)                                                        \
-typedef XB xb_##T; typedef YB yb_##T; enum { be_##T = BE };
-X86_SIMPLE_TYPE(iq4_nl, sl_block_iq4_nl, sl_block_q8_0, SL_QK)
-X86_SIMPLE_TYPE(mxfp4, sl_block_mxfp4, sl_block_q8_0, SL_QK)
-X86_SIMPLE_TYPE(iq4_xs, sl_block_iq4_xs, sl_block_q8_k, SL_QKK)
+/* A type's reduction and the weight block, activation block and block size
+ * the driver reads; X86_SIMPLE_TYPE adds the unpack/pair of a block kernel
+ * that needs no split. */
+#define X86_IQ4_TYPE(T, XB, YB, BE)                                                       \
+DEF_RED(T) typedef XB xb_##T; typedef YB yb_##T; enum { be_##T = BE };
+#define X86_SIMPLE_TYPE(T, XB, YB, BE) X86_IQ4_TYPE(T, XB, YB, BE) DEF_NOSPLIT(T, XB, YB)
+X86_IQ4_TYPE(iq4_nl, sl_block_iq4_nl, sl_block_q8_0, SL_QK)
+X86_IQ4_TYPE(mxfp4, sl_block_mxfp4, sl_block_q8_0, SL_QK)
+X86_IQ4_TYPE(iq4_xs, sl_block_iq4_xs, sl_block_q8_k, SL_QKK)
 X86_SIMPLE_TYPE(tq2_0, sl_block_tq2_0, sl_block_q8_k, SL_QKK)
 X86_SIMPLE_TYPE(tq1_0, sl_block_tq1_0, sl_block_q8_k, SL_QKK)
 
