@@ -467,40 +467,38 @@ SYNTH2_MODES(mixtral, "llama+experts")
 SYNTH2_MODES(qwen2moe, "qwen2moe")
 SYNTH2_MODES(qwen3moe, "qwen3moe")
 
-/* i-quant models (iq/, llama architecture), keyed by file: the README's
- * "i-quant golden" measurements of llama.cpp against itself on them (F32 KV
- * cache max 0.09-0.15 RMS 0.017-0.024, flash attention max 0.11-0.17 RMS
- * 0.016-0.023), the largest of each, not widened: max 0.17 RMS 0.024. */
-static const bound synth2_iq[] = {
+/* i-quant models (iq/ in the index; llama files quantized with an importance
+ * matrix, README "i-quant golden"). Bounds: the largest llama.cpp-vs-llama.cpp
+ * measurement there (F32 KV cache max 0.15 RMS 0.024, flash attention max
+ * 0.17 RMS 0.023), not widened: max 0.17, RMS 0.024. */
+static const bound iq_models[] = {
     { "iq/synth2-llama-iq4_xs", 0.17, 0.024 },
 };
 
-static const bound *synth2_iq_find(const char *model_file)
+static const bound *iq_find(const char *file)
 {
-    for (size_t i = 0; i < sizeof synth2_iq / sizeof synth2_iq[0]; i++) {
-        size_t n = strlen(synth2_iq[i].stem);
-        if (!strncmp(model_file, synth2_iq[i].stem, n) && !strcmp(model_file + n, ".gguf")) return &synth2_iq[i];
-    }
+    for (size_t i = 0; i < sizeof iq_models / sizeof iq_models[0]; i++)
+        if (strstr(file, iq_models[i].stem) == file) return &iq_models[i];
     return NULL;
 }
 
-static void check_synth2_iq(const char *stem, int run_mode)
+static void check_iq(int i, int run_mode)
 {
-    char file[256], dir[512], model[512];
-    snprintf(file, sizeof file, "%s.gguf", stem);
-    const bound *bd = synth2_iq_find(file);
-    cr_assert_not_null(bd);
-    snprintf(dir, sizeof dir, GOLDEN "/%s", stem);
-    snprintf(model, sizeof model, MODELS "/%s", file);
-    check_golden(dir, model, bd, run_mode);
+    char dir[512], model[512];
+    snprintf(dir, sizeof dir, GOLDEN "/%s", iq_models[i].stem);
+    snprintf(model, sizeof model, MODELS "/%s.gguf", iq_models[i].stem);
+    check_golden(dir, model, &iq_models[i], run_mode);
 }
 
-#define SYNTH2_IQ_MODES(name, stem)                                                                   Test(golden_synth2, name##_resident, .timeout = 120) { check_synth2_iq(stem, RUN_RESIDENT); }     Test(golden_synth2, name##_stream, .timeout = 120) { check_synth2_iq(stem, RUN_STREAM); }         Test(golden_synth2, name##_mmap, .timeout = 120) { check_synth2_iq(stem, RUN_MMAP); }             Test(golden_synth2, name##_pread, .timeout = 120) { check_synth2_iq(stem, RUN_PREAD); }
-SYNTH2_IQ_MODES(llama_iq4_xs, "iq/synth2-llama-iq4_xs")
+#define IQ_MODES(name, i)                                                                 \
+    Test(golden_iq, name##_resident, .timeout = 120) { check_iq(i, RUN_RESIDENT); }       \
+    Test(golden_iq, name##_stream, .timeout = 120) { check_iq(i, RUN_STREAM); }           \
+    Test(golden_iq, name##_mmap, .timeout = 120) { check_iq(i, RUN_MMAP); }               \
+    Test(golden_iq, name##_pread, .timeout = 120) { check_iq(i, RUN_PREAD); }
+IQ_MODES(iq4_xs, 0)
 
-/* Every synth2 model whose architecture (or, in iq/, whose file) is in a
- * table has its tests above; the others are listed (not silently skipped) as
- * not yet supported. */
+/* Every synth2 model whose architecture is in the table has its tests above;
+ * the others are listed (not silently skipped) as not yet supported. */
 Test(golden_synth2, index_covered)
 {
     jv idx;
@@ -510,9 +508,9 @@ Test(golden_synth2, index_covered)
     int covered = 0, covered_iq = 0;
     for (int i = 0; i < models->n; i++) {
         const char *f = jget(&models->items[i], "model")->str;
-        if (synth2_iq_find(f)) { covered_iq++; continue; }
         char model[512], arch[256];
         snprintf(model, sizeof model, MODELS "/%s", f);
+        if (iq_find(f)) { covered_iq++; continue; }
         synth2_arch_of(model, arch, sizeof arch);
         const synth2_arch *sa = synth2_find(arch);
         if (sa && strstr(f, sa->bd.stem) == f) { covered++; continue; }
@@ -521,6 +519,7 @@ Test(golden_synth2, index_covered)
     }
     cr_expect_eq(covered, (int)(sizeof synth2_supported / sizeof synth2_supported[0]),
                  "every supported architecture's synth2 model is in the index");
-    cr_expect_eq(covered_iq, (int)(sizeof synth2_iq / sizeof synth2_iq[0]), "every i-quant model is in the index");
+    cr_expect_eq(covered_iq, (int)(sizeof iq_models / sizeof iq_models[0]),
+                 "every i-quant golden model is in the index");
     jv_free(&idx);
 }
