@@ -762,7 +762,7 @@ int perf_mkmodel_main(int argc, char **argv)
             if (tn - last > 0.2) { progress(tty, done, total, t0, false); last = tn; }
         }
     }
-    for (uint32_t k = 0; k <= SL_GGML_BF16; k++) if (g->have[k]) pool_free(&g->pools[k]);
+    for (uint32_t k = 0; k < SL_GGML_TYPE_COUNT; k++) if (g->have[k]) pool_free(&g->pools[k]);
     free(g);
     free(buf);
     if (rc) { sl_gguf_writer_abort(w); return 1; }
