@@ -20,7 +20,12 @@ static const type_info types[SL_GGML_TYPE_COUNT] = {
     [SL_GGML_Q5_K] = { "q5_K", 256, 176 },
     [SL_GGML_Q6_K] = { "q6_K", 256, 210 },
     [SL_GGML_Q8_K] = { "q8_K", 256, 292 },
+    [SL_GGML_IQ4_NL] = { "iq4_nl", 32, 18 },
+    [SL_GGML_IQ4_XS] = { "iq4_xs", 256, 136 },
     [SL_GGML_BF16] = { "bf16", 1,   2 },
+    [SL_GGML_TQ1_0] = { "tq1_0", 256, 54 },
+    [SL_GGML_TQ2_0] = { "tq2_0", 256, 66 },
+    [SL_GGML_MXFP4] = { "mxfp4", 32, 17 },
 };
 
 /* The one lookup: every function of the table fails the same way on an unknown id. */

@@ -19,18 +19,24 @@ extern "C" {
 #endif
 
 /* The on-disk numbers. Ids below SL_GGML_TYPE_COUNT index per-type tables;
- * not every id below it is a type (3..5, 16..29 are absent or retired). */
+ * not every id below it is a type (4, 5, 24..28, 31..33, 36..38 are absent,
+ * retired or not weight formats here). */
 enum sl_ggml_type {
     SL_GGML_F32 = 0, SL_GGML_F16 = 1, SL_GGML_Q4_0 = 2, SL_GGML_Q4_1 = 3,
     SL_GGML_Q5_0 = 6, SL_GGML_Q5_1 = 7, SL_GGML_Q8_0 = 8, SL_GGML_Q8_1 = 9,
     SL_GGML_Q2_K = 10, SL_GGML_Q3_K = 11, SL_GGML_Q4_K = 12, SL_GGML_Q5_K = 13,
-    SL_GGML_Q6_K = 14, SL_GGML_Q8_K = 15, SL_GGML_BF16 = 30,
-    SL_GGML_TYPE_COUNT = 31
+    SL_GGML_Q6_K = 14, SL_GGML_Q8_K = 15,
+    SL_GGML_IQ4_NL = 20, SL_GGML_IQ4_XS = 23,
+    SL_GGML_BF16 = 30,
+    SL_GGML_TQ1_0 = 34, SL_GGML_TQ2_0 = 35,
+    SL_GGML_MXFP4 = 39,
+    SL_GGML_TYPE_COUNT = 40
 };
 
 /* Name ("q4_K"); NULL for an unknown id. */
 SL_API const char *sl_gguf_type_name(uint32_t type);
-/* Elements per block (1 for F32/F16/BF16, 32 legacy, 256 K-quants) and bytes
+/* Elements per block (1 for F32/F16/BF16, 32 legacy/IQ4_NL/MXFP4, 256 K-quants,
+ * i-quants and ternary) and bytes
  * per block; 0 for an unknown id. */
 SL_API uint32_t sl_gguf_block_elems(uint32_t type);
 SL_API uint32_t sl_gguf_block_bytes(uint32_t type);

@@ -9,3 +9,8 @@ X86_LEVEL(sl_dot_fill_avx512vnni, dot_q4_k_avx512vnni, gemm_q4_k_avx512vnni, dot
           dot_q3_k_avx512vnni, gemm_q3_k_avx512vnni, dot_q4_0_avx512vnni, gemm_q4_0_avx512vnni,
           dot_q4_1_avx512vnni, gemm_q4_1_avx512vnni, dot_q5_0_avx512vnni, gemm_q5_0_avx512vnni,
           dot_q5_1_avx512vnni, gemm_q5_1_avx512vnni, dot_q8_0_avx512vnni, gemm_q8_0_avx512vnni)
+
+#include "dot_x86_iq4.h"
+
+X86_IQ4_LEVEL(sl_dot_fill_iq4_avx512vnni, dot_iq4_nl_avx512vnni, gemm_iq4_nl_avx512vnni, dot_iq4_xs_avx512vnni, gemm_iq4_xs_avx512vnni,
+              dot_mxfp4_avx512vnni, gemm_mxfp4_avx512vnni, dot_tq1_0_avx512vnni, gemm_tq1_0_avx512vnni, dot_tq2_0_avx512vnni, gemm_tq2_0_avx512vnni)

@@ -3,5 +3,6 @@
 #define ARM_SUFFIX neon
 #define ARM_DOTPROD 0
 #include "dot_arm.h"
+#include "dot_arm_iq4.h"
 
-void sl_dot_fill_neon(sl_kern *k) { arm_fill_neon(k); }
+void sl_dot_fill_neon(sl_kern *k) { arm_fill_neon(k); arm_fill_iq4_neon(k); }

@@ -12,7 +12,7 @@
 
 #include "kern_internal.h"
 
-typedef void (*blk_fn)(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+typedef sl_dot_blk_fn blk_fn;
 
 /* "am" (absolute mode, for sl_dot_scalar_mag): every integer factor is
  * replaced by its magnitude, and the quant value q by |q| + 2*offset, which
@@ -275,6 +275,13 @@ DEF(q4_0, SL_GGML_Q4_0) DEF(q4_1, SL_GGML_Q4_1) DEF(q5_0, SL_GGML_Q5_0) DEF(q5_1
 DEF(q8_0, SL_GGML_Q8_0) DEF(q2_k, SL_GGML_Q2_K) DEF(q3_k, SL_GGML_Q3_K) DEF(q4_k, SL_GGML_Q4_K)
 DEF(q5_k, SL_GGML_Q5_K) DEF(q6_k, SL_GGML_Q6_K) DEF(f32, SL_GGML_F32) DEF(f16, SL_GGML_F16)
 DEF(bf16, SL_GGML_BF16)
+#define blk_iq4_nl sl_dot_blk_iq4_nl
+#define blk_iq4_xs sl_dot_blk_iq4_xs
+#define blk_mxfp4 sl_dot_blk_mxfp4
+#define blk_tq1_0 sl_dot_blk_tq1_0
+#define blk_tq2_0 sl_dot_blk_tq2_0
+DEF(iq4_nl, SL_GGML_IQ4_NL) DEF(iq4_xs, SL_GGML_IQ4_XS) DEF(mxfp4, SL_GGML_MXFP4)
+DEF(tq1_0, SL_GGML_TQ1_0) DEF(tq2_0, SL_GGML_TQ2_0)
 #undef DEF
 
 /* The oracle's types: block kernel and vec_dot of each. */
@@ -286,6 +293,9 @@ static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_GGML_TYPE
     [SL_GGML_Q5_K] = {blk_q5_k, dot_q5_k}, [SL_GGML_Q6_K] = {blk_q6_k, dot_q6_k},
     [SL_GGML_F32] = {blk_f32, dot_f32}, [SL_GGML_F16] = {blk_f16, dot_f16},
     [SL_GGML_BF16] = {blk_bf16, dot_bf16},
+    [SL_GGML_IQ4_NL] = {blk_iq4_nl, dot_iq4_nl}, [SL_GGML_IQ4_XS] = {blk_iq4_xs, dot_iq4_xs},
+    [SL_GGML_MXFP4] = {blk_mxfp4, dot_mxfp4}, [SL_GGML_TQ1_0] = {blk_tq1_0, dot_tq1_0},
+    [SL_GGML_TQ2_0] = {blk_tq2_0, dot_tq2_0},
 };
 
 static blk_fn blk_for(int type)

@@ -20,6 +20,9 @@ void sl_dot_fill_avx512(sl_kern *k);
 void sl_ops_fill_avx512(sl_kern *k);
 void sl_dot_fill_avx512vnni(sl_kern *k);   /* may reuse avx512 ops */
 void sl_gemm_fill_avx512vnni(sl_kern *k);  /* prefill panel GEMM */
+void sl_dot_fill_iq4_avx2(sl_kern *k);     /* IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0 */
+void sl_dot_fill_iq4_avx512(sl_kern *k);
+void sl_dot_fill_iq4_avx512vnni(sl_kern *k);
 #endif
 #if defined(__aarch64__)
 void sl_dot_fill_neon(sl_kern *k);
@@ -42,6 +45,17 @@ typedef struct sl_panel {
                 const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch);
     int block;               /* elements per block: nb = cols / block */
 } sl_panel;
+
+/* Scalar block kernel of the oracle: block i of x with block i of y gives the
+ * float terms a - b of the dot; am = 1 gives magnitudes (sl_dot_scalar_mag).
+ * dot_scalar.c has the table; the codebook/ternary types' are in
+ * dot_scalar_iq4.c. */
+typedef void (*sl_dot_blk_fn)(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_dot_blk_iq4_nl(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_dot_blk_iq4_xs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_dot_blk_mxfp4(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_dot_blk_tq1_0(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_dot_blk_tq2_0(const void *x, const void *y, int64_t i, float *a, float *b, int am);
 
 /* Scalar oracle helpers (dot_scalar.c), shared with the SIMD files and tests. */
 /* sum over elements of |d sc| (|q| + 2 offset) |y| + |dmin m| |y|: bounds the

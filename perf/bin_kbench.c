@@ -125,11 +125,16 @@ static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
     case SL_GGML_Q2_K: off[0] = 80; off[1] = 82; break;
     case SL_GGML_Q3_K: off[0] = 108; break;
     case SL_GGML_Q6_K: off[0] = 208; break;
+    case SL_GGML_IQ4_NL: case SL_GGML_IQ4_XS: off[0] = 0; break;
+    case SL_GGML_TQ1_0: off[0] = 52; break;
+    case SL_GGML_TQ2_0: off[0] = 64; break;
     }
     size_t bb = (size_t)sl_gguf_block_bytes(t);
     for (size_t b = 0; b < bytes / bb; b++)
         for (int k = 0; k < 2; k++)
             if (off[k] >= 0) put_f16(w + b * bb + (size_t)off[k], 0.01f);
+    if (t == SL_GGML_MXFP4)                    /* E8M0 scale byte: 2^-8 */
+        for (size_t b = 0; b < bytes / bb; b++) w[b * bb] = 120;
 }
 
 /* -c: matvec and 64-row matmul on a matrix small enough to stay in L2. */
@@ -175,6 +180,7 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
 static const int all_types[] = {
     SL_GGML_Q2_K, SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q4_0, SL_GGML_Q4_1,
     SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32,
+    SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
 };
 
 static int type_by_name(const char *s)

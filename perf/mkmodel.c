@@ -104,9 +104,23 @@ static const mk_typedef mk_types[] = {
     { "q6_k", SL_GGML_Q6_K, 18, MIX_PLAIN },
     { "q4_k_s", SL_GGML_Q4_K, 14, MIX_Q4_K_S }, { "q4_k_m", SL_GGML_Q4_K, 15, MIX_Q4_K_M },
     { "q2_k_mix", SL_GGML_Q2_K, 10, MIX_Q2_K },
+    { "iq4_nl", SL_GGML_IQ4_NL, 25, MIX_PLAIN }, { "iq4_xs", SL_GGML_IQ4_XS, 30, MIX_PLAIN },
+    { "tq1_0", SL_GGML_TQ1_0, 36, MIX_PLAIN }, { "tq2_0", SL_GGML_TQ2_0, 37, MIX_PLAIN },
+    { "mxfp4", SL_GGML_MXFP4, 38, MIX_PLAIN },
 };
 
 static int is_kquant(uint32_t t) { return t >= SL_GGML_Q2_K && t <= SL_GGML_Q6_K; }
+
+/* The lm head llama-quantize gives a file of type t: Q6_K for the K-quants,
+ * IQ4_NL/IQ4_XS, TQ1_0/TQ2_0 and MXFP4; t itself otherwise. */
+static uint32_t default_head(uint32_t t)
+{
+    switch (t) {
+    case SL_GGML_IQ4_NL: case SL_GGML_IQ4_XS: case SL_GGML_TQ1_0: case SL_GGML_TQ2_0:
+    case SL_GGML_MXFP4: return SL_GGML_Q6_K;
+    default: return is_kquant(t) ? SL_GGML_Q6_K : t;
+    }
+}
 
 /* llama.cpp's "more bits" layers of the _M mixes: the first and last eighth
  * and every third layer in between. */
@@ -178,7 +192,10 @@ static int scale_fields(uint32_t t, int off[2])
     case SL_GGML_Q3_K: off[0] = 108; return 1;
     case SL_GGML_Q4_K: case SL_GGML_Q5_K: off[0] = 0; off[1] = 2; return 2;
     case SL_GGML_Q6_K: off[0] = 208; return 1;
-    default: return 0;
+    case SL_GGML_IQ4_NL: case SL_GGML_IQ4_XS: off[0] = 0; return 1;
+    case SL_GGML_TQ1_0: off[0] = 52; return 1;
+    case SL_GGML_TQ2_0: off[0] = 64; return 1;
+    default: return 0;             /* MXFP4: an E8M0 exponent, see e8m0_scaled */
     }
 }
 
@@ -197,9 +214,9 @@ static int pool_build(mk_pool *p, uint32_t type, uint64_t seed)
     p->bpb = sl_gguf_block_bytes(type);
     if (!p->epb) return -1;
     p->nsf = scale_fields(type, p->sf);
-    if (!p->nsf) return -1;
+    if (!p->nsf && type != SL_GGML_MXFP4) return -1;
     p->blocks = malloc((size_t)MK_POOL * p->bpb);
-    p->scale = malloc(sizeof(float) * MK_POOL * (size_t)p->nsf);
+    p->scale = malloc(sizeof(float) * MK_POOL * (size_t)(p->nsf ? p->nsf : 1));
     float *x = malloc(sizeof(float) * (size_t)p->epb * 64);
     if (!p->blocks || !p->scale || !x) { free(x); return -1; }
     mk_rng r = { mix64(seed ^ 0x706f6f6cull ^ ((uint64_t)type << 40)) };
@@ -217,6 +234,13 @@ static int pool_build(mk_pool *p, uint32_t type, uint64_t seed)
             p->scale[b * (uint32_t)p->nsf + (uint32_t)k] = sl_f16_to_f32(h);
         }
     return 0;
+}
+
+/* MXFP4's scale byte e (2^(e-128)) times f, to the nearest power of two. */
+static uint8_t e8m0_scaled(uint8_t e, float f)
+{
+    long v = (long)e + lrintf(log2f(f));
+    return (uint8_t)(v < 1 ? 1 : v > 254 ? 254 : v);
 }
 
 static void pool_free(mk_pool *p) { free(p->blocks); free(p->scale); }
@@ -385,13 +409,13 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
 /* ---- data generation ------------------------------------------------------- */
 typedef struct {
     uint64_t seed;
-    mk_pool pools[SL_GGML_BF16 + 1];
-    bool have[SL_GGML_BF16 + 1];
+    mk_pool pools[SL_GGML_TYPE_COUNT];
+    bool have[SL_GGML_TYPE_COUNT];
 } mk_gen;
 
 static mk_pool *gen_pool(mk_gen *g, uint32_t type)
 {
-    if (type > SL_GGML_BF16) return NULL;
+    if (type >= SL_GGML_TYPE_COUNT) return NULL;
     if (!g->have[type]) {
         if (pool_build(&g->pools[type], type, g->seed)) { pool_free(&g->pools[type]); return NULL; }
         g->have[type] = true;
@@ -430,6 +454,7 @@ static int gen_rows(mk_gen *g, const mk_model *m, int ti, uint64_t r0, uint64_t 
             sl_f16 v = sl_f32_to_f16(p->scale[pi * (uint32_t)p->nsf + (uint32_t)k] * f);
             memcpy(dst + p->sf[k], &v, 2);
         }
+        if (p->type == SL_GGML_MXFP4) dst[0] = e8m0_scaled(dst[0], f);
         dst += p->bpb;
     }
     return 0;
@@ -516,8 +541,9 @@ static void usage(FILE *f)
         "                    q/k/v biases, rope base 1e6, eps 1e-6, Qwen2 vocab; qwen3 per-head q/k\n"
         "                    norms (Qwen2 vocab); phi3 fused attn_qkv and gate|up ffn_up, LongRoPE\n"
         "                    factor tensors when the preset has them (Phi-3 vocab)\n"
-        "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k: every\n"
-        "                    matrix in T (lm head Q6_K for k-quants, like llama.cpp); mixes:\n"
+        "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl\n"
+        "                    iq4_xs tq1_0 tq2_0 mxfp4: every matrix in T (lm head Q6_K for\n"
+        "                    k-quants, iq4_*, tq*, mxfp4, like llama.cpp); mixes:\n"
         "                    q4_k_m, q4_k_s, q2_k_mix (llama.cpp's Q4_K_M / Q4_K_S / Q2_K recipes:\n"
         "                    Q6_K lm head, some attn_v/ffn_down/attn_output at more bits). Default q4_k\n"
         "  --head T          lm head type (overrides the above)\n"
@@ -632,8 +658,7 @@ int perf_mkmodel_main(int argc, char **argv)
     bool gemma3 = arch_id == MK_GEMMA3;
     const mk_typedef *td = find_type(tname);
     if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
-    uint32_t head_type = td->type;
-    if (is_kquant(td->type)) head_type = SL_GGML_Q6_K;
+    uint32_t head_type = default_head(td->type);
     if (hname) {
         const mk_typedef *ht = find_type(hname);
         if (!ht || ht->mix != MIX_PLAIN) { fprintf(stderr, "mkmodel: bad --head '%s'\n", hname); return 2; }
@@ -802,7 +827,7 @@ int perf_mkmodel_main(int argc, char **argv)
             if (tn - last > 0.2) { progress(tty, done, total, t0, false); last = tn; }
         }
     }
-    for (uint32_t k = 0; k <= SL_GGML_BF16; k++) if (g->have[k]) pool_free(&g->pools[k]);
+    for (uint32_t k = 0; k < SL_GGML_TYPE_COUNT; k++) if (g->have[k]) pool_free(&g->pools[k]);
     free(g);
     free(buf);
     if (rc) { sl_gguf_writer_abort(w); return 1; }

@@ -35,6 +35,13 @@ typedef struct { sl_f16 d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; sl_f16 d; } sl_block_q6_k;
 typedef struct { float d; int8_t qs[SL_QKK]; int16_t bsums[SL_QKK / 16]; } sl_block_q8_k;
 
+/* 4-bit codebook and ternary formats (layouts: golden/quant/README.md). */
+typedef struct { sl_f16 d; uint8_t qs[SL_QK / 2]; } sl_block_iq4_nl;
+typedef struct { sl_f16 d; uint16_t scales_h; uint8_t scales_l[SL_QKK / 64]; uint8_t qs[SL_QKK / 2]; } sl_block_iq4_xs;
+typedef struct { uint8_t e; uint8_t qs[SL_QK / 2]; } sl_block_mxfp4;     /* e: E8M0 exponent */
+typedef struct { uint8_t qs[48]; uint8_t qh[4]; sl_f16 d; } sl_block_tq1_0; /* base-3 digits */
+typedef struct { uint8_t qs[SL_QKK / 4]; sl_f16 d; } sl_block_tq2_0;
+
 static_assert(sizeof(sl_block_q4_0) == 18, "q4_0 layout");
 static_assert(sizeof(sl_block_q4_1) == 20, "q4_1 layout");
 static_assert(sizeof(sl_block_q5_0) == 22, "q5_0 layout");
@@ -47,6 +54,28 @@ static_assert(sizeof(sl_block_q4_k) == 144, "q4_K layout");
 static_assert(sizeof(sl_block_q5_k) == 176, "q5_K layout");
 static_assert(sizeof(sl_block_q6_k) == 210, "q6_K layout");
 static_assert(sizeof(sl_block_q8_k) == 292, "q8_K layout");
+static_assert(sizeof(sl_block_iq4_nl) == 18, "iq4_nl layout");
+static_assert(sizeof(sl_block_iq4_xs) == 136, "iq4_xs layout");
+static_assert(sizeof(sl_block_mxfp4) == 17, "mxfp4 layout");
+static_assert(sizeof(sl_block_tq1_0) == 54, "tq1_0 layout");
+static_assert(sizeof(sl_block_tq2_0) == 66, "tq2_0 layout");
+
+/* The 16 levels of IQ4_NL / IQ4_XS and of MXFP4 (twice the E2M1 values),
+ * facts of the formats (quant_iq4.c). */
+extern const int8_t sl_kvalues_iq4nl[16];
+extern const int8_t sl_kvalues_mxfp4[16];
+/* MXFP4's scale 2^(e-128) (E8M0 halved: the levels are doubled): a normal
+ * float for e >= 2, the subnormals 2^-127 and 2^-128 for e = 1 and 0.
+ * Inline: the dot kernels take it once per 32 elements. */
+static inline float sl_e8m0_half(uint8_t e)
+{
+    union { uint32_t u; float f; } v = { e >= 2 ? (uint32_t)(e - 1) << 23 : 0x00200000u << e };
+    return v.f;
+}
+/* IQ4_XS sub-block ib's 6-bit scale (stored +32: the factor is the result - 32). */
+int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib);
+/* The 256 base-3 digits t (value (t - 1) * d) of a TQ1_0 block in element order. */
+void sl_quant_tq1_0_digits(const sl_block_tq1_0 *b, uint8_t t[SL_QKK]);
 
 /* ---- scalar conversions ---------------------------------------------- */
 float  sl_f16_to_f32(sl_f16 h);
@@ -56,7 +85,8 @@ sl_bf16 sl_f32_to_bf16(float f);        /* round to nearest even; NaN stays NaN 
 
 /* ---- per-type operations ---------------------------------------------- */
 /* Activation type the weight type is dotted with: Q8_K for Q2_K..Q6_K,
- * Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16/BF16/F32 for themselves;
+ * IQ4_XS, TQ1_0, TQ2_0; Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4; Q8_1 for
+ * Q4_1/Q5_1; F16/BF16/F32 for themselves;
  * -1 for the activation-only Q8_1 / Q8_K and for unknown ids (with the
  * table's "unknown ggml tensor type" message). */
 int sl_quant_vec_dot_type(int type);
@@ -74,6 +104,11 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
  * for every weight type and for the activation types Q8_0, Q8_1, Q8_K (same as
  * the functions below). */
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n);
+/* The same with an importance matrix: imatrix[i] >= 0 weighs the squared
+ * error of element i (n values, one per column; NULL = none). Types that use
+ * one (the i-quants) weigh by it, the others ignore it. */
+int64_t sl_quant_quantize_row_imat(int type, const float *src, void *dst, int64_t n,
+                                   const float *imatrix);
 
 /* ---- activation quantizers (exact reference semantics, see golden README)
  * n must be a multiple of the block (32 / 256); a partial tail is not written. */

@@ -237,6 +237,11 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n)
     case SL_GGML_Q5_K: deq_q5_k(src, dst, n); break;
     case SL_GGML_Q6_K: deq_q6_k(src, dst, n); break;
     case SL_GGML_Q8_K: deq_q8_k(src, dst, n); break;
+    case SL_GGML_IQ4_NL: sl_quant_deq_iq4_nl(src, dst, n); break;
+    case SL_GGML_IQ4_XS: sl_quant_deq_iq4_xs(src, dst, n); break;
+    case SL_GGML_MXFP4: sl_quant_deq_mxfp4(src, dst, n); break;
+    case SL_GGML_TQ1_0: sl_quant_deq_tq1_0(src, dst, n); break;
+    case SL_GGML_TQ2_0: sl_quant_deq_tq2_0(src, dst, n); break;
     default: return SL_EUNSUPPORTED;
     }
     return 0;

@@ -26,4 +26,18 @@ void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb);
 void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb);
 void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb);
 
+/* The codebook and ternary formats (quant_iq4.c, quant_ternary.c): dequantize
+ * n elements; quantize nb blocks, qw = optional per-element importance
+ * weights (NULL: plain squared error). */
+void sl_quant_deq_iq4_nl(const void *src, float *y, int64_t n);
+void sl_quant_deq_iq4_xs(const void *src, float *y, int64_t n);
+void sl_quant_deq_mxfp4(const void *src, float *y, int64_t n);
+void sl_quant_deq_tq1_0(const void *src, float *y, int64_t n);
+void sl_quant_deq_tq2_0(const void *src, float *y, int64_t n);
+void sl_quant_iq4_nl_blocks(const float *x, const float *qw, sl_block_iq4_nl *y, int64_t nb);
+void sl_quant_iq4_xs_blocks(const float *x, const float *qw, sl_block_iq4_xs *y, int64_t nb);
+void sl_quant_mxfp4_blocks(const float *x, const float *qw, sl_block_mxfp4 *y, int64_t nb);
+void sl_quant_tq1_0_blocks(const float *x, sl_block_tq1_0 *y, int64_t nb);
+void sl_quant_tq2_0_blocks(const float *x, sl_block_tq2_0 *y, int64_t nb);
+
 #endif

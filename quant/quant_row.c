@@ -6,6 +6,12 @@
 
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n)
 {
+    return sl_quant_quantize_row_imat(type, src, dst, n, NULL);
+}
+
+int64_t sl_quant_quantize_row_imat(int type, const float *src, void *dst, int64_t n,
+                                   const float *imatrix)
+{
     int64_t be = sl_gguf_block_elems((uint32_t)type);
     if (be == 0) return SL_EUNSUPPORTED;
     if (n == 0) return 0;
@@ -29,6 +35,11 @@ int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n)
     case SL_GGML_Q4_K: sl_quant_q4_k_blocks(src, dst, nb); break;
     case SL_GGML_Q5_K: sl_quant_q5_k_blocks(src, dst, nb); break;
     case SL_GGML_Q6_K: sl_quant_q6_k_blocks(src, dst, nb); break;
+    case SL_GGML_IQ4_NL: sl_quant_iq4_nl_blocks(src, imatrix, dst, nb); break;
+    case SL_GGML_IQ4_XS: sl_quant_iq4_xs_blocks(src, imatrix, dst, nb); break;
+    case SL_GGML_MXFP4: sl_quant_mxfp4_blocks(src, imatrix, dst, nb); break;
+    case SL_GGML_TQ1_0: sl_quant_tq1_0_blocks(src, dst, nb); break;
+    case SL_GGML_TQ2_0: sl_quant_tq2_0_blocks(src, dst, nb); break;
     default: return SL_EUNSUPPORTED;
     }
     return (int64_t)bytes;

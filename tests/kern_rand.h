@@ -35,9 +35,13 @@ static inline void kr_put_f16(void *p, float v)
 static inline const int *kr_f16_fields(int t)
 {
     static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, q2k[] = {80, 82, -1},
-                     q3k[] = {108, -1}, q6k[] = {208, -1}, none[] = {-1};
+                     q3k[] = {108, -1}, q6k[] = {208, -1}, tq1[] = {52, -1}, tq2[] = {64, -1},
+                     none[] = {-1};
     switch (t) {
-    case SL_GGML_Q4_0: case SL_GGML_Q5_0: case SL_GGML_Q8_0: return d0;
+    case SL_GGML_Q4_0: case SL_GGML_Q5_0: case SL_GGML_Q8_0: case SL_GGML_IQ4_NL: case SL_GGML_IQ4_XS:
+        return d0;
+    case SL_GGML_TQ1_0: return tq1;
+    case SL_GGML_TQ2_0: return tq2;
     case SL_GGML_Q4_1: case SL_GGML_Q5_1: case SL_GGML_Q4_K: case SL_GGML_Q5_K: return d02;
     case SL_GGML_Q2_K: return q2k;
     case SL_GGML_Q3_K: return q3k;
@@ -65,6 +69,8 @@ static inline void *kr_weights(int t, int64_t rows, int64_t n, uint64_t *seed)
         for (size_t b = 0; b < total / bb; b++)
             for (int k = 0; f[k] >= 0; k++)
                 kr_put_f16(w + b * bb + (size_t)f[k], kr_unif(seed) * 0.05f);
+        if (t == SL_GGML_MXFP4)      /* E8M0 scale 2^(e-128): keep it in 2^-16 .. 2^-1 */
+            for (size_t b = 0; b < total / bb; b++) w[b * bb] = (uint8_t)(112 + kr_next(seed) % 16);
     }
     return w;
 }

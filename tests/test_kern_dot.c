@@ -30,6 +30,7 @@
 static const int types[] = {
     SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q2_K, SL_GGML_Q3_K,
     SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F32, SL_GGML_F16, SL_GGML_BF16,
+    SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
 };
 #define NTYPES (int)(sizeof types / sizeof types[0])
 
@@ -128,6 +129,8 @@ static const struct { const char *name, *vdt; int type; } gold[] = {
     {"q5_1", "q8_1", SL_GGML_Q5_1}, {"q8_0", "q8_0", SL_GGML_Q8_0}, {"q2_k", "q8_k", SL_GGML_Q2_K},
     {"q3_k", "q8_k", SL_GGML_Q3_K}, {"q4_k", "q8_k", SL_GGML_Q4_K}, {"q5_k", "q8_k", SL_GGML_Q5_K},
     {"q6_k", "q8_k", SL_GGML_Q6_K}, {"f16", "f16", SL_GGML_F16}, {"bf16", "bf16", SL_GGML_BF16},
+    {"iq4_nl", "q8_0", SL_GGML_IQ4_NL}, {"iq4_xs", "q8_k", SL_GGML_IQ4_XS}, {"mxfp4", "q8_0", SL_GGML_MXFP4},
+    {"tq1_0", "q8_k", SL_GGML_TQ1_0}, {"tq2_0", "q8_k", SL_GGML_TQ2_0},
 };
 
 Test(kern_dot, golden_dots_every_level)

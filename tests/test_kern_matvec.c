@@ -20,6 +20,7 @@
 static const int types[] = {
     SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q2_K, SL_GGML_Q3_K,
     SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F32, SL_GGML_F16, SL_GGML_BF16,
+    SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
 };
 #define NTYPES (int)(sizeof types / sizeof types[0])
 

@@ -5,6 +5,8 @@
 #include "sl_test.h"
 #include "util_file.h"
 #include "../engine/model.h"
+#include "../engine/sluice.h"
+#include "../io/sluice_stream.h"
 #include "../gguf/gguf.h"
 #include "../quant/quant.h"
 
@@ -399,6 +401,76 @@ Test(mkmodel, moe_presets, .timeout = 120)
 
     char path[PATH_MAX];
     cr_assert_eq(mk("bad.gguf", "--preset qwen3moe-tiny --arch llama --vocab none", path, sizeof path), 2);
+    cleanup();
+}
+
+/* logits of a 12-token prompt (prefill) and 2 decode steps in one mode */
+static float *run_mode(const char *path, int mode, int io, int n_vocab)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 64;
+    mp.n_threads = 2;
+    mp.mode = mode;
+    mp.io = io;
+    if (mode == SL_MODE_STREAM) mp.max_pinned = 0;
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "%s mode %d: %s", path, mode, sl_last_error());
+    sl_model_info info;
+    sl_model_get_info(m, &info);
+    cr_assert_eq(info.mode, mode, "%s: mode %d not taken", path, mode);
+    sl_session *s;
+    cr_assert_eq(sl_session_create(&s, m), 0, "%s", sl_last_error());
+    int32_t ids[14];
+    for (int i = 0; i < 14; i++) ids[i] = 1 + (37 * i) % (n_vocab - 1);
+    float *lg = malloc(sizeof(float) * (size_t)n_vocab * 14);
+    cr_assert_eq(sl_session_eval(s, ids, 12, lg), 0, "%s", sl_session_errmsg(s));
+    for (int k = 12; k < 14; k++) {
+        cr_assert_eq(sl_session_feed_tokens(s, &ids[k], 1), 0, "%s", sl_session_errmsg(s));
+        memcpy(lg + (size_t)k * n_vocab, sl_session_logits(s), sizeof(float) * (size_t)n_vocab);
+    }
+    sl_session_destroy(s);
+    sl_model_close(m);
+    return lg;
+}
+
+/* The codebook and ternary types: mkmodel writes every matrix in the type
+ * (lm head Q6_K), and the engine runs the file in every mode with the same
+ * logits (finite, not constant) in each. */
+Test(mkmodel, iq4_ternary_mxfp4_every_mode, .timeout = 120)
+{
+    setup_paths();
+    static const struct { const char *name; uint32_t type; } ts[] = {
+        { "iq4_nl", SL_GGML_IQ4_NL }, { "iq4_xs", SL_GGML_IQ4_XS }, { "mxfp4", SL_GGML_MXFP4 },
+        { "tq1_0", SL_GGML_TQ1_0 }, { "tq2_0", SL_GGML_TQ2_0 },
+    };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        char args[PATH_MAX + 160], path[PATH_MAX];
+        snprintf(args, sizeof args, "--preset tiny --type %s --n-vocab 512 --vocab none", ts[i].name);
+        cr_assert_eq(mk(ts[i].name, args, path, sizeof path), 0, "mkmodel %s", args);
+        sl_gguf *g = NULL;
+        cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_gguf_errmsg(NULL));
+        check_shape(g, "blk.0.attn_q.weight", ts[i].type, 256, 256);
+        check_shape(g, "blk.1.ffn_down.weight", ts[i].type, 768, 256);
+        check_shape(g, "output.weight", SL_GGML_Q6_K, 256, 512);
+        sl_gguf_close(g);
+        int V = 512;
+        float *ref = run_mode(path, SL_MODE_RESIDENT, SL_IO_AUTO, V);
+        double mn = INFINITY, mx = -INFINITY;
+        for (int j = 0; j < 14 * V; j++) {
+            cr_assert(isfinite(ref[j]), "%s: logit %d not finite", ts[i].name, j);
+            mn = fmin(mn, ref[j]); mx = fmax(mx, ref[j]);
+        }
+        cr_assert_gt(mx - mn, 1e-3, "%s: constant logits", ts[i].name);
+        const int modes[][2] = { { SL_MODE_MMAP, SL_IO_AUTO }, { SL_MODE_STREAM, SL_IO_AUTO }, { SL_MODE_STREAM, SL_IO_PREAD } };
+        for (int k = 0; k < 3; k++) {
+            float *lg = run_mode(path, modes[k][0], modes[k][1], V);
+            cr_assert_eq(memcmp(lg, ref, sizeof(float) * 14 * (size_t)V), 0, "%s: mode %d io %d differs from resident",
+                         ts[i].name, modes[k][0], modes[k][1]);
+            free(lg);
+        }
+        free(ref);
+    }
     cleanup();
 }
 
