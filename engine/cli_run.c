@@ -1,6 +1,7 @@
 /* `sluice run` (generate from a prompt) and `sluice chat` (interactive, chat
  * template from the model). Text goes to stdout as it is generated; timings
  * and statistics to stderr. Exit codes: 0 ok, 1 model/runtime error, 2 bad flags. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ typedef struct gen_opts {
     const char *tmpl_name;
     const char *system;
     bool stats, json, no_display_prompt, ignore_eos;
+    /* prompt cache (engine/session_state.c) */
+    const char *prompt_cache;
+    bool prompt_cache_ro;
 } gen_opts;
 
 static const char sampling_help[] =
@@ -35,6 +39,9 @@ static const char sampling_help[] =
     "  --repeat-last-n N      tokens the penalty looks back (64; -1 = whole context)\n"
     "  --seed S               sampling seed (default: random, printed)\n"
     "  --ignore-eos           do not stop at end-of-generation tokens\n"
+    "  --prompt-cache FILE    restore the longest common prefix of the prompt from FILE\n"
+    "                         (if it matches this model and KV type) and save the state there\n"
+    "  --prompt-cache-ro      use the cache file but do not update it\n"
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
     "  --json                 the summary as one JSON object on stderr\n";
 
@@ -42,7 +49,7 @@ static bool needs_value(const char *a)
 {
     static const char *v[] = { "-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                                "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
-                               "--chat-template", "-sys", "--system-prompt", NULL };
+                               "--chat-template", "-sys", "--system-prompt", "--prompt-cache", NULL };
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i])) return true;
     return false;
@@ -64,6 +71,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         if (!strcmp(a, "--json")) { o->json = true; continue; }
         if (!strcmp(a, "--no-display-prompt")) { o->no_display_prompt = true; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = true; continue; }
+        if (!strcmp(a, "--prompt-cache-ro")) { o->prompt_cache_ro = true; continue; }
         if (!needs_value(a)) {
             fprintf(stderr, "sluice %s: unknown option '%s'\n", cmd, a);
             usage(stderr);
@@ -80,6 +88,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--chat-template")) o->tmpl_name = v;
         else if (!strcmp(a, "-sys") || !strcmp(a, "--system-prompt")) o->system = v;
+        else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             bad = sl_cli_int(v, -1, 1 << 30, &n);
             o->n_predict = n;
@@ -135,6 +144,9 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
     fprintf(stderr, "\nprompt: %lld tokens in %.1f ms (%.2f tok/s); decode: %lld tokens in %.1f ms "
                     "(%.2f tok/s); time to first token: %.1f ms\n",
             (long long)all->n_prompt, all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms);
+    if (all->n_restored)
+        fprintf(stderr, "prompt cache: %lld positions restored in %.1f ms\n", (long long)all->n_restored,
+                all->restore_ms);
     if (o->stats)
         fprintf(stderr, "stats: mode %s, io %s, %d threads, %s kernels; per decode token: compute %.2f ms, "
                         "I/O stall %.2f ms, read %.2f MB (%.1f MB/s); prompt read %.2f MB\n",
@@ -145,10 +157,11 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "\"prompt_ms\":%.3f,\"prompt_tok_s\":%.3f,\"n_decode\":%lld,\"decode_ms\":%.3f,"
                         "\"decode_tok_s\":%.3f,\"ttft_ms\":%.3f,\"compute_ms_per_token\":%.3f,"
                         "\"stall_ms_per_token\":%.3f,\"bytes_read_per_token\":%.0f,\"decode_mb_s\":%.3f,"
-                        "\"prompt_bytes_read\":%llu}\n",
+                        "\"prompt_bytes_read\":%llu,\"n_restored\":%lld,\"restore_ms\":%.3f}\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
                 all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms, comp / per, stall / per,
-                (double)bytes / per, mbps, (unsigned long long)pre->bytes_read);
+                (double)bytes / per, mbps, (unsigned long long)pre->bytes_read, (long long)all->n_restored,
+                all->restore_ms);
 }
 
 /* How a generation ended (when it did not fail). */
@@ -189,6 +202,25 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
     return 0;
 }
 
+/* --prompt-cache: restore what the file shares with ids[0..n), then feed the
+ * rest. A missing or rejected file only costs the recomputation. */
+static int feed_cached(const gen_opts *o, sl_session *s, const int32_t *ids, int n, const char *cmd)
+{
+    int32_t reused = 0;
+    int rc = sl_session_load_prefix(s, o->prompt_cache, ids, n, &reused);
+    if (rc == SL_ENOENT) fprintf(stderr, "%s: prompt cache %s does not exist yet\n", cmd, o->prompt_cache);
+    else if (rc) fprintf(stderr, "%s: %s; recomputing the prompt\n", cmd, sl_session_errmsg(s));
+    else fprintf(stderr, "%s: prompt cache: reused %d of %d prompt tokens\n", cmd, reused, n);
+    return sl_session_feed_tokens(s, ids + reused, n - reused);
+}
+
+static void save_cache(const gen_opts *o, sl_session *s, const char *cmd)
+{
+    if (!o->prompt_cache || o->prompt_cache_ro || sl_session_n_past(s) < 1) return;
+    if (sl_session_save(s, o->prompt_cache))
+        fprintf(stderr, "%s: cannot save the prompt cache: %s\n", cmd, sl_session_errmsg(s));
+}
+
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: sluice run -m MODEL -p PROMPT [options]\n"
@@ -217,7 +249,18 @@ static int run_main(int argc, char **argv)
         fprintf(stderr, "sluice run: %s\n", sl_last_error());
         goto out;
     }
-    if (sl_session_feed_text(s, o.prompt, false)) {
+    if (o.prompt_cache) {
+        size_t plen = strlen(o.prompt);
+        int cap = plen + 8 > (size_t)INT32_MAX ? INT32_MAX : (int)(plen + 8);
+        int32_t *ids = malloc((size_t)cap * sizeof *ids);
+        int n = ids ? sl_model_tokenize(m, o.prompt, plen, true, false, ids, cap) : SL_ENOMEM;
+        int rc = n < 0 ? n : feed_cached(&o, s, ids, n, "sluice run");
+        free(ids);
+        if (rc) {
+            fprintf(stderr, "sluice run: %s\n", n < 0 ? sl_model_errmsg(m) : sl_session_errmsg(s));
+            goto out;
+        }
+    } else if (sl_session_feed_text(s, o.prompt, false)) {
         fprintf(stderr, "sluice run: %s\n", sl_session_errmsg(s));
         goto out;
     }
@@ -231,6 +274,7 @@ static int run_main(int argc, char **argv)
     fflush(stdout);
     sl_session_get_stats(s, &all);
     print_summary(&o, m, &all, &pre);
+    save_cache(&o, s, "sluice run");
 out:
     sl_session_destroy(s);
     sl_model_close(m);
@@ -282,14 +326,16 @@ static char *render(enum sl_chat_tmpl t, const msgs *ms, bool gen, const char *b
     return out;
 }
 
-static int feed_special(sl_model *m, sl_session *s, const char *text)
+static int feed_special(const gen_opts *o, sl_model *m, sl_session *s, const char *text)
 {
     size_t len = strlen(text);
     int cap = (int)(len + 16);
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     if (!ids) return SL_ENOMEM;
     int n = sl_model_tokenize(m, text, len, false, true, ids, cap);
-    int rc = n < 0 ? n : sl_session_feed_tokens(s, ids, n);
+    /* the first message of a conversation may come from the prompt cache */
+    bool cached = o->prompt_cache && sl_session_n_past(s) == 0 && n > 0;
+    int rc = n < 0 ? n : cached ? feed_cached(o, s, ids, n, "sluice chat") : sl_session_feed_tokens(s, ids, n);
     if (n < 0) fprintf(stderr, "sluice chat: %s\n", sl_model_errmsg(m));
     else if (rc) fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
     free(ids);
@@ -352,7 +398,7 @@ static int chat_main(int argc, char **argv)
         if (delta == full && pl) {   /* template re-rendered history differently: start over */
             sl_session_reset(s);
         }
-        int rc = feed_special(m, s, delta);
+        int rc = feed_special(&o, m, s, delta);
         free(full);
         if (rc) goto out;
         /* generate the reply, capturing its text for the history */
@@ -370,6 +416,7 @@ static int chat_main(int argc, char **argv)
             free(reply);
             goto out;
         }
+        save_cache(&o, s, "sluice chat");
         int ar = msgs_add(&ms, "assistant", reply ? reply : "");
         free(reply);
         if (ar) goto oom;

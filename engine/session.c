@@ -17,6 +17,7 @@
 #include "model.h"
 #include "reserve.h"
 #include "sampler.h"
+#include "session_parts.h"
 #include "tokenizer.h"
 
 #define SL_MSG 512
@@ -33,6 +34,9 @@ struct sl_model {
     sl_forward fw;
     uint64_t model_bytes;
     char err[SL_MSG];
+    /* prompt cache (session_state.c): the file a cache is tied to */
+    char *path;
+    uint64_t ident;             /* 0 until first needed */
 };
 
 struct sl_session {
@@ -90,13 +94,14 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     sl_model *m = calloc(1, sizeof *m);
     if (!m) return sl_err_set(SL_ENOMEM, "model: out of memory");
     m->p = p;
+    if (!(m->path = strdup(path))) { free(m); return sl_err_set(SL_ENOMEM, "model: out of memory"); }
 
     /* Metadata first: the planner needs our KV + arena sizes before it plans. */
     sl_gguf *g = NULL;
     int rc = sl_gguf_open_path(&g, path);
-    if (rc) { free(m); return rc; }   /* message names the path */
+    if (rc) { free(m->path); free(m); return rc; }   /* message names the path */
     rc = sl_model_desc_load(&m->d, g);
-    if (rc) { sl_gguf_close(g); free(m); return rc; }
+    if (rc) { sl_gguf_close(g); free(m->path); free(m); return rc; }
     m->model_bytes = sl_gguf_total_tensor_bytes(g);
     if (sl_tok_create(&m->tok, g)) {
         snprintf(m->tok_err, sizeof m->tok_err, "%s", sl_last_error());
@@ -141,6 +146,7 @@ void sl_model_close(sl_model *m)
     if (m->st) sl_stream_close(m->st);
     if (m->pool) sl_pool_destroy(m->pool);
     if (m->tok) sl_tok_destroy(m->tok);
+    free(m->path);
     free(m);
 }
 
@@ -424,4 +430,25 @@ int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)
 void sl_session_reset_stats(sl_session *s)
 {
     memset(&s->stats, 0, sizeof s->stats);
+}
+
+/* ---- internal: state access for session_state.c ------------------------- */
+
+void sl_session_parts_get(sl_session *s, sl_session_parts *p)
+{
+    p->d = &s->m->d;
+    p->model_path = s->m->path;
+    p->model_ident = &s->m->ident;
+    const sl_gguf *g = sl_stream_gguf(s->m->st);
+    p->data_offset = sl_gguf_data_offset(g);
+    p->file_size = sl_gguf_file_size(g);
+    p->kv = &s->kv;
+    p->smp = &s->smp;
+    p->logits = s->logits;
+    p->have_logits = &s->have_logits;
+    p->hist = s->hist;
+    p->t_first_feed = &s->t_first_feed;
+    p->stats = &s->stats;
+    p->err = s->err;
+    p->err_cap = sizeof s->err;
 }

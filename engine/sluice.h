@@ -202,6 +202,34 @@ SL_API int32_t sl_session_n_ctx(const sl_session *s);
  * NUL-terminated string; returns its length (0 allowed) or < 0. */
 SL_API int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
 
+/* ---- session state files (prompt cache) -----------------------------------
+ * A file holds the tokens in the cache, their K/V rows (in the cache's own cell
+ * types, so nothing is re-quantized), the logits after the last token and the
+ * sampler's PRNG state. It is versioned, checksummed (header and payload), tied
+ * to the model file (a hash of the GGUF header + tensor table, the file size and
+ * the first and last 64 KiB of tensor data) and to the KV cell types and shape,
+ * and written atomically (temp file, fsync, rename, fsync of the directory).
+ * A file that does not match or is damaged is rejected: SL_ENOENT (no file),
+ * SL_EIO, SL_ETRUNC (shorter/longer than its header says), SL_EVERSION,
+ * SL_EFORMAT (bad magic, checksum, token id), SL_EUNSUPPORTED (another model,
+ * KV type or shape, more tokens than n_ctx), SL_ENOMEM; the session is then
+ * empty (as after sl_session_reset) and the message says why.
+ *
+ * save: the whole state (n_past positions). SL_EINVAL when nothing was fed.
+ * load: the whole state, PRNG included; logits as they were when saved
+ *   (bitwise), so sampling continues exactly as it would have.
+ * load_prefix: the longest common prefix of the file's tokens and ids[0..n)
+ *   (llama.cpp's --prompt-cache). *n_reused = positions restored; the caller
+ *   feeds ids[*n_reused..n). When the whole file matched, its logits come
+ *   with it; otherwise at most n-1 positions are restored so that at least one
+ *   token is computed and the logits are fresh. The PRNG is left alone (the
+ *   caller's seed rules). Feeding the rest in the same chunks as the run that
+ *   wrote the file gives bitwise the same logits. */
+SL_API int sl_session_save(sl_session *s, const char *path);
+SL_API int sl_session_load(sl_session *s, const char *path);
+SL_API int sl_session_load_prefix(sl_session *s, const char *path, const int32_t *ids, int n,
+                                  int32_t *n_reused);
+
 typedef struct sl_stats {
     int64_t n_prompt;       /* tokens fed through feed_* / eval */
     double  prompt_ms;      /* wall time of those forward passes */
@@ -212,6 +240,9 @@ typedef struct sl_stats {
     double  stall_ms;       /* time blocked waiting for weights (streamer) */
     uint64_t bytes_read;    /* weight bytes read from disk */
     double  compute_ms;     /* forward wall time minus stall */
+    /* 0.3: prompt cache (sl_session_load*) */
+    int64_t n_restored;     /* positions restored from cache files instead of computed */
+    double  restore_ms;     /* wall time of those restores (counted in ttft_ms too) */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);
