@@ -27,6 +27,8 @@ typedef struct gen_opts {
     /* prompt cache (engine/session_state.c) */
     const char *prompt_cache;
     bool prompt_cache_ro;
+    /* memory-pressure ladder (engine/pressure.c): on when pressure.floor_bytes > 0 */
+    sl_pressure_params pressure;
 } gen_opts;
 
 static const char sampling_help[] =
@@ -42,6 +44,10 @@ static const char sampling_help[] =
     "  --prompt-cache FILE    restore the longest common prefix of the prompt from FILE\n"
     "                         (if it matches this model and KV type) and save the state there\n"
     "  --prompt-cache-ro      use the cache file but do not update it\n"
+    "  --pressure-floor SIZE  adapt to memory pressure: below SIZE available, unpin layers,\n"
+    "                         drop slots, shrink the KV window; climb back when it returns\n"
+    "  --pressure-hyst SIZE   climb back only above floor + SIZE (default 512M)\n"
+    "  --pressure-window N    KV positions the last rung keeps (default 256)\n"
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
     "  --json                 the summary as one JSON object on stderr\n";
 
@@ -49,7 +55,8 @@ static bool needs_value(const char *a)
 {
     static const char *v[] = { "-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                                "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
-                               "--chat-template", "-sys", "--system-prompt", "--prompt-cache", NULL };
+                               "--chat-template", "-sys", "--system-prompt", "--prompt-cache", "--pressure-floor", "--pressure-hyst",
+                               "--pressure-window", NULL };
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i])) return true;
     return false;
@@ -60,6 +67,8 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
 {
     sl_cli_model_opts_init(&o->mo);
     sl_sampling_init(&o->sp);
+    sl_pressure_params_init(&o->pressure);
+    o->pressure.floor_bytes = 0;
     o->n_predict = -1;
     for (int i = 1; i < argc; i++) {
         int r = sl_cli_model_opt(&o->mo, argc, argv, &i, cmd);
@@ -89,6 +98,15 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         else if (!strcmp(a, "--chat-template")) o->tmpl_name = v;
         else if (!strcmp(a, "-sys") || !strcmp(a, "--system-prompt")) o->system = v;
         else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
+        else if (!strcmp(a, "--pressure-floor") || !strcmp(a, "--pressure-hyst")) {
+            unsigned long long b = 0;
+            bad = sl_cli_parse_size(v, &b) || b == 0;
+            if (a[11] == 'f') o->pressure.floor_bytes = b;
+            else o->pressure.hysteresis_bytes = b;
+        } else if (!strcmp(a, "--pressure-window")) {
+            bad = sl_cli_int(v, 1, 1 << 30, &n);
+            o->pressure.emergency_window = (int32_t)n;
+        }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             bad = sl_cli_int(v, -1, 1 << 30, &n);
             o->n_predict = n;
@@ -157,11 +175,13 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "\"prompt_ms\":%.3f,\"prompt_tok_s\":%.3f,\"n_decode\":%lld,\"decode_ms\":%.3f,"
                         "\"decode_tok_s\":%.3f,\"ttft_ms\":%.3f,\"compute_ms_per_token\":%.3f,"
                         "\"stall_ms_per_token\":%.3f,\"bytes_read_per_token\":%.0f,\"decode_mb_s\":%.3f,"
-                        "\"prompt_bytes_read\":%llu,\"n_restored\":%lld,\"restore_ms\":%.3f}\n",
+                        "\"prompt_bytes_read\":%llu,\"n_restored\":%lld,\"restore_ms\":%.3f,"
+                        "\"pressure_down\":%lld,\"pressure_up\":%lld,\"pressure_depth\":%d}\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
                 all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms, comp / per, stall / per,
                 (double)bytes / per, mbps, (unsigned long long)pre->bytes_read, (long long)all->n_restored,
-                all->restore_ms);
+                all->restore_ms, (long long)all->n_pressure_down, (long long)all->n_pressure_up,
+                all->pressure_depth);
 }
 
 /* How a generation ended (when it did not fail). */
@@ -200,6 +220,34 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
         if ((rc = sl_session_accept(s, tok))) return rc;
     }
     return 0;
+}
+
+/* Each ladder step on stderr: a line with --stats, a JSON object with --json. */
+static void on_pressure(void *ctx, const sl_pressure_event *e)
+{
+    const gen_opts *o = ctx;
+    static const char *rung[] = { "?", "pins", "slots", "kv_window" };
+    const char *r = e->rung >= 1 && e->rung <= 3 ? rung[e->rung] : rung[0];
+    if (o->json)
+        fprintf(stderr, "{\"pressure_step\":{\"t_ms\":%.1f,\"dir\":%d,\"rung\":\"%s\",\"from\":%d,\"to\":%d,"
+                        "\"avail_bytes\":%lld,\"freed_bytes\":%lld,\"status\":%d}}\n",
+                e->t_ms, e->dir, r, e->from, e->to, (long long)e->avail_bytes, (long long)e->freed_bytes, e->status);
+    else if (o->stats)
+        fprintf(stderr, "\n[pressure %s at %.1f s: %s %d -> %d, available %.2f GiB, freed %.0f MiB%s%s]\n",
+                e->dir < 0 ? "down" : "up",
+                e->t_ms / 1e3, r, e->from, e->to, (double)e->avail_bytes / (1 << 30),
+                (double)e->freed_bytes / (1 << 20), e->status ? ": " : "", e->status ? sl_strerror(e->status) : "");
+}
+
+/* Turns the ladder on when --pressure-floor was given. */
+static int start_pressure(gen_opts *o, sl_session *s, const char *cmd)
+{
+    if (!o->pressure.floor_bytes) return 0;
+    o->pressure.on_step = on_pressure;
+    o->pressure.step_ctx = o;
+    int rc = sl_session_set_pressure(s, &o->pressure);
+    if (rc) fprintf(stderr, "%s: %s\n", cmd, sl_session_errmsg(s));
+    return rc;
 }
 
 /* --prompt-cache: restore what the file shares with ids[0..n), then feed the
@@ -249,6 +297,7 @@ static int run_main(int argc, char **argv)
         fprintf(stderr, "sluice run: %s\n", sl_last_error());
         goto out;
     }
+    if (start_pressure(&o, s, "sluice run")) goto out;
     if (o.prompt_cache) {
         size_t plen = strlen(o.prompt);
         int cap = plen + 8 > (size_t)INT32_MAX ? INT32_MAX : (int)(plen + 8);
@@ -380,6 +429,7 @@ static int chat_main(int argc, char **argv)
         fprintf(stderr, "sluice chat: %s\n", sl_last_error());
         goto out;
     }
+    if (start_pressure(&o, s, "sluice chat")) goto out;
     if (o.system && msgs_add(&ms, "system", o.system)) goto oom;
     prev = strdup("");
     if (!prev) goto oom;

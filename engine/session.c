@@ -15,6 +15,7 @@
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
+#include "pressure.h"
 #include "reserve.h"
 #include "sampler.h"
 #include "session_parts.h"
@@ -50,6 +51,7 @@ struct sl_session {
     sl_stats stats;
     double t_first_feed;        /* < 0: no feed pending a first token */
     char err[SL_MSG];
+    struct sl_pressure *pressure;   /* memory-pressure ladder (pressure.c), NULL when off */
 };
 
 static double now_ms(void)
@@ -262,6 +264,7 @@ int sl_session_create(sl_session **out, sl_model *m)
 void sl_session_destroy(sl_session *s)
 {
     if (!s) return;
+    sl_pressure_free(s->pressure);
     sl_kv_free(&s->kv);
     sl_sampler_free(&s->smp);
     free(s->logits);
@@ -308,6 +311,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     if ((int64_t)s->kv.n_past + n > s->kv.n_ctx)
         return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d",
                                        s->kv.n_past, n, s->kv.n_ctx));
+    sl_pressure_tick(s);   /* between forward passes: nothing acquired */
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
     double t0 = now_ms();
@@ -449,6 +453,9 @@ void sl_session_parts_get(sl_session *s, sl_session_parts *p)
     p->hist = s->hist;
     p->t_first_feed = &s->t_first_feed;
     p->stats = &s->stats;
+    p->st = s->m->st;
+    p->n_ctx = s->m->n_ctx;
+    p->pressure = &s->pressure;
     p->err = s->err;
     p->err_cap = sizeof s->err;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../io/sluice_stream.h"
 #include "kv.h"
 #include "model.h"
 #include "sampler.h"
@@ -24,6 +25,9 @@ typedef struct sl_session_parts {
     int32_t *hist;              /* [n_ctx] tokens in the cache */
     double *t_first_feed;       /* TTFT clock start (< 0: none pending) */
     sl_stats *stats;
+    sl_stream *st;              /* the model's streamer */
+    int32_t n_ctx;
+    struct sl_pressure **pressure;   /* the ladder (pressure.c), NULL when off */
     char *err;                  /* the session's message buffer */
     size_t err_cap;
 } sl_session_parts;

@@ -223,6 +223,20 @@ SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *
  * policy; not counted in the stats). */
 SL_API int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
 
+/* Memory-pressure adaptation (stream mode; SL_ENOSYS in resident and mmap
+ * modes). set_pinned: turn a pinned unit into a streamed one (its
+ * buffer is unmapped now) or read a streamed one into a new pinned buffer
+ * (blocks for the read). set_slots: use only the first n_slots slots
+ * (1..the plan's n_slots); the others' reads are waited for and their pages
+ * returned to the kernel (not with io_uring registered buffers: the kernel
+ * holds those pages, so only the count shrinks; *returned says whether the
+ * memory went back). Neither may be called while a unit concerned is acquired
+ * (SL_EBUSY). The plan (get_plan) follows: n_pinned, pinned_bytes, n_slots. */
+SL_API int sl_stream_set_pinned(sl_stream *s, int32_t unit, bool pinned);
+SL_API int sl_stream_set_slots(sl_stream *s, int32_t n_slots, bool *returned);
+/* Slots the plan started with (set_slots cannot go above it). */
+SL_API int32_t sl_stream_max_slots(const sl_stream *s);
+
 /* Telemetry since open or the last reset (sl_stream_stats above). */
 SL_API int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size);
 static inline int sl_stream_get_stats(const sl_stream *s, sl_stream_stats *out)

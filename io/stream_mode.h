@@ -21,6 +21,9 @@ typedef struct sl_stream_mode_ops {
     int (*acquire)(sl_stream *s, int32_t unit, const uint8_t **base);
     void (*release)(sl_stream *s, int32_t unit);      /* NULL: nothing to do */
     void (*prefetch)(sl_stream *s, int32_t unit);     /* NULL: nothing to do */
+    /* memory-pressure ladder (engine/pressure.c); NULL: SL_ENOSYS in this mode */
+    int (*set_pinned)(sl_stream *s, int32_t unit, bool pinned);   /* unit not acquired */
+    int (*set_slots)(sl_stream *s, int32_t n_slots);              /* 1..plan n_slots, none acquired beyond */
 } sl_stream_mode_ops;
 
 extern const sl_stream_mode_ops sl_stream_resident_ops, sl_stream_mmap_ops, sl_stream_ring_ops;
@@ -44,6 +47,8 @@ struct sl_stream {
     const uint8_t *embd_data;   /* token_embd when in memory (resident, mapped, pinned) */
     /* telemetry */
     double stall_ms; uint64_t acquires;
+    /* memory-pressure ladder (stream_pressure.c): slots at open; 0 until first resized */
+    int32_t max_slots;
 };
 
 /* Shared by the modes (stream.c). */

@@ -25,6 +25,7 @@ typedef struct sl_slot {
 
 typedef struct ring {
     sl_slot *slots; int32_t n_slots; uint64_t slot_bytes;
+    int32_t n_active;        /* slots in use: n_slots unless the pressure ladder shrank them */
     sl_owned_buf smem;
     sl_owned_buf *pmem;      /* [n_units] pinned unit buffers */
     sl_owned_buf emem;       /* pinned embedding table */
@@ -71,11 +72,11 @@ static void refill(sl_stream *s)
 {
     ring *R = s->mode_state;
     int32_t U = s->um.n_units;
-    if (R->n_slots == 0) return;
+    if (R->n_active == 0) return;
     reap_stale(s, false);
-    while (count_state(R, SLOT_LOADING) < R->n_slots) {
+    while (count_state(R, SLOT_LOADING) < R->n_active) {
         int32_t free_i = -1;
-        for (int32_t i = 0; i < R->n_slots; i++) if (R->slots[i].state == SLOT_FREE) { free_i = i; break; }
+        for (int32_t i = 0; i < R->n_active; i++) if (R->slots[i].state == SLOT_FREE) { free_i = i; break; }
         if (free_i < 0) return;
         int32_t u = next_streamed(s, R->next_sched);
         if (u < 0) return;                      /* everything pinned */
@@ -169,7 +170,7 @@ static int ring_open(sl_stream *s)
     ring *R = calloc(1, sizeof *R);
     if (!R) return sl_err_set(SL_ENOMEM, "streamer: out of memory");
     s->mode_state = R;
-    R->n_slots = s->plan.n_slots;
+    R->n_slots = R->n_active = s->plan.n_slots;
     R->slot_bytes = s->plan.slot_bytes;
     struct iovec *iov = NULL;
     if (R->n_slots > 0) {
@@ -272,7 +273,66 @@ static void ring_prefetch(sl_stream *s, int32_t unit)
     restart_at(s, u);
 }
 
+/* ---- memory-pressure ladder (stream_pressure.c checks the arguments) ---- */
+
+/* A slot's reads are over and it holds nothing: wait for them. */
+static void slot_drain(sl_stream *s, sl_slot *sl)
+{
+    if (sl->state == SLOT_LOADING || sl->state == SLOT_STALE) sl_loader_wait(s->L, &sl->job);
+    if (sl->unit >= 0) s->um.units[sl->unit].slot = -1;
+    sl->unit = -1;
+    sl->state = SLOT_FREE;
+}
+
+static int ring_set_pinned(sl_stream *s, int32_t unit, bool pinned)
+{
+    ring *R = s->mode_state;
+    sl_unit *un = &s->um.units[unit];
+    if (!pinned) {
+        sl_owned_free(&R->pmem[unit]);
+        un->pinned_buf = NULL;
+        un->info.pinned = false;
+        un->slot = -1;
+        refill(s);
+        return 0;
+    }
+    if (un->slot >= 0) slot_drain(s, &R->slots[un->slot]);
+    uint8_t *buf = sl_owned_alloc(&R->pmem[unit], (size_t)(un->aend - un->abeg));
+    if (!buf) return sl_err_set(SL_ENOMEM, "re-pinning unit %d: cannot allocate %llu bytes", (int)unit,
+                                (unsigned long long)(un->aend - un->abeg));
+    sl_io_job job;
+    sl_stream_job_init(s, &job, buf, un->abeg, un->aend, un->end, unit, -1);
+    sl_loader_submit(s->L, &job);
+    int st = sl_loader_wait(s->L, &job);
+    if (st) {
+        sl_owned_free(&R->pmem[unit]);
+        return sl_err_set(st, "re-pinning unit %d: %s", (int)unit, job.err);
+    }
+    un->pinned_buf = buf;
+    un->info.pinned = true;
+    refill(s);
+    return 0;
+}
+
+static int ring_set_slots(sl_stream *s, int32_t n)
+{
+    ring *R = s->mode_state;
+    for (int32_t i = n; i < R->n_active; i++)
+        if (R->slots[i].state == SLOT_ACQUIRED)
+            return sl_err_set(SL_EBUSY, "set_slots: slot %d holds acquired unit %d", (int)i, (int)R->slots[i].unit);
+    for (int32_t i = n; i < R->n_active; i++) {
+        slot_drain(s, &R->slots[i]);
+        /* registered buffers: the kernel keeps the pages, and a fresh page
+         * here would no longer be the one reads land in */
+        if (!sl_loader_fixed(s->L)) (void)madvise(R->slots[i].buf, (size_t)R->slot_bytes, MADV_DONTNEED);
+    }
+    R->n_active = n;
+    refill(s);
+    return 0;
+}
+
 const sl_stream_mode_ops sl_stream_ring_ops = {
     .mode = SL_MODE_STREAM, .open = ring_open, .close = ring_close, .file_at = NULL,
     .acquire = ring_acquire, .release = ring_release, .prefetch = ring_prefetch,
+    .set_pinned = ring_set_pinned, .set_slots = ring_set_slots,
 };

@@ -17,7 +17,7 @@ mkdir -p "$TMP"
 trap 'rm -rf "$TMP"' EXIT
 # ~1000 tokens of varied text (numbers keep the BPE from collapsing repeats)
 i=0; P=""
-while [ $i -lt 118 ]; do P="$P Step $i of the plan: the river rises, $((i * 37 % 101)) boats wait."; i=$((i + 1)); done
+while [ $i -lt 63 ]; do P="$P Step $i of the plan: the river rises, $((i * 37 % 101)) boats wait."; i=$((i + 1)); done
 NT=$("$SLUICE" tokenize -m "$MODEL" -p "$P" 2>/dev/null | wc -w)
 echo "prompt: $NT tokens, mode $MODE, $REPS reps"
 COMMON="-m $MODEL --mode $MODE -c 1100 -t 2 -n 1 --temp 0 --no-display-prompt --json"
