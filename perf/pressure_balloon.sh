@@ -22,7 +22,7 @@ cleanup() {
     wait 2>/dev/null
 }
 trap 'cleanup; rm -rf "$TMP"' EXIT INT TERM
-avail() { awk '/^MemAvailable/ {print $2 * 1024}' /proc/meminfo; }
+avail() { awk '/^MemAvailable/ {printf "%.0f\n", $2 * 1024}' /proc/meminfo; }
 now() { date +%s.%N; }
 bytes() { numfmt --from=iec "$1"; }
 
@@ -39,7 +39,7 @@ run_under_balloons() {
     started2=0; peak=0
     while kill -0 $RUN 2>/dev/null; do
         t=$(now)
-        rss=$(awk '/^VmRSS/ {print $2 * 1024}' /proc/$RUN/status 2>/dev/null)
+        rss=$(awk '/^VmRSS/ {printf "%.0f\n", $2 * 1024}' /proc/$RUN/status 2>/dev/null)
         [ -n "$rss" ] || break
         echo "$(echo "$t - $t0" | bc),$rss,$(avail)" >>"$TMP/$label.csv"
         [ "$rss" -gt "$peak" ] && peak=$rss
