@@ -20,7 +20,9 @@ const char sl_cli_model_opts_help[] =
     "  --io B                 uring | pread (default: uring where it works)\n"
     "  --mem-budget SIZE      memory budget, e.g. 2.5G, 800M (default: MemAvailable)\n"
     "  --max-pinned N         stream mode: pin at most N layers\n"
-    "  --mlock                lock resident weights in RAM\n";
+    "  --mlock                lock resident weights in RAM\n"
+    "  --numa local|distribute  weights, slots, KV cache on the compute threads' node, or\n"
+    "                         interleaved over all nodes (no-op on one node)\n";
 
 void sl_cli_model_opts_init(sl_cli_model_opts *o)
 {
@@ -54,7 +56,8 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
     bool takes = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
                  !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
                  !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||
-                 !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned");
+                 !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned") ||
+                 !strcmp(a, "--numa");
     if (!strcmp(a, "--mlock")) { o->mp.mlock = true; return 1; }
     if (!takes) return 0;
     if (*i + 1 >= argc) {
@@ -92,6 +95,12 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
         unsigned long long b;
         if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
         o->mp.mem_budget = b; return 1;
+    }
+    if (!strcmp(a, "--numa")) {
+        if (!strcmp(v, "local")) o->mp.numa = 1;
+        else if (!strcmp(v, "distribute")) o->mp.numa = 2;
+        else goto bad;
+        return 1;
     }
 bad:
     fprintf(stderr, "sluice %s: invalid value '%s' for %s\n", cmd, v, a);

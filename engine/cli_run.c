@@ -48,6 +48,7 @@ static const char sampling_help[] =
     "                         drop slots, shrink the KV window; climb back when it returns\n"
     "  --pressure-hyst SIZE   climb back only above floor + SIZE (default 512M)\n"
     "  --pressure-window N    KV positions the last rung keeps (default 256)\n"
+    "  --pressure-meminfo F   read MemAvailable from F instead of /proc/meminfo (simulations)\n"
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
     "  --json                 the summary as one JSON object on stderr\n";
 
@@ -56,7 +57,7 @@ static bool needs_value(const char *a)
     static const char *v[] = { "-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                                "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
                                "--chat-template", "-sys", "--system-prompt", "--prompt-cache", "--pressure-floor", "--pressure-hyst",
-                               "--pressure-window", NULL };
+                               "--pressure-window", "--pressure-meminfo", NULL };
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i])) return true;
     return false;
@@ -103,6 +104,9 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
             bad = sl_cli_parse_size(v, &b) || b == 0;
             if (a[11] == 'f') o->pressure.floor_bytes = b;
             else o->pressure.hysteresis_bytes = b;
+        } else if (!strcmp(a, "--pressure-meminfo")) {
+            o->pressure.meminfo_path = v;
+            o->pressure.psi_avg10 = 0;   /* a simulation: the real PSI would disagree */
         } else if (!strcmp(a, "--pressure-window")) {
             bad = sl_cli_int(v, 1, 1 << 30, &n);
             o->pressure.emergency_window = (int32_t)n;

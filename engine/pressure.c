@@ -266,10 +266,10 @@ static int64_t source_bytes(const struct sl_pressure *pr, bool *psi_short)
     *psi_short = false;
     if (pr->p.source) return pr->p.source(pr->p.source_ctx);
     if (pr->p.psi_avg10 > 0) {
-        double v = sl_pressure_psi("/proc/pressure/memory");
+        double v = sl_pressure_psi(pr->p.psi_path ? pr->p.psi_path : "/proc/pressure/memory");
         *psi_short = v > pr->p.psi_avg10;
     }
-    return sl_pressure_meminfo("/proc/meminfo");
+    return sl_pressure_meminfo(pr->p.meminfo_path ? pr->p.meminfo_path : "/proc/meminfo");
 }
 
 /* Steps down to at least `want` (level) and by the source's deficit; up by one. */
@@ -304,21 +304,27 @@ static int poll_now(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr)
     return steps;
 }
 
+/* The session's ladder; NULL with the session's message set when it is off. */
+static struct sl_pressure *ladder(sl_session *s, sl_session_parts *sp, const char *what)
+{
+    sl_session_parts_get(s, sp);
+    if (!*sp->pressure) sess_fail(sp, sl_err_set(SL_EINVAL, "%s: the ladder is off (set_pressure)", what));
+    return *sp->pressure;
+}
+
 int sl_session_pressure_poll(sl_session *s)
 {
     sl_session_parts sp;
-    sl_session_parts_get(s, &sp);
-    struct sl_pressure *pr = *sp.pressure;
-    if (!pr) return sess_fail(&sp, sl_err_set(SL_EINVAL, "pressure_poll: the ladder is off (set_pressure)"));
+    struct sl_pressure *pr = ladder(s, &sp, "pressure_poll");
+    if (!pr) return SL_EINVAL;
     return pr->busy ? 0 : poll_now(s, &sp, pr);
 }
 
 int sl_session_pressure_level(sl_session *s, int level)
 {
     sl_session_parts sp;
-    sl_session_parts_get(s, &sp);
-    struct sl_pressure *pr = *sp.pressure;
-    if (!pr) return sess_fail(&sp, sl_err_set(SL_EINVAL, "pressure_level: the ladder is off (set_pressure)"));
+    struct sl_pressure *pr = ladder(s, &sp, "pressure_level");
+    if (!pr) return SL_EINVAL;
     if (level < SL_PRESSURE_NONE || level > SL_PRESSURE_CRITICAL)
         return sess_fail(&sp, sl_err_set(SL_EINVAL, "pressure_level: %d is not an sl_pressure_level", level));
     pr->level = level;

@@ -64,5 +64,6 @@ void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_
     sc->mem_budget = p->mem_budget;
     sc->max_pinned = p->max_pinned;
     sc->mlock = p->mlock;
+    sc->numa = p->numa;
     sc->reserve_bytes = r->total;
 }

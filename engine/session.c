@@ -11,6 +11,7 @@
 #include "../gguf/gguf.h"
 #include "../gguf/sl_internal.h"
 #include "../io/sluice_stream.h"
+#include "../io/stream_numa.h"
 #include "../kernels/kernels.h"
 #include "forward.h"
 #include "kv.h"
@@ -246,6 +247,13 @@ int sl_session_create(sl_session **out, sl_model *m)
     s->m = m;
     int rc = sl_kv_init(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim);
     if (rc) { free(s); return rc; }
+    if (m->p.numa) {   /* before the first touch of the cache (io/stream_numa.h) */
+        sl_numa_place np;
+        sl_numa_decide_here(m->p.numa, &np);
+        size_t half = (size_t)(sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.n_head_kv * m->d.head_dim) / 2);
+        (void)sl_numa_apply(&np, s->kv.k, half);
+        (void)sl_numa_apply(&np, s->kv.v, half);
+    }
     sl_sampling sp;
     sl_sampling_init(&sp);
     if ((rc = sl_sampler_init(&s->smp, m->d.n_vocab, &sp))) { sl_kv_free(&s->kv); free(s); return rc; }

@@ -98,6 +98,9 @@ typedef struct sl_model_params {
     uint64_t mem_budget;    /* bytes; 0 = MemAvailable minus a margin */
     int32_t max_pinned;     /* -1 = planner decides; else cap on pinned layers (stream mode) */
     bool mlock;             /* lock resident memory */
+    /* 0.3 */
+    int numa;               /* weights, slots and KV cache: 0 leave alone, 1 on the compute threads'
+                               node, 2 interleaved over all nodes (no-op on one node) */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -279,8 +282,9 @@ typedef struct sl_pressure_params {
     sl_pressure_source source; void *source_ctx;   /* NULL = /proc */
     sl_pressure_cb on_step; void *step_ctx;        /* each step (also refused ones), or NULL */
     sl_pressure_kv_window_fn kv_window;            /* NULL = the engine's (context shift) */
+    const char *meminfo_path, *psi_path;           /* default source's files (NULL = /proc/...) */
 } sl_pressure_params;
-#define SL_PRESSURE_PARAMS_MIN_SIZE SL_STRUCT_END(sl_pressure_params, kv_window)
+#define SL_PRESSURE_PARAMS_MIN_SIZE SL_STRUCT_END(sl_pressure_params, psi_path)
 SL_API int sl_pressure_params_init_sized(sl_pressure_params *p, size_t struct_size);
 static inline int sl_pressure_params_init(sl_pressure_params *p)
 { return sl_pressure_params_init_sized(p, sizeof *p); }

@@ -93,6 +93,8 @@ typedef struct sl_stream_config {
     bool no_direct;          /* buffered reads instead of O_DIRECT */
     int32_t max_pinned;      /* -1 = planner decides; else cap on pinned layers */
     sl_stream_read_hook read_hook; void *read_hook_ctx;
+    /* 0.3 */
+    int numa;                /* 0 none, 1 local (the compute threads' node), 2 distribute (interleave) */
 } sl_stream_config;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)

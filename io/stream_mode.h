@@ -6,6 +6,7 @@
 #define SL_STREAM_MODE_H
 
 #include "stream_internal.h"
+#include "stream_numa.h"
 
 typedef struct sl_owned_buf { void *map; size_t len; } sl_owned_buf;
 
@@ -49,6 +50,8 @@ struct sl_stream {
     double stall_ms; uint64_t acquires;
     /* memory-pressure ladder (stream_pressure.c): slots at open; 0 until first resized */
     int32_t max_slots;
+    /* where the modes' big buffers go (stream_numa.h); decided at open */
+    sl_numa_place numa;
 };
 
 /* Shared by the modes (stream.c). */
@@ -59,6 +62,13 @@ int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed);
 void sl_stream_job_init(const sl_stream *s, sl_io_job *j, uint8_t *dst, uint64_t abeg, uint64_t aend,
                         uint64_t need_end, int32_t unit, int buf_index);
 static inline void *sl_owned_alloc(sl_owned_buf *b, size_t len) { return sl_buf_alloc(len, &b->len, &b->map); }
+/* sl_owned_alloc placed where the stream's NUMA decision says (before any page is touched). */
+static inline void *sl_stream_alloc(sl_stream *s, sl_owned_buf *b, size_t len)
+{
+    void *p = sl_owned_alloc(b, len);
+    if (p) (void)sl_numa_apply(&s->numa, b->map, b->len);   /* a refused bind only costs locality */
+    return p;
+}
 static inline void sl_owned_free(sl_owned_buf *b) { sl_buf_free(b->map, b->len); b->map = NULL; b->len = 0; }
 
 #endif

@@ -132,7 +132,7 @@ static int load_pinned(sl_stream *s)
     for (int32_t u = 0; u < U; u++) {
         sl_unit *un = &s->um.units[u];
         if (!un->info.pinned || un->aend == un->abeg) continue;
-        un->pinned_buf = sl_owned_alloc(&R->pmem[u], (size_t)(un->aend - un->abeg));
+        un->pinned_buf = sl_stream_alloc(s, &R->pmem[u], (size_t)(un->aend - un->abeg));
         if (!un->pinned_buf) { rc = sl_err_set(SL_ENOMEM, "streamer: cannot allocate pinned unit %d", (int)u); break; }
         sl_stream_job_init(s, &jobs[n_jobs], un->pinned_buf, un->abeg, un->aend, un->end, u, -1);
         sl_loader_submit(s->L, &jobs[n_jobs++]);
@@ -141,7 +141,7 @@ static int load_pinned(sl_stream *s)
     if (rc == 0 && s->plan.embd_pinned && e) {
         uint64_t a = s->align, b = e->file_offset / a * a;
         uint64_t end = (e->file_offset + e->nbytes + a - 1) / a * a;
-        uint8_t *buf = sl_owned_alloc(&R->emem, (size_t)(end - b));
+        uint8_t *buf = sl_stream_alloc(s, &R->emem, (size_t)(end - b));
         if (!buf) rc = sl_err_set(SL_ENOMEM, "streamer: cannot allocate the embedding table");
         else {
             sl_stream_job_init(s, &jobs[n_jobs], buf, b, end, e->file_offset + e->nbytes, -1, -1);
@@ -176,7 +176,7 @@ static int ring_open(sl_stream *s)
     if (R->n_slots > 0) {
         R->slots = calloc((size_t)R->n_slots, sizeof *R->slots);
         iov = calloc((size_t)R->n_slots, sizeof *iov);
-        uint8_t *m = sl_owned_alloc(&R->smem, (size_t)(R->slot_bytes * (uint64_t)R->n_slots));
+        uint8_t *m = sl_stream_alloc(s, &R->smem, (size_t)(R->slot_bytes * (uint64_t)R->n_slots));
         if (!R->slots || !iov || !m) {
             free(iov);
             return sl_err_set(SL_ENOMEM, "streamer: cannot allocate %d slots of %llu bytes",
@@ -297,7 +297,7 @@ static int ring_set_pinned(sl_stream *s, int32_t unit, bool pinned)
         return 0;
     }
     if (un->slot >= 0) slot_drain(s, &R->slots[un->slot]);
-    uint8_t *buf = sl_owned_alloc(&R->pmem[unit], (size_t)(un->aend - un->abeg));
+    uint8_t *buf = sl_stream_alloc(s, &R->pmem[unit], (size_t)(un->aend - un->abeg));
     if (!buf) return sl_err_set(SL_ENOMEM, "re-pinning unit %d: cannot allocate %llu bytes", (int)unit,
                                 (unsigned long long)(un->aend - un->abeg));
     sl_io_job job;

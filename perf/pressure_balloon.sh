@@ -9,7 +9,9 @@
 #   defaults: 48 tokens, 6G, 1.5G, 2G, 20 s. LLAMA=path/to/llama-completion
 #   also runs llama.cpp under the same two balloons (no ladder: the kernel pages
 #   its mmap).
-# Needs build/sluice and build/balloon (make all). Kills only what it started.
+# SLUICE_FLAGS: more `sluice run` flags (e.g. --mem-budget 3G, so that the plan leaves
+# room that the second balloon then takes). Needs build/sluice and build/balloon (make
+# all). Kills only what it started.
 set -u
 MODEL=${1:?usage: perf/pressure_balloon.sh MODEL [N_TOKENS] [START] [END] [FLOOR] [DELAY]}
 N=${2:-48}; START=${3:-6G}; END=${4:-1.5G}; FLOOR=${5:-2G}; DELAY=${6:-20}
@@ -69,7 +71,7 @@ run_under_balloons() {
 
 P="Write a long story about a lighthouse keeper who finds a map."
 run_under_balloons sluice "$B/sluice" run -m "$MODEL" --mode stream -p "$P" -n "$N" --temp 0 --ignore-eos -t 2 \
-    --pressure-floor "$FLOOR" --json --no-display-prompt
+    --pressure-floor "$FLOOR" --json --no-display-prompt ${SLUICE_FLAGS:-}
 if [ -n "${LLAMA:-}" ] && [ -x "$LLAMA" ]; then
     run_under_balloons llama "$LLAMA" -m "$MODEL" -p "$P" -n "$N" --temp 0 --ignore-eos -t 2 -no-cnv
 fi
