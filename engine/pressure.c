@@ -247,8 +247,7 @@ int sl_session_set_pressure(sl_session *s, const sl_pressure_params *pp)
     pr->p = p;
     const sl_stream_plan *pl = sl_stream_get_plan(sp.st);
     bool streamed = pl && pl->mode == SL_MODE_STREAM;
-    /* unpinned layers need a slot to stream through: no PINS rung without one */
-    if (streamed && pl->n_slots < 1) streamed = false;
+    /* a plan without slots gets one at the first unpin (stream_ring.c) */
     for (int32_t u = 0; streamed && u < U; u++) {
         sl_stream_unit ui;
         if (!sl_stream_unit_info(sp.st, u, &ui) && ui.pinned) pr->pins[pr->n_pins++] = u;

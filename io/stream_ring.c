@@ -284,10 +284,39 @@ static void slot_drain(sl_stream *s, sl_slot *sl)
     sl->state = SLOT_FREE;
 }
 
+/* A plan that pinned everything has no slot; an unpinned unit needs one to
+ * stream through: one slot as large as the largest unit (not registered with
+ * io_uring: plain reads). */
+static int first_slot(sl_stream *s, ring *R)
+{
+    uint64_t big = 0;
+    for (int32_t u = 0; u < s->um.n_units; u++)
+        if (s->um.units[u].aend - s->um.units[u].abeg > big) big = s->um.units[u].aend - s->um.units[u].abeg;
+    R->slots = calloc(1, sizeof *R->slots);
+    uint8_t *m = R->slots ? sl_stream_alloc(s, &R->smem, (size_t)big) : NULL;
+    if (!m) {
+        free(R->slots);
+        R->slots = NULL;
+        return sl_err_set(SL_ENOMEM, "unpinning: cannot allocate a slot of %llu bytes", (unsigned long long)big);
+    }
+    R->slots[0].buf = m;
+    R->slots[0].unit = -1;
+    R->n_slots = R->n_active = 1;
+    R->slot_bytes = big;
+    s->plan.n_slots = 1;
+    s->plan.slot_bytes = big;
+    s->max_slots = 1;
+    return 0;
+}
+
 static int ring_set_pinned(sl_stream *s, int32_t unit, bool pinned)
 {
     ring *R = s->mode_state;
     sl_unit *un = &s->um.units[unit];
+    if (!pinned && R->n_slots == 0) {
+        int rc = first_slot(s, R);
+        if (rc) return rc;
+    }
     if (!pinned) {
         sl_owned_free(&R->pmem[unit]);
         un->pinned_buf = NULL;

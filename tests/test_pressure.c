@@ -244,3 +244,36 @@ Test(pressure, proc_parsers)
     cr_assert_lt(sl_pressure_psi(path), 0);
     cr_assert_gt(sl_pressure_meminfo("/proc/meminfo"), 0);
 }
+
+/* A plan that pinned every unit has no slot: the first unpin makes one, and
+ * the numbers stay the same. */
+Test(pressure, all_pinned_gets_a_slot, .timeout = 60)
+{
+    sl_model *m = open_stream(-1), *ref_m = open_stream(-1);
+    cr_assert_eq(plan_of(m)->n_slots, 0);
+    int32_t pins = plan_of(m)->n_pinned;
+    cr_assert_gt(pins, 2);
+    sl_session *s, *ref;
+    cr_assert_eq(sl_session_create(&s, m), 0);
+    cr_assert_eq(sl_session_create(&ref, ref_m), 0);
+    fake f = { .avail = 0 };
+    start(s, &f);
+    cr_assert_eq(sl_session_pressure_poll(s), pins + 1, "every pin, then the KV window");
+    cr_assert_eq(plan_of(m)->n_pinned, 0);
+    cr_assert_eq(plan_of(m)->n_slots, 1);
+    int32_t ids[10];
+    for (int i = 0; i < 10; i++) ids[i] = 1 + (i * 3571) % 31000;
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 10), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_feed_tokens(ref, ids, 10), 0);
+    cr_assert_eq(memcmp(sl_session_logits(s), sl_session_logits(ref), 32000 * sizeof(float)), 0);
+    f.avail = 100 * GiB;
+    for (int i = 0; i < pins + 1; i++) cr_assert_eq(sl_session_pressure_poll(s), 1, "climb %d", i);
+    cr_assert_eq(plan_of(m)->n_pinned, pins);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 3), 0);
+    cr_assert_eq(sl_session_feed_tokens(ref, ids, 3), 0);
+    cr_assert_eq(memcmp(sl_session_logits(s), sl_session_logits(ref), 32000 * sizeof(float)), 0);
+    sl_session_destroy(s);
+    sl_session_destroy(ref);
+    sl_model_close(m);
+    sl_model_close(ref_m);
+}
