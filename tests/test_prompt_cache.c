@@ -103,7 +103,7 @@ Test(hash64, streaming_equals_one_shot)
 /* Save after N tokens; a fresh session loading the file has the same logits
  * (bitwise), then the same logits after more tokens, and samples the same
  * tokens with the restored PRNG. */
-Test(prompt_cache, full_roundtrip_bitwise, .timeout = 60)
+Test(prompt_cache, full_roundtrip_bitwise)
 {
     sl_model *m = open_model(TS, 256, 16);
     int32_t nv = n_vocab_of(m);
@@ -166,7 +166,7 @@ Test(prompt_cache, full_roundtrip_bitwise, .timeout = 60)
 
 /* Prefix restore: the longest common prefix is restored, the rest fed in the
  * same chunks as a fresh session gives bitwise the same logits. */
-Test(prompt_cache, prefix_equals_fresh, .timeout = 60)
+Test(prompt_cache, prefix_equals_fresh)
 {
     sl_model *m = open_model(TS, 256, 8);
     int32_t nv = n_vocab_of(m);
@@ -267,7 +267,7 @@ static void set_u32(uint8_t *b, size_t off, uint32_t v)
     memcpy(b + HDR - 8, &h, 8);
 }
 
-Test(prompt_cache, damaged_files_rejected, .timeout = 120)
+Test(prompt_cache, damaged_files_rejected)
 {
     sl_model *m = open_model(TS, 256, 0);
     char path[128], bad[128];
@@ -341,7 +341,7 @@ Test(prompt_cache, damaged_files_rejected, .timeout = 120)
     sl_model_close(m);
 }
 
-Test(prompt_cache, wrong_model_rejected, .timeout = 60)
+Test(prompt_cache, wrong_model_rejected)
 {
     sl_model *a = open_model(TS, 64, 0), *b = open_model(S260, 64, 0);
     char path[128];
@@ -368,7 +368,7 @@ Test(prompt_cache, wrong_model_rejected, .timeout = 60)
 /* ---- the command line ------------------------------------------------------ */
 static int sluice_cmd(const char *args, char *out, size_t out_len) { return sl_test_sluice(args, out, out_len); }
 
-Test(cli, run_prompt_cache, .timeout = 60)
+Test(cli, run_prompt_cache)
 {
     char path[128], args[512], first[8192], out[8192];
     tmp_path(path, sizeof path, "cli");
