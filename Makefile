@@ -57,6 +57,14 @@ $(warning *** (make deps installs it; then make clean && make) ***)
 endif
 endif
 
+# libnuma (io/stream_numa.c, --numa): host builds where the header is; else placement is a no-op.
+ifeq ($(CROSS),)
+ifneq ($(wildcard /usr/include/numa.h),)
+ALL_CFLAGS += -DSL_HAVE_LIBNUMA=1
+LDLIBS  += -lnuma
+endif
+endif
+
 LIB_DIRS := gguf quant kernels io engine
 LIB_SRCS := $(filter-out engine/cli%.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
 ifneq ($(IS_X86),)

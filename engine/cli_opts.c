@@ -23,7 +23,9 @@ const char sl_cli_model_opts_help[] =
     "  --mlock                lock resident weights in RAM\n"
     "  --expert-policy P      MoE expert cache eviction: lru | lfu | decay (default decay)\n"
     "  --expert-cache SIZE    MoE: cap the expert cache (default: what the budget leaves)\n"
-    "  --no-expert-stream     MoE: stream experts with their layer, not one at a time\n";
+    "  --no-expert-stream     MoE: stream experts with their layer, not one at a time\n"
+    "  --numa local|distribute  weights, slots, KV cache on the compute threads' node, or\n"
+    "                         interleaved over all nodes (no-op on one node)\n";
 
 void sl_cli_model_opts_init(sl_cli_model_opts *o)
 {
@@ -58,7 +60,8 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
                  !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
                  !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||
                  !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned") ||
-                 !strcmp(a, "--expert-policy") || !strcmp(a, "--expert-cache");
+                 !strcmp(a, "--expert-policy") || !strcmp(a, "--expert-cache") ||
+                 !strcmp(a, "--numa");
     if (!strcmp(a, "--mlock")) { o->mp.mlock = true; return 1; }
     if (!strcmp(a, "--no-expert-stream")) { o->mp.expert_stream = SL_EXPERTS_OFF; return 1; }
     if (!takes) return 0;
@@ -106,6 +109,12 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
         unsigned long long b;
         if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
         o->mp.mem_budget = b; return 1;
+    }
+    if (!strcmp(a, "--numa")) {
+        if (!strcmp(v, "local")) o->mp.numa = 1;
+        else if (!strcmp(v, "distribute")) o->mp.numa = 2;
+        else goto bad;
+        return 1;
     }
 bad:
     fprintf(stderr, "sluice %s: invalid value '%s' for %s\n", cmd, v, a);

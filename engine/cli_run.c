@@ -1,6 +1,7 @@
 /* `sluice run` (generate from a prompt) and `sluice chat` (interactive, chat
  * template from the model). Text goes to stdout as it is generated; timings
  * and statistics to stderr. Exit codes: 0 ok, 1 model/runtime error, 2 bad flags. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,11 @@ typedef struct gen_opts {
     const char *tmpl_name;
     const char *system;
     bool stats, json, no_display_prompt, ignore_eos;
+    /* prompt cache (engine/session_state.c) */
+    const char *prompt_cache;
+    bool prompt_cache_ro;
+    /* memory-pressure ladder (engine/pressure.c): on when pressure.floor_bytes > 0 */
+    sl_pressure_params pressure;
 } gen_opts;
 
 static const char sampling_help[] =
@@ -35,6 +41,14 @@ static const char sampling_help[] =
     "  --repeat-last-n N      tokens the penalty looks back (64; -1 = whole context)\n"
     "  --seed S               sampling seed (default: random, printed)\n"
     "  --ignore-eos           do not stop at end-of-generation tokens\n"
+    "  --prompt-cache FILE    restore the longest common prefix of the prompt from FILE\n"
+    "                         (if it matches this model and KV type) and save the state there\n"
+    "  --prompt-cache-ro      use the cache file but do not update it\n"
+    "  --pressure-floor SIZE  adapt to memory pressure: below SIZE available, unpin layers,\n"
+    "                         drop slots, shrink the KV window; climb back when it returns\n"
+    "  --pressure-hyst SIZE   climb back only above floor + SIZE (default 512M)\n"
+    "  --pressure-window N    KV positions the last rung keeps (default 256)\n"
+    "  --pressure-meminfo F   read MemAvailable from F instead of /proc/meminfo (simulations)\n"
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
     "  --json                 the summary as one JSON object on stderr\n";
 
@@ -42,7 +56,8 @@ static bool needs_value(const char *a)
 {
     static const char *v[] = { "-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                                "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
-                               "--chat-template", "-sys", "--system-prompt", NULL };
+                               "--chat-template", "-sys", "--system-prompt", "--prompt-cache", "--pressure-floor", "--pressure-hyst",
+                               "--pressure-window", "--pressure-meminfo", NULL };
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i])) return true;
     return false;
@@ -53,6 +68,8 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
 {
     sl_cli_model_opts_init(&o->mo);
     sl_sampling_init(&o->sp);
+    sl_pressure_params_init(&o->pressure);
+    o->pressure.floor_bytes = 0;
     o->n_predict = -1;
     for (int i = 1; i < argc; i++) {
         int r = sl_cli_model_opt(&o->mo, argc, argv, &i, cmd);
@@ -64,6 +81,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         if (!strcmp(a, "--json")) { o->json = true; continue; }
         if (!strcmp(a, "--no-display-prompt")) { o->no_display_prompt = true; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = true; continue; }
+        if (!strcmp(a, "--prompt-cache-ro")) { o->prompt_cache_ro = true; continue; }
         if (!needs_value(a)) {
             fprintf(stderr, "sluice %s: unknown option '%s'\n", cmd, a);
             usage(stderr);
@@ -80,6 +98,19 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--chat-template")) o->tmpl_name = v;
         else if (!strcmp(a, "-sys") || !strcmp(a, "--system-prompt")) o->system = v;
+        else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
+        else if (!strcmp(a, "--pressure-floor") || !strcmp(a, "--pressure-hyst")) {
+            unsigned long long b = 0;
+            bad = sl_cli_parse_size(v, &b) || b == 0;
+            if (a[11] == 'f') o->pressure.floor_bytes = b;
+            else o->pressure.hysteresis_bytes = b;
+        } else if (!strcmp(a, "--pressure-meminfo")) {
+            o->pressure.meminfo_path = v;
+            o->pressure.psi_avg10 = 0;   /* a simulation: the real PSI would disagree */
+        } else if (!strcmp(a, "--pressure-window")) {
+            bad = sl_cli_int(v, 1, 1 << 30, &n);
+            o->pressure.emergency_window = (int32_t)n;
+        }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             bad = sl_cli_int(v, -1, 1 << 30, &n);
             o->n_predict = n;
@@ -135,6 +166,9 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
     fprintf(stderr, "\nprompt: %lld tokens in %.1f ms (%.2f tok/s); decode: %lld tokens in %.1f ms "
                     "(%.2f tok/s); time to first token: %.1f ms\n",
             (long long)all->n_prompt, all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms);
+    if (all->n_restored)
+        fprintf(stderr, "prompt cache: %lld positions restored in %.1f ms\n", (long long)all->n_restored,
+                all->restore_ms);
     if (o->stats)
         fprintf(stderr, "stats: mode %s, io %s, %d threads, %s kernels; per decode token: compute %.2f ms, "
                         "I/O stall %.2f ms, read %.2f MB (%.1f MB/s); prompt read %.2f MB\n",
@@ -162,11 +196,15 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "\"decode_tok_s\":%.3f,\"ttft_ms\":%.3f,\"compute_ms_per_token\":%.3f,"
                         "\"stall_ms_per_token\":%.3f,\"bytes_read_per_token\":%.0f,\"decode_mb_s\":%.3f,"
                         "\"prompt_bytes_read\":%llu,\"expert_hit_rate\":%.4f,\"expert_hits\":%llu,"
-                        "\"expert_misses\":%llu,\"expert_bytes_per_token\":%.0f,\"expert_stall_ms_per_token\":%.3f}\n",
+                        "\"expert_misses\":%llu,\"expert_bytes_per_token\":%.0f,\"expert_stall_ms_per_token\":%.3f,"
+                        "\"n_restored\":%lld,\"restore_ms\":%.3f,"
+                        "\"pressure_down\":%lld,\"pressure_up\":%lld,\"pressure_depth\":%d}\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
                 all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms, comp / per, stall / per,
                 (double)bytes / per, mbps, (unsigned long long)pre->bytes_read, xrate, (unsigned long long)xh,
-                (unsigned long long)xm, (double)xb / per, xs / per);
+                (unsigned long long)xm, (double)xb / per, xs / per, (long long)all->n_restored,
+                all->restore_ms, (long long)all->n_pressure_down, (long long)all->n_pressure_up,
+                all->pressure_depth);
 }
 
 /* How a generation ended (when it did not fail). */
@@ -207,6 +245,53 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
     return 0;
 }
 
+/* Each ladder step on stderr: a line with --stats, a JSON object with --json. */
+static void on_pressure(void *ctx, const sl_pressure_event *e)
+{
+    const gen_opts *o = ctx;
+    static const char *rung[] = { "?", "pins", "slots", "kv_window" };
+    const char *r = e->rung >= 1 && e->rung <= 3 ? rung[e->rung] : rung[0];
+    if (o->json)
+        fprintf(stderr, "{\"pressure_step\":{\"t_ms\":%.1f,\"dir\":%d,\"rung\":\"%s\",\"from\":%d,\"to\":%d,"
+                        "\"avail_bytes\":%lld,\"freed_bytes\":%lld,\"status\":%d}}\n",
+                e->t_ms, e->dir, r, e->from, e->to, (long long)e->avail_bytes, (long long)e->freed_bytes, e->status);
+    else if (o->stats)
+        fprintf(stderr, "\n[pressure %s at %.1f s: %s %d -> %d, available %.2f GiB, freed %.0f MiB%s%s]\n",
+                e->dir < 0 ? "down" : "up",
+                e->t_ms / 1e3, r, e->from, e->to, (double)e->avail_bytes / (1 << 30),
+                (double)e->freed_bytes / (1 << 20), e->status ? ": " : "", e->status ? sl_strerror(e->status) : "");
+}
+
+/* Turns the ladder on when --pressure-floor was given. */
+static int start_pressure(gen_opts *o, sl_session *s, const char *cmd)
+{
+    if (!o->pressure.floor_bytes) return 0;
+    o->pressure.on_step = on_pressure;
+    o->pressure.step_ctx = o;
+    int rc = sl_session_set_pressure(s, &o->pressure);
+    if (rc) fprintf(stderr, "%s: %s\n", cmd, sl_session_errmsg(s));
+    return rc;
+}
+
+/* --prompt-cache: restore what the file shares with ids[0..n), then feed the
+ * rest. A missing or rejected file only costs the recomputation. */
+static int feed_cached(const gen_opts *o, sl_session *s, const int32_t *ids, int n, const char *cmd)
+{
+    int32_t reused = 0;
+    int rc = sl_session_load_prefix(s, o->prompt_cache, ids, n, &reused);
+    if (rc == SL_ENOENT) fprintf(stderr, "%s: prompt cache %s does not exist yet\n", cmd, o->prompt_cache);
+    else if (rc) fprintf(stderr, "%s: %s; recomputing the prompt\n", cmd, sl_session_errmsg(s));
+    else fprintf(stderr, "%s: prompt cache: reused %d of %d prompt tokens\n", cmd, reused, n);
+    return sl_session_feed_tokens(s, ids + reused, n - reused);
+}
+
+static void save_cache(const gen_opts *o, sl_session *s, const char *cmd)
+{
+    if (!o->prompt_cache || o->prompt_cache_ro || sl_session_n_past(s) < 1) return;
+    if (sl_session_save(s, o->prompt_cache))
+        fprintf(stderr, "%s: cannot save the prompt cache: %s\n", cmd, sl_session_errmsg(s));
+}
+
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: sluice run -m MODEL -p PROMPT [options]\n"
@@ -235,7 +320,19 @@ static int run_main(int argc, char **argv)
         fprintf(stderr, "sluice run: %s\n", sl_last_error());
         goto out;
     }
-    if (sl_session_feed_text(s, o.prompt, false)) {
+    if (start_pressure(&o, s, "sluice run")) goto out;
+    if (o.prompt_cache) {
+        size_t plen = strlen(o.prompt);
+        int cap = plen + 8 > (size_t)INT32_MAX ? INT32_MAX : (int)(plen + 8);
+        int32_t *ids = malloc((size_t)cap * sizeof *ids);
+        int n = ids ? sl_model_tokenize(m, o.prompt, plen, true, false, ids, cap) : SL_ENOMEM;
+        int rc = n < 0 ? n : feed_cached(&o, s, ids, n, "sluice run");
+        free(ids);
+        if (rc) {
+            fprintf(stderr, "sluice run: %s\n", n < 0 ? sl_model_errmsg(m) : sl_session_errmsg(s));
+            goto out;
+        }
+    } else if (sl_session_feed_text(s, o.prompt, false)) {
         fprintf(stderr, "sluice run: %s\n", sl_session_errmsg(s));
         goto out;
     }
@@ -249,6 +346,7 @@ static int run_main(int argc, char **argv)
     fflush(stdout);
     sl_session_get_stats(s, &all);
     print_summary(&o, m, &all, &pre);
+    save_cache(&o, s, "sluice run");
 out:
     sl_session_destroy(s);
     sl_model_close(m);
@@ -300,14 +398,16 @@ static char *render(enum sl_chat_tmpl t, const msgs *ms, bool gen, const char *b
     return out;
 }
 
-static int feed_special(sl_model *m, sl_session *s, const char *text)
+static int feed_special(const gen_opts *o, sl_model *m, sl_session *s, const char *text)
 {
     size_t len = strlen(text);
     int cap = (int)(len + 16);
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     if (!ids) return SL_ENOMEM;
     int n = sl_model_tokenize(m, text, len, false, true, ids, cap);
-    int rc = n < 0 ? n : sl_session_feed_tokens(s, ids, n);
+    /* the first message of a conversation may come from the prompt cache */
+    bool cached = o->prompt_cache && sl_session_n_past(s) == 0 && n > 0;
+    int rc = n < 0 ? n : cached ? feed_cached(o, s, ids, n, "sluice chat") : sl_session_feed_tokens(s, ids, n);
     if (n < 0) fprintf(stderr, "sluice chat: %s\n", sl_model_errmsg(m));
     else if (rc) fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
     free(ids);
@@ -352,6 +452,7 @@ static int chat_main(int argc, char **argv)
         fprintf(stderr, "sluice chat: %s\n", sl_last_error());
         goto out;
     }
+    if (start_pressure(&o, s, "sluice chat")) goto out;
     if (o.system && msgs_add(&ms, "system", o.system)) goto oom;
     prev = strdup("");
     if (!prev) goto oom;
@@ -370,7 +471,7 @@ static int chat_main(int argc, char **argv)
         if (delta == full && pl) {   /* template re-rendered history differently: start over */
             sl_session_reset(s);
         }
-        int rc = feed_special(m, s, delta);
+        int rc = feed_special(&o, m, s, delta);
         free(full);
         if (rc) goto out;
         /* generate the reply, capturing its text for the history */
@@ -388,6 +489,7 @@ static int chat_main(int argc, char **argv)
             free(reply);
             goto out;
         }
+        save_cache(&o, s, "sluice chat");
         int ar = msgs_add(&ms, "assistant", reply ? reply : "");
         free(reply);
         if (ar) goto oom;

@@ -67,5 +67,6 @@ void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_
     sc->expert_stream = p->expert_stream;
     sc->expert_policy = p->expert_policy;
     sc->expert_cache_bytes = p->expert_cache_bytes;
+    sc->numa = p->numa;
     sc->reserve_bytes = r->total;
 }

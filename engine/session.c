@@ -11,12 +11,15 @@
 #include "../gguf/gguf.h"
 #include "../gguf/sl_internal.h"
 #include "../io/sluice_stream.h"
+#include "../io/stream_numa.h"
 #include "../kernels/kernels.h"
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
+#include "pressure.h"
 #include "reserve.h"
 #include "sampler.h"
+#include "session_parts.h"
 #include "tokenizer.h"
 
 #define SL_MSG 512
@@ -33,6 +36,9 @@ struct sl_model {
     sl_forward fw;
     uint64_t model_bytes;
     char err[SL_MSG];
+    /* prompt cache (session_state.c): the file a cache is tied to */
+    char *path;
+    uint64_t ident;             /* 0 until first needed */
 };
 
 struct sl_session {
@@ -46,6 +52,7 @@ struct sl_session {
     sl_stats stats;
     double t_first_feed;        /* < 0: no feed pending a first token */
     char err[SL_MSG];
+    struct sl_pressure *pressure;   /* memory-pressure ladder (pressure.c), NULL when off */
 };
 
 static double now_ms(void)
@@ -90,13 +97,14 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     sl_model *m = calloc(1, sizeof *m);
     if (!m) return sl_err_set(SL_ENOMEM, "model: out of memory");
     m->p = p;
+    if (!(m->path = strdup(path))) { free(m); return sl_err_set(SL_ENOMEM, "model: out of memory"); }
 
     /* Metadata first: the planner needs our KV + arena sizes before it plans. */
     sl_gguf *g = NULL;
     int rc = sl_gguf_open_path(&g, path);
-    if (rc) { free(m); return rc; }   /* message names the path */
+    if (rc) { free(m->path); free(m); return rc; }   /* message names the path */
     rc = sl_model_desc_load(&m->d, g);
-    if (rc) { sl_gguf_close(g); free(m); return rc; }
+    if (rc) { sl_gguf_close(g); free(m->path); free(m); return rc; }
     m->model_bytes = sl_gguf_total_tensor_bytes(g);
     if (sl_tok_create(&m->tok, g)) {
         snprintf(m->tok_err, sizeof m->tok_err, "%s", sl_last_error());
@@ -141,6 +149,7 @@ void sl_model_close(sl_model *m)
     if (m->st) sl_stream_close(m->st);
     if (m->pool) sl_pool_destroy(m->pool);
     if (m->tok) sl_tok_destroy(m->tok);
+    free(m->path);
     free(m);
 }
 
@@ -238,6 +247,13 @@ int sl_session_create(sl_session **out, sl_model *m)
     s->m = m;
     int rc = sl_kv_init(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim);
     if (rc) { free(s); return rc; }
+    if (m->p.numa) {   /* before the first touch of the cache (io/stream_numa.h) */
+        sl_numa_place np;
+        sl_numa_decide_here(m->p.numa, &np);
+        size_t half = (size_t)(sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.n_head_kv * m->d.head_dim) / 2);
+        (void)sl_numa_apply(&np, s->kv.k, half);
+        (void)sl_numa_apply(&np, s->kv.v, half);
+    }
     sl_sampling sp;
     sl_sampling_init(&sp);
     if ((rc = sl_sampler_init(&s->smp, m->d.n_vocab, &sp))) { sl_kv_free(&s->kv); free(s); return rc; }
@@ -256,6 +272,7 @@ int sl_session_create(sl_session **out, sl_model *m)
 void sl_session_destroy(sl_session *s)
 {
     if (!s) return;
+    sl_pressure_free(s->pressure);
     sl_kv_free(&s->kv);
     sl_sampler_free(&s->smp);
     free(s->logits);
@@ -302,6 +319,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     if ((int64_t)s->kv.n_past + n > s->kv.n_ctx)
         return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d",
                                        s->kv.n_past, n, s->kv.n_ctx));
+    sl_pressure_tick(s);   /* between forward passes: nothing acquired */
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
     double t0 = now_ms();
@@ -428,4 +446,28 @@ int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)
 void sl_session_reset_stats(sl_session *s)
 {
     memset(&s->stats, 0, sizeof s->stats);
+}
+
+/* ---- internal: state access for session_state.c ------------------------- */
+
+void sl_session_parts_get(sl_session *s, sl_session_parts *p)
+{
+    p->d = &s->m->d;
+    p->model_path = s->m->path;
+    p->model_ident = &s->m->ident;
+    const sl_gguf *g = sl_stream_gguf(s->m->st);
+    p->data_offset = sl_gguf_data_offset(g);
+    p->file_size = sl_gguf_file_size(g);
+    p->kv = &s->kv;
+    p->smp = &s->smp;
+    p->logits = s->logits;
+    p->have_logits = &s->have_logits;
+    p->hist = s->hist;
+    p->t_first_feed = &s->t_first_feed;
+    p->stats = &s->stats;
+    p->st = s->m->st;
+    p->n_ctx = s->m->n_ctx;
+    p->pressure = &s->pressure;
+    p->err = s->err;
+    p->err_cap = sizeof s->err;
 }

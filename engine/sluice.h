@@ -102,6 +102,9 @@ typedef struct sl_model_params {
     int expert_stream;      /* enum sl_expert_stream: 0 = one (layer, expert) at a time when streaming */
     int expert_policy;      /* enum sl_expert_policy: expert cache eviction, 0 = default */
     uint64_t expert_cache_bytes;   /* cap on the expert cache; 0 = what the budget leaves */
+    /* 0.3 */
+    int numa;               /* weights, slots and KV cache: 0 leave alone, 1 on the compute threads'
+                               node, 2 interleaved over all nodes (no-op on one node) */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -206,6 +209,96 @@ SL_API int32_t sl_session_n_ctx(const sl_session *s);
  * NUL-terminated string; returns its length (0 allowed) or < 0. */
 SL_API int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
 
+/* ---- session state files (prompt cache) -----------------------------------
+ * A file holds the tokens in the cache, their K/V rows (in the cache's own cell
+ * types, so nothing is re-quantized), the logits after the last token and the
+ * sampler's PRNG state. It is versioned, checksummed (header and payload), tied
+ * to the model file (a hash of the GGUF header + tensor table, the file size and
+ * the first and last 64 KiB of tensor data) and to the KV cell types and shape,
+ * and written atomically (temp file, fsync, rename, fsync of the directory).
+ * A file that does not match or is damaged is rejected: SL_ENOENT (no file),
+ * SL_EIO, SL_ETRUNC (shorter/longer than its header says), SL_EVERSION,
+ * SL_EFORMAT (bad magic, checksum, token id), SL_EUNSUPPORTED (another model,
+ * KV type or shape, more tokens than n_ctx), SL_ENOMEM; the session is then
+ * empty (as after sl_session_reset) and the message says why.
+ *
+ * save: the whole state (n_past positions). SL_EINVAL when nothing was fed.
+ * load: the whole state, PRNG included; logits as they were when saved
+ *   (bitwise), so sampling continues exactly as it would have.
+ * load_prefix: the longest common prefix of the file's tokens and ids[0..n)
+ *   (llama.cpp's --prompt-cache). *n_reused = positions restored; the caller
+ *   feeds ids[*n_reused..n). When the whole file matched, its logits come
+ *   with it; otherwise at most n-1 positions are restored so that at least one
+ *   token is computed and the logits are fresh. The PRNG is left alone (the
+ *   caller's seed rules). Feeding the rest in the same chunks as the run that
+ *   wrote the file gives bitwise the same logits. */
+SL_API int sl_session_save(sl_session *s, const char *path);
+SL_API int sl_session_load(sl_session *s, const char *path);
+SL_API int sl_session_load_prefix(sl_session *s, const char *path, const int32_t *ids, int n,
+                                  int32_t *n_reused);
+
+/* ---- memory pressure -------------------------------------------------------
+ * A ladder the session steps down when free memory runs short during a run,
+ * without stopping the generation, and back up (with hysteresis) when memory
+ * returns. Rungs, in order:
+ *   PINS      stream mode: unpin units (layers, lm-head chunks), last first (streamed
+ *             from then on; each returns its buffer at once)
+ *   SLOTS     stream mode: fewer streaming slots, down to min_slots
+ *   KV_WINDOW keep only the last emergency_window positions (context shift;
+ *             see sl_pressure_params.kv_window)
+ * The watcher polls a source of available bytes (default: MemAvailable from
+ * /proc/meminfo, plus PSI /proc/pressure/memory "some avg10" above psi_avg10
+ * counted as a shortage where the file exists) before a forward pass, at most
+ * every interval_ms; sl_session_pressure_poll polls now. An app can instead (or
+ * also) feed levels, e.g. Android's onTrimMemory: RUNNING_MODERATE ->
+ * MODERATE (half the pins go), RUNNING_LOW -> LOW (all pins), RUNNING_CRITICAL
+ * and above -> CRITICAL (every rung); NONE lets the ladder climb again.
+ * Resident and mmap modes have no PINS/SLOTS rungs (the kernel pages mmap). */
+enum sl_pressure_level { SL_PRESSURE_NONE = 0, SL_PRESSURE_MODERATE, SL_PRESSURE_LOW, SL_PRESSURE_CRITICAL };
+enum sl_pressure_rung { SL_RUNG_PINS = 1, SL_RUNG_SLOTS, SL_RUNG_KV_WINDOW };
+
+typedef struct sl_pressure_event {
+    size_t struct_size;
+    int dir;                /* -1 stepped down, +1 stepped up */
+    int rung;               /* enum sl_pressure_rung */
+    int32_t from, to;       /* pinned layers / slots / KV positions */
+    int64_t avail_bytes;    /* what the source said (-1 for a fed level) */
+    int64_t freed_bytes;    /* bytes given back (negative: taken) */
+    int status;             /* 0, or why the rung could not act (SL_ENOSYS: not wired) */
+    double t_ms;            /* since sl_session_set_pressure */
+} sl_pressure_event;
+#define SL_PRESSURE_EVENT_MIN_SIZE SL_STRUCT_END(sl_pressure_event, t_ms)
+
+/* Available bytes now, or < 0 if unknown (the poll then does nothing). */
+typedef int64_t (*sl_pressure_source)(void *ctx);
+typedef void (*sl_pressure_cb)(void *ctx, const sl_pressure_event *e);
+/* KV_WINDOW rung: keep at most n positions (context shift). 0, or a status. */
+typedef int (*sl_pressure_kv_window_fn)(sl_session *s, int32_t n);
+
+typedef struct sl_pressure_params {
+    size_t struct_size;     /* sizeof, set by the _init function */
+    uint64_t floor_bytes;   /* step down while available < floor (1 GiB) */
+    uint64_t hysteresis_bytes; /* step up only while available > floor + this + the step's bytes (512 MiB) */
+    float psi_avg10;        /* PSI "some avg10" (%) counted as a shortage (10; <= 0 off) */
+    int32_t emergency_window; /* KV positions kept by the last rung (256) */
+    int32_t min_slots;      /* SLOTS rung floor (1) */
+    double interval_ms;     /* automatic polls at most this often (100; 0 = only explicit polls) */
+    sl_pressure_source source; void *source_ctx;   /* NULL = /proc */
+    sl_pressure_cb on_step; void *step_ctx;        /* each step (also refused ones), or NULL */
+    sl_pressure_kv_window_fn kv_window;            /* NULL = the engine's (context shift) */
+    const char *meminfo_path, *psi_path;           /* default source's files (NULL = /proc/...) */
+} sl_pressure_params;
+#define SL_PRESSURE_PARAMS_MIN_SIZE SL_STRUCT_END(sl_pressure_params, psi_path)
+SL_API int sl_pressure_params_init_sized(sl_pressure_params *p, size_t struct_size);
+static inline int sl_pressure_params_init(sl_pressure_params *p)
+{ return sl_pressure_params_init_sized(p, sizeof *p); }
+/* Turn the ladder on (p) or off (NULL: every rung is climbed back first). */
+SL_API int sl_session_set_pressure(sl_session *s, const sl_pressure_params *p);
+/* Poll the source now; returns the steps taken (>= 0) or a status. */
+SL_API int sl_session_pressure_poll(sl_session *s);
+/* Feed an external level (enum sl_pressure_level); returns the steps taken. */
+SL_API int sl_session_pressure_level(sl_session *s, int level);
+
 typedef struct sl_stats {
     int64_t n_prompt;       /* tokens fed through feed_* / eval */
     double  prompt_ms;      /* wall time of those forward passes */
@@ -220,6 +313,12 @@ typedef struct sl_stats {
     uint64_t expert_hits, expert_misses;   /* requested experts found cached / read */
     uint64_t expert_bytes_read;            /* part of bytes_read */
     double  expert_stall_ms;               /* part of stall_ms */
+    /* 0.3: prompt cache (sl_session_load*) */
+    int64_t n_restored;     /* positions restored from cache files instead of computed */
+    double  restore_ms;     /* wall time of those restores (counted in ttft_ms too) */
+    /* 0.3: memory-pressure ladder */
+    int64_t n_pressure_down, n_pressure_up;   /* steps taken */
+    int32_t pressure_depth;  /* steps currently down */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

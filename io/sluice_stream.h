@@ -107,6 +107,8 @@ typedef struct sl_stream_config {
     int expert_stream;       /* enum sl_expert_stream */
     int expert_policy;       /* enum sl_expert_policy */
     uint64_t expert_cache_bytes;   /* cap on the expert cache; 0 = all the budget leaves */
+    /* 0.3 */
+    int numa;                /* 0 none, 1 local (the compute threads' node), 2 distribute (interleave) */
 } sl_stream_config;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)
@@ -281,6 +283,20 @@ SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *
  * small read through the page cache on the caller's thread (the loader's retry
  * policy; not counted in the stats). */
 SL_API int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
+
+/* Memory-pressure adaptation (stream mode; SL_ENOSYS in resident and mmap
+ * modes). set_pinned: turn a pinned unit into a streamed one (its
+ * buffer is unmapped now) or read a streamed one into a new pinned buffer
+ * (blocks for the read). set_slots: use only the first n_slots slots
+ * (1..the plan's n_slots); the others' reads are waited for and their pages
+ * returned to the kernel (not with io_uring registered buffers: the kernel
+ * holds those pages, so only the count shrinks; *returned says whether the
+ * memory went back). Neither may be called while a unit concerned is acquired
+ * (SL_EBUSY). The plan (get_plan) follows: n_pinned, pinned_bytes, n_slots. */
+SL_API int sl_stream_set_pinned(sl_stream *s, int32_t unit, bool pinned);
+SL_API int sl_stream_set_slots(sl_stream *s, int32_t n_slots, bool *returned);
+/* Slots the plan started with (set_slots cannot go above it). */
+SL_API int32_t sl_stream_max_slots(const sl_stream *s);
 
 /* Telemetry since open or the last reset (sl_stream_stats above). */
 SL_API int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size);

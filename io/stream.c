@@ -72,6 +72,8 @@ static int check_config(const sl_stream_config *c)
         return sl_err_set(SL_EINVAL, "streamer: bad expert_stream %d", c->expert_stream);
     if (c->expert_policy < SL_EVICT_AUTO || c->expert_policy > SL_EVICT_DECAY)
         return sl_err_set(SL_EINVAL, "streamer: bad expert eviction policy %d", c->expert_policy);
+    if (c->numa < SL_NUMA_NONE || c->numa > SL_NUMA_DISTRIBUTE)
+        return sl_err_set(SL_EINVAL, "streamer: bad numa policy %d (0 none, 1 local, 2 distribute)", c->numa);
     if (c->req_bytes > SL_MAX_REQ_BYTES)
         return sl_err_set(SL_EINVAL, "streamer: request size %u above %u bytes", c->req_bytes, SL_MAX_REQ_BYTES);
     return 0;
@@ -262,6 +264,7 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     char perr[512];
     rc = plan_for(s, s->g, perr, sizeof perr);
     if (rc) goto bad;
+    sl_numa_decide_here(s->cfg.numa, &s->numa);
     s->ops = mode_ops[s->plan.mode];
     rc = s->ops->open(s);
     if (rc) goto bad;

@@ -6,6 +6,7 @@
 #define SL_STREAM_MODE_H
 
 #include "stream_internal.h"
+#include "stream_numa.h"
 
 typedef struct sl_owned_buf { void *map; size_t len; } sl_owned_buf;
 
@@ -21,6 +22,9 @@ typedef struct sl_stream_mode_ops {
     int (*acquire)(sl_stream *s, int32_t unit, const uint8_t **base);
     void (*release)(sl_stream *s, int32_t unit);      /* NULL: nothing to do */
     void (*prefetch)(sl_stream *s, int32_t unit);     /* NULL: nothing to do */
+    /* memory-pressure ladder (engine/pressure.c); NULL: SL_ENOSYS in this mode */
+    int (*set_pinned)(sl_stream *s, int32_t unit, bool pinned);   /* unit not acquired */
+    int (*set_slots)(sl_stream *s, int32_t n_slots);              /* 1..plan n_slots, none acquired beyond */
 } sl_stream_mode_ops;
 
 extern const sl_stream_mode_ops sl_stream_resident_ops, sl_stream_mmap_ops, sl_stream_ring_ops;
@@ -48,6 +52,10 @@ struct sl_stream {
     struct sl_experts *ex;
     sl_stream_tensor *xviews;   /* [n_layers * n_expert * 3], unsplit: lazily */
     bool *xheld;                /* [n_layers * n_expert] */
+    /* memory-pressure ladder (stream_pressure.c): slots at open; 0 until first resized */
+    int32_t max_slots;
+    /* where the modes' big buffers go (stream_numa.h); decided at open */
+    sl_numa_place numa;
 };
 
 /* Shared by the modes (stream.c). */
@@ -70,6 +78,13 @@ void sl_experts_reset_stats(sl_stream *s);
  * not submitted. Returns their number. */
 int sl_stream_unit_jobs(const sl_stream *s, int32_t u, sl_io_job *jobs, uint8_t *buf, int buf_index);
 static inline void *sl_owned_alloc(sl_owned_buf *b, size_t len) { return sl_buf_alloc(len, &b->len, &b->map); }
+/* sl_owned_alloc placed where the stream's NUMA decision says (before any page is touched). */
+static inline void *sl_stream_alloc(sl_stream *s, sl_owned_buf *b, size_t len)
+{
+    void *p = sl_owned_alloc(b, len);
+    if (p) (void)sl_numa_apply(&s->numa, b->map, b->len);   /* a refused bind only costs locality */
+    return p;
+}
 static inline void sl_owned_free(sl_owned_buf *b) { sl_buf_free(b->map, b->len); b->map = NULL; b->len = 0; }
 
 #endif

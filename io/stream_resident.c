@@ -27,7 +27,7 @@ static int resident_open(sl_stream *s)
     s->mode_state = r;
     uint64_t a = s->align, fsize = sl_gguf_file_size(s->g);
     uint64_t beg = sl_gguf_data_offset(s->g) / a * a, end = (fsize + a - 1) / a * a;
-    r->buf = sl_owned_alloc(&r->mem, (size_t)(end - beg));
+    r->buf = sl_stream_alloc(s, &r->mem, (size_t)(end - beg));
     if (!r->buf) return sl_err_set(SL_ENOMEM, "resident mode: cannot allocate %llu bytes",
                                    (unsigned long long)(end - beg));
     r->base = beg;

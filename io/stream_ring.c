@@ -26,6 +26,7 @@ typedef struct sl_slot {
 
 typedef struct ring {
     sl_slot *slots; int32_t n_slots; uint64_t slot_bytes;
+    int32_t n_active;        /* slots in use: n_slots unless the pressure ladder shrank them */
     sl_owned_buf smem;
     sl_owned_buf *pmem;      /* [n_units] pinned unit buffers */
     sl_owned_buf emem;       /* pinned embedding table */
@@ -90,11 +91,11 @@ static void refill(sl_stream *s)
 {
     ring *R = s->mode_state;
     int32_t U = s->um.n_units;
-    if (R->n_slots == 0) return;
+    if (R->n_active == 0) return;
     reap_stale(s, false);
-    while (count_state(R, SLOT_LOADING) < R->n_slots) {
+    while (count_state(R, SLOT_LOADING) < R->n_active) {
         int32_t free_i = -1;
-        for (int32_t i = 0; i < R->n_slots; i++) if (R->slots[i].state == SLOT_FREE) { free_i = i; break; }
+        for (int32_t i = 0; i < R->n_active; i++) if (R->slots[i].state == SLOT_FREE) { free_i = i; break; }
         if (free_i < 0) return;
         int32_t u = next_streamed(s, R->next_sched);
         if (u < 0) return;                      /* everything pinned */
@@ -149,7 +150,7 @@ static int load_pinned(sl_stream *s)
     for (int32_t u = 0; u < U; u++) {
         sl_unit *un = &s->um.units[u];
         if (!un->info.pinned || un->aend == un->abeg) continue;
-        un->pinned_buf = sl_owned_alloc(&R->pmem[u], (size_t)un->info.bytes);
+        un->pinned_buf = sl_stream_alloc(s, &R->pmem[u], (size_t)un->info.bytes);
         if (!un->pinned_buf) { rc = sl_err_set(SL_ENOMEM, "streamer: cannot allocate pinned unit %d", (int)u); break; }
         int nj = sl_stream_unit_jobs(s, u, jobs + n_jobs, un->pinned_buf, -1);
         for (int k = 0; k < nj; k++) sl_loader_submit(s->L, &jobs[n_jobs++]);
@@ -158,7 +159,7 @@ static int load_pinned(sl_stream *s)
     if (rc == 0 && s->plan.embd_pinned && e) {
         uint64_t a = s->align, b = e->file_offset / a * a;
         uint64_t end = (e->file_offset + e->nbytes + a - 1) / a * a;
-        uint8_t *buf = sl_owned_alloc(&R->emem, (size_t)(end - b));
+        uint8_t *buf = sl_stream_alloc(s, &R->emem, (size_t)(end - b));
         if (!buf) rc = sl_err_set(SL_ENOMEM, "streamer: cannot allocate the embedding table");
         else {
             sl_stream_job_init(s, &jobs[n_jobs], buf, b, end, e->file_offset + e->nbytes, -1, -1);
@@ -187,13 +188,13 @@ static int ring_open(sl_stream *s)
     ring *R = calloc(1, sizeof *R);
     if (!R) return sl_err_set(SL_ENOMEM, "streamer: out of memory");
     s->mode_state = R;
-    R->n_slots = s->plan.n_slots;
+    R->n_slots = R->n_active = s->plan.n_slots;
     R->slot_bytes = s->plan.slot_bytes;
     struct iovec *iov = NULL;
     if (R->n_slots > 0) {
         R->slots = calloc((size_t)R->n_slots, sizeof *R->slots);
         iov = calloc((size_t)R->n_slots, sizeof *iov);
-        uint8_t *m = sl_owned_alloc(&R->smem, (size_t)(R->slot_bytes * (uint64_t)R->n_slots));
+        uint8_t *m = sl_stream_alloc(s, &R->smem, (size_t)(R->slot_bytes * (uint64_t)R->n_slots));
         if (!R->slots || !iov || !m) {
             free(iov);
             return sl_err_set(SL_ENOMEM, "streamer: cannot allocate %d slots of %llu bytes",
@@ -307,7 +308,99 @@ static void ring_prefetch(sl_stream *s, int32_t unit)
     restart_at(s, u);
 }
 
+/* ---- memory-pressure ladder (stream_pressure.c checks the arguments) ---- */
+
+/* A slot's reads are over and it holds nothing: wait for them. */
+static void slot_drain(sl_stream *s, sl_slot *sl)
+{
+    if (sl->state == SLOT_LOADING || sl->state == SLOT_STALE)
+        for (int k = 0; k < sl->n_job; k++) (void)sl_loader_wait(s->L, &sl->job[k]);
+    if (sl->unit >= 0) s->um.units[sl->unit].slot = -1;
+    sl->unit = -1;
+    sl->state = SLOT_FREE;
+}
+
+/* A plan that pinned everything has no slot; an unpinned unit needs one to
+ * stream through: one slot as large as the largest unit (not registered with
+ * io_uring: plain reads). */
+static int first_slot(sl_stream *s, ring *R)
+{
+    uint64_t big = 0;
+    for (int32_t u = 0; u < s->um.n_units; u++)
+        if (s->um.units[u].info.bytes > big) big = s->um.units[u].info.bytes;
+    R->slots = calloc(1, sizeof *R->slots);
+    uint8_t *m = R->slots ? sl_stream_alloc(s, &R->smem, (size_t)big) : NULL;
+    if (!m) {
+        free(R->slots);
+        R->slots = NULL;
+        return sl_err_set(SL_ENOMEM, "unpinning: cannot allocate a slot of %llu bytes", (unsigned long long)big);
+    }
+    R->slots[0].buf = m;
+    R->slots[0].unit = -1;
+    R->n_slots = R->n_active = 1;
+    R->slot_bytes = big;
+    s->plan.n_slots = 1;
+    s->plan.slot_bytes = big;
+    s->max_slots = 1;
+    return 0;
+}
+
+static int ring_set_pinned(sl_stream *s, int32_t unit, bool pinned)
+{
+    ring *R = s->mode_state;
+    sl_unit *un = &s->um.units[unit];
+    if (!pinned && R->n_slots == 0) {
+        int rc = first_slot(s, R);
+        if (rc) return rc;
+    }
+    if (!pinned) {
+        sl_owned_free(&R->pmem[unit]);
+        un->pinned_buf = NULL;
+        un->info.pinned = false;
+        un->slot = -1;
+        refill(s);
+        return 0;
+    }
+    if (un->slot >= 0) slot_drain(s, &R->slots[un->slot]);
+    uint8_t *buf = sl_stream_alloc(s, &R->pmem[unit], (size_t)un->info.bytes);
+    if (!buf) return sl_err_set(SL_ENOMEM, "re-pinning unit %d: cannot allocate %llu bytes", (int)unit,
+                                (unsigned long long)un->info.bytes);
+    sl_io_job job[SL_MAX_SEGS];
+    int nj = sl_stream_unit_jobs(s, unit, job, buf, -1), st = 0, k_bad = 0;
+    for (int k = 0; k < nj; k++) sl_loader_submit(s->L, &job[k]);
+    for (int k = 0; k < nj; k++) {
+        int r = sl_loader_wait(s->L, &job[k]);
+        if (r && !st) { st = r; k_bad = k; }
+    }
+    if (st) {
+        sl_owned_free(&R->pmem[unit]);
+        return sl_err_set(st, "re-pinning unit %d: %s", (int)unit, job[k_bad].err);
+    }
+    un->pinned_buf = buf;
+    un->info.pinned = true;
+    refill(s);
+    return 0;
+}
+
+static int ring_set_slots(sl_stream *s, int32_t n)
+{
+    ring *R = s->mode_state;
+    for (int32_t i = n; i < R->n_active; i++)
+        if (R->slots[i].state == SLOT_ACQUIRED)
+            return sl_err_set(SL_EBUSY, "set_slots: slot %d holds acquired unit %d", (int)i, (int)R->slots[i].unit);
+    for (int32_t i = n; i < R->n_active; i++) {
+        slot_drain(s, &R->slots[i]);
+        /* registered buffers: the kernel keeps the pages, and a fresh page
+         * here would no longer be the one reads land in */
+        if (!sl_loader_fixed(s->L)) (void)madvise(R->slots[i].buf, (size_t)R->slot_bytes, MADV_DONTNEED);
+    }
+    R->n_active = n;
+    refill(s);
+    return 0;
+}
+
 const sl_stream_mode_ops sl_stream_ring_ops = {
     .mode = SL_MODE_STREAM, .open = ring_open, .close = ring_close, .file_at = NULL,
     .acquire = ring_acquire, .release = ring_release, .prefetch = ring_prefetch,
+    .set_pinned = ring_set_pinned, .set_slots = ring_set_slots,
 };

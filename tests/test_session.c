@@ -17,6 +17,7 @@
 #include "../engine/sluice.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
+#include "util_cli.h"
 
 #define MODELS SL_SHARED_DIR "/models"
 #define Q4K MODELS "/synth-tiny-q4_k.gguf"
@@ -348,24 +349,7 @@ Test(session, modes_identical_q4k, .timeout = 120) { modes_identical(Q4K, 32000,
 Test(session, modes_identical_tied, .timeout = 120) { modes_identical(MODELS "/TinyStories-656K-Q8_0.gguf", 2048, 0.09); }
 
 /* ---- the command line -------------------------------------------------------- */
-static int sluice_cmd(const char *args, char *out, size_t out_len)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    cr_assert_not_null(slash);
-    *slash = 0;   /* .../build/tests */
-    char cmd[PATH_MAX + 1024];
-    snprintf(cmd, sizeof cmd, "%s/../sluice %s 2>&1", exe, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t got = fread(out, 1, out_len - 1, p);
-    out[got] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int sluice_cmd(const char *args, char *out, size_t out_len) { return sl_test_sluice(args, out, out_len); }
 
 Test(cli, bad_flags_exit_2)
 {

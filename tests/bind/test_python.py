@@ -191,5 +191,32 @@ def errors_bad_input():
     raises("closed model tokenize", -22, "closed", m.tokenize, "x")
 
 
+@test
+def session_state_files():
+    import tempfile
+    m = sluice.Model(MODEL, n_ctx=64)
+    a = m.session(PROMPT)
+    a.set_sampling(temp=0)
+    path = os.path.join(tempfile.mkdtemp(), "state.bin")
+    a.save(path)
+    want = [t for t, _ in a.generate(6)]
+    b = m.session()
+    b.set_sampling(temp=0)
+    b.load(path)
+    check(b.n_past == len(m.tokenize(PROMPT)), "restored n_past %d" % b.n_past)
+    check([t for t, _ in b.generate(6)] == want, "same greedy tokens after a restore")
+    ids = m.tokenize(PROMPT)
+    c = m.session()
+    check(c.load_prefix(path, ids + [5]) == len(ids), "prefix restore")
+    with open(path, "r+b") as f:
+        f.seek(150)
+        f.write(b"\xff")
+    raises("damaged state file", -1001, "checksum", c.load, path)
+    check(c.n_past == 0, "a rejected file leaves the session empty")
+    raises("pressure level with the ladder off", -22, "off", c.pressure_level, 1)
+    os.unlink(path)
+    m.close()
+
+
 print("python: %d passed, %d failed" % (passed, failed))
 sys.exit(0 if failed == 0 else 1)

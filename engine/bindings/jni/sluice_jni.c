@@ -310,6 +310,43 @@ JFN(void, reset)(JNIEnv *env, jclass c, jlong h)
     if (s) sl_session_reset(s);
 }
 
+/* ---- session state files and the memory-pressure ladder ---- */
+JFN(void, saveState)(JNIEnv *env, jclass c, jlong h, jbyteArray path, jboolean load)
+{
+    (void)c;
+    sl_session *s = session_of(env, h);
+    if (!s) return;
+    char *p = cstr(env, path, "path is null");
+    if (!p) return;
+    int rc = load ? sl_session_load(s, p) : sl_session_save(s, p);
+    free(p);
+    if (rc) throw_sl(env, rc, sl_session_errmsg(s));
+}
+
+/* floor_bytes 0: ladder off; else on with the defaults (MemAvailable/PSI watcher). */
+JFN(void, pressure)(JNIEnv *env, jclass c, jlong h, jlong floor_bytes)
+{
+    (void)c;
+    sl_session *s = session_of(env, h);
+    if (!s) return;
+    if (floor_bytes < 0) { throw_sl(env, SL_EINVAL, "negative pressure floor"); return; }
+    sl_pressure_params p;
+    sl_pressure_params_init(&p);
+    p.floor_bytes = (uint64_t)floor_bytes;
+    int rc = sl_session_set_pressure(s, floor_bytes ? &p : NULL);
+    if (rc) throw_sl(env, rc, sl_session_errmsg(s));
+}
+
+JFN(jint, pressureLevel)(JNIEnv *env, jclass c, jlong h, jint level)
+{
+    (void)c;
+    sl_session *s = session_of(env, h);
+    if (!s) return 0;
+    int rc = sl_session_pressure_level(s, level);
+    if (rc < 0) throw_sl(env, rc, sl_session_errmsg(s));
+    return rc < 0 ? 0 : rc;
+}
+
 /* Resident set (VmRSS) and its peak (VmHWM) in bytes; 0 where /proc is missing. */
 static void rss(double *cur, double *peak)
 {

@@ -276,3 +276,30 @@ class Session:
     def reset_stats(self):
         with self._lock:
             lib.sl_session_reset_stats(self._handle())
+
+    def save(self, path):
+        """Save tokens, KV cache, logits and sampler state to path (atomic; sl_session_save)."""
+        with self._lock:
+            check(lib.sl_session_save(self._handle(), os.fsencode(path)), self._err)
+
+    def load(self, path):
+        """Restore what save wrote; another model's, KV type's or a damaged file raises
+        SluiceError and leaves the session empty."""
+        with self._lock:
+            check(lib.sl_session_load(self._handle(), os.fsencode(path)), self._err)
+
+    def load_prefix(self, path, ids):
+        """Restore the longest common prefix of path's tokens and ids; returns how many
+        positions were restored (feed ids[n:] next)."""
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        n = ctypes.c_int32(0)
+        with self._lock:
+            check(lib.sl_session_load_prefix(self._handle(), os.fsencode(path), arr, len(ids),
+                                             ctypes.byref(n)), self._err)
+        return n.value
+
+    def pressure_level(self, level):
+        """Feed a memory-pressure level (0 none .. 3 critical; Android onTrimMemory mapped as in
+        Session.trimMemory of the Java API) once the ladder is on; returns the steps taken."""
+        with self._lock:
+            return check(lib.sl_session_pressure_level(self._handle(), int(level)), self._err)

@@ -35,4 +35,7 @@ final class Native {
     static native void reset(long s);
     static native double[] stats(long s);
     static native void resetStats(long s);
+    static native void saveState(long s, byte[] path, boolean load);
+    static native void pressure(long s, long floorBytes);
+    static native int pressureLevel(long s, int level);
 }

@@ -90,6 +90,39 @@ public final class Session implements AutoCloseable {
 
     public void resetStats() { synchronized (engine) { Native.resetStats(h()); } }
 
+    /** Saves tokens, KV cache, logits and sampler state to path (atomically; sl_session_save). */
+    public void save(String path) { state(path, false); }
+
+    /** Restores what save wrote; a file of another model, KV type or a damaged one throws
+     *  and leaves the session empty (sl_session_load). */
+    public void load(String path) {
+        state(path, true);
+        ended = false;
+    }
+
+    private void state(String path, boolean load) {
+        if (path == null) throw new SluiceException(SluiceException.EINVAL, "path is null");
+        synchronized (engine) { Native.saveState(h(), path.getBytes(StandardCharsets.UTF_8), load); }
+    }
+
+    /** Memory-pressure ladder on (below floorBytes available: unpin, fewer slots, KV window) or off (0). */
+    public void pressure(long floorBytes) { synchronized (engine) { Native.pressure(h(), floorBytes); } }
+
+    /** Feeds Android's ComponentCallbacks2.onTrimMemory level into the ladder (pressure() first):
+     *  RUNNING_MODERATE (5) and UI_HIDDEN (20): half the pinned units; RUNNING_LOW (10) and
+     *  BACKGROUND (40): all of them; RUNNING_CRITICAL (15), MODERATE (60), COMPLETE (80): every
+     *  rung; anything else lets the ladder climb back. Returns the steps taken. */
+    public int trimMemory(int androidLevel) {
+        int level;
+        switch (androidLevel) {
+            case 5: case 20: level = 1; break;
+            case 10: case 40: level = 2; break;
+            case 15: case 60: case 80: level = 3; break;
+            default: level = 0;
+        }
+        synchronized (engine) { return Native.pressureLevel(h(), level); }
+    }
+
     @Override public void close() {
         synchronized (engine) {
             if (handle == 0) return;

@@ -1,0 +1,396 @@
+/* Session state files (engine/session_state.c, sluice.h "session state files"):
+ * restore gives bitwise the logits and samples of the saved session, the prefix
+ * restore equals a fresh computation in the same chunks, and every damaged or
+ * foreign file (truncated at each 4 KiB, bytes flipped, another model, another
+ * KV cell type, another version) is rejected with a message and leaves an empty,
+ * usable session. Also the hash the files use, and `sluice run --prompt-cache`.
+ * SL_HOST_ONLY (writes files, runs the sluice binary). */
+#include "sl_test.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../engine/hash64.h"
+#include "../engine/sluice.h"
+#include "../gguf/sl_status.h"
+#include "util_cli.h"
+#include "util_file.h"
+
+#define MODELS SL_SHARED_DIR "/models"
+#define TS MODELS "/TinyStories-656K-Q8_0.gguf"
+#define S260 MODELS "/stories260K.gguf"
+#define HDR 112   /* sizeof the file header (session_state.c) */
+
+static sl_model *open_model(const char *path, int32_t n_ctx, int32_t n_batch)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = n_ctx;
+    mp.n_batch = n_batch;
+    mp.n_threads = 2;
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
+    return m;
+}
+
+static sl_session *new_session(sl_model *m)
+{
+    sl_session *s = NULL;
+    cr_assert_eq(sl_session_create(&s, m), 0, "%s", sl_last_error());
+    return s;
+}
+
+static void some_ids(int32_t *ids, int n, int32_t n_vocab, uint64_t seed)
+{
+    uint64_t x = seed;
+    ids[0] = 1;
+    for (int i = 1; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = 3 + (int32_t)((x >> 33) % (uint64_t)(n_vocab - 3));
+    }
+}
+
+static void tmp_path(char *buf, size_t cap, const char *tag)
+{
+    snprintf(buf, cap, "/tmp/sl_test_pc_%s_%d.bin", tag, (int)getpid());
+}
+
+static void write_bytes(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+static int32_t n_vocab_of(sl_model *m)
+{
+    sl_model_info mi;
+    sl_model_get_info(m, &mi);
+    return mi.n_vocab;
+}
+
+Test(hash64, streaming_equals_one_shot)
+{
+    uint8_t buf[1000];
+    for (int i = 0; i < 1000; i++) buf[i] = (uint8_t)(i * 7 + 3);
+    for (size_t n = 0; n <= 1000; n += 37) {
+        uint64_t one = sl_hash64_of(buf, n, 9);
+        for (size_t step = 1; step < 70; step += 13) {
+            sl_hash64 h;
+            sl_hash64_init(&h, 9);
+            for (size_t i = 0; i < n; i += step) sl_hash64_update(&h, buf + i, n - i < step ? n - i : step);
+            cr_assert_eq(sl_hash64_final(&h), one, "n %zu step %zu", n, step);
+        }
+    }
+    /* one flipped bit anywhere, and the seed, change the digest */
+    uint64_t ref = sl_hash64_of(buf, 1000, 9);
+    cr_assert_neq(sl_hash64_of(buf, 1000, 10), ref);
+    for (int i = 0; i < 1000; i += 11) {
+        buf[i] ^= 0x10;
+        cr_assert_neq(sl_hash64_of(buf, 1000, 9), ref, "byte %d", i);
+        buf[i] ^= 0x10;
+    }
+    cr_assert_neq(sl_hash64_of(buf, 999, 9), ref);
+}
+
+/* Save after N tokens; a fresh session loading the file has the same logits
+ * (bitwise), then the same logits after more tokens, and samples the same
+ * tokens with the restored PRNG. */
+Test(prompt_cache, full_roundtrip_bitwise)
+{
+    sl_model *m = open_model(TS, 256, 16);
+    int32_t nv = n_vocab_of(m);
+    enum { N = 70, M = 9 };
+    int32_t ids[N + M];
+    some_ids(ids, N + M, nv, 7);
+    char path[128];
+    tmp_path(path, sizeof path, "full");
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.seed = 1234;
+
+    sl_session *a = new_session(m);
+    cr_assert_eq(sl_session_set_sampling(a, &sp), 0);
+    cr_assert_eq(sl_session_save(a, path), SL_EINVAL, "nothing fed yet");
+    cr_assert_eq(sl_session_feed_tokens(a, ids, N), 0, "%s", sl_session_errmsg(a));
+    int32_t t0;
+    cr_assert_eq(sl_session_sample(a, &t0), 0);   /* advance the PRNG: it must travel */
+    cr_assert_eq(sl_session_save(a, path), 0, "%s", sl_session_errmsg(a));
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    cr_assert_eq(access(tmp, F_OK), -1, "temp file renamed away");
+    float *la = malloc((size_t)nv * sizeof(float)), *lb = malloc((size_t)nv * sizeof(float));
+    cr_assert(la && lb);
+    memcpy(la, sl_session_logits(a), (size_t)nv * sizeof(float));
+
+    sl_session *b = new_session(m);
+    sl_sampling other = sp;
+    other.seed = 99;
+    cr_assert_eq(sl_session_set_sampling(b, &other), 0);
+    cr_assert_eq(sl_session_load(b, path), 0, "%s", sl_session_errmsg(b));
+    cr_assert_eq(sl_session_n_past(b), N);
+    cr_assert_not_null(sl_session_logits(b));
+    cr_assert_eq(memcmp(sl_session_logits(b), la, (size_t)nv * sizeof(float)), 0, "restored logits bitwise");
+    sl_stats st;
+    sl_session_get_stats(b, &st);
+    cr_assert_eq(st.n_restored, N);
+
+    /* same continuation, same logits and same sampled tokens */
+    for (int i = 0; i < 5; i++) {
+        int32_t ta, tb;
+        cr_assert_eq(sl_session_step(a, &ta), 0);
+        cr_assert_eq(sl_session_step(b, &tb), 0);
+        cr_assert_eq(ta, tb, "step %d", i);
+    }
+    cr_assert_eq(sl_session_feed_tokens(a, ids + N, M), 0);
+    cr_assert_eq(sl_session_feed_tokens(b, ids + N, M), 0);
+    cr_assert_eq(memcmp(sl_session_logits(a), sl_session_logits(b), (size_t)nv * sizeof(float)), 0);
+
+    /* saving again replaces the file atomically */
+    cr_assert_eq(sl_session_save(b, path), 0, "%s", sl_session_errmsg(b));
+    cr_assert_eq(sl_session_load(a, path), 0, "%s", sl_session_errmsg(a));
+    cr_assert_eq(sl_session_n_past(a), N + 5 + M);
+    free(la); free(lb);
+    unlink(path);
+    sl_session_destroy(a);
+    sl_session_destroy(b);
+    sl_model_close(m);
+}
+
+/* Prefix restore: the longest common prefix is restored, the rest fed in the
+ * same chunks as a fresh session gives bitwise the same logits. */
+Test(prompt_cache, prefix_equals_fresh)
+{
+    sl_model *m = open_model(TS, 256, 8);
+    int32_t nv = n_vocab_of(m);
+    enum { N = 60, P = 37, R = 20 };
+    int32_t ids[N], q[P + R];
+    some_ids(ids, N, nv, 11);
+    memcpy(q, ids, P * sizeof *q);
+    some_ids(q + P, R, nv, 12);
+    q[P] = ids[P] == 5 ? 6 : 5;   /* diverges right at P */
+    char path[128];
+    tmp_path(path, sizeof path, "prefix");
+
+    sl_session *a = new_session(m);
+    cr_assert_eq(sl_session_feed_tokens(a, ids, N), 0);
+    cr_assert_eq(sl_session_save(a, path), 0, "%s", sl_session_errmsg(a));
+    float *full = malloc((size_t)nv * sizeof(float));
+    cr_assert_not_null(full);
+    memcpy(full, sl_session_logits(a), (size_t)nv * sizeof(float));
+
+    /* fresh: P tokens, then R tokens */
+    sl_session *f = new_session(m);
+    cr_assert_eq(sl_session_feed_tokens(f, q, P), 0);
+    cr_assert_eq(sl_session_feed_tokens(f, q + P, R), 0);
+
+    sl_session *b = new_session(m);
+    int32_t reused = -1;
+    cr_assert_eq(sl_session_load_prefix(b, path, q, P + R, &reused), 0, "%s", sl_session_errmsg(b));
+    cr_assert_eq(reused, P);
+    cr_assert_null(sl_session_logits(b), "the file's logits belong to another continuation");
+    cr_assert_eq(sl_session_feed_tokens(b, q + reused, P + R - reused), 0);
+    cr_assert_eq(memcmp(sl_session_logits(b), sl_session_logits(f), (size_t)nv * sizeof(float)), 0,
+                 "prefix restore + rest == fresh, bitwise");
+
+    /* the whole file matched: its logits come along, nothing left to feed */
+    cr_assert_eq(sl_session_load_prefix(b, path, ids, N, &reused), 0, "%s", sl_session_errmsg(b));
+    cr_assert_eq(reused, N);
+    cr_assert_not_null(sl_session_logits(b));
+    cr_assert_eq(memcmp(sl_session_logits(b), full, (size_t)nv * sizeof(float)), 0);
+
+    /* a prompt that is a strict prefix of the file: one token is left to compute */
+    cr_assert_eq(sl_session_load_prefix(b, path, ids, 20, &reused), 0, "%s", sl_session_errmsg(b));
+    cr_assert_eq(reused, 19);
+    cr_assert_null(sl_session_logits(b));
+    cr_assert_eq(sl_session_feed_tokens(b, ids + 19, 1), 0);
+    cr_assert_eq(sl_session_n_past(b), 20);
+
+    /* nothing in common: nothing restored, not an error */
+    int32_t other[3] = { 2, 5, 6 };
+    cr_assert_eq(sl_session_load_prefix(b, path, other, 3, &reused), 0, "%s", sl_session_errmsg(b));
+    cr_assert_eq(reused, 0);
+    cr_assert_eq(sl_session_n_past(b), 0);
+    free(full);
+    unlink(path);
+    sl_session_destroy(a);
+    sl_session_destroy(b);
+    sl_session_destroy(f);
+    sl_model_close(m);
+}
+
+/* Loads `bytes` as a cache file; must be rejected with `want` (0 = any error)
+ * and leave an empty session that still computes. */
+static void expect_rejected(sl_session *s, const char *path, const void *bytes, size_t n, int want,
+                            const char *msg_part, const char *what)
+{
+    write_bytes(path, bytes, n);
+    int32_t reused = -1, ids[4] = { 1, 5, 6, 7 };
+    int rc = sl_session_load(s, path);
+    cr_assert_lt(rc, 0, "%s: accepted", what);
+    if (want) cr_assert_eq(rc, want, "%s: %d (%s)", what, rc, sl_session_errmsg(s));
+    if (msg_part) cr_assert_not_null(strstr(sl_session_errmsg(s), msg_part), "%s: %s", what, sl_session_errmsg(s));
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "prompt cache"), "%s: %s", what, sl_session_errmsg(s));
+    cr_assert_eq(sl_session_n_past(s), 0, "%s", what);
+    cr_assert_null(sl_session_logits(s), "%s", what);
+    rc = sl_session_load_prefix(s, path, ids, 4, &reused);
+    cr_assert_lt(rc, 0, "%s: prefix accepted", what);
+    cr_assert_eq(reused, 0);
+    cr_assert_eq(sl_session_n_past(s), 0);
+}
+
+static uint8_t *make_file(sl_model *m, const char *path, int n, size_t *len)
+{
+    int32_t ids[256];
+    some_ids(ids, n, n_vocab_of(m), 5);
+    sl_session *a = new_session(m);
+    cr_assert_eq(sl_session_feed_tokens(a, ids, n), 0);
+    cr_assert_eq(sl_session_save(a, path), 0, "%s", sl_session_errmsg(a));
+    sl_session_destroy(a);
+    uint8_t *b = sl_test_slurp(path, len);
+    cr_assert_not_null(b);
+    return b;
+}
+
+/* Header field rewritten with a valid header checksum (so the field's own check is what fires). */
+static void set_u32(uint8_t *b, size_t off, uint32_t v)
+{
+    memcpy(b + off, &v, 4);
+    uint64_t h = sl_hash64_of(b, HDR - 8, 0x5c1a1ce0u);
+    memcpy(b + HDR - 8, &h, 8);
+}
+
+Test(prompt_cache, damaged_files_rejected)
+{
+    sl_model *m = open_model(TS, 256, 0);
+    char path[128], bad[128];
+    tmp_path(path, sizeof path, "good");
+    tmp_path(bad, sizeof bad, "bad");
+    size_t len = 0;
+    uint8_t *good = make_file(m, path, 100, &len);
+    cr_assert_gt(len, 8 * 4096, "file spans several 4 KiB pages (%zu)", len);
+    sl_session *s = new_session(m);
+    cr_assert_eq(sl_session_load(s, path), 0, "%s", sl_session_errmsg(s));
+
+    /* truncated: at every 4 KiB, inside the header, one byte short */
+    for (size_t cut = 0; cut < len; cut += 4096) expect_rejected(s, bad, good, cut, SL_ETRUNC, NULL, "truncated");
+    size_t cuts[] = { 1, 8, HDR - 1, HDR, HDR + 3, len - 8, len - 1 };
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++)
+        expect_rejected(s, bad, good, cuts[i], SL_ETRUNC, NULL, "truncated (edges)");
+    /* one byte too many */
+    uint8_t *longer = malloc(len + 1);
+    cr_assert_not_null(longer);
+    memcpy(longer, good, len);
+    longer[len] = 0;
+    expect_rejected(s, bad, longer, len + 1, SL_ETRUNC, "trailing", "longer");
+    free(longer);
+
+    /* flipped bytes: every header byte, and payload bytes every 1 KiB + 7 */
+    uint8_t *c = malloc(len);
+    cr_assert_not_null(c);
+    for (size_t i = 0; i < len; i += i < HDR ? 1 : 1031) {
+        memcpy(c, good, len);
+        c[i] ^= 0x5a;
+        expect_rejected(s, bad, c, len, 0, NULL, "flipped");
+    }
+    /* the payload checksum is what catches a payload flip */
+    memcpy(c, good, len);
+    c[len / 2] ^= 1;
+    expect_rejected(s, bad, c, len, SL_EFORMAT, "payload checksum", "payload flip");
+
+    /* another version, another KV cell type / row size, a token outside the vocab */
+    memcpy(c, good, len);
+    set_u32(c, 8, 2);
+    expect_rejected(s, bad, c, len, SL_EVERSION, "version 2", "version");
+    memcpy(c, good, len);
+    set_u32(c, 24, 8);   /* k_type = q8_0 */
+    expect_rejected(s, bad, c, len, SL_EUNSUPPORTED, "KV cells q8_0", "k type");
+    memcpy(c, good, len);
+    set_u32(c, 28, 2);   /* v_type = q4_0 */
+    expect_rejected(s, bad, c, len, SL_EUNSUPPORTED, "KV cells", "v type");
+    memcpy(c, good, len);
+    set_u32(c, 32, 34);   /* k_row_bytes */
+    expect_rejected(s, bad, c, len, SL_EUNSUPPORTED, "bytes per row", "row bytes");
+    memcpy(c, good, len);
+    set_u32(c, 56, 0x7fffffff);   /* n_tokens: far past n_ctx, sizes must not be trusted */
+    expect_rejected(s, bad, c, len, SL_EUNSUPPORTED, "tokens", "n_tokens");
+    memcpy(c, good, len);
+    int32_t tok = 1 << 30;
+    memcpy(c + HDR + 4, &tok, 4);
+    expect_rejected(s, bad, c, len, SL_EFORMAT, "outside the vocab", "token id");
+    expect_rejected(s, bad, "", 0, SL_ETRUNC, NULL, "empty");
+    free(c);
+
+    /* missing file: SL_ENOENT; the good file still loads after all that */
+    unlink(bad);
+    cr_assert_eq(sl_session_load(s, bad), SL_ENOENT);
+    cr_assert_eq(sl_session_load(s, path), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_n_past(s), 100);
+    int32_t t;
+    cr_assert_eq(sl_session_step(s, &t), 0);
+    free(good);
+    unlink(path);
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
+
+Test(prompt_cache, wrong_model_rejected)
+{
+    sl_model *a = open_model(TS, 64, 0), *b = open_model(S260, 64, 0);
+    char path[128];
+    tmp_path(path, sizeof path, "model");
+    size_t len;
+    free(make_file(a, path, 10, &len));
+    sl_session *s = new_session(b);
+    cr_assert_eq(sl_session_load(s, path), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "another model"), "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_n_past(s), 0);
+    /* the same model opened with a smaller context cannot hold the file either */
+    sl_model *small = open_model(TS, 8, 0);
+    sl_session *t = new_session(small);
+    cr_assert_eq(sl_session_load(t, path), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(t), "holds 1..8"), "%s", sl_session_errmsg(t));
+    unlink(path);
+    sl_session_destroy(s);
+    sl_session_destroy(t);
+    sl_model_close(small);
+    sl_model_close(a);
+    sl_model_close(b);
+}
+
+/* ---- the command line ------------------------------------------------------ */
+static int sluice_cmd(const char *args, char *out, size_t out_len) { return sl_test_sluice(args, out, out_len); }
+
+Test(cli, run_prompt_cache)
+{
+    char path[128], args[512], first[8192], out[8192];
+    tmp_path(path, sizeof path, "cli");
+    unlink(path);
+    snprintf(args, sizeof args, "run -m " TS " -p 'Once upon a time there was a dog' -n 12 --temp 0 -t 2 "
+             "--prompt-cache %s", path);
+    cr_assert_eq(sluice_cmd(args, first, sizeof first), 0, "%s", first);
+    cr_assert_not_null(strstr(first, "does not exist yet"), "%s", first);
+    cr_assert_eq(sluice_cmd(args, out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "reused"), "%s", out);
+    cr_assert_not_null(strstr(out, "positions restored"), "%s", out);
+    /* the generated text is the same */
+    const char *a = strstr(first, "Once upon"), *b = strstr(out, "Once upon");
+    cr_assert(a && b);
+    cr_assert_eq(strncmp(a, b, strcspn(a, "\n")), 0, "%s\n---\n%s", first, out);
+    /* a damaged file: a message, and the prompt is computed */
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, 200, SEEK_SET);
+    fputc(0xff, f);
+    fclose(f);
+    cr_assert_eq(sluice_cmd(args, out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "recomputing the prompt"), "%s", out);
+    unlink(path);
+}
