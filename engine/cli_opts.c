@@ -20,7 +20,8 @@ const char sl_cli_model_opts_help[] =
     "  --io B                 uring | pread (default: uring where it works)\n"
     "  --mem-budget SIZE      memory budget, e.g. 2.5G, 800M (default: MemAvailable)\n"
     "  --max-pinned N         stream mode: pin at most N layers\n"
-    "  --mlock                lock resident weights in RAM\n";
+    "  --mlock                lock resident weights in RAM\n"
+    SL_CLI_KV_OPTS_HELP;
 
 void sl_cli_model_opts_init(sl_cli_model_opts *o)
 {
@@ -51,6 +52,8 @@ int sl_cli_float(const char *s, double *out)
 int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd)
 {
     const char *a = argv[*i];
+    int kvr = sl_cli_kv_opt(o, argc, argv, i, cmd);   /* cache types, context shift */
+    if (kvr) return kvr;
     bool takes = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
                  !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
                  !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||

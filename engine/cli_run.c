@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../gguf/gguf_type.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
 #include "chat.h"
@@ -140,6 +141,13 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "I/O stall %.2f ms, read %.2f MB (%.1f MB/s); prompt read %.2f MB\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, comp / per, stall / per,
                 (double)bytes / 1e6 / per, mbps, (double)pre->bytes_read / 1e6);
+    if (o->stats)   /* the KV cache: its types, cost per position, context shifts */
+        fprintf(stderr, "stats: kv cache %s/%s, %llu bytes per position (%d positions: %.2f MiB); "
+                        "context shifts %lld (%lld positions dropped)\n",
+                sl_gguf_type_name((uint32_t)mi.type_k), sl_gguf_type_name((uint32_t)mi.type_v),
+                (unsigned long long)mi.kv_pos_bytes, mi.n_ctx,
+                (double)mi.kv_pos_bytes * mi.n_ctx / (1 << 20), (long long)all->n_ctx_shift,
+                (long long)all->n_ctx_dropped);
     if (o->json)
         fprintf(stderr, "{\"mode\":\"%s\",\"io\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"n_prompt\":%lld,"
                         "\"prompt_ms\":%.3f,\"prompt_tok_s\":%.3f,\"n_decode\":%lld,\"decode_ms\":%.3f,"
@@ -165,7 +173,7 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
     char piece[2048];
     *end = GEN_LIMIT;
     for (long long i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
-        if (sl_session_n_past(s) >= sl_session_n_ctx(s)) {
+        if (o->mo.mp.no_context_shift && sl_session_n_past(s) >= sl_session_n_ctx(s)) {
             fprintf(stderr, "\n[context full: %d tokens]\n", sl_session_n_ctx(s));
             *end = GEN_CTX_FULL;
             return 0;
@@ -175,7 +183,8 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
         if (rc) return rc;
         if (!o->ignore_eos && sl_model_token_is_eog(m, tok)) {
             *end = GEN_EOG;
-            if (feed_eog && sl_session_n_past(s) < sl_session_n_ctx(s)) return sl_session_accept(s, tok);
+            if (feed_eog && (!o->mo.mp.no_context_shift || sl_session_n_past(s) < sl_session_n_ctx(s)))
+                return sl_session_accept(s, tok);
             return 0;
         }
         int len = sl_session_detok(s, tok, piece, sizeof piece);

@@ -314,12 +314,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, inv_freq, d->rope_neox);
         if (qmul != 1.0f) scale_row(qi, QD, qmul);
         if (kmul != 1.0f) scale_row(ki, KD, kmul);
-        /* head-major cache: each kv head's row goes to its own block */
-        for (int32_t g = 0; g < d->n_head_kv; g++) {
-            const int64_t o = (int64_t)g * d->head_dim;
-            k->f32_to_f16(sl_kv_k(kv, l, g, pos0 + i), ki + o, d->head_dim);
-            k->f32_to_f16(sl_kv_v(kv, l, g, pos0 + i), vi + o, d->head_dim);
-        }
+        sl_kv_store(kv, k, l, pos0 + i, ki, vi);   /* in the cache's types */
     }
     sl_attn a = {
         .q = f->q, .q_stride = QD,
@@ -328,6 +323,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         .n_q = n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
         .pos0 = pos0, .scale = d->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
         .kv_head_stride = sl_kv_head_stride(kv), .window = swa ? d->n_swa : 0,
+        .type_k = kv->type_k, .type_v = kv->type_v,
     };
     if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
         return sl_err_set(rc, "layer %d: attention failed", l);

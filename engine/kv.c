@@ -1,4 +1,4 @@
-/* F16 KV cache allocation. */
+/* KV cache allocation, row stores and cell copies (kv.h). */
 #include "kv.h"
 
 #include <stddef.h>
@@ -8,42 +8,78 @@
 
 #include "../gguf/sl_internal.h"
 
+int sl_kv_type_check(int t, int32_t head_dim, const char *what)
+{
+    if (t != SL_GGML_F16 && t != SL_GGML_Q8_0 && t != SL_GGML_Q4_0) {
+        const char *name = t >= 0 ? sl_gguf_type_name((uint32_t)t) : NULL;
+        return sl_err_set(SL_EINVAL, "kv cache: %s type %s (%d) not supported (f16, q8_0, q4_0)", what,
+                          name ? name : "unknown", t);
+    }
+    if (t != SL_GGML_F16 && (head_dim < 1 || head_dim % SL_QK))
+        return sl_err_set(SL_EINVAL, "kv cache: %s type %s needs a head dimension that is a multiple of %d "
+                          "(this model's is %d); use f16", what, sl_gguf_type_name((uint32_t)t), SL_QK,
+                          head_dim);
+    return 0;
+}
+
+static uint64_t row_bytes(int t, int64_t n)
+{
+    if (t != SL_GGML_F16 && t != SL_GGML_Q8_0 && t != SL_GGML_Q4_0) return 0;
+    return (uint64_t)(n / (int64_t)sl_gguf_block_elems((uint32_t)t)) * sl_gguf_block_bytes((uint32_t)t);
+}
+
+uint64_t sl_kv_pos_bytes(int32_t kv_dim, int type_k, int type_v)
+{
+    if (kv_dim <= 0) return 0;
+    uint64_t k = row_bytes(type_k, kv_dim), v = row_bytes(type_v, kv_dim);
+    return k && v ? k + v : 0;
+}
+
 /* Saturates at UINT64_MAX (hostile header sizes must not wrap to a small
  * cache that the attention kernels would then overrun). */
-uint64_t sl_kv_bytes(int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
+uint64_t sl_kv_bytes(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int type_k, int type_v)
 {
-    if (n_layer <= 0 || n_ctx <= 0 || kv_dim <= 0) return 0;
+    uint64_t pb = sl_kv_pos_bytes(kv_dim, type_k, type_v);
+    if (n_layer <= 0 || n_ctx <= 0 || !pb) return 0;
     uint64_t r;
     if (__builtin_mul_overflow((uint64_t)n_layer, (uint64_t)n_ctx, &r) ||
-        __builtin_mul_overflow(r, (uint64_t)kv_dim, &r) ||
-        __builtin_mul_overflow(r, 2u * sizeof(sl_f16), &r))
+        __builtin_mul_overflow(r, pb, &r))
         return UINT64_MAX;
     return r;
 }
 
-int sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim)
+int sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim,
+               int type_k, int type_v)
 {
     memset(kv, 0, sizeof *kv);
     if (n_layer < 1 || n_ctx < 1 || n_head_kv < 1 || head_dim < 1 ||
         (int64_t)n_head_kv * head_dim > INT32_MAX)
         return sl_err_set(SL_EINVAL, "kv cache: invalid size (%d layers, %d ctx, %d kv heads x %d)",
                           n_layer, n_ctx, n_head_kv, head_dim);
+    int rc;
+    if ((rc = sl_kv_type_check(type_k, head_dim, "K")) || (rc = sl_kv_type_check(type_v, head_dim, "V")))
+        return rc;
     int32_t kv_dim = n_head_kv * head_dim;
-    uint64_t total = sl_kv_bytes(n_layer, n_ctx, kv_dim), half = total / 2;
-    if (total == UINT64_MAX || half > (uint64_t)PTRDIFF_MAX / 2)
-        return sl_err_set(SL_ENOMEM, "kv cache: %llu bytes too large", (unsigned long long)half);
+    uint64_t total = sl_kv_bytes(n_layer, n_ctx, kv_dim, type_k, type_v);
+    if (total == UINT64_MAX || total > (uint64_t)PTRDIFF_MAX / 2)
+        return sl_err_set(SL_ENOMEM, "kv cache: %llu bytes too large", (unsigned long long)total);
+    /* no overflow: total (K + V) did not */
+    uint64_t szk = (uint64_t)n_layer * (uint64_t)n_ctx * row_bytes(type_k, kv_dim), szv = total - szk;
     /* 64-byte aligned base helps the SIMD attention kernels */
-    size_t sz = ((size_t)half + 63) & ~(size_t)63;
-    kv->k = aligned_alloc(64, sz);
-    kv->v = aligned_alloc(64, sz);
+    size_t ak = ((size_t)szk + 63) & ~(size_t)63, av = ((size_t)szv + 63) & ~(size_t)63;
+    kv->k = aligned_alloc(64, ak);
+    kv->v = aligned_alloc(64, av);
     if (!kv->k || !kv->v) {
         free(kv->k); free(kv->v);
         memset(kv, 0, sizeof *kv);
-        return sl_err_set(SL_ENOMEM, "kv cache: cannot allocate 2 x %zu bytes", sz);
+        return sl_err_set(SL_ENOMEM, "kv cache: cannot allocate %zu + %zu bytes", ak, av);
     }
     kv->n_layer = n_layer; kv->n_ctx = n_ctx;
     kv->n_head_kv = n_head_kv; kv->head_dim = head_dim; kv->kv_dim = kv_dim;
     kv->n_past = 0;
+    kv->type_k = type_k; kv->type_v = type_v;
+    kv->row_k = (size_t)row_bytes(type_k, head_dim);
+    kv->row_v = (size_t)row_bytes(type_v, head_dim);
     return 0;
 }
 
@@ -52,4 +88,56 @@ void sl_kv_free(sl_kv *kv)
     free(kv->k);
     free(kv->v);
     memset(kv, 0, sizeof *kv);
+}
+
+void sl_kv_store_row(int t, const sl_kern *k, void *dst, const float *src, int32_t n)
+{
+    if (t == SL_GGML_F16) k->f32_to_f16(dst, src, n);
+    else sl_quant_quantize_row(t, src, dst, n);
+}
+
+void sl_kv_store(const sl_kv *kv, const sl_kern *k, int32_t layer, int32_t pos, const float *krow,
+                 const float *vrow)
+{
+    for (int32_t g = 0; g < kv->n_head_kv; g++) {
+        const int64_t o = (int64_t)g * kv->head_dim;
+        sl_kv_store_row(kv->type_k, k, sl_kv_k(kv, layer, g, pos), krow + o, kv->head_dim);
+        sl_kv_store_row(kv->type_v, k, sl_kv_v(kv, layer, g, pos), vrow + o, kv->head_dim);
+    }
+}
+
+uint64_t sl_kv_cells_bytes(const sl_kv *kv, int32_t n)
+{
+    return n <= 0 ? 0 : (uint64_t)n * (uint64_t)kv->n_layer * (uint64_t)kv->n_head_kv * (kv->row_k + kv->row_v);
+}
+
+/* to_cache: copy src -> cache, else cache -> dst. */
+static int cells_copy(const sl_kv *kv, int32_t p0, int32_t n, char *buf, int to_cache)
+{
+    for (int32_t l = 0; l < kv->n_layer; l++)
+        for (int kvi = 0; kvi < 2; kvi++)
+            for (int32_t g = 0; g < kv->n_head_kv; g++) {
+                char *c = kvi ? sl_kv_v(kv, l, g, p0) : sl_kv_k(kv, l, g, p0);
+                size_t len = (size_t)n * (kvi ? kv->row_v : kv->row_k);
+                if (to_cache) memcpy(c, buf, len);
+                else memcpy(buf, c, len);
+                buf += len;
+            }
+    return 0;
+}
+
+int sl_kv_cells_read(const sl_kv *kv, int32_t p0, int32_t n, void *dst)
+{
+    if (p0 < 0 || n < 0 || (int64_t)p0 + n > kv->n_past || (n && !dst))
+        return sl_err_set(SL_EINVAL, "kv cells: read of positions %d..+%d outside the %d filled", p0, n,
+                          kv->n_past);
+    return cells_copy(kv, p0, n, dst, 0);
+}
+
+int sl_kv_cells_write(sl_kv *kv, int32_t p0, int32_t n, const void *src)
+{
+    if (p0 < 0 || n < 0 || (int64_t)p0 + n > kv->n_ctx || (n && !src))
+        return sl_err_set(SL_EINVAL, "kv cells: write of positions %d..+%d outside n_ctx %d", p0, n,
+                          kv->n_ctx);
+    return cells_copy(kv, p0, n, (char *)src, 1);
 }

@@ -1,8 +1,12 @@
-/* F16 KV cache: per layer, K and V each head-major [n_head_kv][n_ctx][head_dim]
+/* KV cache: per layer, K and V each head-major [n_head_kv][n_ctx][head_dim]
  * (sl_attn with kv_stride = head_dim, kv_head_stride = n_ctx * head_dim), sized
  * once for n_ctx positions. Head-major keeps each kv head's rows contiguous, so
  * decode attention streams them from DRAM instead of striding over the other
- * heads (perf/bin_attnbench.c: ~2.3x faster per layer at 2k context). */
+ * heads (perf/bin_attnbench.c: ~2.3x faster per layer at 2k context).
+ * K and V each have a type (llama.cpp's --cache-type-k/-v): F16 (default),
+ * Q8_0 or Q4_0; a quantized row is head_dim / 32 of llama.cpp's blocks
+ * (quant/quant.h), written by sl_kv_store and read in place by the attention
+ * kernels; the quantized types need head_dim % 32 == 0 (as llama.cpp). */
 #ifndef SL_ENGINE_KV_H
 #define SL_ENGINE_KV_H
 
@@ -10,38 +14,71 @@
 #include <stddef.h>
 
 #include "../quant/quant.h"
+#include "../kernels/kernels.h"
 
 typedef struct sl_kv {
-    sl_f16 *k, *v;          /* [n_layer][n_head_kv][n_ctx][head_dim] each */
+    void *k, *v;            /* [n_layer][n_head_kv][n_ctx] rows of head_dim values each */
     int32_t n_layer, n_ctx, n_head_kv, head_dim;
     int32_t kv_dim;         /* n_head_kv * head_dim */
     int32_t n_past;         /* positions filled */
+    int type_k, type_v;     /* SL_GGML_F16, SL_GGML_Q8_0, SL_GGML_Q4_0 */
+    size_t row_k, row_v;    /* bytes of one head's row (head_dim values) */
 } sl_kv;
 
+/* 0 if t can be a cache type for rows of head_dim values, else SL_EINVAL
+ * with a message naming the type (what = "K" or "V"). */
+int sl_kv_type_check(int t, int32_t head_dim, const char *what);
+/* Bytes of K plus V for one position of one layer (all kv heads): the
+ * per-position cost `sluice plan` and --stats print. 0 for a bad type. */
+uint64_t sl_kv_pos_bytes(int32_t kv_dim, int type_k, int type_v);
 /* Bytes init will allocate (for the planner's reserve); kv_dim = n_head_kv * head_dim. */
-uint64_t sl_kv_bytes(int32_t n_layer, int32_t n_ctx, int32_t kv_dim);
-int  sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim);
+uint64_t sl_kv_bytes(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int type_k, int type_v);
+int  sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim,
+                int type_k, int type_v);
 void sl_kv_free(sl_kv *kv);
 
-/* Start of kv head `head`'s row at position `pos` in `layer` (head_dim elements);
- * the rows of one head follow each other, head_dim apart. */
+/* Index of kv head `head`'s row at position `pos` in `layer`; the rows of one
+ * head follow each other. */
+static inline size_t sl_kv_row(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
+{
+    return ((size_t)layer * (size_t)kv->n_head_kv + (size_t)head) * (size_t)kv->n_ctx + (size_t)pos;
+}
+/* The same row's start in elements (what sl_attn's strides count). */
 static inline size_t sl_kv_off(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
 {
-    return (((size_t)layer * (size_t)kv->n_head_kv + (size_t)head) * (size_t)kv->n_ctx +
-            (size_t)pos) * (size_t)kv->head_dim;
+    return sl_kv_row(kv, layer, head, pos) * (size_t)kv->head_dim;
 }
-static inline sl_f16 *sl_kv_k(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
+static inline void *sl_kv_k(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
 {
-    return kv->k + sl_kv_off(kv, layer, head, pos);
+    return (char *)kv->k + sl_kv_row(kv, layer, head, pos) * kv->row_k;
 }
-static inline sl_f16 *sl_kv_v(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
+static inline void *sl_kv_v(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
 {
-    return kv->v + sl_kv_off(kv, layer, head, pos);
+    return (char *)kv->v + sl_kv_row(kv, layer, head, pos) * kv->row_v;
 }
 /* Elements between the same position of consecutive kv heads (sl_attn.kv_head_stride). */
 static inline int64_t sl_kv_head_stride(const sl_kv *kv)
 {
     return (int64_t)kv->n_ctx * kv->head_dim;
 }
+
+/* Writes one position's K and V rows of one layer (n_head_kv * head_dim f32
+ * values each, heads consecutive) in the cache types: F16 by the level's
+ * f32_to_f16, Q8_0 / Q4_0 by quant/'s quantizers (llama.cpp's rules). */
+void sl_kv_store(const sl_kv *kv, const sl_kern *k, int32_t layer, int32_t pos, const float *krow,
+                 const float *vrow);
+/* One row of n values in cache type t (the rule sl_kv_store applies). */
+void sl_kv_store_row(int t, const sl_kern *k, void *dst, const float *src, int32_t n);
+
+/* ---- cells, for serializers (the prompt cache) ---------------------------
+ * A range of positions [p0, p0 + n) as bytes in one fixed order: for each
+ * layer, K then V, for each kv head the n rows (row_k / row_v bytes each,
+ * in the cache's own type: nothing is converted). sl_kv_cells_bytes(kv, n)
+ * = n * n_layer * sl_kv_pos_bytes(kv_dim, type_k, type_v). read needs
+ * p0 + n <= n_past; write needs p0 + n <= n_ctx and does not move n_past
+ * (the caller sets it). SL_EINVAL for a range outside the cache. */
+uint64_t sl_kv_cells_bytes(const sl_kv *kv, int32_t n);
+int sl_kv_cells_read(const sl_kv *kv, int32_t p0, int32_t n, void *dst);
+int sl_kv_cells_write(sl_kv *kv, int32_t p0, int32_t n, const void *src);
 
 #endif

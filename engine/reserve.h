@@ -18,14 +18,16 @@ typedef struct sl_reserve {
     int n_threads;
     const sl_kern *k;           /* kernel level the forward pass uses */
     uint64_t kv_bytes;          /* KV cache of one session */
+    uint64_t kv_pos_bytes;      /* of which per position (all layers, K + V, in their types) */
     uint64_t arena_bytes;       /* forward pass arena */
     uint64_t logits_bytes;      /* logits, sampler scratch, token history */
     uint64_t panel_bytes;       /* prefill panel buffers (per thread) */
     uint64_t total;             /* saturating sum: the streamer's reserve_bytes */
 } sl_reserve;
 
-/* Fills r for a model of description d opened with p. Fails only when the
- * kernel level asked for (SLUICE_ISA) is not available. */
+/* Fills r for a model of description d opened with p. Fails when the
+ * kernel level asked for (SLUICE_ISA) is not available or a KV cache type
+ * does not fit the model (sl_kv_type_check). */
 int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p);
 /* The same from a file's metadata (no weights read). */
 int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p);

@@ -98,6 +98,12 @@ typedef struct sl_model_params {
     uint64_t mem_budget;    /* bytes; 0 = MemAvailable minus a margin */
     int32_t max_pinned;     /* -1 = planner decides; else cap on pinned layers (stream mode) */
     bool mlock;             /* lock resident memory */
+    /* 0.3: KV cache and context shift (README "KV cache") */
+    int32_t type_k, type_v; /* cache types, enum sl_ggml_type (gguf_type.h): SL_GGML_F16 (default),
+                             * SL_GGML_Q8_0, SL_GGML_Q4_0 (these need head_dim % 32 == 0) */
+    int32_t n_keep;         /* context shift keeps BOS + this many positions; -1 = the whole
+                             * first prompt (llama.cpp's --keep) */
+    bool no_context_shift;  /* true: a full context fails with SL_ECTX instead of shifting */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -123,6 +129,9 @@ typedef struct sl_model_info {
     int mode, io;           /* what the planner chose (enum sl_stream_mode / sl_stream_io) */
     const char *isa;        /* kernel level in use ("avx2", ...) */
     int n_threads;
+    /* 0.3 */
+    int32_t type_k, type_v; /* KV cache types (enum sl_ggml_type) */
+    uint64_t kv_pos_bytes;  /* KV cache bytes per position, all layers, K + V */
 } sl_model_info;
 #define SL_MODEL_INFO_MIN_SIZE SL_STRUCT_END(sl_model_info, n_threads)   /* layout of 0.2.0 */
 /* Fills size bytes of *out (the inline passes the caller's sizeof). */
@@ -212,6 +221,9 @@ typedef struct sl_stats {
     double  stall_ms;       /* time blocked waiting for weights (streamer) */
     uint64_t bytes_read;    /* weight bytes read from disk */
     double  compute_ms;     /* forward wall time minus stall */
+    /* 0.3 */
+    int64_t n_ctx_shift;    /* context shifts done (each drops half the unkept positions) */
+    int64_t n_ctx_dropped;  /* positions those shifts dropped */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

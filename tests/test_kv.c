@@ -21,15 +21,15 @@ static float frand(void)
 Test(kv, rejects_bad_sizes)
 {
     sl_kv kv;
-    cr_assert_eq(sl_kv_init(&kv, 0, 16, 2, 8), SL_EINVAL);
-    cr_assert_eq(sl_kv_init(&kv, 2, 0, 2, 8), SL_EINVAL);
-    cr_assert_eq(sl_kv_init(&kv, 2, 16, 0, 8), SL_EINVAL);
-    cr_assert_eq(sl_kv_init(&kv, 2, 16, 2, -1), SL_EINVAL);
-    cr_assert_eq(sl_kv_init(&kv, 2, 16, 65536, 65536), SL_EINVAL);
+    cr_assert_eq(sl_kv_init(&kv, 0, 16, 2, 8, SL_GGML_F16, SL_GGML_F16), SL_EINVAL);
+    cr_assert_eq(sl_kv_init(&kv, 2, 0, 2, 8, SL_GGML_F16, SL_GGML_F16), SL_EINVAL);
+    cr_assert_eq(sl_kv_init(&kv, 2, 16, 0, 8, SL_GGML_F16, SL_GGML_F16), SL_EINVAL);
+    cr_assert_eq(sl_kv_init(&kv, 2, 16, 2, -1, SL_GGML_F16, SL_GGML_F16), SL_EINVAL);
+    cr_assert_eq(sl_kv_init(&kv, 2, 16, 65536, 65536, SL_GGML_F16, SL_GGML_F16), SL_EINVAL);
     cr_assert_null(kv.k);
     /* 2^31 x 2^31 x 1024 x 4 bytes wraps 64 bits: must saturate, not shrink */
-    cr_assert_eq(sl_kv_bytes(INT32_MAX, INT32_MAX, 1024), UINT64_MAX);
-    cr_assert_eq(sl_kv_init(&kv, INT32_MAX, INT32_MAX, 1, 1024), SL_ENOMEM);
+    cr_assert_eq(sl_kv_bytes(INT32_MAX, INT32_MAX, 1024, SL_GGML_F16, SL_GGML_F16), UINT64_MAX);
+    cr_assert_eq(sl_kv_init(&kv, INT32_MAX, INT32_MAX, 1, 1024, SL_GGML_F16, SL_GGML_F16), SL_ENOMEM);
     cr_assert_null(kv.k);
 }
 
@@ -37,9 +37,9 @@ Test(kv, head_major_rows_tile_the_cache)
 {
     const int32_t L = 3, C = 7, H = 4, D = 6;
     sl_kv kv;
-    cr_assert_eq(sl_kv_init(&kv, L, C, H, D), 0);
+    cr_assert_eq(sl_kv_init(&kv, L, C, H, D, SL_GGML_F16, SL_GGML_F16), 0);
     cr_assert_eq(kv.kv_dim, H * D);
-    cr_assert_eq(sl_kv_bytes(L, C, H * D), 2ull * L * C * H * D * sizeof(sl_f16));
+    cr_assert_eq(sl_kv_bytes(L, C, H * D, SL_GGML_F16, SL_GGML_F16), 2ull * L * C * H * D * sizeof(sl_f16));
     cr_assert_eq(sl_kv_head_stride(&kv), (int64_t)C * D);
     size_t n = (size_t)L * C * H * D;
     unsigned char *seen = calloc(n, 1);
@@ -48,8 +48,8 @@ Test(kv, head_major_rows_tile_the_cache)
         for (int32_t g = 0; g < H; g++)
             for (int32_t p = 0; p < C; p++) {
                 sl_f16 *k = sl_kv_k(&kv, l, g, p), *v = sl_kv_v(&kv, l, g, p);
-                size_t o = (size_t)(k - kv.k);
-                cr_assert_eq(o, (size_t)(v - kv.v));
+                size_t o = (size_t)(k - (const sl_f16 *)kv.k);
+                cr_assert_eq(o, (size_t)(v - (const sl_f16 *)kv.v));
                 /* consecutive positions of a head are adjacent rows; heads are a block apart */
                 cr_assert_eq(o, sl_kv_off(&kv, l, 0, 0) + (size_t)g * (size_t)sl_kv_head_stride(&kv) +
                                 (size_t)p * D);
@@ -72,7 +72,7 @@ Test(kv, attention_through_cache_matches_interleaved)
     const int32_t L = 2, C = 40, H = 2, D = 64, NH = 8, n_q = 5, pos0 = 30, layer = 1;
     const int32_t KD = H * D, QD = NH * D, npos = pos0 + n_q;
     sl_kv kv;
-    cr_assert_eq(sl_kv_init(&kv, L, C, H, D), 0);
+    cr_assert_eq(sl_kv_init(&kv, L, C, H, D, SL_GGML_F16, SL_GGML_F16), 0);
     sl_f16 *ki = malloc((size_t)npos * KD * sizeof(sl_f16));
     sl_f16 *vi = malloc((size_t)npos * KD * sizeof(sl_f16));
     float *q = malloc((size_t)n_q * QD * sizeof(float));
