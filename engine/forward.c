@@ -314,6 +314,8 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, inv_freq, d->rope_neox);
         if (qmul != 1.0f) scale_row(qi, QD, qmul);
         if (kmul != 1.0f) scale_row(ki, KD, kmul);
+        if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
+        if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
         sl_kv_store(kv, k, l, pos0 + i, ki, vi);   /* in the cache's types */
     }
     sl_attn a = {
@@ -327,6 +329,7 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     };
     if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
         return sl_err_set(rc, "layer %d: attention failed", l);
+    if (kv->rot_v) sl_kv_rotate(f->att, (int64_t)n * QD, kv->rot_v);   /* back from V's basis */
     if ((rc = mm(f, &c, f->att, n, wo, f->xn, E))) return rc;
     post_norm(f, pa, n);
     k->add(f->x, f->x, f->xn, (int64_t)n * E);

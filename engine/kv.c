@@ -1,6 +1,7 @@
 /* KV cache allocation, row stores and cell copies (kv.h). */
 #include "kv.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +21,31 @@ int sl_kv_type_check(int t, int32_t head_dim, const char *what)
                           "(this model's is %d); use f16", what, sl_gguf_type_name((uint32_t)t), SL_QK,
                           head_dim);
     return 0;
+}
+
+int32_t sl_kv_rot_size(int t, int32_t head_dim, int is_v)
+{
+    if (t == SL_GGML_F16 || head_dim < 64 || head_dim % 64) return 0;
+    if (is_v) return 64;
+    int32_t r = 64;
+    while (head_dim % (2 * r) == 0) r *= 2;
+    return r;
+}
+
+void sl_kv_rotate(float *x, int64_t n, int32_t nrot)
+{
+    const float scale = 1.0f / sqrtf((float)nrot);
+    for (int64_t b = 0; b < n; b += nrot) {
+        float *r = x + b;
+        for (int32_t j = 0; j < nrot; j++) r[j] *= scale;
+        for (int32_t len = 1; len < nrot; len <<= 1)
+            for (int32_t i = 0; i < nrot; i += 2 * len)
+                for (int32_t j = 0; j < len; j++) {
+                    float u = r[i + j], v = r[i + len + j];
+                    r[i + j] = u + v;
+                    r[i + len + j] = u - v;
+                }
+    }
 }
 
 static uint64_t row_bytes(int t, int64_t n)
@@ -80,6 +106,8 @@ int sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int
     kv->type_k = type_k; kv->type_v = type_v;
     kv->row_k = (size_t)row_bytes(type_k, head_dim);
     kv->row_v = (size_t)row_bytes(type_v, head_dim);
+    kv->rot_k = sl_kv_rot_size(type_k, head_dim, 0);
+    kv->rot_v = sl_kv_rot_size(type_v, head_dim, 1);
     return 0;
 }
 

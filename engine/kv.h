@@ -23,7 +23,21 @@ typedef struct sl_kv {
     int32_t n_past;         /* positions filled */
     int type_k, type_v;     /* SL_GGML_F16, SL_GGML_Q8_0, SL_GGML_Q4_0 */
     size_t row_k, row_v;    /* bytes of one head's row (head_dim values) */
+    int32_t rot_k, rot_v;   /* Walsh-Hadamard block of the stored K / V basis, 0 = none */
 } sl_kv;
+
+/* llama.cpp (2026) stores a quantized K or V in a rotated basis, so the
+ * quantization error spreads over the head: with a quantized K and
+ * head_dim % 64 == 0, q and k (after rope) are multiplied by the orthonormal
+ * Walsh-Hadamard matrix H of the largest power of two >= 64 dividing head_dim
+ * (q.k is unchanged: H is orthonormal and symmetric); with a quantized V
+ * and head_dim % 64 == 0, v by H_64 and the attention output by H_64 again
+ * (H^2 = I). The block size used for type t, 0 for none. */
+int32_t sl_kv_rot_size(int t, int32_t head_dim, int is_v);
+/* x[0..n) in blocks of nrot (a power of two dividing n): each block times
+ * H_nrot, computed as llama.cpp's CPU fast transform (scale by 1/sqrt(nrot)
+ * first, then butterflies of span 1, 2, 4, ...: the same f32 operations). */
+void sl_kv_rotate(float *x, int64_t n, int32_t nrot);
 
 /* 0 if t can be a cache type for rows of head_dim values, else SL_EINVAL
  * with a message naming the type (what = "K" or "V"). */

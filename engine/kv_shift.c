@@ -5,7 +5,8 @@
  * attention factor scales K after rope and commutes with it). For a
  * quantized K the row is dequantized, rotated in f32 and requantized with the
  * cache's rule (what llama.cpp does too: it casts the quantized K to f32
- * for the rope shift and copies it back); an F16 K is rotated in f32 and
+ * for the rope shift and copies it back; a K stored in the Hadamard basis,
+ * kv.h, is taken out of it and back around the rope); an F16 K is rotated in f32 and
  * rounded to F16 again. V rows only move (bytes copied). */
 #include <string.h>
 
@@ -27,7 +28,9 @@ int sl_forward_kv_shift(sl_forward *f, sl_kv *kv, int32_t n_keep, int32_t n_disc
                 const int32_t from = n_keep + n_discard + j;
                 int rc = sl_quant_dequantize_row(kv->type_k, sl_kv_k(kv, l, g, from), row, hd);
                 if (rc) return sl_err_set(rc, "kv shift: layer %d: cannot read a K row", l);
+                if (kv->rot_k) sl_kv_rotate(row, hd, kv->rot_k);   /* out of the stored basis */
                 f->k->rope(row, 1, hd, d->n_rot, -n_discard, inv_freq, d->rope_neox);
+                if (kv->rot_k) sl_kv_rotate(row, hd, kv->rot_k);
                 sl_kv_store_row(kv->type_k, f->k, sl_kv_k(kv, l, g, n_keep + j), row, hd);
             }
             memmove(sl_kv_v(kv, l, g, n_keep), sl_kv_v(kv, l, g, n_keep + n_discard),
