@@ -60,11 +60,7 @@ void sl_forward_free(sl_forward *f);
 int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode,
                    float *logits);
 
-/* Context shift (kv_shift.c): drops positions [n_keep, n_keep + n_discard)
- * of every layer, moves the later ones down by n_discard and re-rotates
- * their K by -n_discard with each layer's rope table, so the cache equals
- * one computed at the new positions (up to the K type's rounding);
- * kv->n_past -= n_discard. SL_EINVAL for a range outside kv->n_past. */
+/* Context shift (kv_shift.c): sl_kv_shift with this model's rope tables. */
 int sl_forward_kv_shift(sl_forward *f, sl_kv *kv, int32_t n_keep, int32_t n_discard);
 
 #endif

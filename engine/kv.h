@@ -11,6 +11,7 @@
 #define SL_ENGINE_KV_H
 
 #include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../quant/quant.h"
@@ -83,6 +84,23 @@ void sl_kv_store(const sl_kv *kv, const sl_kern *k, int32_t layer, int32_t pos, 
                  const float *vrow);
 /* One row of n values in cache type t (the rule sl_kv_store applies). */
 void sl_kv_store_row(int t, const sl_kern *k, void *dst, const float *src, int32_t n);
+
+/* ---- context shift (kv_shift.c) -------------------------------------------
+ * Drops positions [n_keep, n_keep + n_discard) of every layer, moves the
+ * later ones down by n_discard and rotates their K by -n_discard with the
+ * layer's rope table (layer_swa(ctx, l) true: inv_freq_swa), so the rows
+ * equal those computed at the new positions up to the K type's rounding;
+ * n_past -= n_discard. row: scratch of head_dim floats. SL_EINVAL for a
+ * range outside n_past. */
+typedef struct sl_kv_rope {
+    int32_t n_rot;
+    bool neox;
+    const float *inv_freq, *inv_freq_swa;     /* [n_rot / 2] */
+    bool (*layer_swa)(const void *ctx, int32_t layer);   /* NULL: no sliding-window layers */
+    const void *ctx;
+} sl_kv_rope;
+int sl_kv_shift(sl_kv *kv, const sl_kern *k, int32_t n_keep, int32_t n_discard, const sl_kv_rope *r,
+                float *row);
 
 /* ---- cells, for serializers (the prompt cache) ---------------------------
  * A range of positions [p0, p0 + n) as bytes in one fixed order: for each
