@@ -17,7 +17,7 @@ static int parse_type(const char *v, int32_t *out)
 int sl_cli_kv_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd)
 {
     const char *a = argv[*i];
-    if (!strcmp(a, "--no-context-shift")) { o->mp.no_context_shift = true; return 1; }
+    if (!strcmp(a, "--no-context-shift")) { o->mp.context_shift = false; return 1; }
     bool tk = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
     bool tv = !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v");
     bool keep = !strcmp(a, "--keep");

@@ -27,6 +27,7 @@ void sl_cli_model_opts_init(sl_cli_model_opts *o)
 {
     o->path = NULL;
     sl_model_params_init(&o->mp);
+    o->mp.context_shift = true;   /* the commands go on past n_ctx unless --no-context-shift */
 }
 
 int sl_cli_int(const char *s, long long lo, long long hi, long long *out)

@@ -173,7 +173,7 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
     char piece[2048];
     *end = GEN_LIMIT;
     for (long long i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
-        if (o->mo.mp.no_context_shift && sl_session_n_past(s) >= sl_session_n_ctx(s)) {
+        if (!o->mo.mp.context_shift && sl_session_n_past(s) >= sl_session_n_ctx(s)) {
             fprintf(stderr, "\n[context full: %d tokens]\n", sl_session_n_ctx(s));
             *end = GEN_CTX_FULL;
             return 0;
@@ -183,7 +183,7 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
         if (rc) return rc;
         if (!o->ignore_eos && sl_model_token_is_eog(m, tok)) {
             *end = GEN_EOG;
-            if (feed_eog && (!o->mo.mp.no_context_shift || sl_session_n_past(s) < sl_session_n_ctx(s)))
+            if (feed_eog && (o->mo.mp.context_shift || sl_session_n_past(s) < sl_session_n_ctx(s)))
                 return sl_session_accept(s, tok);
             return 0;
         }

@@ -303,7 +303,7 @@ int32_t sl_session_n_ctx(const sl_session *s) { return s->kv.n_ctx; }
 static int make_room(sl_session *s, int n)
 {
     const sl_model *m = s->m;
-    if (m->p.no_context_shift) return 0;
+    if (!m->p.context_shift) return 0;
     while ((int64_t)s->kv.n_past + n > s->kv.n_ctx) {
         int32_t keep = m->p.n_keep < 0 ? s->first_len : m->p.n_keep;
         if (m->p.n_keep >= 0 && s->kv.n_past > 0 && m->tok && s->hist[0] == sl_tok_bos(m->tok)) keep++;
@@ -430,7 +430,7 @@ int sl_session_accept(sl_session *s, int32_t token)
 
 int sl_session_step(sl_session *s, int32_t *token)
 {
-    if (s->m->p.no_context_shift && s->kv.n_past >= s->kv.n_ctx)
+    if (!s->m->p.context_shift && s->kv.n_past >= s->kv.n_ctx)
         return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d of %d positions used", s->kv.n_past,
                                        s->kv.n_ctx));
     int rc = sl_session_sample(s, token);

@@ -98,12 +98,14 @@ typedef struct sl_model_params {
     uint64_t mem_budget;    /* bytes; 0 = MemAvailable minus a margin */
     int32_t max_pinned;     /* -1 = planner decides; else cap on pinned layers (stream mode) */
     bool mlock;             /* lock resident memory */
-    /* 0.3: KV cache and context shift (README "KV cache") */
+    /* added after 0.2.0: KV cache types and context shift (README "KV cache and context shift") */
     int32_t type_k, type_v; /* cache types, enum sl_ggml_type (gguf_type.h): SL_GGML_F16 (default),
                              * SL_GGML_Q8_0, SL_GGML_Q4_0 (these need head_dim % 32 == 0) */
+    bool context_shift;     /* true (the CLI's default): a feed that does not fit drops the older
+                             * half of the unkept positions and goes on; false (default, as
+                             * before): SL_ECTX */
     int32_t n_keep;         /* context shift keeps BOS + this many positions; -1 = the whole
                              * first prompt (llama.cpp's --keep) */
-    bool no_context_shift;  /* true: a full context fails with SL_ECTX instead of shifting */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -129,7 +131,7 @@ typedef struct sl_model_info {
     int mode, io;           /* what the planner chose (enum sl_stream_mode / sl_stream_io) */
     const char *isa;        /* kernel level in use ("avx2", ...) */
     int n_threads;
-    /* 0.3 */
+    /* added after 0.2.0 */
     int32_t type_k, type_v; /* KV cache types (enum sl_ggml_type) */
     uint64_t kv_pos_bytes;  /* KV cache bytes per position, all layers, K + V */
 } sl_model_info;
@@ -221,7 +223,7 @@ typedef struct sl_stats {
     double  stall_ms;       /* time blocked waiting for weights (streamer) */
     uint64_t bytes_read;    /* weight bytes read from disk */
     double  compute_ms;     /* forward wall time minus stall */
-    /* 0.3 */
+    /* added after 0.2.0 */
     int64_t n_ctx_shift;    /* context shifts done (each drops half the unkept positions) */
     int64_t n_ctx_dropped;  /* positions those shifts dropped */
 } sl_stats;

@@ -27,6 +27,7 @@ static sl_model *open_kv(const char *path, int32_t n_ctx, int type, int32_t n_ke
     mp.n_threads = 2;
     mp.type_k = mp.type_v = type;
     mp.n_keep = n_keep;
+    mp.context_shift = true;
     sl_model *m = NULL;
     cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
     return m;

@@ -45,17 +45,9 @@ static void some_ids(int32_t *ids, int n, int32_t n_vocab)
     }
 }
 
-/* With --no-context-shift a full context stops generation (with the shift,
- * the default, tests/test_kv_shift.c). */
 Test(session, context_overflow)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 16;
-    mp.n_threads = 2;
-    mp.no_context_shift = true;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, S260, &mp), 0, "%s", sl_last_error());
+    sl_model *m = open_model(S260, 16, 0);
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
     cr_assert_eq(sl_session_n_ctx(s), 16);
