@@ -142,11 +142,11 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, comp / per, stall / per,
                 (double)bytes / 1e6 / per, mbps, (double)pre->bytes_read / 1e6);
     if (o->stats)   /* the KV cache: its types, cost per position, context shifts */
-        fprintf(stderr, "stats: kv cache %s/%s, %llu bytes per position (%d positions: %.2f MiB); "
+        fprintf(stderr, "stats: kv cache %s/%s, %llu bytes per position, %.2f MiB for %d positions; "
                         "context shifts %lld (%lld positions dropped)\n",
                 sl_gguf_type_name((uint32_t)mi.type_k), sl_gguf_type_name((uint32_t)mi.type_v),
-                (unsigned long long)mi.kv_pos_bytes, mi.n_ctx,
-                (double)mi.kv_pos_bytes * mi.n_ctx / (1 << 20), (long long)all->n_ctx_shift,
+                (unsigned long long)mi.kv_pos_bytes, (double)mi.kv_bytes / (1 << 20), mi.n_ctx,
+                (long long)all->n_ctx_shift,
                 (long long)all->n_ctx_dropped);
     if (o->json)
         fprintf(stderr, "{\"mode\":\"%s\",\"io\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"n_prompt\":%lld,"

@@ -74,8 +74,33 @@ uint64_t sl_kv_bytes(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int type_k,
     return r;
 }
 
+int32_t sl_kv_ring_cap(int32_t n_ctx, int32_t window, int32_t n_batch)
+{
+    if (window <= 0 || n_batch <= 0) return n_ctx;
+    int64_t c = (int64_t)window - 1 + n_batch;
+    return c < n_ctx ? (int32_t)c : n_ctx;
+}
+
+uint64_t sl_kv_bytes_layers(int32_t n_layer, const int32_t *cap, int32_t kv_dim, int type_k, int type_v)
+{
+    uint64_t pb = sl_kv_pos_bytes(kv_dim, type_k, type_v), r = 0, t;
+    if (n_layer <= 0 || !pb) return 0;
+    for (int32_t l = 0; l < n_layer; l++) {
+        if (cap[l] <= 0) return 0;
+        if (__builtin_mul_overflow((uint64_t)cap[l], pb, &t) || __builtin_add_overflow(r, t, &r))
+            return UINT64_MAX;
+    }
+    return r;
+}
+
 int sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim,
                int type_k, int type_v)
+{
+    return sl_kv_init_layers(kv, n_layer, n_ctx, n_head_kv, head_dim, type_k, type_v, NULL);
+}
+
+int sl_kv_init_layers(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim,
+                      int type_k, int type_v, const int32_t *cap)
 {
     memset(kv, 0, sizeof *kv);
     if (n_layer < 1 || n_ctx < 1 || n_head_kv < 1 || head_dim < 1 ||
@@ -89,15 +114,31 @@ int sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int
     uint64_t total = sl_kv_bytes(n_layer, n_ctx, kv_dim, type_k, type_v);
     if (total == UINT64_MAX || total > (uint64_t)PTRDIFF_MAX / 2)
         return sl_err_set(SL_ENOMEM, "kv cache: %llu bytes too large", (unsigned long long)total);
-    /* no overflow: total (K + V) did not */
-    uint64_t szk = (uint64_t)n_layer * (uint64_t)n_ctx * row_bytes(type_k, kv_dim), szv = total - szk;
+    kv->cap = malloc((size_t)n_layer * sizeof *kv->cap);
+    kv->base = calloc((size_t)n_layer, sizeof *kv->base);
+    kv->row0 = malloc((size_t)n_layer * sizeof *kv->row0);
+    if (!kv->cap || !kv->base || !kv->row0) {
+        sl_kv_free(kv);
+        return sl_err_set(SL_ENOMEM, "kv cache: out of memory");
+    }
+    size_t rows = 0;   /* per kv head summed over layers: <= n_layer * n_ctx, no overflow */
+    for (int32_t l = 0; l < n_layer; l++) {
+        if (cap && (cap[l] < 1 || cap[l] > n_ctx)) {
+            sl_kv_free(kv);
+            return sl_err_set(SL_EINVAL, "kv cache: layer %d: %d rows outside 1..%d", l, cap ? cap[l] : 0, n_ctx);
+        }
+        kv->cap[l] = cap ? cap[l] : n_ctx;
+        kv->row0[l] = rows * (size_t)n_head_kv;
+        rows += (size_t)kv->cap[l];
+    }
+    total = sl_kv_bytes_layers(n_layer, kv->cap, kv_dim, type_k, type_v);
+    uint64_t szk = (uint64_t)rows * row_bytes(type_k, kv_dim), szv = total - szk;
     /* 64-byte aligned base helps the SIMD attention kernels */
     size_t ak = ((size_t)szk + 63) & ~(size_t)63, av = ((size_t)szv + 63) & ~(size_t)63;
     kv->k = aligned_alloc(64, ak);
     kv->v = aligned_alloc(64, av);
     if (!kv->k || !kv->v) {
-        free(kv->k); free(kv->v);
-        memset(kv, 0, sizeof *kv);
+        sl_kv_free(kv);
         return sl_err_set(SL_ENOMEM, "kv cache: cannot allocate %zu + %zu bytes", ak, av);
     }
     kv->n_layer = n_layer; kv->n_ctx = n_ctx;
@@ -115,7 +156,40 @@ void sl_kv_free(sl_kv *kv)
 {
     free(kv->k);
     free(kv->v);
+    free(kv->cap);
+    free(kv->base);
+    free(kv->row0);
     memset(kv, 0, sizeof *kv);
+}
+
+void sl_kv_clear(sl_kv *kv)
+{
+    kv->n_past = 0;
+    for (int32_t l = 0; l < kv->n_layer; l++) kv->base[l] = 0;
+}
+
+/* Moves n rows of every kv head of layer l from slot `from` to slot `to`. */
+static void move_slots(const sl_kv *kv, int32_t l, int32_t to, int32_t from, int32_t n)
+{
+    for (int32_t g = 0; g < kv->n_head_kv; g++) {
+        char *k0 = (char *)kv->k + (kv->row0[l] + (size_t)g * (size_t)kv->cap[l]) * kv->row_k;
+        char *v0 = (char *)kv->v + (kv->row0[l] + (size_t)g * (size_t)kv->cap[l]) * kv->row_v;
+        memmove(k0 + (size_t)to * kv->row_k, k0 + (size_t)from * kv->row_k, (size_t)n * kv->row_k);
+        memmove(v0 + (size_t)to * kv->row_v, v0 + (size_t)from * kv->row_v, (size_t)n * kv->row_v);
+    }
+}
+
+int sl_kv_ring_advance(sl_kv *kv, int32_t layer, int32_t pos0, int32_t n, int32_t window)
+{
+    int32_t base = kv->base[layer], cap = kv->cap[layer];
+    if ((int64_t)pos0 + n - base <= cap) return 0;
+    int32_t nb = window > 0 && pos0 - (window - 1) > base ? pos0 - (window - 1) : base;
+    if ((int64_t)pos0 + n - nb > cap)
+        return sl_err_set(SL_EINVAL, "kv cache: layer %d: %d new positions do not fit its %d-row window ring",
+                          layer, n, cap);
+    move_slots(kv, layer, 0, nb - base, pos0 - nb);
+    kv->base[layer] = nb;
+    return 0;
 }
 
 void sl_kv_store_row(int t, const sl_kern *k, void *dst, const float *src, int32_t n)
@@ -142,6 +216,10 @@ uint64_t sl_kv_cells_bytes(const sl_kv *kv, int32_t n)
 /* to_cache: copy src -> cache, else cache -> dst. */
 static int cells_copy(const sl_kv *kv, int32_t p0, int32_t n, char *buf, int to_cache)
 {
+    for (int32_t l = 0; l < kv->n_layer; l++)
+        if (p0 < kv->base[l] || (int64_t)p0 + n - kv->base[l] > kv->cap[l])
+            return sl_err_set(SL_EINVAL, "kv cells: positions %d..+%d: layer %d holds only %d..%d (its window)",
+                              p0, n, l, kv->base[l], kv->base[l] + kv->cap[l] - 1);
     for (int32_t l = 0; l < kv->n_layer; l++)
         for (int kvi = 0; kvi < 2; kvi++)
             for (int32_t g = 0; g < kv->n_head_kv; g++) {

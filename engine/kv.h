@@ -25,6 +25,12 @@ typedef struct sl_kv {
     int type_k, type_v;     /* SL_GGML_F16, SL_GGML_Q8_0, SL_GGML_Q4_0 */
     size_t row_k, row_v;    /* bytes of one head's row (head_dim values) */
     int32_t rot_k, rot_v;   /* Walsh-Hadamard block of the stored K / V basis, 0 = none */
+    /* Per layer (arrays of n_layer): rows per kv head (n_ctx, or a sliding-window
+     * layer's ring: sl_kv_ring_cap), the position held in slot 0 (0 unless a
+     * ring moved on), the first row of the layer. A ring holds positions
+     * [base, n_past) only: its memory is bounded by the window. */
+    int32_t *cap, *base;
+    size_t *row0;
 } sl_kv;
 
 /* llama.cpp (2026) stores a quantized K or V in a rotated basis, so the
@@ -50,13 +56,30 @@ uint64_t sl_kv_pos_bytes(int32_t kv_dim, int type_k, int type_v);
 uint64_t sl_kv_bytes(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int type_k, int type_v);
 int  sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim,
                 int type_k, int type_v);
+/* Rows a sliding-window layer (window > 0) keeps per kv head when prompt
+ * chunks have at most n_batch tokens: the window's older positions plus a
+ * chunk, never more than n_ctx; n_ctx for a full layer. */
+int32_t sl_kv_ring_cap(int32_t n_ctx, int32_t window, int32_t n_batch);
+/* As sl_kv_init with cap[l] rows per kv head in layer l (cap NULL: n_ctx;
+ * each 1..n_ctx). */
+int  sl_kv_init_layers(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim,
+                       int type_k, int type_v, const int32_t *cap);
+/* Bytes sl_kv_init_layers allocates (saturating, 0 for bad input). */
+uint64_t sl_kv_bytes_layers(int32_t n_layer, const int32_t *cap, int32_t kv_dim, int type_k, int type_v);
+/* Before writing positions [pos0, pos0 + n) of a ring layer: if they do not
+ * fit, the window's last window-1 positions before pos0 move to slot 0
+ * (the rest is dropped) and base advances. SL_EINVAL if even then they do not
+ * fit (n larger than the ring was sized for). No-op for a full layer. */
+int sl_kv_ring_advance(sl_kv *kv, int32_t layer, int32_t pos0, int32_t n, int32_t window);
 void sl_kv_free(sl_kv *kv);
+/* Empties the cache: n_past = 0, every ring back to slot 0 = position 0. */
+void sl_kv_clear(sl_kv *kv);
 
 /* Index of kv head `head`'s row at position `pos` in `layer`; the rows of one
  * head follow each other. */
 static inline size_t sl_kv_row(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
 {
-    return ((size_t)layer * (size_t)kv->n_head_kv + (size_t)head) * (size_t)kv->n_ctx + (size_t)pos;
+    return kv->row0[layer] + (size_t)head * (size_t)kv->cap[layer] + (size_t)(pos - kv->base[layer]);
 }
 /* The same row's start in elements (what sl_attn's strides count). */
 static inline size_t sl_kv_off(const sl_kv *kv, int32_t layer, int32_t head, int32_t pos)
@@ -71,10 +94,11 @@ static inline void *sl_kv_v(const sl_kv *kv, int32_t layer, int32_t head, int32_
 {
     return (char *)kv->v + sl_kv_row(kv, layer, head, pos) * kv->row_v;
 }
-/* Elements between the same position of consecutive kv heads (sl_attn.kv_head_stride). */
-static inline int64_t sl_kv_head_stride(const sl_kv *kv)
+/* Elements between the same position of consecutive kv heads of a layer
+ * (sl_attn.kv_head_stride). */
+static inline int64_t sl_kv_head_stride(const sl_kv *kv, int32_t layer)
 {
-    return (int64_t)kv->n_ctx * kv->head_dim;
+    return (int64_t)kv->cap[layer] * kv->head_dim;
 }
 
 /* Writes one position's K and V rows of one layer (n_head_kv * head_dim f32
@@ -108,7 +132,9 @@ int sl_kv_shift(sl_kv *kv, const sl_kern *k, int32_t n_keep, int32_t n_discard, 
  * in the cache's own type: nothing is converted). sl_kv_cells_bytes(kv, n)
  * = n * n_layer * sl_kv_pos_bytes(kv_dim, type_k, type_v). read needs
  * p0 + n <= n_past; write needs p0 + n <= n_ctx and does not move n_past
- * (the caller sets it). SL_EINVAL for a range outside the cache. */
+ * (the caller sets it). Every layer must hold the range: a ring layer
+ * (gemma3's sliding-window layers) holds only [base, base + cap), so a
+ * range older than its window fails. SL_EINVAL for a range outside. */
 uint64_t sl_kv_cells_bytes(const sl_kv *kv, int32_t n);
 int sl_kv_cells_read(const sl_kv *kv, int32_t p0, int32_t n, void *dst);
 int sl_kv_cells_write(sl_kv *kv, int32_t p0, int32_t n, const void *src);

@@ -32,6 +32,7 @@ struct sl_model {
     sl_pool *pool;
     sl_forward fw;
     uint64_t model_bytes;
+    uint64_t kv_bytes;          /* one session's cache (the reserve's figure) */
     char err[SL_MSG];
 };
 
@@ -114,6 +115,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     m->k = r.k;
     m->n_ctx = r.n_ctx;
     m->n_batch = r.n_batch;
+    m->kv_bytes = r.kv_bytes;
     if ((rc = sl_pool_create(&m->pool, r.n_threads))) {
         rc = sl_err_set(rc, "thread pool of %d threads: %s", r.n_threads, sl_strerror(rc));
         goto fail;
@@ -175,6 +177,7 @@ int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size)
     o->n_threads = sl_pool_n_threads(m->pool);
     o->type_k = m->p.type_k; o->type_v = m->p.type_v;
     o->kv_pos_bytes = (uint64_t)d->n_layer * sl_kv_pos_bytes(d->kv_dim, m->p.type_k, m->p.type_v);
+    o->kv_bytes = m->kv_bytes;
     return sl_struct_out(out, size, o, sizeof *o, SL_MODEL_INFO_MIN_SIZE, "sl_model_info");
 }
 
@@ -242,8 +245,12 @@ int sl_session_create(sl_session **out, sl_model *m)
     sl_session *s = calloc(1, sizeof *s);
     if (!s) return sl_err_set(SL_ENOMEM, "session: out of memory");
     s->m = m;
-    int rc = sl_kv_init(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim, m->p.type_k,
-                        m->p.type_v);
+    int32_t *cap = malloc((size_t)m->d.n_layer * sizeof *cap);
+    if (!cap) { free(s); return sl_err_set(SL_ENOMEM, "session: out of memory"); }
+    sl_reserve_kv_caps(&m->d, m->n_ctx, m->n_batch, cap);   /* window rings: kv.h */
+    int rc = sl_kv_init_layers(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim, m->p.type_k,
+                               m->p.type_v, cap);
+    free(cap);
     if (rc) { free(s); return rc; }
     sl_sampling sp;
     sl_sampling_init(&sp);
@@ -287,7 +294,7 @@ int sl_session_set_sampling(sl_session *s, const sl_sampling *spp)
 
 void sl_session_reset(sl_session *s)
 {
-    s->kv.n_past = 0;
+    sl_kv_clear(&s->kv);
     s->have_logits = false;
     s->t_first_feed = -1;
     sl_detok_init(&s->dt, false);

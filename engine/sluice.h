@@ -134,6 +134,7 @@ typedef struct sl_model_info {
     /* added after 0.2.0 */
     int32_t type_k, type_v; /* KV cache types (enum sl_ggml_type) */
     uint64_t kv_pos_bytes;  /* KV cache bytes per position, all layers, K + V */
+    uint64_t kv_bytes;      /* a session's KV cache (sliding-window layers keep only a ring) */
 } sl_model_info;
 #define SL_MODEL_INFO_MIN_SIZE SL_STRUCT_END(sl_model_info, n_threads)   /* layout of 0.2.0 */
 /* Fills size bytes of *out (the inline passes the caller's sizeof). */

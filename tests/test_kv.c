@@ -41,7 +41,7 @@ Test(kv, head_major_rows_tile_the_cache)
     cr_assert_eq(sl_kv_init(&kv, L, C, H, D, SL_GGML_F16, SL_GGML_F16), 0);
     cr_assert_eq(kv.kv_dim, H * D);
     cr_assert_eq(sl_kv_bytes(L, C, H * D, SL_GGML_F16, SL_GGML_F16), 2ull * L * C * H * D * sizeof(sl_f16));
-    cr_assert_eq(sl_kv_head_stride(&kv), (int64_t)C * D);
+    cr_assert_eq(sl_kv_head_stride(&kv, 0), (int64_t)C * D);
     size_t n = (size_t)L * C * H * D;
     unsigned char *seen = calloc(n, 1);
     cr_assert_not_null(seen);
@@ -52,7 +52,7 @@ Test(kv, head_major_rows_tile_the_cache)
                 size_t o = (size_t)(k - (const sl_f16 *)kv.k);
                 cr_assert_eq(o, (size_t)(v - (const sl_f16 *)kv.v));
                 /* consecutive positions of a head are adjacent rows; heads are a block apart */
-                cr_assert_eq(o, sl_kv_off(&kv, l, 0, 0) + (size_t)g * (size_t)sl_kv_head_stride(&kv) +
+                cr_assert_eq(o, sl_kv_off(&kv, l, 0, 0) + (size_t)g * (size_t)sl_kv_head_stride(&kv, l) +
                                 (size_t)p * D);
                 cr_assert_eq(sl_kv_off(&kv, l, 0, 0), (size_t)l * C * H * D);
                 for (int32_t e = 0; e < D; e++) {
@@ -99,7 +99,7 @@ Test(kv, attention_through_cache_matches_interleaved)
                       .head_dim = D, .pos0 = pos0, .scale = 0.125f };
         cr_assert_eq(sl_kern_attention(k, NULL, &a, scratch), 0);
         a.k = sl_kv_k(&kv, layer, 0, 0); a.v = sl_kv_v(&kv, layer, 0, 0);
-        a.kv_stride = D; a.kv_head_stride = sl_kv_head_stride(&kv); a.out = o2;
+        a.kv_stride = D; a.kv_head_stride = sl_kv_head_stride(&kv, layer); a.out = o2;
         cr_assert_eq(sl_kern_attention(k, NULL, &a, scratch), 0);
         cr_assert_eq(memcmp(o1, o2, (size_t)n_q * QD * sizeof(float)), 0, "%s: outputs differ",
                      sl_isa_name(isa));
@@ -263,4 +263,47 @@ Test(kv, shift_rotates_kept_rows)
             sl_kv_free(&kv);
             sl_kv_free(&fresh);
         }
+}
+
+/* A sliding-window layer's ring: sized by the window and the chunk, it
+ * keeps the window's rows when it moves on (slot 0 = base), refuses a chunk
+ * larger than it was sized for, and cells outside it fail. */
+Test(kv, window_ring)
+{
+    enum { L = 2, C = 100, H = 2, D = 8, W = 4, B = 3 };
+    cr_assert_eq(sl_kv_ring_cap(C, W, B), W - 1 + B);
+    cr_assert_eq(sl_kv_ring_cap(C, 0, B), C);
+    cr_assert_eq(sl_kv_ring_cap(5, W, B), 5);
+    int32_t cap[L] = { C, sl_kv_ring_cap(C, W, B) };
+    cr_assert_eq(sl_kv_bytes_layers(L, cap, H * D, SL_GGML_F16, SL_GGML_F16), (uint64_t)(C + 6) * H * D * 4);
+    sl_kv kv;
+    cr_assert_eq(sl_kv_init_layers(&kv, L, C, H, D, SL_GGML_F16, SL_GGML_F16, cap), 0);
+    const sl_kern *k = sl_kern_for(SL_ISA_SCALAR);
+    float kr[H * D], vr[H * D];
+    for (int32_t p = 0; p < 20; p += B) {
+        cr_assert_eq(sl_kv_ring_advance(&kv, 1, p, B, W), 0);
+        cr_assert_eq(sl_kv_ring_advance(&kv, 0, p, B, 0), 0);
+        for (int32_t i = 0; i < B; i++) {
+            for (int d = 0; d < H * D; d++) kr[d] = vr[d] = (float)(p + i) + d * 0.001f;   /* the position */
+            sl_kv_store(&kv, k, 0, p + i, kr, vr);
+            sl_kv_store(&kv, k, 1, p + i, kr, vr);
+        }
+        kv.n_past = p + B;
+        cr_assert_leq(kv.n_past - kv.base[1], cap[1]);
+        /* every position the last row's window needs is where sl_kv_k says */
+        for (int32_t q = kv.n_past > W ? kv.n_past - W : 0; q < kv.n_past; q++)
+            for (int g = 0; g < H; g++)
+                cr_assert_eq(sl_f16_to_f32(((sl_f16 *)sl_kv_k(&kv, 1, g, q))[0]), sl_f16_to_f32(sl_f32_to_f16((float)q + g * D * 0.001f)),
+                             "ring row of position %d", q);
+    }
+    cr_assert_eq(kv.base[0], 0);
+    cr_assert_gt(kv.base[1], 0);
+    cr_assert_eq(sl_kv_ring_advance(&kv, 1, kv.n_past, B + 1, W), SL_EINVAL);
+    char buf[4096];
+    cr_assert_eq(sl_kv_cells_read(&kv, 0, 2, buf), SL_EINVAL);   /* older than the ring */
+    cr_assert_eq(sl_kv_cells_read(&kv, kv.n_past - 2, 2, buf), 0);
+    sl_kv_clear(&kv);
+    cr_assert_eq(kv.n_past, 0);
+    cr_assert_eq(kv.base[1], 0);
+    sl_kv_free(&kv);
 }

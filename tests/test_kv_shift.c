@@ -147,3 +147,22 @@ Test(kv_shift, prompt_longer_than_context)
     sl_session_destroy(s);
     sl_model_close(m);
 }
+
+/* gemma3's five sliding-window layers keep a ring of their window (16) plus
+ * a prompt chunk: the cache no longer grows with n_ctx in those layers. */
+Test(kv_shift, window_layers_bounded)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 4096;
+    mp.n_batch = 64;
+    mp.n_threads = 2;
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, MODELS "/synth2-gemma3-q4_k_m.gguf", &mp), 0, "%s", sl_last_error());
+    sl_model_info mi;
+    sl_model_get_info(m, &mi);
+    uint64_t per_layer_pos = mi.kv_pos_bytes / (uint64_t)mi.n_layer;
+    /* 1 global layer x 4096 + 5 window layers x (15 + 64) positions */
+    cr_assert_eq(mi.kv_bytes, per_layer_pos * (4096 + 5 * 79), "%llu", (unsigned long long)mi.kv_bytes);
+    sl_model_close(m);
+}
