@@ -63,14 +63,7 @@ static void attn_item_scalar(SL_ATTN_ITEM_ARGS)
             s[j] = acc * a->scale;
             mx = s[j] > mx ? s[j] : mx;
         }
-        double sum = 0.0;
-        for (int32_t j = 0; j < L; j++) {
-            s[j] = expf(s[j] - mx);
-            sum += s[j];
-        }
-        float inv = (float)(1.0 / sum);
-        for (int32_t j = 0; j < L; j++)
-            s[j] = sl_f16_to_f32(sl_f32_to_f16(s[j] * inv));
+        sl_attn_softmax_ref(s, L, mx, 1);
         float *acc = ws->acc;
         memset(acc, 0, (size_t)hd * sizeof(float));
         for (int32_t j = 0; j < L; j++) {

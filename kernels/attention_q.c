@@ -12,34 +12,25 @@
 void sl_attn_item_q_scalar(SL_ATTN_ITEM_ARGS)
 {
     const int hd = a->head_dim, tv = sl_attn_type(a->type_v);
-    const int32_t first = sl_attn_first(a, row), L = a->pos0 + row + 1 - first;
-    const int64_t vbs = sl_attn_bytes(tv, a->kv_stride);
-    const char *vb = (const char *)a->v + sl_attn_bytes(tv, kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride);
-    float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
+    const sl_attn_q_span sp = sl_attn_q_span_of(a, row, kvh, h0);
+    const int32_t L = sp.L;
 
-    sl_attn_q_scores(a, row, kvh, h0, ng, ws, first, L);
+    sl_attn_q_scores(a, row, kvh, h0, ng, ws, sp.first, L);
     for (int g = 0; g < ng; g++) {
         float *s = ws->s + (int64_t)g * L, mx = -INFINITY;
         for (int32_t j = 0; j < L; j++)
             mx = s[j] > mx ? s[j] : mx;
-        double sum = 0.0;
-        for (int32_t j = 0; j < L; j++) {
-            s[j] = expf(s[j] - mx);
-            sum += s[j];
-        }
-        float inv = (float)(1.0 / sum);
-        for (int32_t j = 0; j < L; j++)
-            s[j] *= inv;
+        sl_attn_softmax_ref(s, L, mx, 0);
     }
     float *acc = ws->acc, *vr = ws->qf;   /* qf is free here: one dequantized V row */
     memset(acc, 0, (size_t)ng * (size_t)hd * sizeof(float));
     for (int32_t j = 0; j < L; j++) {
-        sl_quant_dequantize_row(tv, vb + j * vbs, vr, hd);
+        sl_quant_dequantize_row(tv, sp.vb + j * sp.vbs, vr, hd);
         for (int g = 0; g < ng; g++) {
             const float p = ws->s[(int64_t)g * L + j];
             for (int d = 0; d < hd; d++)
                 acc[g * hd + d] += p * vr[d];
         }
     }
-    memcpy(out, acc, (size_t)ng * (size_t)hd * sizeof(float));
+    memcpy(sp.out, acc, (size_t)ng * (size_t)hd * sizeof(float));
 }

@@ -78,12 +78,12 @@ SL_VINL void attnq_pv(float *acc, const float *p, int32_t L, int ng, int hd, con
 static inline void attn_item_q(SL_ATTN_ITEM_ARGS)
 {
     const int hd = a->head_dim, tv = sl_attn_type(a->type_v);
-    const int32_t first = sl_attn_first(a, row), L = a->pos0 + row + 1 - first;
-    const int64_t vbs = sl_attn_bytes(tv, a->kv_stride);
-    const char *vb = (const char *)a->v + sl_attn_bytes(tv, kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride);
-    float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
+    const sl_attn_q_span sp = sl_attn_q_span_of(a, row, kvh, h0);
+    const int32_t L = sp.L;
+    const int64_t vbs = sp.vbs;
+    const char *vb = sp.vb;
 
-    sl_attn_q_scores(a, row, kvh, h0, ng, ws, first, L);
+    sl_attn_q_scores(a, row, kvh, h0, ng, ws, sp.first, L);
     for (int g = 0; g < ng; g++)
         sl_vsoftmax(ws->s + (int64_t)g * L, L, 0);
     memset(ws->acc, 0, (size_t)ng * (size_t)hd * sizeof(float));
@@ -92,7 +92,7 @@ static inline void attn_item_q(SL_ATTN_ITEM_ARGS)
     case SL_GGML_Q4_0: attnq_pv(ws->acc, ws->s, L, ng, hd, vb, vbs, SL_GGML_Q4_0); break;
     default: attnq_pv(ws->acc, ws->s, L, ng, hd, vb, vbs, SL_GGML_F16); break;
     }
-    memcpy(out, ws->acc, (size_t)ng * (size_t)hd * sizeof(float));
+    memcpy(sp.out, ws->acc, (size_t)ng * (size_t)hd * sizeof(float));
 }
 
 #endif

@@ -5,6 +5,8 @@
 #ifndef SL_OPS_INTERNAL_H
 #define SL_OPS_INTERNAL_H
 
+#include <math.h>
+
 #include "kernels.h"
 
 /* cos/sin of pos * inv_freq[i] for i < n (rope angles; the same libm calls
@@ -63,6 +65,20 @@ static inline int32_t sl_attn_first(const sl_attn *a, int row)
  * the level's vec_dot of the K type (set per call by attention.c). */
 typedef struct sl_attn_ws { float *qf, *s, *acc; void *qq; sl_vec_dot_fn kdot; } sl_attn_ws;
 
+/* The oracles' softmax of s[0..L) whose maximum is mx: libm expf, a double
+ * sum; round_h: probabilities rounded to f16 (the F16 cache path). */
+static inline void sl_attn_softmax_ref(float *s, int32_t L, float mx, int round_h)
+{
+    double sum = 0.0;
+    for (int32_t j = 0; j < L; j++) {
+        s[j] = expf(s[j] - mx);
+        sum += s[j];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int32_t j = 0; j < L; j++)
+        s[j] = round_h ? sl_f16_to_f32(sl_f32_to_f16(s[j] * inv)) : s[j] * inv;
+}
+
 /* ---- quantized KV cache (type_k or type_v not F16) ---------------------- */
 static inline int sl_attn_type(int t) { return t ? t : SL_GGML_F16; }
 static inline int sl_attn_quantized(const sl_attn *a)
@@ -75,6 +91,26 @@ static inline int64_t sl_attn_bytes(int t, int64_t n)
     t = sl_attn_type(t);
     return n / (int64_t)sl_gguf_block_elems((uint32_t)t) * (int64_t)sl_gguf_block_bytes((uint32_t)t);
 }
+/* What a quantized item reads and writes for (row, kvh, h0): its positions
+ * [first, first + L), V's rows (vbs bytes apart from vb) and the output. */
+typedef struct sl_attn_q_span {
+    int32_t first, L;
+    int64_t vbs;
+    const char *vb;
+    float *out;
+} sl_attn_q_span;
+static inline sl_attn_q_span sl_attn_q_span_of(const sl_attn *a, int row, int kvh, int h0)
+{
+    sl_attn_q_span sp;
+    const int tv = sl_attn_type(a->type_v);
+    sp.first = sl_attn_first(a, row);
+    sp.L = a->pos0 + row + 1 - sp.first;
+    sp.vbs = sl_attn_bytes(tv, a->kv_stride);
+    sp.vb = (const char *)a->v + sl_attn_bytes(tv, kvh * sl_attn_khs(a) + (int64_t)sp.first * a->kv_stride);
+    sp.out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * a->head_dim;
+    return sp;
+}
+
 /* Shared by the scalar oracle and the SIMD items (the dots are the level's
  * vec_dot, tested against the scalar one on their own): heads h0..h0+ng-1 of
  * query row `row` converted to K's vec_dot type (Q8_0, or F16 for an F16 K)
