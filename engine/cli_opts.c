@@ -25,12 +25,15 @@ const char sl_cli_model_opts_help[] =
     "  --expert-cache SIZE    MoE: cap the expert cache (default: what the budget leaves)\n"
     "  --no-expert-stream     MoE: stream experts with their layer, not one at a time\n"
     "  --numa local|distribute  weights, slots, KV cache on the compute threads' node, or\n"
-    "                         interleaved over all nodes (no-op on one node)\n";
+    "                         interleaved over all nodes (no-op on one node)\n"
+
+    SL_CLI_KV_OPTS_HELP;
 
 void sl_cli_model_opts_init(sl_cli_model_opts *o)
 {
     o->path = NULL;
     sl_model_params_init(&o->mp);
+    o->mp.context_shift = true;   /* the commands go on past n_ctx unless --no-context-shift */
 }
 
 int sl_cli_int(const char *s, long long lo, long long hi, long long *out)
@@ -56,6 +59,8 @@ int sl_cli_float(const char *s, double *out)
 int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd)
 {
     const char *a = argv[*i];
+    int kvr = sl_cli_kv_opt(o, argc, argv, i, cmd);   /* cache types, context shift */
+    if (kvr) return kvr;
     bool takes = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
                  !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
                  !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "reserve.h"
+#include "../gguf/gguf_type.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
 #ifdef SL_HAVE_RING_PLAN
@@ -154,6 +155,9 @@ static int cmd_plan(int argc, char **argv)
         char lab[64];
         snprintf(lab, sizeof lab, "KV cache (ctx %d)", (int)rs.n_ctx);
         ROW(lab, rs.kv_bytes);
+        snprintf(lab, sizeof lab, "  per position (%s/%s)", sl_gguf_type_name((uint32_t)o.mp.type_k),
+                 sl_gguf_type_name((uint32_t)o.mp.type_v));
+        ROW(lab, rs.kv_pos_bytes);
         snprintf(lab, sizeof lab, "compute arena (batch %d)", (int)rs.n_batch);
         ROW(lab, rs.arena_bytes);
         ROW("logits, sampler, history", rs.logits_bytes);

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../gguf/gguf_type.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
 #include "chat.h"
@@ -190,6 +191,13 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
         }
         fprintf(stderr, "\n");
     }
+    if (o->stats)   /* the KV cache: its types, cost per position, context shifts */
+        fprintf(stderr, "stats: kv cache %s/%s, %llu bytes per position, %.2f MiB for %d positions; "
+                        "context shifts %lld (%lld positions dropped)\n",
+                sl_gguf_type_name((uint32_t)mi.type_k), sl_gguf_type_name((uint32_t)mi.type_v),
+                (unsigned long long)mi.kv_pos_bytes, (double)mi.kv_bytes / (1 << 20), mi.n_ctx,
+                (long long)all->n_ctx_shift,
+                (long long)all->n_ctx_dropped);
     if (o->json)
         fprintf(stderr, "{\"mode\":\"%s\",\"io\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"n_prompt\":%lld,"
                         "\"prompt_ms\":%.3f,\"prompt_tok_s\":%.3f,\"n_decode\":%lld,\"decode_ms\":%.3f,"
@@ -221,7 +229,7 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
     char piece[2048];
     *end = GEN_LIMIT;
     for (long long i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
-        if (sl_session_n_past(s) >= sl_session_n_ctx(s)) {
+        if (!o->mo.mp.context_shift && sl_session_n_past(s) >= sl_session_n_ctx(s)) {
             fprintf(stderr, "\n[context full: %d tokens]\n", sl_session_n_ctx(s));
             *end = GEN_CTX_FULL;
             return 0;
@@ -231,7 +239,8 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
         if (rc) return rc;
         if (!o->ignore_eos && sl_model_token_is_eog(m, tok)) {
             *end = GEN_EOG;
-            if (feed_eog && sl_session_n_past(s) < sl_session_n_ctx(s)) return sl_session_accept(s, tok);
+            if (feed_eog && (o->mo.mp.context_shift || sl_session_n_past(s) < sl_session_n_ctx(s)))
+                return sl_session_accept(s, tok);
             return 0;
         }
         int len = sl_session_detok(s, tok, piece, sizeof piece);

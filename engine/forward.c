@@ -293,6 +293,8 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
     const float *inv_freq = swa ? f->inv_freq_swa : f->inv_freq;
 
     act_cache c = { 0 };
+    /* a sliding-window layer's ring keeps only the window (kv.h) */
+    if ((rc = sl_kv_ring_advance(kv, l, pos0, n, swa ? d->n_swa : 0))) return rc;
     /* attention */
     for (int32_t i = 0; i < n; i++)
         k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, an->data, E, d->rms_eps);
@@ -314,23 +316,22 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
         k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, inv_freq, d->rope_neox);
         if (qmul != 1.0f) scale_row(qi, QD, qmul);
         if (kmul != 1.0f) scale_row(ki, KD, kmul);
-        /* head-major cache: each kv head's row goes to its own block */
-        for (int32_t g = 0; g < d->n_head_kv; g++) {
-            const int64_t o = (int64_t)g * d->head_dim;
-            k->f32_to_f16(sl_kv_k(kv, l, g, pos0 + i), ki + o, d->head_dim);
-            k->f32_to_f16(sl_kv_v(kv, l, g, pos0 + i), vi + o, d->head_dim);
-        }
+        if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
+        if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
+        sl_kv_store(kv, k, l, pos0 + i, ki, vi);   /* in the cache's types */
     }
     sl_attn a = {
         .q = f->q, .q_stride = QD,
-        .k = sl_kv_k(kv, l, 0, 0), .v = sl_kv_v(kv, l, 0, 0), .kv_stride = d->head_dim,
+        .k = sl_kv_k(kv, l, 0, kv->base[l]), .v = sl_kv_v(kv, l, 0, kv->base[l]), .kv_stride = d->head_dim,
         .out = f->att, .out_stride = QD,
         .n_q = n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
-        .pos0 = pos0, .scale = d->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
-        .kv_head_stride = sl_kv_head_stride(kv), .window = swa ? d->n_swa : 0,
+        .pos0 = pos0 - kv->base[l], .scale = d->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
+        .kv_head_stride = sl_kv_head_stride(kv, l), .window = swa ? d->n_swa : 0,
+        .type_k = kv->type_k, .type_v = kv->type_v,
     };
     if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
         return sl_err_set(rc, "layer %d: attention failed", l);
+    if (kv->rot_v) sl_kv_rotate(f->att, (int64_t)n * QD, kv->rot_v);   /* back from V's basis */
     if ((rc = mm(f, &c, f->att, n, wo, f->xn, E))) return rc;
     post_norm(f, pa, n);
     k->add(f->x, f->x, f->xn, (int64_t)n * E);

@@ -60,4 +60,7 @@ void sl_forward_free(sl_forward *f);
 int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode,
                    float *logits);
 
+/* Context shift (kv_shift.c): sl_kv_shift with this model's rope tables. */
+int sl_forward_kv_shift(sl_forward *f, sl_kv *kv, int32_t n_keep, int32_t n_discard);
+
 #endif

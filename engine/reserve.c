@@ -10,6 +10,12 @@
 #include "forward.h"
 #include "kv.h"
 
+void sl_reserve_kv_caps(const sl_model_desc *d, int32_t n_ctx, int32_t n_batch, int32_t *cap)
+{
+    for (int32_t l = 0; l < d->n_layer; l++)
+        cap[l] = sl_model_layer_swa(d, l) ? sl_kv_ring_cap(n_ctx, d->n_swa, n_batch) : n_ctx;
+}
+
 int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p)
 {
     int nth = p->n_threads;
@@ -33,7 +39,18 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     if (d->q_dim > max_k) max_k = d->q_dim;
     if (d->n_ff_exp > max_k) max_k = d->n_ff_exp;       /* MoE expert widths */
     if (d->n_ff_shexp > max_k) max_k = d->n_ff_shexp;
-    r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim);
+    /* the cache is sized by its types (a q4_0 cache is 0.28x an f16 one) */
+    if ((rc = sl_kv_type_check(p->type_k, d->head_dim, "K")) ||
+        (rc = sl_kv_type_check(p->type_v, d->head_dim, "V")))
+        return rc;
+    r->kv_pos_bytes = (uint64_t)d->n_layer * sl_kv_pos_bytes(d->kv_dim, p->type_k, p->type_v);
+    r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, p->type_v);
+    int32_t *cap = d->n_layer > 0 ? malloc((size_t)d->n_layer * sizeof *cap) : NULL;
+    if (cap) {   /* sliding-window layers: their ring only (else the full bound above) */
+        sl_reserve_kv_caps(d, r->n_ctx, r->n_batch, cap);
+        r->kv_bytes = sl_kv_bytes_layers(d->n_layer, cap, d->kv_dim, p->type_k, p->type_v);
+        free(cap);
+    }
     r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
     r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;
     r->panel_bytes = sl_kern_matmul_scratch_bound(r->k, max_k, r->n_batch, nth);

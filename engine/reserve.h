@@ -18,15 +18,20 @@ typedef struct sl_reserve {
     int n_threads;
     const sl_kern *k;           /* kernel level the forward pass uses */
     uint64_t kv_bytes;          /* KV cache of one session */
+    uint64_t kv_pos_bytes;      /* of which per position (all layers, K + V, in their types) */
     uint64_t arena_bytes;       /* forward pass arena */
     uint64_t logits_bytes;      /* logits, sampler scratch, token history */
     uint64_t panel_bytes;       /* prefill panel buffers (per thread) */
     uint64_t total;             /* saturating sum: the streamer's reserve_bytes */
 } sl_reserve;
 
-/* Fills r for a model of description d opened with p. Fails only when the
- * kernel level asked for (SLUICE_ISA) is not available. */
+/* Fills r for a model of description d opened with p. Fails when the
+ * kernel level asked for (SLUICE_ISA) is not available or a KV cache type
+ * does not fit the model (sl_kv_type_check). */
 int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p);
+/* Rows per kv head of each layer's cache (cap[n_layer]): n_ctx, or for a
+ * sliding-window layer the ring sl_kv_ring_cap(n_ctx, n_swa, n_batch). */
+void sl_reserve_kv_caps(const sl_model_desc *d, int32_t n_ctx, int32_t n_batch, int32_t *cap);
 /* The same from a file's metadata (no weights read). */
 int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p);
 /* The streamer config sl_model_open uses: p's mode/io/budget/pins/mlock + r->total. */

@@ -35,6 +35,7 @@ struct sl_model {
     sl_pool *pool;
     sl_forward fw;
     uint64_t model_bytes;
+    uint64_t kv_bytes;          /* one session's cache (the reserve's figure) */
     char err[SL_MSG];
     /* prompt cache (session_state.c): the file a cache is tied to */
     char *path;
@@ -51,6 +52,7 @@ struct sl_session {
     sl_detok dt;
     sl_stats stats;
     double t_first_feed;        /* < 0: no feed pending a first token */
+    int32_t first_len;          /* tokens of the first feed after a reset (n_keep = -1) */
     char err[SL_MSG];
     struct sl_pressure *pressure;   /* memory-pressure ladder (pressure.c), NULL when off */
 };
@@ -81,6 +83,7 @@ int sl_model_params_init_sized(sl_model_params *p, size_t struct_size)
     sl_model_params d;
     memset(&d, 0, sizeof d);
     d.max_pinned = -1;
+    d.type_k = d.type_v = SL_GGML_F16;
     return sl_struct_init(p, struct_size, &d, sizeof d, SL_MODEL_PARAMS_MIN_SIZE, "sl_model_params");
 }
 
@@ -94,6 +97,8 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
         return SL_EINVAL;
     if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0)
         return sl_err_set(SL_EINVAL, "model params: negative n_threads / n_ctx / n_batch");
+    if (p.n_keep < -1)
+        return sl_err_set(SL_EINVAL, "model params: n_keep %d (-1 = the first prompt, or >= 0)", p.n_keep);
     sl_model *m = calloc(1, sizeof *m);
     if (!m) return sl_err_set(SL_ENOMEM, "model: out of memory");
     m->p = p;
@@ -118,6 +123,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     m->k = r.k;
     m->n_ctx = r.n_ctx;
     m->n_batch = r.n_batch;
+    m->kv_bytes = r.kv_bytes;
     if ((rc = sl_pool_create(&m->pool, r.n_threads))) {
         rc = sl_err_set(rc, "thread pool of %d threads: %s", r.n_threads, sl_strerror(rc));
         goto fail;
@@ -178,6 +184,9 @@ int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size)
     o->io = pl ? pl->io : 0;
     o->isa = m->k->name;
     o->n_threads = sl_pool_n_threads(m->pool);
+    o->type_k = m->p.type_k; o->type_v = m->p.type_v;
+    o->kv_pos_bytes = (uint64_t)d->n_layer * sl_kv_pos_bytes(d->kv_dim, m->p.type_k, m->p.type_v);
+    o->kv_bytes = m->kv_bytes;
     return sl_struct_out(out, size, o, sizeof *o, SL_MODEL_INFO_MIN_SIZE, "sl_model_info");
 }
 
@@ -245,14 +254,21 @@ int sl_session_create(sl_session **out, sl_model *m)
     sl_session *s = calloc(1, sizeof *s);
     if (!s) return sl_err_set(SL_ENOMEM, "session: out of memory");
     s->m = m;
-    int rc = sl_kv_init(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim);
+    int32_t *cap = malloc((size_t)m->d.n_layer * sizeof *cap);
+    if (!cap) { free(s); return sl_err_set(SL_ENOMEM, "session: out of memory"); }
+    sl_reserve_kv_caps(&m->d, m->n_ctx, m->n_batch, cap);   /* window rings: kv.h */
+    int rc = sl_kv_init_layers(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim, m->p.type_k,
+                               m->p.type_v, cap);
+    free(cap);
     if (rc) { free(s); return rc; }
     if (m->p.numa) {   /* before the first touch of the cache (io/stream_numa.h) */
         sl_numa_place np;
         sl_numa_decide_here(m->p.numa, &np);
-        size_t half = (size_t)(sl_kv_bytes(m->d.n_layer, m->n_ctx, m->d.n_head_kv * m->d.head_dim) / 2);
-        (void)sl_numa_apply(&np, s->kv.k, half);
-        (void)sl_numa_apply(&np, s->kv.v, half);
+        size_t rows = 0;   /* per kv head, over the layers (rings hold fewer) */
+        for (int32_t l = 0; l < s->kv.n_layer; l++) rows += (size_t)s->kv.cap[l];
+        rows *= (size_t)s->kv.n_head_kv;
+        (void)sl_numa_apply(&np, s->kv.k, rows * s->kv.row_k);
+        (void)sl_numa_apply(&np, s->kv.v, rows * s->kv.row_v);
     }
     sl_sampling sp;
     sl_sampling_init(&sp);
@@ -297,7 +313,7 @@ int sl_session_set_sampling(sl_session *s, const sl_sampling *spp)
 
 void sl_session_reset(sl_session *s)
 {
-    s->kv.n_past = 0;
+    sl_kv_clear(&s->kv);
     s->have_logits = false;
     s->t_first_feed = -1;
     sl_detok_init(&s->dt, false);
@@ -305,6 +321,30 @@ void sl_session_reset(sl_session *s)
 
 int32_t sl_session_n_past(const sl_session *s) { return s->kv.n_past; }
 int32_t sl_session_n_ctx(const sl_session *s) { return s->kv.n_ctx; }
+
+/* Context shift (llama.cpp's): while n new tokens do not fit, keep the
+ * first n_keep positions (BOS, if the cache starts with it, plus
+ * params.n_keep; -1: the first prompt) and drop the older half of the rest.
+ * Returns 0 also when it cannot make room (the caller reports SL_ECTX). */
+static int make_room(sl_session *s, int n)
+{
+    const sl_model *m = s->m;
+    if (!m->p.context_shift) return 0;
+    while ((int64_t)s->kv.n_past + n > s->kv.n_ctx) {
+        int32_t keep = m->p.n_keep < 0 ? s->first_len : m->p.n_keep;
+        if (m->p.n_keep >= 0 && s->kv.n_past > 0 && m->tok && s->hist[0] == sl_tok_bos(m->tok)) keep++;
+        if (keep > s->kv.n_past) keep = s->kv.n_past;
+        int32_t n_discard = (s->kv.n_past - keep) / 2;
+        if (n_discard < 1) return 0;
+        int rc = sl_forward_kv_shift(&s->m->fw, &s->kv, keep, n_discard);
+        if (rc) return rc;
+        memmove(s->hist + keep, s->hist + keep + n_discard,
+                (size_t)(s->kv.n_past - keep) * sizeof *s->hist);
+        s->stats.n_ctx_shift++;
+        s->stats.n_ctx_dropped += n_discard;
+    }
+    return 0;
+}
 
 /* One forward over ids with timing and streamer stats accounting. */
 static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits, bool decode)
@@ -316,16 +356,19 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
         if (ids[i] < 0 || ids[i] >= m->d.n_vocab)
             return sess_fail(s, sl_err_set(SL_EINVAL, "token id %d at index %d out of range (vocab %d)",
                                            ids[i], i, m->d.n_vocab));
+    int rc = make_room(s, n);
+    if (rc) return sess_fail(s, rc);
     if ((int64_t)s->kv.n_past + n > s->kv.n_ctx)
         return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d",
                                        s->kv.n_past, n, s->kv.n_ctx));
     sl_pressure_tick(s);   /* between forward passes: nothing acquired */
+    if (s->kv.n_past == 0) s->first_len = n;
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
     double t0 = now_ms();
     if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
     int32_t past = s->kv.n_past;
-    int rc = sl_forward_run(&m->fw, &s->kv, ids, n, mode, logits);
+    rc = sl_forward_run(&m->fw, &s->kv, ids, n, mode, logits);
     double t1 = now_ms();
     sl_stream_get_stats(m->st, &b);
     if (rc) {
@@ -418,7 +461,7 @@ int sl_session_accept(sl_session *s, int32_t token)
 
 int sl_session_step(sl_session *s, int32_t *token)
 {
-    if (s->kv.n_past >= s->kv.n_ctx)
+    if (!s->m->p.context_shift && s->kv.n_past >= s->kv.n_ctx)
         return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d of %d positions used", s->kv.n_past,
                                        s->kv.n_ctx));
     int rc = sl_session_sample(s, token);

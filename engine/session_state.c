@@ -61,9 +61,10 @@ typedef struct kv_cells { uint32_t type; size_t row_bytes; } kv_cells;
 
 static void kv_cells_of(const sl_kv *kv, bool v, kv_cells *c)
 {
-    (void)v;   /* K and V share the F16 cell today; q8_0/q4_0 cells may differ per side */
-    c->type = SL_GGML_F16;
-    c->row_bytes = (size_t)kv->head_dim * sizeof(sl_f16);
+    /* the cache's own types (kv.h); a quantized side is stored in its
+     * Walsh-Hadamard basis, which type and head_dim determine */
+    c->type = (uint32_t)(v ? kv->type_v : kv->type_k);
+    c->row_bytes = v ? kv->row_v : kv->row_k;
 }
 
 static uint8_t *kv_rows(const sl_kv *kv, bool v, int32_t layer, int32_t head)
@@ -165,6 +166,12 @@ static int header_of(const sl_session_parts *p, uint32_t n_tokens, bool has_logi
     memcpy(h->magic, PC_MAGIC, 8);
     h->version = PC_VERSION;
     h->header_bytes = sizeof *h;
+    /* a sliding-window layer's ring does not hold positions from 0 */
+    for (int32_t l = 0; l < p->kv->n_layer; l++)
+        if (p->kv->cap[l] < p->kv->n_ctx)
+            return sl_err_set(SL_EUNSUPPORTED, "prompt cache: layer %d keeps a sliding-window ring (%d of %d "
+                              "positions); state files of such models are not supported yet", l,
+                              p->kv->cap[l], p->kv->n_ctx);
     int rc = model_ident(p, &h->model_ident);
     if (rc) return rc;
     kv_cells k, v;

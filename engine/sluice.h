@@ -105,6 +105,14 @@ typedef struct sl_model_params {
     /* 0.3 */
     int numa;               /* weights, slots and KV cache: 0 leave alone, 1 on the compute threads'
                                node, 2 interleaved over all nodes (no-op on one node) */
+    /* added after 0.2.0: KV cache types and context shift (README "KV cache and context shift") */
+    int32_t type_k, type_v; /* cache types, enum sl_ggml_type (gguf_type.h): SL_GGML_F16 (default),
+                             * SL_GGML_Q8_0, SL_GGML_Q4_0 (these need head_dim % 32 == 0) */
+    bool context_shift;     /* true (the CLI's default): a feed that does not fit drops the older
+                             * half of the unkept positions and goes on; false (default, as
+                             * before): SL_ECTX */
+    int32_t n_keep;         /* context shift keeps BOS + this many positions; -1 = the whole
+                             * first prompt (llama.cpp's --keep) */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -130,6 +138,10 @@ typedef struct sl_model_info {
     int mode, io;           /* what the planner chose (enum sl_stream_mode / sl_stream_io) */
     const char *isa;        /* kernel level in use ("avx2", ...) */
     int n_threads;
+    /* added after 0.2.0 */
+    int32_t type_k, type_v; /* KV cache types (enum sl_ggml_type) */
+    uint64_t kv_pos_bytes;  /* KV cache bytes per position, all layers, K + V */
+    uint64_t kv_bytes;      /* a session's KV cache (sliding-window layers keep only a ring) */
 } sl_model_info;
 #define SL_MODEL_INFO_MIN_SIZE SL_STRUCT_END(sl_model_info, n_threads)   /* layout of 0.2.0 */
 /* Fills size bytes of *out (the inline passes the caller's sizeof). */
@@ -319,6 +331,9 @@ typedef struct sl_stats {
     /* 0.3: memory-pressure ladder */
     int64_t n_pressure_down, n_pressure_up;   /* steps taken */
     int32_t pressure_depth;  /* steps currently down */
+    /* added after 0.2.0 */
+    int64_t n_ctx_shift;    /* context shifts done (each drops half the unkept positions) */
+    int64_t n_ctx_dropped;  /* positions those shifts dropped */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

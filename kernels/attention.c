@@ -1,7 +1,9 @@
 /* Grouped-query causal attention over an F16 KV cache: argument checks, the
  * work split over (query row, kv head) items, the scratch layout, and the
  * scalar oracle item. The SIMD item is attention_driver.h, instantiated per
- * level in ops_<isa>.c; sl_kern_attention picks one by the table's isa. */
+ * level in ops_<isa>.c; sl_kern_attention picks one by the table's isa.
+ * Quantized caches (Q8_0/Q4_0 K or V) go to the items of attention_q.c
+ * (oracle) and attention_q_driver.h, through the same split. */
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -15,7 +17,8 @@
 static size_t ws_bytes(int head_dim, int32_t n_ctx)
 {
     return 2 * ALIGN64((size_t)SL_ATTN_GMAX * (size_t)head_dim * sizeof(float)) +
-           ALIGN64((size_t)SL_ATTN_GMAX * (size_t)n_ctx * sizeof(float));
+           ALIGN64((size_t)SL_ATTN_GMAX * (size_t)n_ctx * sizeof(float)) +
+           ALIGN64((size_t)SL_ATTN_GMAX * (size_t)head_dim * 2);  /* qq: F16 or Q8_0 rows */
 }
 
 size_t sl_kern_attn_scratch(int n_threads, int head_dim, int32_t n_ctx)
@@ -32,7 +35,7 @@ static void ws_carve(sl_attn_ws *ws, char *base, int head_dim, int32_t n_ctx)
     ws->qf = (float *)base;
     ws->acc = (float *)(base + qb);
     ws->s = (float *)(base + 2 * qb);
-    (void)n_ctx;
+    ws->qq = base + 2 * qb + ALIGN64((size_t)SL_ATTN_GMAX * (size_t)n_ctx * sizeof(float));
 }
 
 /* The oracle: straight loops, dots accumulated in order in f32, softmax with
@@ -42,8 +45,8 @@ static void attn_item_scalar(SL_ATTN_ITEM_ARGS)
     const int hd = a->head_dim;
     const int32_t first = sl_attn_first(a, row), L = a->pos0 + row + 1 - first;
     const float *q = a->q + (int64_t)row * a->q_stride + (int64_t)h0 * hd;
-    const sl_f16 *kb = a->k + kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride;
-    const sl_f16 *vb = a->v + kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride;
+    const sl_f16 *kb = (const sl_f16 *)a->k + kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride;
+    const sl_f16 *vb = (const sl_f16 *)a->v + kvh * sl_attn_khs(a) + (int64_t)first * a->kv_stride;
     float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
 
     for (int i = 0; i < ng * hd; i++)
@@ -60,14 +63,7 @@ static void attn_item_scalar(SL_ATTN_ITEM_ARGS)
             s[j] = acc * a->scale;
             mx = s[j] > mx ? s[j] : mx;
         }
-        double sum = 0.0;
-        for (int32_t j = 0; j < L; j++) {
-            s[j] = expf(s[j] - mx);
-            sum += s[j];
-        }
-        float inv = (float)(1.0 / sum);
-        for (int32_t j = 0; j < L; j++)
-            s[j] = sl_f16_to_f32(sl_f32_to_f16(s[j] * inv));
+        sl_attn_softmax_ref(s, L, mx, 1);
         float *acc = ws->acc;
         memset(acc, 0, (size_t)hd * sizeof(float));
         for (int32_t j = 0; j < L; j++) {
@@ -82,6 +78,7 @@ static void attn_item_scalar(SL_ATTN_ITEM_ARGS)
 typedef struct {
     const sl_attn *a;
     sl_attn_item_fn fn;
+    sl_vec_dot_fn kdot;
     char *scratch;
     size_t per_thread;
     int32_t n_ctx;
@@ -98,6 +95,7 @@ static void attn_worker(void *ctx, int ith, int nth)
     sl_attn_ws ws;
     (void)nth;
     ws_carve(&ws, jb->scratch + (size_t)ith * jb->per_thread, a->head_dim, jb->n_ctx);
+    ws.kdot = jb->kdot;
     for (;;) {
         int it = atomic_fetch_add_explicit(&jb->next, 1, memory_order_relaxed);
         if (it >= jb->n_items)
@@ -127,6 +125,28 @@ static sl_attn_item_fn pick_item(int isa)
     }
 }
 
+static sl_attn_item_fn pick_item_q(int isa)
+{
+    switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+    case SL_ISA_AVX2: return sl_attn_item_q_avx2;
+    case SL_ISA_AVX512:
+    case SL_ISA_AVX512VNNI: return sl_attn_item_q_avx512;
+#endif
+#if defined(__aarch64__)
+    case SL_ISA_NEON:
+    case SL_ISA_DOTPROD: return sl_attn_item_q_neon;
+#endif
+    default: return sl_attn_item_q_scalar;
+    }
+}
+
+static int cache_type_ok(int t)
+{
+    t = sl_attn_type(t);
+    return t == SL_GGML_F16 || t == SL_GGML_Q8_0 || t == SL_GGML_Q4_0;
+}
+
 /* p may be NULL: runs on the calling thread only (scratch for 1 thread).
  * Otherwise scratch must be sl_kern_attn_scratch(sl_pool_n_threads(p),
  * head_dim, n_ctx) bytes with n_ctx >= pos0 + n_q. */
@@ -142,11 +162,18 @@ int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scra
         (a->kv_head_stride == 0 && a->kv_stride < (int64_t)a->n_head_kv * a->head_dim) ||
         (a->kv_head_stride > 0 && a->kv_head_stride < a->head_dim))
         return -EINVAL;
+    /* quantized rows: whole 32-value blocks, never straddling two heads */
+    if (!cache_type_ok(a->type_k) || !cache_type_ok(a->type_v) ||
+        (sl_attn_quantized(a) && (a->head_dim % SL_QK || a->kv_stride % SL_QK ||
+                                  a->kv_head_stride % SL_QK ||
+                                  !k->vec_dot[sl_attn_type(a->type_k)])))
+        return -EINVAL;
     if (a->n_q == 0)
         return 0;
     attn_job jb;
     jb.a = a;
-    jb.fn = pick_item(k->isa);
+    jb.fn = sl_attn_quantized(a) ? pick_item_q(k->isa) : pick_item(k->isa);
+    jb.kdot = k->vec_dot[sl_attn_type(a->type_k)];
     jb.n_ctx = a->pos0 + a->n_q;
     jb.per_thread = ws_bytes(a->head_dim, jb.n_ctx);
     jb.scratch = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);

@@ -123,8 +123,8 @@ static inline void attn_item(SL_ATTN_ITEM_ARGS)
     const int32_t first = sl_attn_first(a, row), L = a->pos0 + row + 1 - first;
     const int64_t ks = a->kv_stride;
     const float *q = a->q + (int64_t)row * a->q_stride + (int64_t)h0 * hd;
-    const sl_f16 *kb = a->k + kvh * sl_attn_khs(a) + (int64_t)first * ks;
-    const sl_f16 *vb = a->v + kvh * sl_attn_khs(a) + (int64_t)first * ks;
+    const sl_f16 *kb = (const sl_f16 *)a->k + kvh * sl_attn_khs(a) + (int64_t)first * ks;
+    const sl_f16 *vb = (const sl_f16 *)a->v + kvh * sl_attn_khs(a) + (int64_t)first * ks;
     float *out = a->out + (int64_t)row * a->out_stride + (int64_t)h0 * hd;
     const int nq = ng * hd, nqv = (int)sl_vbody(nq, SL_VW);
 

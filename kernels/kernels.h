@@ -93,7 +93,7 @@ int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
  * (for memory budgets; 0 where no panel kernel runs). */
 size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_act, int n_threads);
 
-/* ---- attention over an F16 KV cache --------------------------------- */
+/* ---- attention over an F16, Q8_0 or Q4_0 KV cache -------------------- */
 /* Query row i (i < n_q) sits at position pos0 + i and attends to cache
  * positions 0..pos0+i (causal), or only the last `window` of them. q: [n_q][n_head*head_dim] f32 (stride q_stride);
  * k, v: [position][n_head_kv*head_dim] f16 (stride kv_stride elements), or
@@ -112,7 +112,7 @@ size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_ac
  * row, kv head) items, longest first; returns 0 or -EINVAL (bad shape). */
 typedef struct sl_attn {
     const float *q; int64_t q_stride;
-    const sl_f16 *k, *v; int64_t kv_stride;
+    const void *k, *v; int64_t kv_stride;   /* elements of type_k / type_v */
     float *out; int64_t out_stride;
     int n_q, n_head, n_head_kv, head_dim;
     int32_t pos0;
@@ -120,6 +120,14 @@ typedef struct sl_attn {
     int64_t kv_head_stride;     /* 0: head_dim (kv heads interleaved per position) */
     int32_t window;             /* > 0: sliding window, row i reads only positions
                                  * pos0+i-window+1 .. pos0+i (older ones are not read) */
+    /* Cache types: 0 or SL_GGML_F16 (F16), SL_GGML_Q8_0, SL_GGML_Q4_0 (llama.cpp's
+     * blocks of 32: head_dim, kv_stride and kv_head_stride multiples of 32,
+     * offsets still in elements). With either quantized, the numerics are
+     * llama.cpp's flash-attention path: q converted to the K type's vec_dot
+     * type (Q8_0, or F16 for an F16 K) and dotted with the level's vec_dot,
+     * softmax in f32 (probabilities not rounded), V dequantized and
+     * accumulated in f32. */
+    int type_k, type_v;
 } sl_attn;
 size_t sl_kern_attn_scratch(int n_threads, int head_dim, int32_t n_ctx);
 int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scratch);

@@ -4,7 +4,10 @@
 #include "vmath_avx512.h"
 #include "ops_driver.h"
 #include "attention_driver.h"
+#include "attention_q_driver.h"
 
 void sl_ops_fill_avx512(sl_kern *k) { ops_fill(k); }
 
 void sl_attn_item_avx512(SL_ATTN_ITEM_ARGS) { attn_item(a, row, kvh, h0, ng, ws); }
+
+void sl_attn_item_q_avx512(SL_ATTN_ITEM_ARGS) { attn_item_q(a, row, kvh, h0, ng, ws); }

@@ -20,6 +20,9 @@
  *   reductions           hsum hmax; sl_vacc_add/sum (f32 lanes summed in
  *                        double); sl_v_sum8_scaled (8 vectors -> 8 sums)
  *   sl_v_rope_pairs      rope on interleaved pairs (no FMA, as the scalar)
+ *   sl_v_ld_i8(p)        SL_VW int8 values as f32 (Q8_0 cache blocks)
+ *   sl_v_ld_q4(p, hi)    SL_VW bytes' low (hi = 0) or high nibbles minus 8, as
+ *                        f32 (Q4_0 cache blocks)
  * A new level is a new vmath_<isa>.h and a 10-line ops_<isa>.c. Each
  * primitive keeps the instruction sequence the level's hand-written kernels
  * used, so results are bit-identical to them. */
@@ -49,6 +52,17 @@ SL_VINL sl_vf sl_v_ldh(const sl_f16 *p) { return _mm256_cvtph_ps(_mm_loadu_si128
 SL_VINL __m128i sl_v_cvth(sl_vf v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { _mm_storeu_si128((__m128i *)p, sl_v_cvth(v)); }
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return _mm256_cvtph_ps(sl_v_cvth(v)); }
+SL_VINL sl_vf sl_v_ld_i8(const int8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+SL_VINL sl_vf sl_v_ld_q4(const uint8_t *p, int hi)
+{
+    __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    if (hi) b = _mm256_srli_epi32(b, 4);
+    b = _mm256_sub_epi32(_mm256_and_si256(b, _mm256_set1_epi32(15)), _mm256_set1_epi32(8));
+    return _mm256_cvtepi32_ps(b);
+}
 
 #include "vmath_nomask.h"
 

@@ -45,6 +45,17 @@ SL_VINL __m256i sl_v_cvth(sl_vf v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEA
 SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { _mm256_storeu_si256((__m256i *)p, sl_v_cvth(v)); }
 SL_VINL void sl_v_sthp(sl_f16 *p, sl_vf v, int64_t n) { _mm256_mask_storeu_epi16(p, sl_v_mask(n), sl_v_cvth(v)); }
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return _mm512_cvtph_ps(sl_v_cvth(v)); }
+SL_VINL sl_vf sl_v_ld_i8(const int8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+SL_VINL sl_vf sl_v_ld_q4(const uint8_t *p, int hi)
+{
+    __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+    if (hi) b = _mm512_srli_epi32(b, 4);
+    b = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(15)), _mm512_set1_epi32(8));
+    return _mm512_cvtepi32_ps(b);
+}
 
 SL_VINL sl_vf sl_v_min(sl_vf a, sl_vf b) { return _mm512_min_ps(a, b); }
 SL_VINL sl_vf sl_v_max(sl_vf a, sl_vf b) { return _mm512_max_ps(a, b); }

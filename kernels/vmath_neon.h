@@ -5,6 +5,7 @@
 #define SL_VMATH_NEON_H
 
 #include <arm_neon.h>
+#include <string.h>
 #include "kernels.h"
 
 #define SL_VW 4
@@ -25,6 +26,25 @@ SL_VINL sl_vf sl_v_ldh(const sl_f16 *p) { return vcvt_f32_f16(vreinterpret_f16_u
 /* FCVTN rounds by FPCR (nearest even by default), the same as sl_f32_to_f16. */
 SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return vcvt_f32_f16(vcvt_f16_f32(v)); }
+/* 4 bytes -> low lanes of a d-register (memcpy: no alignment assumed) */
+SL_VINL uint8x8_t sl_v_ld4u8(const void *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return vreinterpret_u8_u32(vdup_n_u32(w));
+}
+SL_VINL sl_vf sl_v_ld_i8(const int8_t *p)
+{
+    int16x8_t h = vmovl_s8(vreinterpret_s8_u8(sl_v_ld4u8(p)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+}
+SL_VINL sl_vf sl_v_ld_q4(const uint8_t *p, int hi)
+{
+    uint8x8_t b = sl_v_ld4u8(p);
+    b = hi ? vshr_n_u8(b, 4) : vand_u8(b, vdup_n_u8(15));
+    int16x8_t h = vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(b)), vdupq_n_s16(8));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+}
 
 #include "vmath_nomask.h"
 

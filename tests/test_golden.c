@@ -204,11 +204,12 @@ static const char *const run_mode_names[] = { "default", "resident", "stream", "
  * A model of very few layers (synth2 mixtral: 2) needs more to stream (two
  * slots) than to be resident, so no budget forces it: then stream mode is
  * requested with no pinned layer, under the smallest budget it accepts. */
-static sl_model *open_in_mode(const char *path, int run_mode)
+static sl_model *open_in_mode(const char *path, int run_mode, int kv_type)
 {
     sl_model_params mp;
     sl_model_params_init(&mp);
     mp.n_ctx = 512;
+    mp.type_k = mp.type_v = kv_type;
     mp.n_threads = 2;
     sl_model *m = NULL;
     int rc;
@@ -242,19 +243,21 @@ static sl_model *open_in_mode(const char *path, int run_mode)
     return m;
 }
 
-/* golden_dir: folder of golden.json and the logits files; model: the GGUF. */
-static void check_golden(const char *golden_dir, const char *model, const bound *bd, int run_mode)
+/* golden_dir: folder of golden_file and the logits files; model: the GGUF;
+ * kv_type: the KV cache type (K and V) golden_file was made with. */
+static void check_golden(const char *golden_dir, const char *golden_file, const char *model, const bound *bd,
+                         int run_mode, int kv_type)
 {
     const char *stem = bd->stem;
     char path[512];
-    snprintf(path, sizeof path, "%s/golden.json", golden_dir);
+    snprintf(path, sizeof path, "%s/%s", golden_dir, golden_file);
     jv g;
     cr_assert_eq(load_json(path, &g), 0, "cannot parse %s", path);
     const jv *prompts = jget(&g, "prompts");
     cr_assert(prompts && prompts->t == 'a' && prompts->n > 0);
     int V = (int)jget(&g, "n_vocab")->num;
 
-    sl_model *m = open_in_mode(model, run_mode);
+    sl_model *m = open_in_mode(model, run_mode, kv_type);
     int rc;
     sl_model_info info;
     sl_model_get_info(m, &info);
@@ -368,7 +371,7 @@ static void check_model(const char *stem)
     char dir[512], model[512];
     snprintf(dir, sizeof dir, GOLDEN "/%s", stem);
     snprintf(model, sizeof model, MODELS "/%s.gguf", stem);
-    check_golden(dir, model, bd, RUN_DEFAULT);
+    check_golden(dir, "golden.json", model, bd, RUN_DEFAULT, SL_GGML_F16);
 }
 
 Test(golden, stories260K, .timeout = 120) { check_model("stories260K"); }
@@ -452,7 +455,7 @@ static void check_synth2(const char *arch, int run_mode)
     char dir[512], model[512];
     snprintf(dir, sizeof dir, GOLDEN "/%s", sa->bd.stem);
     snprintf(model, sizeof model, MODELS "/%s.gguf", sa->bd.stem);
-    check_golden(dir, model, &sa->bd, run_mode);
+    check_golden(dir, "golden.json", model, &sa->bd, run_mode, SL_GGML_F16);
 }
 
 #define SYNTH2_MODES(name, arch)                                                              \
@@ -487,7 +490,7 @@ static void check_iq(int i, int run_mode)
     char dir[512], model[512];
     snprintf(dir, sizeof dir, GOLDEN "/%s", iq_models[i].stem);
     snprintf(model, sizeof model, MODELS "/%s.gguf", iq_models[i].stem);
-    check_golden(dir, model, &iq_models[i], run_mode);
+    check_golden(dir, "golden.json", model, &iq_models[i], run_mode, SL_GGML_F16);
 }
 
 #define IQ_MODES(name, i)                                                                 \
@@ -523,3 +526,37 @@ Test(golden_synth2, index_covered)
                  "every i-quant golden model is in the index");
     jv_free(&idx);
 }
+
+/* ---- quantized KV cache (README "Quantized KV cache") ----------------------
+ * Like with like: every model of kv-<type>-index.json run with that cache
+ * type (K and V) against the golden file made with it, under the same bounds
+ * as the model's F16 golden data. */
+static void check_kv_index(const char *index, int kv_type)
+{
+    jv idx;
+    char path[512], dir[512], model[512];
+    snprintf(path, sizeof path, GOLDEN "/%s", index);
+    cr_assert_eq(load_json(path, &idx), 0, "cannot parse %s", path);
+    const jv *kc = jget(&idx, "kv_cache"), *ms = jget(&idx, "models");
+    cr_assert(kc && ms && ms->t == 'a' && ms->n > 0);
+    cr_assert_str_eq(jget(kc, "type_k")->str, sl_gguf_type_name((uint32_t)kv_type));
+    cr_assert_str_eq(jget(kc, "type_v")->str, sl_gguf_type_name((uint32_t)kv_type));
+    for (int i = 0; i < ms->n; i++) {
+        const char *mf = jget(&ms->items[i], "model")->str, *gf = jget(&ms->items[i], "golden")->str;
+        const char *slash = strrchr(gf, '/');
+        cr_assert_not_null(slash, "%s: golden %s has no folder", index, gf);
+        char stem[256];
+        snprintf(stem, sizeof stem, "%s", mf);
+        char *dot = strstr(stem, ".gguf");
+        if (dot) *dot = '\0';
+        const bound *bd = find_bound(stem);
+        cr_assert_not_null(bd, "%s: no deviation bound for %s", index, stem);
+        snprintf(dir, sizeof dir, GOLDEN "/%.*s", (int)(slash - gf), gf);
+        snprintf(model, sizeof model, MODELS "/%s", mf);
+        check_golden(dir, slash + 1, model, bd, RUN_DEFAULT, kv_type);
+    }
+    jv_free(&idx);
+}
+
+Test(golden_kv, q8_0, .timeout = 180) { check_kv_index("kv-q8_0-index.json", SL_GGML_Q8_0); }
+Test(golden_kv, q4_0, .timeout = 180) { check_kv_index("kv-q4_0-index.json", SL_GGML_Q4_0); }

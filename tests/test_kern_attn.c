@@ -91,7 +91,7 @@ static void prob_make(prob *P, const shape *sh)
         P->v[i] = sl_f32_to_f16(frand(-2, 2));
     }
     sl_attn a = { P->q, qs, P->k, P->v, ks, P->out, qs, sh->n_q, sh->n_head, sh->n_head_kv, hd,
-                  sh->pos0, 1.0f / sqrtf((float)hd), khs, 0 };
+                  sh->pos0, 1.0f / sqrtf((float)hd), khs, 0, SL_GGML_F16, SL_GGML_F16 };
     P->a = a;
 }
 
@@ -129,7 +129,7 @@ static void check_ref(const prob *P, const char *lvl)
             int kvh = h / grp;
             double mx = -INFINITY, sum = 0;
             for (int32_t j = j0; j < L; j++) {
-                const sl_f16 *kj = a->k + kv_at(a, j, kvh, 0);
+                const sl_f16 *kj = P->k + kv_at(a, j, kvh, 0);
                 double acc = 0;
                 for (int d = 0; d < hd; d++) acc += (double)f16r(q[d]) * sl_f16_to_f32(kj[d]);
                 s[j] = acc * a->scale;
@@ -140,7 +140,7 @@ static void check_ref(const prob *P, const char *lvl)
             for (int d = 0; d < hd; d++) {
                 double o = 0, P_d = 0, vmax = 0;
                 for (int32_t j = j0; j < L; j++) {
-                    double vv = sl_f16_to_f32(a->v[kv_at(a, j, kvh, d)]);
+                    double vv = sl_f16_to_f32(P->v[kv_at(a, j, kvh, d)]);
                     o += p16[j] * vv;
                     P_d += s[j] * fabs(vv);
                     vmax = fabs(vv) > vmax ? fabs(vv) : vmax;

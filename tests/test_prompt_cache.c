@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../engine/hash64.h"
+#include "../gguf/gguf_type.h"
 #include "../engine/sluice.h"
 #include "../gguf/sl_status.h"
 #include "util_cli.h"
@@ -162,6 +163,46 @@ Test(prompt_cache, full_roundtrip_bitwise)
     sl_session_destroy(a);
     sl_session_destroy(b);
     sl_model_close(m);
+}
+
+/* Quantized caches (q8_0 K, q4_0 V, stored in their rotated basis) travel
+ * as they are: a restore gives bitwise the same logits and continuation; a
+ * session whose cache has other types refuses the file. */
+Test(prompt_cache, quantized_kv_roundtrip)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 64;
+    mp.n_threads = 2;
+    mp.type_k = SL_GGML_Q8_0;
+    mp.type_v = SL_GGML_Q4_0;
+    sl_model *m = NULL, *f16 = NULL;
+    cr_assert_eq(sl_model_open(&m, MODELS "/synth2-qwen3-q4_k_m.gguf", &mp), 0, "%s", sl_last_error());
+    int32_t nv = n_vocab_of(m);
+    int32_t ids[24];
+    some_ids(ids, 24, nv, 11);
+    char path[128];
+    tmp_path(path, sizeof path, "qkv");
+    sl_session *a = new_session(m), *b = new_session(m);
+    cr_assert_eq(sl_session_feed_tokens(a, ids, 20), 0, "%s", sl_session_errmsg(a));
+    cr_assert_eq(sl_session_save(a, path), 0, "%s", sl_session_errmsg(a));
+    cr_assert_eq(sl_session_load(b, path), 0, "%s", sl_session_errmsg(b));
+    cr_assert_eq(memcmp(sl_session_logits(a), sl_session_logits(b), (size_t)nv * sizeof(float)), 0);
+    cr_assert_eq(sl_session_feed_tokens(a, ids + 20, 4), 0);
+    cr_assert_eq(sl_session_feed_tokens(b, ids + 20, 4), 0);
+    cr_assert_eq(memcmp(sl_session_logits(a), sl_session_logits(b), (size_t)nv * sizeof(float)), 0,
+                 "continuation after a quantized restore bitwise");
+    mp.type_k = mp.type_v = SL_GGML_F16;
+    cr_assert_eq(sl_model_open(&f16, MODELS "/synth2-qwen3-q4_k_m.gguf", &mp), 0, "%s", sl_last_error());
+    sl_session *c = new_session(f16);
+    cr_assert_neq(sl_session_load(c, path), 0, "an F16 cache refuses a q8_0/q4_0 file");
+    cr_assert_eq(sl_session_n_past(c), 0);
+    unlink(path);
+    sl_session_destroy(a);
+    sl_session_destroy(b);
+    sl_session_destroy(c);
+    sl_model_close(m);
+    sl_model_close(f16);
 }
 
 /* Prefix restore: the longest common prefix is restored, the rest fed in the
