@@ -20,6 +20,13 @@ static const type_info types[SL_GGML_TYPE_COUNT] = {
     [SL_GGML_Q5_K] = { "q5_K", 256, 176 },
     [SL_GGML_Q6_K] = { "q6_K", 256, 210 },
     [SL_GGML_Q8_K] = { "q8_K", 256, 292 },
+    [SL_GGML_IQ2_XXS] = { "iq2_xxs", 256, 66 },
+    [SL_GGML_IQ2_XS]  = { "iq2_xs",  256, 74 },
+    [SL_GGML_IQ3_XXS] = { "iq3_xxs", 256, 98 },
+    [SL_GGML_IQ1_S]   = { "iq1_s",   256, 50 },
+    [SL_GGML_IQ3_S]   = { "iq3_s",   256, 110 },
+    [SL_GGML_IQ2_S]   = { "iq2_s",   256, 82 },
+    [SL_GGML_IQ1_M]   = { "iq1_m",   256, 56 },
     [SL_GGML_BF16] = { "bf16", 1,   2 },
 };
 

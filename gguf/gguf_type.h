@@ -19,12 +19,15 @@ extern "C" {
 #endif
 
 /* The on-disk numbers. Ids below SL_GGML_TYPE_COUNT index per-type tables;
- * not every id below it is a type (3..5, 16..29 are absent or retired). */
+ * not every id below it is a type (4, 5 are retired, some others absent). */
 enum sl_ggml_type {
     SL_GGML_F32 = 0, SL_GGML_F16 = 1, SL_GGML_Q4_0 = 2, SL_GGML_Q4_1 = 3,
     SL_GGML_Q5_0 = 6, SL_GGML_Q5_1 = 7, SL_GGML_Q8_0 = 8, SL_GGML_Q8_1 = 9,
     SL_GGML_Q2_K = 10, SL_GGML_Q3_K = 11, SL_GGML_Q4_K = 12, SL_GGML_Q5_K = 13,
-    SL_GGML_Q6_K = 14, SL_GGML_Q8_K = 15, SL_GGML_BF16 = 30,
+    SL_GGML_Q6_K = 14, SL_GGML_Q8_K = 15,
+    SL_GGML_IQ2_XXS = 16, SL_GGML_IQ2_XS = 17, SL_GGML_IQ3_XXS = 18, SL_GGML_IQ1_S = 19,
+    SL_GGML_IQ3_S = 21, SL_GGML_IQ2_S = 22, SL_GGML_IQ1_M = 29,
+    SL_GGML_BF16 = 30,
     SL_GGML_TYPE_COUNT = 31
 };
 

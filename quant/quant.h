@@ -48,6 +48,8 @@ static_assert(sizeof(sl_block_q5_k) == 176, "q5_K layout");
 static_assert(sizeof(sl_block_q6_k) == 210, "q6_K layout");
 static_assert(sizeof(sl_block_q8_k) == 292, "q8_K layout");
 
+#include "quant_iqgrid.h"   /* IQ2_XXS .. IQ1_M block layouts and grids */
+
 /* ---- scalar conversions ---------------------------------------------- */
 float  sl_f16_to_f32(sl_f16 h);
 sl_f16 sl_f32_to_f16(float f);          /* round to nearest even */
@@ -74,6 +76,11 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
  * for every weight type and for the activation types Q8_0, Q8_1, Q8_K (same as
  * the functions below). */
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n);
+/* The same with an importance matrix: imatrix[i] >= 0 weighs the squared
+ * error of element i (n values, one per column; NULL = none). Types that use
+ * one (the i-quants) weigh by it, the others ignore it. */
+int64_t sl_quant_quantize_row_imat(int type, const float *src, void *dst, int64_t n,
+                                   const float *imatrix);
 
 /* ---- activation quantizers (exact reference semantics, see golden README)
  * n must be a multiple of the block (32 / 256); a partial tail is not written. */

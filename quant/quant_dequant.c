@@ -237,6 +237,9 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n)
     case SL_GGML_Q5_K: deq_q5_k(src, dst, n); break;
     case SL_GGML_Q6_K: deq_q6_k(src, dst, n); break;
     case SL_GGML_Q8_K: deq_q8_k(src, dst, n); break;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: case SL_GGML_IQ1_M:
+        return sl_quant_iqgrid_dequantize(type, src, dst, n / SL_QKK);
     default: return SL_EUNSUPPORTED;
     }
     return 0;

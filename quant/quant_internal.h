@@ -26,4 +26,9 @@ void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb);
 void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb);
 void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb);
 
+/* Grid i-quants (quant_iqgrid.c, quant_iqgrid_q.c) over nb super-blocks;
+ * SL_EUNSUPPORTED for another type. imatrix: NULL or 256*nb importance weights. */
+int sl_quant_iqgrid_dequantize(int type, const void *src, float *y, int64_t nb);
+int sl_quant_iqgrid_quantize(int type, const float *x, void *dst, int64_t nb, const float *imatrix);
+
 #endif

@@ -6,6 +6,12 @@
 
 int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n)
 {
+    return sl_quant_quantize_row_imat(type, src, dst, n, NULL);
+}
+
+int64_t sl_quant_quantize_row_imat(int type, const float *src, void *dst, int64_t n,
+                                   const float *imatrix)
+{
     int64_t be = sl_gguf_block_elems((uint32_t)type);
     if (be == 0) return SL_EUNSUPPORTED;
     if (n == 0) return 0;
@@ -29,6 +35,9 @@ int64_t sl_quant_quantize_row(int type, const float *src, void *dst, int64_t n)
     case SL_GGML_Q4_K: sl_quant_q4_k_blocks(src, dst, nb); break;
     case SL_GGML_Q5_K: sl_quant_q5_k_blocks(src, dst, nb); break;
     case SL_GGML_Q6_K: sl_quant_q6_k_blocks(src, dst, nb); break;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: case SL_GGML_IQ1_M:
+        return sl_quant_iqgrid_quantize(type, src, dst, nb, imatrix) < 0 ? SL_EINVAL : (int64_t)bytes;
     default: return SL_EUNSUPPORTED;
     }
     return (int64_t)bytes;
