@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kern_internal.h"
+#include "dot_iqgrid.h"
 
 typedef void (*blk_fn)(const void *x, const void *y, int64_t i, float *a, float *b, int am);
 
@@ -276,6 +277,13 @@ DEF(q8_0, SL_GGML_Q8_0) DEF(q2_k, SL_GGML_Q2_K) DEF(q3_k, SL_GGML_Q3_K) DEF(q4_k
 DEF(q5_k, SL_GGML_Q5_K) DEF(q6_k, SL_GGML_Q6_K) DEF(f32, SL_GGML_F32) DEF(f16, SL_GGML_F16)
 DEF(bf16, SL_GGML_BF16)
 #undef DEF
+#define DEF(T, ID) \
+    static void dot_##T(int64_t n, float *s, const void *x, const void *y) \
+    { *s = run(sl_blk_##T, ID, n, x, y); }
+DEF(iq2_xxs, SL_GGML_IQ2_XXS) DEF(iq2_xs, SL_GGML_IQ2_XS) DEF(iq2_s, SL_GGML_IQ2_S)
+DEF(iq3_xxs, SL_GGML_IQ3_XXS) DEF(iq3_s, SL_GGML_IQ3_S) DEF(iq1_s, SL_GGML_IQ1_S)
+DEF(iq1_m, SL_GGML_IQ1_M)
+#undef DEF
 
 /* The oracle's types: block kernel and vec_dot of each. */
 static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_GGML_TYPE_COUNT] = {
@@ -286,6 +294,10 @@ static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_GGML_TYPE
     [SL_GGML_Q5_K] = {blk_q5_k, dot_q5_k}, [SL_GGML_Q6_K] = {blk_q6_k, dot_q6_k},
     [SL_GGML_F32] = {blk_f32, dot_f32}, [SL_GGML_F16] = {blk_f16, dot_f16},
     [SL_GGML_BF16] = {blk_bf16, dot_bf16},
+    [SL_GGML_IQ2_XXS] = {sl_blk_iq2_xxs, dot_iq2_xxs}, [SL_GGML_IQ2_XS] = {sl_blk_iq2_xs, dot_iq2_xs},
+    [SL_GGML_IQ2_S] = {sl_blk_iq2_s, dot_iq2_s}, [SL_GGML_IQ3_XXS] = {sl_blk_iq3_xxs, dot_iq3_xxs},
+    [SL_GGML_IQ3_S] = {sl_blk_iq3_s, dot_iq3_s}, [SL_GGML_IQ1_S] = {sl_blk_iq1_s, dot_iq1_s},
+    [SL_GGML_IQ1_M] = {sl_blk_iq1_m, dot_iq1_m},
 };
 
 static blk_fn blk_for(int type)
