@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kern_internal.h"
+#include "dot_iqgrid.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -93,11 +94,13 @@ static void init(void)
         case SL_ISA_AVX2:
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
             sl_gemm_fill_avx2(k);
+            sl_dot_fill_iqgrid_avx2(k);
             break;
         case SL_ISA_AVX512:
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_gemm_fill_avx2(k);
+            sl_dot_fill_iqgrid_avx512(k);
             break;
         case SL_ISA_AVX512VNNI:
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
@@ -105,6 +108,7 @@ static void init(void)
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_dot_fill_avx512vnni(k);
             sl_gemm_fill_avx512vnni(k);
+            sl_dot_fill_iqgrid_avx512(k);
             break;
 #endif
 #if defined(__aarch64__)

@@ -1,0 +1,392 @@
+/* x86 dots of the grid i-quants with Q8_K (the scheme of dot_iqgrid.h),
+ * included by dot_iqgrid_avx2.c and dot_iqgrid_avx512.c with their -m flags.
+ * Per 32 elements (avx2) or 64 (avx512): the grid entries are gathered into
+ * one vector of unsigned bytes, the signs are moved onto the activations
+ * (avx2: vpsignb with byte masks expanded from the sign bytes; avx512: a
+ * masked subtract straight from the 64 sign bits), vpmaddubsw forms the
+ * products and vpmaddwd adds pairs times the group scale 2s+1. iq1: the
+ * weight bytes 8g + delta8 are signed, so |w| times sign(q8, w). The exact
+ * integer sum of a super-block is reduced once and scaled like the scalar
+ * oracle's term, and the terms are added in double in the same order, so
+ * every level equals the scalar result bit for bit. */
+#ifndef SL_DOT_IQGRID_X86_H
+#define SL_DOT_IQGRID_X86_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "dot_iqgrid.h"
+
+#define INL static inline __attribute__((always_inline))
+
+INL uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+INL uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* 4 sign bytes of the 7-bit sign indices in w (bits 7l..7l+6), byte l = group l */
+INL uint32_t signs4(uint32_t w)
+{
+    return (uint32_t)sl_iq_sign_byte(w) | (uint32_t)sl_iq_sign_byte(w >> 7) << 8
+         | (uint32_t)sl_iq_sign_byte(w >> 14) << 16 | (uint32_t)sl_iq_sign_byte(w >> 21) << 24;
+}
+
+/* 3-bit scale codes -> 2s+1 as one 16-bit word repeated (for a set1 / lane) */
+INL int sc21(unsigned s) { return (int)(2 * s + 1); }
+
+#ifdef __AVX512BW__
+/* ---------------- avx512: 64 elements per step ----------------------------- */
+typedef __m512i vec;
+#define STEP 64
+
+INL int32_t hsum_i32(vec v) { return _mm512_reduce_add_epi32(v); }
+
+/* x16 words: lane k (16 elements) scaled by s[k] */
+INL vec scales4(int s0, int s1, int s2, int s3)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)s1),
+                                                                      _mm_set1_epi16((short)s0))),
+                              _mm256_set_m128i(_mm_set1_epi16((short)s3), _mm_set1_epi16((short)s2)), 1);
+}
+
+/* sum over 64 elements of (2s+1) * g * (+-q8): g unsigned bytes, bit i of
+ * neg set = element i negated */
+INL vec step_u(vec acc, vec g, const int8_t *q, uint64_t neg, vec sc)
+{
+    vec y = _mm512_loadu_si512(q);
+    y = _mm512_mask_sub_epi8(y, (__mmask64)neg, _mm512_setzero_si512(), y);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(g, y), sc));
+}
+
+/* iq1: w = 8g + delta8 signed bytes */
+INL vec step_s(vec acc, vec w, const int8_t *q, vec sc)
+{
+    vec y = _mm512_loadu_si512(q);
+    __mmask64 neg = _mm512_movepi8_mask(w);
+    y = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), y), sc));
+}
+
+INL vec g8x8(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f, uint64_t g, uint64_t h)
+{
+    return _mm512_set_epi64((long long)h, (long long)g, (long long)f, (long long)e,
+                            (long long)d, (long long)c, (long long)b, (long long)a);
+}
+
+INL vec g4x16(const uint32_t *grid, const uint8_t *qs, uint32_t hi_bits /* bit k: index += 256 */)
+{
+    uint32_t e[16];
+    for (int k = 0; k < 16; k++) e[k] = grid[qs[k] | ((hi_bits >> k) & 1) << 8];
+    return _mm512_loadu_si512(e);
+}
+
+INL vec iq1_w(vec g, uint64_t dmask /* byte masks: 0xff where delta < 0 */)
+{
+    g = _mm512_add_epi8(g, g);
+    g = _mm512_add_epi8(g, g);
+    g = _mm512_add_epi8(g, g);
+    /* +1, or -1 where the delta is negative */
+    vec d = _mm512_mask_blend_epi8((__mmask64)dmask, _mm512_set1_epi8(1), _mm512_set1_epi8(-1));
+    return _mm512_add_epi8(g, d);
+}
+#else
+/* ---------------- avx2: 32 elements per step -------------------------------- */
+typedef __m256i vec;
+#define STEP 32
+
+INL int32_t hsum_i32(vec v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+INL vec scales2(int s0, int s1)
+{
+    return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
+}
+
+/* bytes 0xff where bit i of the 32 sign bits is set, else 0x01 */
+INL vec sign_vec(uint32_t bits)
+{
+    const vec shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                       0x0101010101010101, 0x0000000000000000);
+    const vec bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    vec v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+    return _mm256_or_si256(v, _mm256_set1_epi8(1));
+}
+
+INL vec step_u(vec acc, vec g, const int8_t *q, uint32_t neg, vec sc)
+{
+    vec y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), sign_vec(neg));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(g, y), sc));
+}
+
+INL vec step_s(vec acc, vec w, const int8_t *q, vec sc)
+{
+    vec y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), w);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), y), sc));
+}
+
+INL vec g8x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+    return _mm256_set_epi64x((long long)d, (long long)c, (long long)b, (long long)a);
+}
+
+INL vec g4x8(const uint32_t *grid, const uint8_t *qs, uint32_t hi_bits)
+{
+    return _mm256_set_epi32((int)grid[qs[7] | ((hi_bits >> 7) & 1) << 8], (int)grid[qs[6] | ((hi_bits >> 6) & 1) << 8],
+                            (int)grid[qs[5] | ((hi_bits >> 5) & 1) << 8], (int)grid[qs[4] | ((hi_bits >> 4) & 1) << 8],
+                            (int)grid[qs[3] | ((hi_bits >> 3) & 1) << 8], (int)grid[qs[2] | ((hi_bits >> 2) & 1) << 8],
+                            (int)grid[qs[1] | ((hi_bits >> 1) & 1) << 8], (int)grid[qs[0] | (hi_bits & 1) << 8]);
+}
+
+INL vec iq1_w(vec g, vec dsign /* 0x01 or 0xff per byte */)
+{
+    g = _mm256_add_epi8(g, g);
+    g = _mm256_add_epi8(g, g);
+    g = _mm256_add_epi8(g, g);
+    return _mm256_add_epi8(g, dsign);
+}
+#endif
+
+/* ---- per type: the exact integer sum of one super-block ----------------- */
+
+#ifdef __AVX512BW__
+INL int32_t isum_iq2_xxs(const sl_block_iq2_xxs *x, const int8_t *q)
+{
+    vec acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        const uint8_t *a = x->qs + 8 * ib, *b = a + 8;
+        uint32_t wa = rd32(a + 4), wb = rd32(b + 4);
+        vec g = g8x8(sl_iq2xxs_grid[a[0]], sl_iq2xxs_grid[a[1]], sl_iq2xxs_grid[a[2]], sl_iq2xxs_grid[a[3]],
+                     sl_iq2xxs_grid[b[0]], sl_iq2xxs_grid[b[1]], sl_iq2xxs_grid[b[2]], sl_iq2xxs_grid[b[3]]);
+        uint64_t neg = signs4(wa) | (uint64_t)signs4(wb) << 32;
+        int sa = sc21(wa >> 28), sb = sc21(wb >> 28);
+        acc = step_u(acc, g, q + 32 * ib, neg, scales4(sa, sa, sb, sb));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q)
+{
+    vec acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        const uint16_t *s = x->qs + 4 * ib;
+        vec g = g8x8(sl_iq2xs_grid[s[0] & 511], sl_iq2xs_grid[s[1] & 511], sl_iq2xs_grid[s[2] & 511],
+                     sl_iq2xs_grid[s[3] & 511], sl_iq2xs_grid[s[4] & 511], sl_iq2xs_grid[s[5] & 511],
+                     sl_iq2xs_grid[s[6] & 511], sl_iq2xs_grid[s[7] & 511]);
+        uint64_t neg = 0;
+        for (int l = 0; l < 8; l++) neg |= (uint64_t)sl_iq_sign_byte(s[l] >> 9) << (8 * l);
+        unsigned c0 = x->scales[ib], c1 = x->scales[ib + 1];
+        acc = step_u(acc, g, q + 32 * ib, neg, scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq2_s(const sl_block_iq2_s *x, const int8_t *q)
+{
+    vec acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        uint64_t e[8];
+        for (int l = 0; l < 8; l++) {
+            int sb = ib + l / 4;
+            e[l] = sl_iq2s_grid[x->qs[4 * ib + l] | ((x->qh[sb] >> (2 * (l % 4))) & 3) << 8];
+        }
+        vec g = _mm512_loadu_si512(e);
+        unsigned c0 = x->scales[ib], c1 = x->scales[ib + 1];
+        acc = step_u(acc, g, q + 32 * ib, rd64(x->signs + 4 * ib),
+                     scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq3_xxs(const sl_block_iq3_xxs *x, const int8_t *q)
+{
+    vec acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        uint32_t wa = rd32(x->w + 4 * ib), wb = rd32(x->w + 4 * ib + 4);
+        vec g = g4x16(sl_iq3xxs_grid, x->qs + 8 * ib, 0);
+        uint64_t neg = signs4(wa) | (uint64_t)signs4(wb) << 32;
+        int sa = sc21(wa >> 28), sb = sc21(wb >> 28);
+        acc = step_u(acc, g, q + 32 * ib, neg, scales4(sa, sa, sb, sb));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq3_s(const sl_block_iq3_s *x, const int8_t *q)
+{
+    vec acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        uint32_t hi = (uint32_t)x->qh[ib] | (uint32_t)x->qh[ib + 1] << 8;
+        vec g = g4x16(sl_iq3s_grid, x->qs + 8 * ib, hi);
+        unsigned c = x->scales[ib / 2];
+        int sa = sc21(c & 15), sb = sc21(c >> 4);
+        acc = step_u(acc, g, q + 32 * ib, rd64(x->signs + 4 * ib), scales4(sa, sa, sb, sb));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq1_s(const sl_block_iq1_s *x, const int8_t *q)
+{
+    vec acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        unsigned ha = x->qh[ib], hb = x->qh[ib + 1];
+        const uint8_t *s = x->qs + 4 * ib;
+        vec g = g8x8(sl_iq1s_grid[s[0] | (ha & 7) << 8], sl_iq1s_grid[s[1] | ((ha >> 3) & 7) << 8],
+                     sl_iq1s_grid[s[2] | ((ha >> 6) & 7) << 8], sl_iq1s_grid[s[3] | ((ha >> 9) & 7) << 8],
+                     sl_iq1s_grid[s[4] | (hb & 7) << 8], sl_iq1s_grid[s[5] | ((hb >> 3) & 7) << 8],
+                     sl_iq1s_grid[s[6] | ((hb >> 6) & 7) << 8], sl_iq1s_grid[s[7] | ((hb >> 9) & 7) << 8]);
+        uint64_t dm = (ha & 0x8000 ? 0xffffffffull : 0) | (hb & 0x8000 ? 0xffffffff00000000ull : 0);
+        int sa = sc21((ha >> 12) & 7), sb = sc21((hb >> 12) & 7);
+        acc = step_s(acc, iq1_w(g, dm), q + 32 * ib, scales4(sa, sa, sb, sb));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q)
+{
+    vec acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        uint64_t e[8], dm = 0;
+        for (int l = 0; l < 8; l++) {
+            unsigned nib = x->qh[2 * ib + l / 2] >> (4 * (l % 2));
+            e[l] = sl_iq1s_grid[x->qs[4 * ib + l] | (nib & 7) << 8];
+            if (nib & 8) dm |= 0xffull << (8 * l);
+        }
+        unsigned sc = (unsigned)(x->scales[2 * (ib / 2)] | x->scales[2 * (ib / 2) + 1] << 8);
+        acc = step_s(acc, iq1_w(_mm512_loadu_si512(e), dm), q + 32 * ib,
+                     scales4(sc21(sc & 7), sc21((sc >> 3) & 7), sc21((sc >> 6) & 7), sc21((sc >> 9) & 7)));
+    }
+    return hsum_i32(acc);
+}
+#else
+INL int32_t isum_iq2_xxs(const sl_block_iq2_xxs *x, const int8_t *q)
+{
+    vec acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *a = x->qs + 8 * ib;
+        uint32_t w = rd32(a + 4);
+        vec g = g8x4(sl_iq2xxs_grid[a[0]], sl_iq2xxs_grid[a[1]], sl_iq2xxs_grid[a[2]], sl_iq2xxs_grid[a[3]]);
+        acc = step_u(acc, g, q + 32 * ib, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q)
+{
+    vec acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        const uint16_t *s = x->qs + 4 * ib;
+        vec g = g8x4(sl_iq2xs_grid[s[0] & 511], sl_iq2xs_grid[s[1] & 511], sl_iq2xs_grid[s[2] & 511],
+                     sl_iq2xs_grid[s[3] & 511]);
+        uint32_t neg = (uint32_t)sl_iq_sign_byte(s[0] >> 9) | (uint32_t)sl_iq_sign_byte(s[1] >> 9) << 8
+                     | (uint32_t)sl_iq_sign_byte(s[2] >> 9) << 16 | (uint32_t)sl_iq_sign_byte(s[3] >> 9) << 24;
+        unsigned c = x->scales[ib];
+        acc = step_u(acc, g, q + 32 * ib, neg, scales2(sc21(c & 15), sc21(c >> 4)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq2_s(const sl_block_iq2_s *x, const int8_t *q)
+{
+    vec acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *s = x->qs + 4 * ib;
+        unsigned h = x->qh[ib];
+        vec g = g8x4(sl_iq2s_grid[s[0] | (h & 3) << 8], sl_iq2s_grid[s[1] | ((h >> 2) & 3) << 8],
+                     sl_iq2s_grid[s[2] | ((h >> 4) & 3) << 8], sl_iq2s_grid[s[3] | ((h >> 6) & 3) << 8]);
+        unsigned c = x->scales[ib];
+        acc = step_u(acc, g, q + 32 * ib, rd32(x->signs + 4 * ib), scales2(sc21(c & 15), sc21(c >> 4)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq3_xxs(const sl_block_iq3_xxs *x, const int8_t *q)
+{
+    vec acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        uint32_t w = rd32(x->w + 4 * ib);
+        vec g = g4x8(sl_iq3xxs_grid, x->qs + 8 * ib, 0);
+        acc = step_u(acc, g, q + 32 * ib, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq3_s(const sl_block_iq3_s *x, const int8_t *q)
+{
+    vec acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        vec g = g4x8(sl_iq3s_grid, x->qs + 8 * ib, x->qh[ib]);
+        unsigned c = (x->scales[ib / 2] >> (4 * (ib % 2))) & 15;
+        acc = step_u(acc, g, q + 32 * ib, rd32(x->signs + 4 * ib), _mm256_set1_epi16((short)sc21(c)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq1_s(const sl_block_iq1_s *x, const int8_t *q)
+{
+    vec acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        unsigned h = x->qh[ib];
+        const uint8_t *s = x->qs + 4 * ib;
+        vec g = g8x4(sl_iq1s_grid[s[0] | (h & 7) << 8], sl_iq1s_grid[s[1] | ((h >> 3) & 7) << 8],
+                     sl_iq1s_grid[s[2] | ((h >> 6) & 7) << 8], sl_iq1s_grid[s[3] | ((h >> 9) & 7) << 8]);
+        vec ds = _mm256_set1_epi8(h & 0x8000 ? -1 : 1);
+        acc = step_s(acc, iq1_w(g, ds), q + 32 * ib, _mm256_set1_epi16((short)sc21((h >> 12) & 7)));
+    }
+    return hsum_i32(acc);
+}
+
+INL int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q)
+{
+    vec acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        unsigned a = x->qh[2 * ib], b = x->qh[2 * ib + 1];
+        const uint8_t *s = x->qs + 4 * ib;
+        vec g = g8x4(sl_iq1s_grid[s[0] | (a & 7) << 8], sl_iq1s_grid[s[1] | ((a >> 4) & 7) << 8],
+                     sl_iq1s_grid[s[2] | (b & 7) << 8], sl_iq1s_grid[s[3] | ((b >> 4) & 7) << 8]);
+        const long long P = 0x0101010101010101ll, M = -1ll;
+        vec ds = _mm256_set_epi64x(b & 0x80 ? M : P, b & 0x08 ? M : P, a & 0x80 ? M : P, a & 0x08 ? M : P);
+        unsigned sc = (unsigned)(x->scales[2 * (ib / 2)] | x->scales[2 * (ib / 2) + 1] << 8) >> (6 * (ib % 2));
+        acc = step_s(acc, iq1_w(g, ds), q + 32 * ib, scales2(sc21(sc & 7), sc21((sc >> 3) & 7)));
+    }
+    return hsum_i32(acc);
+}
+#endif
+
+/* The driver: the scalar oracle's per-block terms, summed in double in its order. */
+#define IQ_DOT(T, BT, DEXPR, MULT, NAME)                                                  \
+    static void NAME(int64_t n, float *s, const void *vx, const void *vy)               \
+    {                                                                                   \
+        const BT *x = vx;                                                               \
+        const sl_block_q8_k *y = vy;                                                    \
+        double sum = 0.0;                                                               \
+        for (int64_t i = 0; i < n / SL_QKK; i++, x++, y++) {                            \
+            __builtin_prefetch((const char *)(x + 2), 0, 3);                            \
+            float dd = (DEXPR) * y->d;                                                  \
+            sum += (double)(dd * (MULT) * (float)isum_##T(x, y->qs));                   \
+        }                                                                               \
+        *s = (float)sum;                                                                \
+    }
+
+#define IQ_LEVEL(FILL, SUF)                                                             \
+    IQ_DOT(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f, dot_iq2_xxs_##SUF)      \
+    IQ_DOT(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f, dot_iq2_xs_##SUF)         \
+    IQ_DOT(iq2_s, sl_block_iq2_s, _cvtsh_ss(x->d), 0.125f, dot_iq2_s_##SUF)            \
+    IQ_DOT(iq3_xxs, sl_block_iq3_xxs, _cvtsh_ss(x->d), 0.25f, dot_iq3_xxs_##SUF)       \
+    IQ_DOT(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f, dot_iq3_s_##SUF)              \
+    IQ_DOT(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f, dot_iq1_s_##SUF)            \
+    IQ_DOT(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f, dot_iq1_m_##SUF) \
+    void FILL(sl_kern *k)                                                               \
+    {                                                                                   \
+        k->vec_dot[SL_GGML_IQ2_XXS] = dot_iq2_xxs_##SUF;                                \
+        k->vec_dot[SL_GGML_IQ2_XS] = dot_iq2_xs_##SUF;                                  \
+        k->vec_dot[SL_GGML_IQ2_S] = dot_iq2_s_##SUF;                                    \
+        k->vec_dot[SL_GGML_IQ3_XXS] = dot_iq3_xxs_##SUF;                                \
+        k->vec_dot[SL_GGML_IQ3_S] = dot_iq3_s_##SUF;                                    \
+        k->vec_dot[SL_GGML_IQ1_S] = dot_iq1_s_##SUF;                                    \
+        k->vec_dot[SL_GGML_IQ1_M] = dot_iq1_m_##SUF;                                    \
+    }
+
+#endif
