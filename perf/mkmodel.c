@@ -96,9 +96,18 @@ static const mk_typedef mk_types[] = {
     { "q6_k", SL_GGML_Q6_K, 18, MIX_PLAIN },
     { "q4_k_s", SL_GGML_Q4_K, 14, MIX_Q4_K_S }, { "q4_k_m", SL_GGML_Q4_K, 15, MIX_Q4_K_M },
     { "q2_k_mix", SL_GGML_Q2_K, 10, MIX_Q2_K },
+    { "iq2_xxs", SL_GGML_IQ2_XXS, 19, MIX_PLAIN }, { "iq2_xs", SL_GGML_IQ2_XS, 20, MIX_PLAIN },
+    { "iq2_s", SL_GGML_IQ2_S, 28, MIX_PLAIN }, { "iq3_xxs", SL_GGML_IQ3_XXS, 23, MIX_PLAIN },
+    { "iq3_s", SL_GGML_IQ3_S, 26, MIX_PLAIN }, { "iq1_s", SL_GGML_IQ1_S, 24, MIX_PLAIN },
+    { "iq1_m", SL_GGML_IQ1_M, 31, MIX_PLAIN },
 };
 
 static int is_kquant(uint32_t t) { return t >= SL_GGML_Q2_K && t <= SL_GGML_Q6_K; }
+static int is_iq_grid(uint32_t t)
+{
+    return t == SL_GGML_IQ2_XXS || t == SL_GGML_IQ2_XS || t == SL_GGML_IQ2_S || t == SL_GGML_IQ3_XXS
+        || t == SL_GGML_IQ3_S || t == SL_GGML_IQ1_S || t == SL_GGML_IQ1_M;
+}
 
 /* llama.cpp's "more bits" layers of the _M mixes: the first and last eighth
  * and every third layer in between. */
@@ -159,6 +168,24 @@ static float rng_gauss_fast(mk_rng *r)
 }
 
 /* ---- block pools -------------------------------------------------------- */
+/* IQ1_M has no f16 field: its d is the top nibbles of the 4 scale words. */
+#define MK_IQ1M_D (-1)
+
+static sl_f16 get_scale(const uint8_t *blk, int off)
+{
+    sl_f16 h;
+    if (off == MK_IQ1M_D) return sl_iq1m_d_bits(blk + 48);
+    memcpy(&h, blk + off, 2);
+    return h;
+}
+
+static void put_scale(uint8_t *blk, int off, sl_f16 h)
+{
+    if (off != MK_IQ1M_D) { memcpy(blk + off, &h, 2); return; }
+    for (int k = 0; k < 4; k++)
+        blk[49 + 2 * k] = (uint8_t)((blk[49 + 2 * k] & 0x0f) | ((h >> (4 * k)) & 15) << 4);
+}
+
 /* Byte offsets of the f16 scale fields that scale every value of a block
  * (d and, if present, the min/dmin term): scaling both scales the block. */
 static int scale_fields(uint32_t t, int off[2])
@@ -170,6 +197,9 @@ static int scale_fields(uint32_t t, int off[2])
     case SL_GGML_Q3_K: off[0] = 108; return 1;
     case SL_GGML_Q4_K: case SL_GGML_Q5_K: off[0] = 0; off[1] = 2; return 2;
     case SL_GGML_Q6_K: off[0] = 208; return 1;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: off[0] = 0; return 1;
+    case SL_GGML_IQ1_M: off[0] = MK_IQ1M_D; return 1;
     default: return 0;
     }
 }
@@ -203,11 +233,9 @@ static int pool_build(mk_pool *p, uint32_t type, uint64_t seed)
     }
     free(x);
     for (uint32_t b = 0; b < MK_POOL; b++)
-        for (int k = 0; k < p->nsf; k++) {
-            sl_f16 h;
-            memcpy(&h, p->blocks + (size_t)b * p->bpb + p->sf[k], 2);
-            p->scale[b * (uint32_t)p->nsf + (uint32_t)k] = sl_f16_to_f32(h);
-        }
+        for (int k = 0; k < p->nsf; k++)
+            p->scale[b * (uint32_t)p->nsf + (uint32_t)k] =
+                sl_f16_to_f32(get_scale(p->blocks + (size_t)b * p->bpb, p->sf[k]));
     return 0;
 }
 
@@ -410,8 +438,7 @@ static int gen_rows(mk_gen *g, const mk_model *m, int ti, uint64_t r0, uint64_t 
         float f = t->sigma * (0.97f + 0.06f * (float)((h >> 32) & 0xfffff) * (1.0f / 1048576.0f));
         memcpy(dst, p->blocks + (size_t)pi * p->bpb, p->bpb);
         for (int k = 0; k < p->nsf; k++) {
-            sl_f16 v = sl_f32_to_f16(p->scale[pi * (uint32_t)p->nsf + (uint32_t)k] * f);
-            memcpy(dst + p->sf[k], &v, 2);
+            put_scale(dst, p->sf[k], sl_f32_to_f16(p->scale[pi * (uint32_t)p->nsf + (uint32_t)k] * f));
         }
         dst += p->bpb;
     }
@@ -454,8 +481,9 @@ static void usage(FILE *f)
         "                    q/k/v biases, rope base 1e6, eps 1e-6, Qwen2 vocab; qwen3 per-head q/k\n"
         "                    norms (Qwen2 vocab); phi3 fused attn_qkv and gate|up ffn_up, LongRoPE\n"
         "                    factor tensors when the preset has them (Phi-3 vocab)\n"
-        "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k: every\n"
-        "                    matrix in T (lm head Q6_K for k-quants, like llama.cpp); mixes:\n"
+        "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k\n"
+        "                    iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m: every matrix in T\n"
+        "                    (lm head Q6_K for k-quants and i-quants, like llama.cpp); mixes:\n"
         "                    q4_k_m, q4_k_s, q2_k_mix (llama.cpp's Q4_K_M / Q4_K_S / Q2_K recipes:\n"
         "                    Q6_K lm head, some attn_v/ffn_down/attn_output at more bits). Default q4_k\n"
         "  --head T          lm head type (overrides the above)\n"
@@ -570,7 +598,7 @@ int perf_mkmodel_main(int argc, char **argv)
     const mk_typedef *td = find_type(tname);
     if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
     uint32_t head_type = td->type;
-    if (is_kquant(td->type)) head_type = SL_GGML_Q6_K;
+    if (is_kquant(td->type) || is_iq_grid(td->type)) head_type = SL_GGML_Q6_K;
     if (hname) {
         const mk_typedef *ht = find_type(hname);
         if (!ht || ht->mix != MIX_PLAIN) { fprintf(stderr, "mkmodel: bad --head '%s'\n", hname); return 2; }

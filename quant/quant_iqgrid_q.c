@@ -10,7 +10,7 @@
  *     element (least w x^2) gets the wrong sign and targets -|x|.
  *  2. Nearest entry of a unit for a given scale: round each element to the
  *     nearest level; if that lattice point is in the grid it is optimal,
- *     else search all entries (weighted, with early exit).
+ *     else search that point's precomputed candidates (weighted).
  *  3. Per scale group, a float scale from candidates around max|x| / top
  *     level, each refit by least squares after choosing entries.
  *  4. The f16 super-block scale d from the largest group scale; a few d
@@ -36,6 +36,8 @@ typedef struct {
     float lv[8];          /* the levels, ascending */
     float *vals;          /* N x K decoded entries */
     int16_t *map;         /* L^K lattice points -> entry, -1 if not in the grid */
+    int32_t *nb_off;      /* L^K + 1 offsets into nb: a point's candidate entries */
+    int16_t *nb;
 } lattice;
 
 static lattice lats[LAT_COUNT];
@@ -47,6 +49,46 @@ static int level_index(const lattice *lt, float v)
     for (int i = 0; i < lt->L; i++)
         if (lt->lv[i] == v) return i;
     return -1;
+}
+
+/* Candidates of each lattice point off the grid: the entries whose squared
+ * distance (in level values) is within the nearest one's plus the square of
+ * the smallest level gap. A target rounds to its point per element, so the
+ * best entry for it is among them unless the weights are very uneven; this
+ * replaces a search of all N entries by a few dozen. */
+static int lat_neighbours(lattice *lt, int pts)
+{
+    float gap = INFINITY;
+    for (int i = 1; i < lt->L; i++) gap = fminf(gap, lt->lv[i] - lt->lv[i - 1]);
+    float *dist = malloc(sizeof(float) * (size_t)lt->N);
+    lt->nb_off = malloc(sizeof(int32_t) * (size_t)(pts + 1));
+    size_t cap = (size_t)pts * 8, used = 0;
+    lt->nb = malloc(sizeof(int16_t) * cap);
+    if (!dist || !lt->nb_off || !lt->nb) { free(dist); return -1; }
+    for (int key = 0; key < pts; key++) {
+        lt->nb_off[key] = (int32_t)used;
+        if (lt->map[key] >= 0) continue;
+        float p[8], m = INFINITY;
+        for (int j = 0, k = key; j < lt->K; j++, k /= lt->L) p[j] = lt->lv[k % lt->L];
+        for (int e = 0; e < lt->N; e++) {
+            float d = 0;
+            for (int j = 0; j < lt->K; j++) d += (p[j] - lt->vals[e * lt->K + j]) * (p[j] - lt->vals[e * lt->K + j]);
+            dist[e] = d;
+            m = fminf(m, d);
+        }
+        for (int e = 0; e < lt->N; e++) {
+            if (dist[e] > m + gap * gap) continue;
+            if (used == cap) {
+                int16_t *nn = realloc(lt->nb, sizeof(int16_t) * (cap *= 2));
+                if (!nn) { free(dist); return -1; }
+                lt->nb = nn;
+            }
+            lt->nb[used++] = (int16_t)e;
+        }
+    }
+    lt->nb_off[pts] = (int32_t)used;
+    free(dist);
+    return 0;
 }
 
 static int lat_build(lattice *lt, int K, int N, int L, const float *lv, const void *grid, int is_signed)
@@ -72,7 +114,7 @@ static int lat_build(lattice *lt, int K, int N, int L, const float *lv, const vo
         }
         lt->map[key] = (int16_t)e;
     }
-    return 0;
+    return lat_neighbours(lt, pts);
 }
 
 static void lat_init(void)
@@ -92,7 +134,7 @@ static int nearest(const lattice *lt, const float *t, const float *w, float *err
 {
     int key = 0, mul = 1;
     for (int j = 0; j < lt->K; j++, mul *= lt->L) {
-        int best = 0;
+        int best = 0;   /* nearest level */
         float bd = fabsf(t[j] - lt->lv[0]);
         for (int i = 1; i < lt->L; i++) {
             float dd = fabsf(t[j] - lt->lv[i]);
@@ -110,7 +152,8 @@ static int nearest(const lattice *lt, const float *t, const float *w, float *err
     }
     int best = 0;
     float be = INFINITY;
-    for (int c = 0; c < lt->N; c++) {
+    for (int32_t ci = lt->nb_off[key]; ci < lt->nb_off[key + 1]; ci++) {
+        int c = lt->nb[ci];
         const float *v = lt->vals + c * lt->K;
         float s = 0;
         for (int j = 0; j < lt->K && s < be; j++) s += w[j] * (t[j] - v[j]) * (t[j] - v[j]);
