@@ -47,22 +47,31 @@ INL vec scales4(int s0, int s1, int s2, int s3)
                               _mm256_set_m128i(_mm_set1_epi16((short)s3), _mm_set1_epi16((short)s2)), 1);
 }
 
-/* sum over 64 elements of (2s+1) * g * (+-q8): g unsigned bytes, bit i of
- * neg set = element i negated */
-INL vec step_u(vec acc, vec g, const int8_t *q, uint64_t neg, vec sc)
+/* A super-block unpacked once (vec_dot, and shared by the rows of a gemm
+ * tile): per 64 elements the unsigned weight bytes, the elements to negate
+ * (bit i: element i) and the 2s+1 scale words. */
+#define IB_STEP 2
+typedef struct { vec g[4]; uint64_t neg[4]; vec sc[4]; } unp_t;
+
+INL void put_u(unp_t *u, int k, vec g, uint64_t neg, vec sc) { u->g[k] = g; u->neg[k] = neg; u->sc[k] = sc; }
+
+/* iq1: w = 8g + delta8 signed bytes: |w|, negated where w < 0 */
+INL void put_s(unp_t *u, int k, vec w, vec sc)
 {
-    vec y = _mm512_loadu_si512(q);
-    y = _mm512_mask_sub_epi8(y, (__mmask64)neg, _mm512_setzero_si512(), y);
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(g, y), sc));
+    u->g[k] = _mm512_abs_epi8(w);
+    u->neg[k] = (uint64_t)_mm512_movepi8_mask(w);
+    u->sc[k] = sc;
 }
 
-/* iq1: w = 8g + delta8 signed bytes */
-INL vec step_s(vec acc, vec w, const int8_t *q, vec sc)
+INL int32_t isum_unp(const unp_t *u, const int8_t *q)
 {
-    vec y = _mm512_loadu_si512(q);
-    __mmask64 neg = _mm512_movepi8_mask(w);
-    y = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), y), sc));
+    vec acc = _mm512_setzero_si512();
+    for (int k = 0; k < 4; k++) {
+        vec y = _mm512_loadu_si512(q + 64 * k);
+        y = _mm512_mask_sub_epi8(y, (__mmask64)u->neg[k], _mm512_setzero_si512(), y);
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u->g[k], y), u->sc[k]));
+    }
+    return hsum_i32(acc);
 }
 
 INL vec g8x8(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f, uint64_t g, uint64_t h)
@@ -116,16 +125,24 @@ INL vec sign_vec(uint32_t bits)
     return _mm256_or_si256(v, _mm256_set1_epi8(1));
 }
 
-INL vec step_u(vec acc, vec g, const int8_t *q, uint32_t neg, vec sc)
-{
-    vec y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), sign_vec(neg));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(g, y), sc));
-}
+/* A super-block unpacked once: per 32 elements the unsigned weight bytes,
+ * the vpsignb operand for the activations and the 2s+1 scale words. */
+#define IB_STEP 1
+typedef struct { vec g[8]; vec s[8]; vec sc[8]; } unp_t;
 
-INL vec step_s(vec acc, vec w, const int8_t *q, vec sc)
+INL void put_u(unp_t *u, int k, vec g, uint32_t neg, vec sc) { u->g[k] = g; u->s[k] = sign_vec(neg); u->sc[k] = sc; }
+
+/* iq1: w = 8g + delta8 signed bytes: |w| times sign(q8, w) */
+INL void put_s(unp_t *u, int k, vec w, vec sc) { u->g[k] = _mm256_sign_epi8(w, w); u->s[k] = w; u->sc[k] = sc; }
+
+INL int32_t isum_unp(const unp_t *u, const int8_t *q)
 {
-    vec y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), w);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), y), sc));
+    vec acc = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++) {
+        vec y = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + 32 * k)), u->s[k]);
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u->g[k], y), u->sc[k]));
+    }
+    return hsum_i32(acc);
 }
 
 INL vec g8x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
@@ -153,9 +170,8 @@ INL vec iq1_w(vec g, vec dsign /* 0x01 or 0xff per byte */)
 /* ---- per type: the exact integer sum of one super-block ----------------- */
 
 #ifdef __AVX512BW__
-INL int32_t isum_iq2_xxs(const sl_block_iq2_xxs *x, const int8_t *q)
+INL void unp_iq2_xxs(const sl_block_iq2_xxs *x, unp_t *u)
 {
-    vec acc = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ib += 2) {
         const uint8_t *a = x->qs + 8 * ib, *b = a + 8;
         uint32_t wa = rd32(a + 4), wb = rd32(b + 4);
@@ -163,14 +179,12 @@ INL int32_t isum_iq2_xxs(const sl_block_iq2_xxs *x, const int8_t *q)
                      sl_iq2xxs_grid[b[0]], sl_iq2xxs_grid[b[1]], sl_iq2xxs_grid[b[2]], sl_iq2xxs_grid[b[3]]);
         uint64_t neg = signs4(wa) | (uint64_t)signs4(wb) << 32;
         int sa = sc21(wa >> 28), sb = sc21(wb >> 28);
-        acc = step_u(acc, g, q + 32 * ib, neg, scales4(sa, sa, sb, sb));
+        put_u(u, ib / IB_STEP, g, neg, scales4(sa, sa, sb, sb));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q)
+INL void unp_iq2_xs(const sl_block_iq2_xs *x, unp_t *u)
 {
-    vec acc = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ib += 2) {
         const uint16_t *s = x->qs + 4 * ib;
         vec g = g8x8(sl_iq2xs_grid[s[0] & 511], sl_iq2xs_grid[s[1] & 511], sl_iq2xs_grid[s[2] & 511],
@@ -179,14 +193,12 @@ INL int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q)
         uint64_t neg = 0;
         for (int l = 0; l < 8; l++) neg |= (uint64_t)sl_iq_sign_byte(s[l] >> 9) << (8 * l);
         unsigned c0 = x->scales[ib], c1 = x->scales[ib + 1];
-        acc = step_u(acc, g, q + 32 * ib, neg, scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
+        put_u(u, ib / IB_STEP, g, neg, scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq2_s(const sl_block_iq2_s *x, const int8_t *q)
+INL void unp_iq2_s(const sl_block_iq2_s *x, unp_t *u)
 {
-    vec acc = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ib += 2) {
         uint64_t e[8];
         for (int l = 0; l < 8; l++) {
@@ -195,41 +207,35 @@ INL int32_t isum_iq2_s(const sl_block_iq2_s *x, const int8_t *q)
         }
         vec g = _mm512_loadu_si512(e);
         unsigned c0 = x->scales[ib], c1 = x->scales[ib + 1];
-        acc = step_u(acc, g, q + 32 * ib, rd64(x->signs + 4 * ib),
+        put_u(u, ib / IB_STEP, g, rd64(x->signs + 4 * ib),
                      scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq3_xxs(const sl_block_iq3_xxs *x, const int8_t *q)
+INL void unp_iq3_xxs(const sl_block_iq3_xxs *x, unp_t *u)
 {
-    vec acc = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ib += 2) {
         uint32_t wa = rd32(x->w + 4 * ib), wb = rd32(x->w + 4 * ib + 4);
         vec g = g4x16(sl_iq3xxs_grid, x->qs + 8 * ib, 0);
         uint64_t neg = signs4(wa) | (uint64_t)signs4(wb) << 32;
         int sa = sc21(wa >> 28), sb = sc21(wb >> 28);
-        acc = step_u(acc, g, q + 32 * ib, neg, scales4(sa, sa, sb, sb));
+        put_u(u, ib / IB_STEP, g, neg, scales4(sa, sa, sb, sb));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq3_s(const sl_block_iq3_s *x, const int8_t *q)
+INL void unp_iq3_s(const sl_block_iq3_s *x, unp_t *u)
 {
-    vec acc = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ib += 2) {
         uint32_t hi = (uint32_t)x->qh[ib] | (uint32_t)x->qh[ib + 1] << 8;
         vec g = g4x16(sl_iq3s_grid, x->qs + 8 * ib, hi);
         unsigned c = x->scales[ib / 2];
         int sa = sc21(c & 15), sb = sc21(c >> 4);
-        acc = step_u(acc, g, q + 32 * ib, rd64(x->signs + 4 * ib), scales4(sa, sa, sb, sb));
+        put_u(u, ib / IB_STEP, g, rd64(x->signs + 4 * ib), scales4(sa, sa, sb, sb));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq1_s(const sl_block_iq1_s *x, const int8_t *q)
+INL void unp_iq1_s(const sl_block_iq1_s *x, unp_t *u)
 {
-    vec acc = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ib += 2) {
         unsigned ha = x->qh[ib], hb = x->qh[ib + 1];
         const uint8_t *s = x->qs + 4 * ib;
@@ -239,14 +245,12 @@ INL int32_t isum_iq1_s(const sl_block_iq1_s *x, const int8_t *q)
                      sl_iq1s_grid[s[6] | ((hb >> 6) & 7) << 8], sl_iq1s_grid[s[7] | ((hb >> 9) & 7) << 8]);
         uint64_t dm = (ha & 0x8000 ? 0xffffffffull : 0) | (hb & 0x8000 ? 0xffffffff00000000ull : 0);
         int sa = sc21((ha >> 12) & 7), sb = sc21((hb >> 12) & 7);
-        acc = step_s(acc, iq1_w(g, dm), q + 32 * ib, scales4(sa, sa, sb, sb));
+        put_s(u, ib / IB_STEP, iq1_w(g, dm), scales4(sa, sa, sb, sb));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q)
+INL void unp_iq1_m(const sl_block_iq1_m *x, unp_t *u)
 {
-    vec acc = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ib += 2) {
         uint64_t e[8], dm = 0;
         for (int l = 0; l < 8; l++) {
@@ -255,27 +259,23 @@ INL int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q)
             if (nib & 8) dm |= 0xffull << (8 * l);
         }
         unsigned sc = (unsigned)(x->scales[2 * (ib / 2)] | x->scales[2 * (ib / 2) + 1] << 8);
-        acc = step_s(acc, iq1_w(_mm512_loadu_si512(e), dm), q + 32 * ib,
+        put_s(u, ib / IB_STEP, iq1_w(_mm512_loadu_si512(e), dm),
                      scales4(sc21(sc & 7), sc21((sc >> 3) & 7), sc21((sc >> 6) & 7), sc21((sc >> 9) & 7)));
     }
-    return hsum_i32(acc);
 }
 #else
-INL int32_t isum_iq2_xxs(const sl_block_iq2_xxs *x, const int8_t *q)
+INL void unp_iq2_xxs(const sl_block_iq2_xxs *x, unp_t *u)
 {
-    vec acc = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *a = x->qs + 8 * ib;
         uint32_t w = rd32(a + 4);
         vec g = g8x4(sl_iq2xxs_grid[a[0]], sl_iq2xxs_grid[a[1]], sl_iq2xxs_grid[a[2]], sl_iq2xxs_grid[a[3]]);
-        acc = step_u(acc, g, q + 32 * ib, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
+        put_u(u, ib / IB_STEP, g, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q)
+INL void unp_iq2_xs(const sl_block_iq2_xs *x, unp_t *u)
 {
-    vec acc = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib++) {
         const uint16_t *s = x->qs + 4 * ib;
         vec g = g8x4(sl_iq2xs_grid[s[0] & 511], sl_iq2xs_grid[s[1] & 511], sl_iq2xs_grid[s[2] & 511],
@@ -283,64 +283,54 @@ INL int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q)
         uint32_t neg = (uint32_t)sl_iq_sign_byte(s[0] >> 9) | (uint32_t)sl_iq_sign_byte(s[1] >> 9) << 8
                      | (uint32_t)sl_iq_sign_byte(s[2] >> 9) << 16 | (uint32_t)sl_iq_sign_byte(s[3] >> 9) << 24;
         unsigned c = x->scales[ib];
-        acc = step_u(acc, g, q + 32 * ib, neg, scales2(sc21(c & 15), sc21(c >> 4)));
+        put_u(u, ib / IB_STEP, g, neg, scales2(sc21(c & 15), sc21(c >> 4)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq2_s(const sl_block_iq2_s *x, const int8_t *q)
+INL void unp_iq2_s(const sl_block_iq2_s *x, unp_t *u)
 {
-    vec acc = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *s = x->qs + 4 * ib;
         unsigned h = x->qh[ib];
         vec g = g8x4(sl_iq2s_grid[s[0] | (h & 3) << 8], sl_iq2s_grid[s[1] | ((h >> 2) & 3) << 8],
                      sl_iq2s_grid[s[2] | ((h >> 4) & 3) << 8], sl_iq2s_grid[s[3] | ((h >> 6) & 3) << 8]);
         unsigned c = x->scales[ib];
-        acc = step_u(acc, g, q + 32 * ib, rd32(x->signs + 4 * ib), scales2(sc21(c & 15), sc21(c >> 4)));
+        put_u(u, ib / IB_STEP, g, rd32(x->signs + 4 * ib), scales2(sc21(c & 15), sc21(c >> 4)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq3_xxs(const sl_block_iq3_xxs *x, const int8_t *q)
+INL void unp_iq3_xxs(const sl_block_iq3_xxs *x, unp_t *u)
 {
-    vec acc = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(x->w + 4 * ib);
         vec g = g4x8(sl_iq3xxs_grid, x->qs + 8 * ib, 0);
-        acc = step_u(acc, g, q + 32 * ib, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
+        put_u(u, ib / IB_STEP, g, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq3_s(const sl_block_iq3_s *x, const int8_t *q)
+INL void unp_iq3_s(const sl_block_iq3_s *x, unp_t *u)
 {
-    vec acc = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib++) {
         vec g = g4x8(sl_iq3s_grid, x->qs + 8 * ib, x->qh[ib]);
         unsigned c = (x->scales[ib / 2] >> (4 * (ib % 2))) & 15;
-        acc = step_u(acc, g, q + 32 * ib, rd32(x->signs + 4 * ib), _mm256_set1_epi16((short)sc21(c)));
+        put_u(u, ib / IB_STEP, g, rd32(x->signs + 4 * ib), _mm256_set1_epi16((short)sc21(c)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq1_s(const sl_block_iq1_s *x, const int8_t *q)
+INL void unp_iq1_s(const sl_block_iq1_s *x, unp_t *u)
 {
-    vec acc = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib++) {
         unsigned h = x->qh[ib];
         const uint8_t *s = x->qs + 4 * ib;
         vec g = g8x4(sl_iq1s_grid[s[0] | (h & 7) << 8], sl_iq1s_grid[s[1] | ((h >> 3) & 7) << 8],
                      sl_iq1s_grid[s[2] | ((h >> 6) & 7) << 8], sl_iq1s_grid[s[3] | ((h >> 9) & 7) << 8]);
         vec ds = _mm256_set1_epi8(h & 0x8000 ? -1 : 1);
-        acc = step_s(acc, iq1_w(g, ds), q + 32 * ib, _mm256_set1_epi16((short)sc21((h >> 12) & 7)));
+        put_s(u, ib / IB_STEP, iq1_w(g, ds), _mm256_set1_epi16((short)sc21((h >> 12) & 7)));
     }
-    return hsum_i32(acc);
 }
 
-INL int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q)
+INL void unp_iq1_m(const sl_block_iq1_m *x, unp_t *u)
 {
-    vec acc = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib++) {
         unsigned a = x->qh[2 * ib], b = x->qh[2 * ib + 1];
         const uint8_t *s = x->qs + 4 * ib;
@@ -349,44 +339,65 @@ INL int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q)
         const long long P = 0x0101010101010101ll, M = -1ll;
         vec ds = _mm256_set_epi64x(b & 0x80 ? M : P, b & 0x08 ? M : P, a & 0x80 ? M : P, a & 0x08 ? M : P);
         unsigned sc = (unsigned)(x->scales[2 * (ib / 2)] | x->scales[2 * (ib / 2) + 1] << 8) >> (6 * (ib % 2));
-        acc = step_s(acc, iq1_w(g, ds), q + 32 * ib, scales2(sc21(sc & 7), sc21((sc >> 3) & 7)));
+        put_s(u, ib / IB_STEP, iq1_w(g, ds), scales2(sc21(sc & 7), sc21((sc >> 3) & 7)));
     }
-    return hsum_i32(acc);
 }
 #endif
 
-/* The driver: the scalar oracle's per-block terms, summed in double in its order. */
+/* The drivers: the scalar oracle's per-block terms, summed in double in its
+ * order. vec_dot unpacks each block and dots it; the gemm tile unpacks a
+ * weight row's block once for up to 4 activation rows (same per-pair
+ * arithmetic: bit-identical to vec_dot). */
 #define IQ_DOT(T, BT, DEXPR, MULT, NAME)                                                  \
-    static void NAME(int64_t n, float *s, const void *vx, const void *vy)               \
+    static void dot_##NAME(int64_t n, float *s, const void *vx, const void *vy)         \
     {                                                                                   \
         const BT *x = vx;                                                               \
         const sl_block_q8_k *y = vy;                                                    \
         double sum = 0.0;                                                               \
         for (int64_t i = 0; i < n / SL_QKK; i++, x++, y++) {                            \
-            __builtin_prefetch((const char *)(x + 2), 0, 3);                            \
+            unp_t u;                                                                    \
+            unp_##T(x, &u);                                                             \
             float dd = (DEXPR) * y->d;                                                  \
-            sum += (double)(dd * (MULT) * (float)isum_##T(x, y->qs));                   \
+            sum += (double)(dd * (MULT) * (float)isum_unp(&u, y->qs));                  \
         }                                                                               \
         *s = (float)sum;                                                                \
+    }                                                                                   \
+    static void gemm_##NAME(int64_t n, const void *vx, size_t bx, int nx, const void *vy, \
+                            size_t by, int ny, float *s, int64_t lds)                   \
+    {                                                                                   \
+        for (int r = 0; r < nx; r++) {                                                  \
+            double sum[SL_GEMM_MAX] = { 0 };                                            \
+            const BT *x = (const BT *)((const char *)vx + (size_t)r * bx);              \
+            for (int64_t i = 0; i < n / SL_QKK; i++, x++) {                             \
+                unp_t u;                                                                \
+                unp_##T(x, &u);                                                         \
+                float dx = (DEXPR);                                                     \
+                for (int c = 0; c < ny; c++) {                                          \
+                    const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)vy + (size_t)c * by) + i; \
+                    float dd = dx * y->d;                                               \
+                    sum[c] += (double)(dd * (MULT) * (float)isum_unp(&u, y->qs));       \
+                }                                                                       \
+            }                                                                           \
+            for (int c = 0; c < ny; c++) s[c * lds + r] = (float)sum[c];                \
+        }                                                                               \
     }
 
+#define IQ_SET(k, ID, NAME) ((k)->vec_dot[ID] = dot_##NAME, (k)->gemm[ID] = gemm_##NAME)
+
 #define IQ_LEVEL(FILL, SUF)                                                             \
-    IQ_DOT(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f, dot_iq2_xxs_##SUF)      \
-    IQ_DOT(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f, dot_iq2_xs_##SUF)         \
-    IQ_DOT(iq2_s, sl_block_iq2_s, _cvtsh_ss(x->d), 0.125f, dot_iq2_s_##SUF)            \
-    IQ_DOT(iq3_xxs, sl_block_iq3_xxs, _cvtsh_ss(x->d), 0.25f, dot_iq3_xxs_##SUF)       \
-    IQ_DOT(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f, dot_iq3_s_##SUF)              \
-    IQ_DOT(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f, dot_iq1_s_##SUF)            \
-    IQ_DOT(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f, dot_iq1_m_##SUF) \
+    IQ_DOT(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f, iq2_xxs_##SUF)          \
+    IQ_DOT(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f, iq2_xs_##SUF)             \
+    IQ_DOT(iq2_s, sl_block_iq2_s, _cvtsh_ss(x->d), 0.125f, iq2_s_##SUF)                \
+    IQ_DOT(iq3_xxs, sl_block_iq3_xxs, _cvtsh_ss(x->d), 0.25f, iq3_xxs_##SUF)           \
+    IQ_DOT(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f, iq3_s_##SUF)                  \
+    IQ_DOT(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f, iq1_s_##SUF)                \
+    IQ_DOT(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f, iq1_m_##SUF) \
     void FILL(sl_kern *k)                                                               \
     {                                                                                   \
-        k->vec_dot[SL_GGML_IQ2_XXS] = dot_iq2_xxs_##SUF;                                \
-        k->vec_dot[SL_GGML_IQ2_XS] = dot_iq2_xs_##SUF;                                  \
-        k->vec_dot[SL_GGML_IQ2_S] = dot_iq2_s_##SUF;                                    \
-        k->vec_dot[SL_GGML_IQ3_XXS] = dot_iq3_xxs_##SUF;                                \
-        k->vec_dot[SL_GGML_IQ3_S] = dot_iq3_s_##SUF;                                    \
-        k->vec_dot[SL_GGML_IQ1_S] = dot_iq1_s_##SUF;                                    \
-        k->vec_dot[SL_GGML_IQ1_M] = dot_iq1_m_##SUF;                                    \
+        IQ_SET(k, SL_GGML_IQ2_XXS, iq2_xxs_##SUF); IQ_SET(k, SL_GGML_IQ2_XS, iq2_xs_##SUF); \
+        IQ_SET(k, SL_GGML_IQ2_S, iq2_s_##SUF); IQ_SET(k, SL_GGML_IQ3_XXS, iq3_xxs_##SUF); \
+        IQ_SET(k, SL_GGML_IQ3_S, iq3_s_##SUF); IQ_SET(k, SL_GGML_IQ1_S, iq1_s_##SUF);     \
+        IQ_SET(k, SL_GGML_IQ1_M, iq1_m_##SUF);                                          \
     }
 
 #endif
