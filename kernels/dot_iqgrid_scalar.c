@@ -51,38 +51,38 @@ void sl_blk_iq2_xxs(const void *vx, const void *vy, int64_t i, float *a, float *
     finish(sl_f16_to_f32(x->d), y, 0.125f, isum, a, b, am);
 }
 
-void sl_blk_iq2_xs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+/* iq2_xs and iq2_s: a 4-bit scale per 16 elements (see quant_iqgrid.c) */
+static void blk_iq2_xs_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am, int is_s)
 {
     const sl_block_iq2_xs *x = (const sl_block_iq2_xs *)vx + i;
+    const sl_block_iq2_s *xs = (const sl_block_iq2_s *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
+    const uint8_t *scales = is_s ? xs->scales : x->scales;
     int32_t isum = 0;
     for (int ib = 0; ib < 8; ib++)
         for (int h = 0; h < 2; h++) {
             int32_t s = 0;
             for (int l = 2 * h; l < 2 * h + 2; l++) {
-                uint16_t q = x->qs[4 * ib + l];
-                s += grp8(sl_iq2xs_grid[q & 511], sl_iq_sign_byte(q >> 9), y->qs + 32 * ib + 8 * l, am);
+                const int8_t *q = y->qs + 32 * ib + 8 * l;
+                if (is_s)
+                    s += grp8(sl_iq2s_grid[xs->qs[4 * ib + l] | ((xs->qh[ib] >> (2 * l)) & 3) << 8],
+                              xs->signs[4 * ib + l], q, am);
+                else
+                    s += grp8(sl_iq2xs_grid[x->qs[4 * ib + l] & 511], sl_iq_sign_byte(x->qs[4 * ib + l] >> 9), q, am);
             }
-            isum += (2 * ((x->scales[ib] >> (4 * h)) & 15) + 1) * s;
+            isum += (2 * ((scales[ib] >> (4 * h)) & 15) + 1) * s;
         }
-    finish(sl_f16_to_f32(x->d), y, 0.125f, isum, a, b, am);
+    finish(sl_f16_to_f32(is_s ? xs->d : x->d), y, 0.125f, isum, a, b, am);
+}
+
+void sl_blk_iq2_xs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+{
+    blk_iq2_xs_s(vx, vy, i, a, b, am, 0);
 }
 
 void sl_blk_iq2_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
-    const sl_block_iq2_s *x = (const sl_block_iq2_s *)vx + i;
-    const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
-    int32_t isum = 0;
-    for (int ib = 0; ib < 8; ib++)
-        for (int h = 0; h < 2; h++) {
-            int32_t s = 0;
-            for (int l = 2 * h; l < 2 * h + 2; l++) {
-                unsigned idx = x->qs[4 * ib + l] | ((x->qh[ib] >> (2 * l)) & 3) << 8;
-                s += grp8(sl_iq2s_grid[idx], x->signs[4 * ib + l], y->qs + 32 * ib + 8 * l, am);
-            }
-            isum += (2 * ((x->scales[ib] >> (4 * h)) & 15) + 1) * s;
-        }
-    finish(sl_f16_to_f32(x->d), y, 0.125f, isum, a, b, am);
+    blk_iq2_xs_s(vx, vy, i, a, b, am, 1);
 }
 
 void sl_blk_iq3_xxs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)

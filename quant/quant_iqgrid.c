@@ -33,32 +33,23 @@ static void deq_iq2_xxs(const void *src, float *y, int64_t nb)
     }
 }
 
-static void deq_iq2_xs(const void *src, float *y, int64_t nb)
+/* iq2_xs and iq2_s: a 4-bit scale per 16 elements; a group's grid entry and
+ * sign byte come from 9 + 7 bits (xs) or 8 + 2 bits and a full byte (s). */
+static void deq_iq2_xs_s(const void *src, float *y, int64_t nb, int is_s)
 {
-    const sl_block_iq2_xs *b = src;
-    for (int64_t i = 0; i < nb; i++, b++) {
-        float d = sl_f16_to_f32(b->d);
+    const sl_block_iq2_xs *bx = src;
+    const sl_block_iq2_s *bs = src;
+    for (int64_t i = 0; i < nb; i++, bx++, bs++) {
+        float d = sl_f16_to_f32(is_s ? bs->d : bx->d);
         for (int ib = 0; ib < 8; ib++, y += 32)
             for (int l = 0; l < 4; l++) {
-                unsigned s = l < 2 ? b->scales[ib] & 15 : b->scales[ib] >> 4;
-                float db = (d * (0.5f + (float)s)) * 0.25f;
-                uint16_t q = b->qs[4 * ib + l];
-                put8(y + 8 * l, db, sl_iq2xs_grid[q & 511], sl_iq_sign_byte(q >> 9));
-            }
-    }
-}
-
-static void deq_iq2_s(const void *src, float *y, int64_t nb)
-{
-    const sl_block_iq2_s *b = src;
-    for (int64_t i = 0; i < nb; i++, b++) {
-        float d = sl_f16_to_f32(b->d);
-        for (int ib = 0; ib < 8; ib++, y += 32)
-            for (int l = 0; l < 4; l++) {
-                unsigned s = l < 2 ? b->scales[ib] & 15 : b->scales[ib] >> 4;
-                float db = (d * (0.5f + (float)s)) * 0.25f;
-                unsigned idx = b->qs[4 * ib + l] | ((b->qh[ib] >> (2 * l)) & 3) << 8;
-                put8(y + 8 * l, db, sl_iq2s_grid[idx], b->signs[4 * ib + l]);
+                unsigned sc = is_s ? bs->scales[ib] : bx->scales[ib];
+                float db = (d * (0.5f + (float)(l < 2 ? sc & 15 : sc >> 4))) * 0.25f;
+                if (is_s)
+                    put8(y + 8 * l, db, sl_iq2s_grid[bs->qs[4 * ib + l] | ((bs->qh[ib] >> (2 * l)) & 3) << 8],
+                         bs->signs[4 * ib + l]);
+                else
+                    put8(y + 8 * l, db, sl_iq2xs_grid[bx->qs[4 * ib + l] & 511], sl_iq_sign_byte(bx->qs[4 * ib + l] >> 9));
             }
     }
 }
@@ -142,8 +133,8 @@ int sl_quant_iqgrid_dequantize(int type, const void *src, float *dst, int64_t nb
 {
     switch (type) {
     case SL_GGML_IQ2_XXS: deq_iq2_xxs(src, dst, nb); return 0;
-    case SL_GGML_IQ2_XS:  deq_iq2_xs(src, dst, nb); return 0;
-    case SL_GGML_IQ2_S:   deq_iq2_s(src, dst, nb); return 0;
+    case SL_GGML_IQ2_XS:  deq_iq2_xs_s(src, dst, nb, 0); return 0;
+    case SL_GGML_IQ2_S:   deq_iq2_xs_s(src, dst, nb, 1); return 0;
     case SL_GGML_IQ3_XXS: deq_iq3_xxs(src, dst, nb); return 0;
     case SL_GGML_IQ3_S:   deq_iq3_s(src, dst, nb); return 0;
     case SL_GGML_IQ1_S:   deq_iq1_s(src, dst, nb); return 0;
