@@ -25,8 +25,8 @@ INL uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 /* 4 sign bytes of the 7-bit sign indices in w (bits 7l..7l+6), byte l = group l */
 INL uint32_t signs4(uint32_t w)
 {
-    return (uint32_t)sl_iq_sign_byte(w) | (uint32_t)sl_iq_sign_byte(w >> 7) << 8
-         | (uint32_t)sl_iq_sign_byte(w >> 14) << 16 | (uint32_t)sl_iq_sign_byte(w >> 21) << 24;
+    return (uint32_t)sl_iq_signs8[w & 127] | (uint32_t)sl_iq_signs8[(w >> 7) & 127] << 8
+         | (uint32_t)sl_iq_signs8[(w >> 14) & 127] << 16 | (uint32_t)sl_iq_signs8[(w >> 21) & 127] << 24;
 }
 
 /* 3-bit scale codes -> 2s+1 as one 16-bit word repeated (for a set1 / lane) */
@@ -132,6 +132,16 @@ typedef struct { vec g[8]; vec s[8]; vec sc[8]; } unp_t;
 
 INL void put_u(unp_t *u, int k, vec g, uint32_t neg, vec sc) { u->g[k] = g; u->s[k] = sign_vec(neg); u->sc[k] = sc; }
 
+/* the same from four 7-bit sign indices, through the byte-mask table */
+INL void put_k(unp_t *u, int k, vec g, unsigned k0, unsigned k1, unsigned k2, unsigned k3, vec sc)
+{
+    vec m = _mm256_set_epi64x((long long)sl_iq_signs64[k3 & 127], (long long)sl_iq_signs64[k2 & 127],
+                              (long long)sl_iq_signs64[k1 & 127], (long long)sl_iq_signs64[k0 & 127]);
+    u->g[k] = g;
+    u->s[k] = _mm256_or_si256(m, _mm256_set1_epi8(1));
+    u->sc[k] = sc;
+}
+
 /* iq1: w = 8g + delta8 signed bytes: |w| times sign(q8, w) */
 INL void put_s(unp_t *u, int k, vec w, vec sc) { u->g[k] = _mm256_sign_epi8(w, w); u->s[k] = w; u->sc[k] = sc; }
 
@@ -191,7 +201,7 @@ INL void unp_iq2_xs(const sl_block_iq2_xs *x, unp_t *u)
                      sl_iq2xs_grid[s[3] & 511], sl_iq2xs_grid[s[4] & 511], sl_iq2xs_grid[s[5] & 511],
                      sl_iq2xs_grid[s[6] & 511], sl_iq2xs_grid[s[7] & 511]);
         uint64_t neg = 0;
-        for (int l = 0; l < 8; l++) neg |= (uint64_t)sl_iq_sign_byte(s[l] >> 9) << (8 * l);
+        for (int l = 0; l < 8; l++) neg |= (uint64_t)sl_iq_signs8[s[l] >> 9] << (8 * l);
         unsigned c0 = x->scales[ib], c1 = x->scales[ib + 1];
         put_u(u, ib / IB_STEP, g, neg, scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
     }
@@ -270,7 +280,7 @@ INL void unp_iq2_xxs(const sl_block_iq2_xxs *x, unp_t *u)
         const uint8_t *a = x->qs + 8 * ib;
         uint32_t w = rd32(a + 4);
         vec g = g8x4(sl_iq2xxs_grid[a[0]], sl_iq2xxs_grid[a[1]], sl_iq2xxs_grid[a[2]], sl_iq2xxs_grid[a[3]]);
-        put_u(u, ib / IB_STEP, g, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
+        put_k(u, ib, g, w, w >> 7, w >> 14, w >> 21, _mm256_set1_epi16((short)sc21(w >> 28)));
     }
 }
 
@@ -280,10 +290,8 @@ INL void unp_iq2_xs(const sl_block_iq2_xs *x, unp_t *u)
         const uint16_t *s = x->qs + 4 * ib;
         vec g = g8x4(sl_iq2xs_grid[s[0] & 511], sl_iq2xs_grid[s[1] & 511], sl_iq2xs_grid[s[2] & 511],
                      sl_iq2xs_grid[s[3] & 511]);
-        uint32_t neg = (uint32_t)sl_iq_sign_byte(s[0] >> 9) | (uint32_t)sl_iq_sign_byte(s[1] >> 9) << 8
-                     | (uint32_t)sl_iq_sign_byte(s[2] >> 9) << 16 | (uint32_t)sl_iq_sign_byte(s[3] >> 9) << 24;
         unsigned c = x->scales[ib];
-        put_u(u, ib / IB_STEP, g, neg, scales2(sc21(c & 15), sc21(c >> 4)));
+        put_k(u, ib, g, s[0] >> 9, s[1] >> 9, s[2] >> 9, s[3] >> 9, scales2(sc21(c & 15), sc21(c >> 4)));
     }
 }
 
@@ -304,7 +312,7 @@ INL void unp_iq3_xxs(const sl_block_iq3_xxs *x, unp_t *u)
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(x->w + 4 * ib);
         vec g = g4x8(sl_iq3xxs_grid, x->qs + 8 * ib, 0);
-        put_u(u, ib / IB_STEP, g, signs4(w), _mm256_set1_epi16((short)sc21(w >> 28)));
+        put_k(u, ib, g, w, w >> 7, w >> 14, w >> 21, _mm256_set1_epi16((short)sc21(w >> 28)));
     }
 }
 

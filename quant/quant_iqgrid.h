@@ -39,6 +39,10 @@ extern const uint32_t sl_iq3xxs_grid[256];
 extern const uint32_t sl_iq3s_grid[512];
 extern const uint64_t sl_iq1s_grid[2048];
 
+/* sl_iq_sign_byte(k) for k < 128, and the same as 8 byte masks (0xff: negate) */
+extern const uint8_t sl_iq_signs8[128];
+extern const uint64_t sl_iq_signs64[128];
+
 #define SL_IQ1_DELTA 0.125f
 
 /* Sign byte of a 7-bit sign index (iq2_xxs, iq2_xs, iq3_xxs): the index in

@@ -46,6 +46,8 @@ Test(quant_iqgrid, tables)
     for (unsigned k = 0; k < 128; k++) signs[k] = sl_iq_sign_byte(k);
     for (int j = 0; j < 8; j++) mask[j] = (uint8_t)(1u << j);
     check_table("ksigns_iq2xs.u8", signs, sizeof signs);
+    check_table("ksigns_iq2xs.u8", sl_iq_signs8, sizeof sl_iq_signs8);
+    check_table("ksigns64.u64", sl_iq_signs64, sizeof sl_iq_signs64);
     check_table("kmask_iq2xs.u8", mask, sizeof mask);
 }
 
