@@ -1,10 +1,12 @@
 /* x86 dots of the grid i-quants with Q8_K (the scheme of dot_iqgrid.h),
  * included by dot_iqgrid_avx2.c and dot_iqgrid_avx512.c with their -m flags.
- * Per 32 elements (avx2) or 64 (avx512): the grid entries are gathered into
- * one vector of unsigned bytes, the signs are moved onto the activations
- * (avx2: vpsignb with byte masks expanded from the sign bytes; avx512: a
- * masked subtract straight from the 64 sign bits), vpmaddubsw forms the
- * products and vpmaddwd adds pairs times the group scale 2s+1. iq1: the
+ * Per 32 elements: the grid entries are gathered into one vector of unsigned
+ * bytes, the signs are moved onto the activations (vpsignb with byte masks
+ * from the sign bytes or the sl_iq_signs64 table), vpmaddubsw forms the
+ * products and vpmaddwd adds pairs times the group scale 2s+1. (A 64-element
+ * avx512 variant with the sign bits as opmasks measured 1.5-1.8x slower: the
+ * gathers and mask assembly are scalar work either way, so the avx512 level
+ * builds this 256-bit scheme with its own flags, as the K-quants do.) iq1: the
  * weight bytes 8g + delta8 are signed, so |w| times sign(q8, w). The exact
  * integer sum of a super-block is reduced once and scaled like the scalar
  * oracle's term, and the terms are added in double in the same order, so
@@ -32,74 +34,8 @@ INL uint32_t signs4(uint32_t w)
 /* 3-bit scale codes -> 2s+1 as one 16-bit word repeated (for a set1 / lane) */
 INL int sc21(unsigned s) { return (int)(2 * s + 1); }
 
-#ifdef __AVX512BW__
-/* ---------------- avx512: 64 elements per step ----------------------------- */
-typedef __m512i vec;
-#define STEP 64
-
-INL int32_t hsum_i32(vec v) { return _mm512_reduce_add_epi32(v); }
-
-/* x16 words: lane k (16 elements) scaled by s[k] */
-INL vec scales4(int s0, int s1, int s2, int s3)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)s1),
-                                                                      _mm_set1_epi16((short)s0))),
-                              _mm256_set_m128i(_mm_set1_epi16((short)s3), _mm_set1_epi16((short)s2)), 1);
-}
-
-/* A super-block unpacked once (vec_dot, and shared by the rows of a gemm
- * tile): per 64 elements the unsigned weight bytes, the elements to negate
- * (bit i: element i) and the 2s+1 scale words. */
-#define IB_STEP 2
-typedef struct { vec g[4]; uint64_t neg[4]; vec sc[4]; } unp_t;
-
-INL void put_u(unp_t *u, int k, vec g, uint64_t neg, vec sc) { u->g[k] = g; u->neg[k] = neg; u->sc[k] = sc; }
-
-/* iq1: w = 8g + delta8 signed bytes: |w|, negated where w < 0 */
-INL void put_s(unp_t *u, int k, vec w, vec sc)
-{
-    u->g[k] = _mm512_abs_epi8(w);
-    u->neg[k] = (uint64_t)_mm512_movepi8_mask(w);
-    u->sc[k] = sc;
-}
-
-INL int32_t isum_unp(const unp_t *u, const int8_t *q)
-{
-    vec acc = _mm512_setzero_si512();
-    for (int k = 0; k < 4; k++) {
-        vec y = _mm512_loadu_si512(q + 64 * k);
-        y = _mm512_mask_sub_epi8(y, (__mmask64)u->neg[k], _mm512_setzero_si512(), y);
-        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u->g[k], y), u->sc[k]));
-    }
-    return hsum_i32(acc);
-}
-
-INL vec g8x8(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f, uint64_t g, uint64_t h)
-{
-    return _mm512_set_epi64((long long)h, (long long)g, (long long)f, (long long)e,
-                            (long long)d, (long long)c, (long long)b, (long long)a);
-}
-
-INL vec g4x16(const uint32_t *grid, const uint8_t *qs, uint32_t hi_bits /* bit k: index += 256 */)
-{
-    uint32_t e[16];
-    for (int k = 0; k < 16; k++) e[k] = grid[qs[k] | ((hi_bits >> k) & 1) << 8];
-    return _mm512_loadu_si512(e);
-}
-
-INL vec iq1_w(vec g, uint64_t dmask /* byte masks: 0xff where delta < 0 */)
-{
-    g = _mm512_add_epi8(g, g);
-    g = _mm512_add_epi8(g, g);
-    g = _mm512_add_epi8(g, g);
-    /* +1, or -1 where the delta is negative */
-    vec d = _mm512_mask_blend_epi8((__mmask64)dmask, _mm512_set1_epi8(1), _mm512_set1_epi8(-1));
-    return _mm512_add_epi8(g, d);
-}
-#else
 /* ---------------- avx2: 32 elements per step -------------------------------- */
 typedef __m256i vec;
-#define STEP 32
 
 INL int32_t hsum_i32(vec v)
 {
@@ -127,7 +63,6 @@ INL vec sign_vec(uint32_t bits)
 
 /* A super-block unpacked once: per 32 elements the unsigned weight bytes,
  * the vpsignb operand for the activations and the 2s+1 scale words. */
-#define IB_STEP 1
 typedef struct { vec g[8]; vec s[8]; vec sc[8]; } unp_t;
 
 INL void put_u(unp_t *u, int k, vec g, uint32_t neg, vec sc) { u->g[k] = g; u->s[k] = sign_vec(neg); u->sc[k] = sc; }
@@ -175,105 +110,9 @@ INL vec iq1_w(vec g, vec dsign /* 0x01 or 0xff per byte */)
     g = _mm256_add_epi8(g, g);
     return _mm256_add_epi8(g, dsign);
 }
-#endif
 
 /* ---- per type: the exact integer sum of one super-block ----------------- */
 
-#ifdef __AVX512BW__
-INL void unp_iq2_xxs(const sl_block_iq2_xxs *x, unp_t *u)
-{
-    for (int ib = 0; ib < 8; ib += 2) {
-        const uint8_t *a = x->qs + 8 * ib, *b = a + 8;
-        uint32_t wa = rd32(a + 4), wb = rd32(b + 4);
-        vec g = g8x8(sl_iq2xxs_grid[a[0]], sl_iq2xxs_grid[a[1]], sl_iq2xxs_grid[a[2]], sl_iq2xxs_grid[a[3]],
-                     sl_iq2xxs_grid[b[0]], sl_iq2xxs_grid[b[1]], sl_iq2xxs_grid[b[2]], sl_iq2xxs_grid[b[3]]);
-        uint64_t neg = signs4(wa) | (uint64_t)signs4(wb) << 32;
-        int sa = sc21(wa >> 28), sb = sc21(wb >> 28);
-        put_u(u, ib / IB_STEP, g, neg, scales4(sa, sa, sb, sb));
-    }
-}
-
-INL void unp_iq2_xs(const sl_block_iq2_xs *x, unp_t *u)
-{
-    for (int ib = 0; ib < 8; ib += 2) {
-        const uint16_t *s = x->qs + 4 * ib;
-        vec g = g8x8(sl_iq2xs_grid[s[0] & 511], sl_iq2xs_grid[s[1] & 511], sl_iq2xs_grid[s[2] & 511],
-                     sl_iq2xs_grid[s[3] & 511], sl_iq2xs_grid[s[4] & 511], sl_iq2xs_grid[s[5] & 511],
-                     sl_iq2xs_grid[s[6] & 511], sl_iq2xs_grid[s[7] & 511]);
-        uint64_t neg = 0;
-        for (int l = 0; l < 8; l++) neg |= (uint64_t)sl_iq_signs8[s[l] >> 9] << (8 * l);
-        unsigned c0 = x->scales[ib], c1 = x->scales[ib + 1];
-        put_u(u, ib / IB_STEP, g, neg, scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
-    }
-}
-
-INL void unp_iq2_s(const sl_block_iq2_s *x, unp_t *u)
-{
-    for (int ib = 0; ib < 8; ib += 2) {
-        uint64_t e[8];
-        for (int l = 0; l < 8; l++) {
-            int sb = ib + l / 4;
-            e[l] = sl_iq2s_grid[x->qs[4 * ib + l] | ((x->qh[sb] >> (2 * (l % 4))) & 3) << 8];
-        }
-        vec g = _mm512_loadu_si512(e);
-        unsigned c0 = x->scales[ib], c1 = x->scales[ib + 1];
-        put_u(u, ib / IB_STEP, g, rd64(x->signs + 4 * ib),
-                     scales4(sc21(c0 & 15), sc21(c0 >> 4), sc21(c1 & 15), sc21(c1 >> 4)));
-    }
-}
-
-INL void unp_iq3_xxs(const sl_block_iq3_xxs *x, unp_t *u)
-{
-    for (int ib = 0; ib < 8; ib += 2) {
-        uint32_t wa = rd32(x->w + 4 * ib), wb = rd32(x->w + 4 * ib + 4);
-        vec g = g4x16(sl_iq3xxs_grid, x->qs + 8 * ib, 0);
-        uint64_t neg = signs4(wa) | (uint64_t)signs4(wb) << 32;
-        int sa = sc21(wa >> 28), sb = sc21(wb >> 28);
-        put_u(u, ib / IB_STEP, g, neg, scales4(sa, sa, sb, sb));
-    }
-}
-
-INL void unp_iq3_s(const sl_block_iq3_s *x, unp_t *u)
-{
-    for (int ib = 0; ib < 8; ib += 2) {
-        uint32_t hi = (uint32_t)x->qh[ib] | (uint32_t)x->qh[ib + 1] << 8;
-        vec g = g4x16(sl_iq3s_grid, x->qs + 8 * ib, hi);
-        unsigned c = x->scales[ib / 2];
-        int sa = sc21(c & 15), sb = sc21(c >> 4);
-        put_u(u, ib / IB_STEP, g, rd64(x->signs + 4 * ib), scales4(sa, sa, sb, sb));
-    }
-}
-
-INL void unp_iq1_s(const sl_block_iq1_s *x, unp_t *u)
-{
-    for (int ib = 0; ib < 8; ib += 2) {
-        unsigned ha = x->qh[ib], hb = x->qh[ib + 1];
-        const uint8_t *s = x->qs + 4 * ib;
-        vec g = g8x8(sl_iq1s_grid[s[0] | (ha & 7) << 8], sl_iq1s_grid[s[1] | ((ha >> 3) & 7) << 8],
-                     sl_iq1s_grid[s[2] | ((ha >> 6) & 7) << 8], sl_iq1s_grid[s[3] | ((ha >> 9) & 7) << 8],
-                     sl_iq1s_grid[s[4] | (hb & 7) << 8], sl_iq1s_grid[s[5] | ((hb >> 3) & 7) << 8],
-                     sl_iq1s_grid[s[6] | ((hb >> 6) & 7) << 8], sl_iq1s_grid[s[7] | ((hb >> 9) & 7) << 8]);
-        uint64_t dm = (ha & 0x8000 ? 0xffffffffull : 0) | (hb & 0x8000 ? 0xffffffff00000000ull : 0);
-        int sa = sc21((ha >> 12) & 7), sb = sc21((hb >> 12) & 7);
-        put_s(u, ib / IB_STEP, iq1_w(g, dm), scales4(sa, sa, sb, sb));
-    }
-}
-
-INL void unp_iq1_m(const sl_block_iq1_m *x, unp_t *u)
-{
-    for (int ib = 0; ib < 8; ib += 2) {
-        uint64_t e[8], dm = 0;
-        for (int l = 0; l < 8; l++) {
-            unsigned nib = x->qh[2 * ib + l / 2] >> (4 * (l % 2));
-            e[l] = sl_iq1s_grid[x->qs[4 * ib + l] | (nib & 7) << 8];
-            if (nib & 8) dm |= 0xffull << (8 * l);
-        }
-        unsigned sc = (unsigned)(x->scales[2 * (ib / 2)] | x->scales[2 * (ib / 2) + 1] << 8);
-        put_s(u, ib / IB_STEP, iq1_w(_mm512_loadu_si512(e), dm),
-                     scales4(sc21(sc & 7), sc21((sc >> 3) & 7), sc21((sc >> 6) & 7), sc21((sc >> 9) & 7)));
-    }
-}
-#else
 INL void unp_iq2_xxs(const sl_block_iq2_xxs *x, unp_t *u)
 {
     for (int ib = 0; ib < 8; ib++) {
@@ -303,7 +142,7 @@ INL void unp_iq2_s(const sl_block_iq2_s *x, unp_t *u)
         vec g = g8x4(sl_iq2s_grid[s[0] | (h & 3) << 8], sl_iq2s_grid[s[1] | ((h >> 2) & 3) << 8],
                      sl_iq2s_grid[s[2] | ((h >> 4) & 3) << 8], sl_iq2s_grid[s[3] | ((h >> 6) & 3) << 8]);
         unsigned c = x->scales[ib];
-        put_u(u, ib / IB_STEP, g, rd32(x->signs + 4 * ib), scales2(sc21(c & 15), sc21(c >> 4)));
+        put_u(u, ib, g, rd32(x->signs + 4 * ib), scales2(sc21(c & 15), sc21(c >> 4)));
     }
 }
 
@@ -321,7 +160,7 @@ INL void unp_iq3_s(const sl_block_iq3_s *x, unp_t *u)
     for (int ib = 0; ib < 8; ib++) {
         vec g = g4x8(sl_iq3s_grid, x->qs + 8 * ib, x->qh[ib]);
         unsigned c = (x->scales[ib / 2] >> (4 * (ib % 2))) & 15;
-        put_u(u, ib / IB_STEP, g, rd32(x->signs + 4 * ib), _mm256_set1_epi16((short)sc21(c)));
+        put_u(u, ib, g, rd32(x->signs + 4 * ib), _mm256_set1_epi16((short)sc21(c)));
     }
 }
 
@@ -333,7 +172,7 @@ INL void unp_iq1_s(const sl_block_iq1_s *x, unp_t *u)
         vec g = g8x4(sl_iq1s_grid[s[0] | (h & 7) << 8], sl_iq1s_grid[s[1] | ((h >> 3) & 7) << 8],
                      sl_iq1s_grid[s[2] | ((h >> 6) & 7) << 8], sl_iq1s_grid[s[3] | ((h >> 9) & 7) << 8]);
         vec ds = _mm256_set1_epi8(h & 0x8000 ? -1 : 1);
-        put_s(u, ib / IB_STEP, iq1_w(g, ds), _mm256_set1_epi16((short)sc21((h >> 12) & 7)));
+        put_s(u, ib, iq1_w(g, ds), _mm256_set1_epi16((short)sc21((h >> 12) & 7)));
     }
 }
 
@@ -347,10 +186,9 @@ INL void unp_iq1_m(const sl_block_iq1_m *x, unp_t *u)
         const long long P = 0x0101010101010101ll, M = -1ll;
         vec ds = _mm256_set_epi64x(b & 0x80 ? M : P, b & 0x08 ? M : P, a & 0x80 ? M : P, a & 0x08 ? M : P);
         unsigned sc = (unsigned)(x->scales[2 * (ib / 2)] | x->scales[2 * (ib / 2) + 1] << 8) >> (6 * (ib % 2));
-        put_s(u, ib / IB_STEP, iq1_w(g, ds), scales2(sc21(sc & 7), sc21((sc >> 3) & 7)));
+        put_s(u, ib, iq1_w(g, ds), scales2(sc21(sc & 7), sc21((sc >> 3) & 7)));
     }
 }
-#endif
 
 /* The drivers: the scalar oracle's per-block terms, summed in double in its
  * order. vec_dot unpacks each block and dots it; the gemm tile unpacks a
