@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kern_internal.h"
+#include "dot_iqgrid.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -94,12 +95,14 @@ static void init(void)
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
             sl_dot_fill_iq4_avx2(k);
             sl_gemm_fill_avx2(k);
+            sl_dot_fill_iqgrid_avx2(k);
             break;
         case SL_ISA_AVX512:
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_dot_fill_iq4_avx512(k);
             sl_gemm_fill_avx2(k);
+            sl_dot_fill_iqgrid_avx512(k);
             break;
         case SL_ISA_AVX512VNNI:
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
@@ -108,16 +111,19 @@ static void init(void)
             sl_dot_fill_avx512vnni(k);
             sl_dot_fill_iq4_avx512vnni(k);
             sl_gemm_fill_avx512vnni(k);
+            sl_dot_fill_iqgrid_avx512(k);
             break;
 #endif
 #if defined(__aarch64__)
         case SL_ISA_NEON:
             sl_dot_fill_neon(k); sl_ops_fill_neon(k);
+            sl_dot_fill_iqgrid_neon(k);
             break;
         case SL_ISA_DOTPROD:
             sl_dot_fill_neon(k); sl_ops_fill_neon(k);
             sl_dot_fill_dotprod(k);
             sl_gemm_fill_dotprod(k);
+            sl_dot_fill_iqgrid_dotprod(k);
             break;
 #endif
         default:

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kern_internal.h"
+#include "dot_iqgrid.h"
 
 typedef sl_dot_blk_fn blk_fn;
 
@@ -283,6 +284,13 @@ DEF(bf16, SL_GGML_BF16)
 DEF(iq4_nl, SL_GGML_IQ4_NL) DEF(iq4_xs, SL_GGML_IQ4_XS) DEF(mxfp4, SL_GGML_MXFP4)
 DEF(tq1_0, SL_GGML_TQ1_0) DEF(tq2_0, SL_GGML_TQ2_0)
 #undef DEF
+#define DEF(T, ID) \
+    static void dot_##T(int64_t n, float *s, const void *x, const void *y) \
+    { *s = run(sl_blk_##T, ID, n, x, y); }
+DEF(iq2_xxs, SL_GGML_IQ2_XXS) DEF(iq2_xs, SL_GGML_IQ2_XS) DEF(iq2_s, SL_GGML_IQ2_S)
+DEF(iq3_xxs, SL_GGML_IQ3_XXS) DEF(iq3_s, SL_GGML_IQ3_S) DEF(iq1_s, SL_GGML_IQ1_S)
+DEF(iq1_m, SL_GGML_IQ1_M)
+#undef DEF
 
 /* The oracle's types: block kernel and vec_dot of each. */
 static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_GGML_TYPE_COUNT] = {
@@ -296,6 +304,10 @@ static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_GGML_TYPE
     [SL_GGML_IQ4_NL] = {blk_iq4_nl, dot_iq4_nl}, [SL_GGML_IQ4_XS] = {blk_iq4_xs, dot_iq4_xs},
     [SL_GGML_MXFP4] = {blk_mxfp4, dot_mxfp4}, [SL_GGML_TQ1_0] = {blk_tq1_0, dot_tq1_0},
     [SL_GGML_TQ2_0] = {blk_tq2_0, dot_tq2_0},
+    [SL_GGML_IQ2_XXS] = {sl_blk_iq2_xxs, dot_iq2_xxs}, [SL_GGML_IQ2_XS] = {sl_blk_iq2_xs, dot_iq2_xs},
+    [SL_GGML_IQ2_S] = {sl_blk_iq2_s, dot_iq2_s}, [SL_GGML_IQ3_XXS] = {sl_blk_iq3_xxs, dot_iq3_xxs},
+    [SL_GGML_IQ3_S] = {sl_blk_iq3_s, dot_iq3_s}, [SL_GGML_IQ1_S] = {sl_blk_iq1_s, dot_iq1_s},
+    [SL_GGML_IQ1_M] = {sl_blk_iq1_m, dot_iq1_m},
 };
 
 static blk_fn blk_for(int type)

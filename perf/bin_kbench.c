@@ -128,8 +128,14 @@ static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
     case SL_GGML_IQ4_NL: case SL_GGML_IQ4_XS: off[0] = 0; break;
     case SL_GGML_TQ1_0: off[0] = 52; break;
     case SL_GGML_TQ2_0: off[0] = 64; break;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: off[0] = 0; break;
     }
     size_t bb = (size_t)sl_gguf_block_bytes(t);
+    if (t == SL_GGML_IQ1_M)                    /* d = 0.01 (0x211f) in the scales' top nibbles */
+        for (size_t b = 0; b < bytes / bb; b++)
+            for (int k = 0; k < 4; k++)
+                w[b * bb + 49 + 2 * k] = (uint8_t)((w[b * bb + 49 + 2 * k] & 0x0f) | ((0x211f >> (4 * k)) & 15) << 4);
     for (size_t b = 0; b < bytes / bb; b++)
         for (int k = 0; k < 2; k++)
             if (off[k] >= 0) put_f16(w + b * bb + (size_t)off[k], 0.01f);
@@ -181,6 +187,7 @@ static const int all_types[] = {
     SL_GGML_Q2_K, SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q4_0, SL_GGML_Q4_1,
     SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32,
     SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
+    SL_GGML_IQ2_XXS, SL_GGML_IQ2_XS, SL_GGML_IQ2_S, SL_GGML_IQ3_XXS, SL_GGML_IQ3_S, SL_GGML_IQ1_S, SL_GGML_IQ1_M,
 };
 
 static int type_by_name(const char *s)

@@ -107,9 +107,18 @@ static const mk_typedef mk_types[] = {
     { "iq4_nl", SL_GGML_IQ4_NL, 25, MIX_PLAIN }, { "iq4_xs", SL_GGML_IQ4_XS, 30, MIX_PLAIN },
     { "tq1_0", SL_GGML_TQ1_0, 36, MIX_PLAIN }, { "tq2_0", SL_GGML_TQ2_0, 37, MIX_PLAIN },
     { "mxfp4", SL_GGML_MXFP4, 38, MIX_PLAIN },
+    { "iq2_xxs", SL_GGML_IQ2_XXS, 19, MIX_PLAIN }, { "iq2_xs", SL_GGML_IQ2_XS, 20, MIX_PLAIN },
+    { "iq2_s", SL_GGML_IQ2_S, 28, MIX_PLAIN }, { "iq3_xxs", SL_GGML_IQ3_XXS, 23, MIX_PLAIN },
+    { "iq3_s", SL_GGML_IQ3_S, 26, MIX_PLAIN }, { "iq1_s", SL_GGML_IQ1_S, 24, MIX_PLAIN },
+    { "iq1_m", SL_GGML_IQ1_M, 31, MIX_PLAIN },
 };
 
 static int is_kquant(uint32_t t) { return t >= SL_GGML_Q2_K && t <= SL_GGML_Q6_K; }
+static int is_iq_grid(uint32_t t)
+{
+    return t == SL_GGML_IQ2_XXS || t == SL_GGML_IQ2_XS || t == SL_GGML_IQ2_S || t == SL_GGML_IQ3_XXS
+        || t == SL_GGML_IQ3_S || t == SL_GGML_IQ1_S || t == SL_GGML_IQ1_M;
+}
 
 /* The lm head llama-quantize gives a file of type t: Q6_K for the K-quants,
  * IQ4_NL/IQ4_XS, TQ1_0/TQ2_0 and MXFP4; t itself otherwise. */
@@ -118,7 +127,7 @@ static uint32_t default_head(uint32_t t)
     switch (t) {
     case SL_GGML_IQ4_NL: case SL_GGML_IQ4_XS: case SL_GGML_TQ1_0: case SL_GGML_TQ2_0:
     case SL_GGML_MXFP4: return SL_GGML_Q6_K;
-    default: return is_kquant(t) ? SL_GGML_Q6_K : t;
+    default: return is_kquant(t) || is_iq_grid(t) ? SL_GGML_Q6_K : t;
     }
 }
 
@@ -181,6 +190,24 @@ static float rng_gauss_fast(mk_rng *r)
 }
 
 /* ---- block pools -------------------------------------------------------- */
+/* IQ1_M has no f16 field: its d is the top nibbles of the 4 scale words. */
+#define MK_IQ1M_D (-1)
+
+static sl_f16 get_scale(const uint8_t *blk, int off)
+{
+    sl_f16 h;
+    if (off == MK_IQ1M_D) return sl_iq1m_d_bits(blk + 48);
+    memcpy(&h, blk + off, 2);
+    return h;
+}
+
+static void put_scale(uint8_t *blk, int off, sl_f16 h)
+{
+    if (off != MK_IQ1M_D) { memcpy(blk + off, &h, 2); return; }
+    for (int k = 0; k < 4; k++)
+        blk[49 + 2 * k] = (uint8_t)((blk[49 + 2 * k] & 0x0f) | ((h >> (4 * k)) & 15) << 4);
+}
+
 /* Byte offsets of the f16 scale fields that scale every value of a block
  * (d and, if present, the min/dmin term): scaling both scales the block. */
 static int scale_fields(uint32_t t, int off[2])
@@ -195,6 +222,9 @@ static int scale_fields(uint32_t t, int off[2])
     case SL_GGML_IQ4_NL: case SL_GGML_IQ4_XS: off[0] = 0; return 1;
     case SL_GGML_TQ1_0: off[0] = 52; return 1;
     case SL_GGML_TQ2_0: off[0] = 64; return 1;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: off[0] = 0; return 1;
+    case SL_GGML_IQ1_M: off[0] = MK_IQ1M_D; return 1;
     default: return 0;             /* MXFP4: an E8M0 exponent, see e8m0_scaled */
     }
 }
@@ -228,11 +258,9 @@ static int pool_build(mk_pool *p, uint32_t type, uint64_t seed)
     }
     free(x);
     for (uint32_t b = 0; b < MK_POOL; b++)
-        for (int k = 0; k < p->nsf; k++) {
-            sl_f16 h;
-            memcpy(&h, p->blocks + (size_t)b * p->bpb + p->sf[k], 2);
-            p->scale[b * (uint32_t)p->nsf + (uint32_t)k] = sl_f16_to_f32(h);
-        }
+        for (int k = 0; k < p->nsf; k++)
+            p->scale[b * (uint32_t)p->nsf + (uint32_t)k] =
+                sl_f16_to_f32(get_scale(p->blocks + (size_t)b * p->bpb, p->sf[k]));
     return 0;
 }
 
@@ -451,8 +479,7 @@ static int gen_rows(mk_gen *g, const mk_model *m, int ti, uint64_t r0, uint64_t 
         float f = t->sigma * (0.97f + 0.06f * (float)((h >> 32) & 0xfffff) * (1.0f / 1048576.0f));
         memcpy(dst, p->blocks + (size_t)pi * p->bpb, p->bpb);
         for (int k = 0; k < p->nsf; k++) {
-            sl_f16 v = sl_f32_to_f16(p->scale[pi * (uint32_t)p->nsf + (uint32_t)k] * f);
-            memcpy(dst + p->sf[k], &v, 2);
+            put_scale(dst, p->sf[k], sl_f32_to_f16(p->scale[pi * (uint32_t)p->nsf + (uint32_t)k] * f));
         }
         if (p->type == SL_GGML_MXFP4) dst[0] = e8m0_scaled(dst[0], f);
         dst += p->bpb;
@@ -542,8 +569,9 @@ static void usage(FILE *f)
         "                    norms (Qwen2 vocab); phi3 fused attn_qkv and gate|up ffn_up, LongRoPE\n"
         "                    factor tensors when the preset has them (Phi-3 vocab)\n"
         "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl\n"
-        "                    iq4_xs tq1_0 tq2_0 mxfp4: every matrix in T (lm head Q6_K for\n"
-        "                    k-quants, iq4_*, tq*, mxfp4, like llama.cpp); mixes:\n"
+        "                    iq4_xs tq1_0 tq2_0 mxfp4 iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m:\n"
+        "                    every matrix in T (lm head Q6_K for k-quants and i-quants, tq*,\n"
+        "                    mxfp4, like llama.cpp); mixes:\n"
         "                    q4_k_m, q4_k_s, q2_k_mix (llama.cpp's Q4_K_M / Q4_K_S / Q2_K recipes:\n"
         "                    Q6_K lm head, some attn_v/ffn_down/attn_output at more bits). Default q4_k\n"
         "  --head T          lm head type (overrides the above)\n"

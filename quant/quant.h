@@ -77,6 +77,8 @@ int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib);
 /* The 256 base-3 digits t (value (t - 1) * d) of a TQ1_0 block in element order. */
 void sl_quant_tq1_0_digits(const sl_block_tq1_0 *b, uint8_t t[SL_QKK]);
 
+#include "quant_iqgrid.h"   /* IQ2_XXS .. IQ1_M block layouts and grids */
+
 /* ---- scalar conversions ---------------------------------------------- */
 float  sl_f16_to_f32(sl_f16 h);
 sl_f16 sl_f32_to_f16(float f);          /* round to nearest even */

@@ -242,6 +242,9 @@ int sl_quant_dequantize_row(int type, const void *src, float *dst, int64_t n)
     case SL_GGML_MXFP4: sl_quant_deq_mxfp4(src, dst, n); break;
     case SL_GGML_TQ1_0: sl_quant_deq_tq1_0(src, dst, n); break;
     case SL_GGML_TQ2_0: sl_quant_deq_tq2_0(src, dst, n); break;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: case SL_GGML_IQ1_M:
+        return sl_quant_iqgrid_dequantize(type, src, dst, n / SL_QKK);
     default: return SL_EUNSUPPORTED;
     }
     return 0;

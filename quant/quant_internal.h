@@ -39,5 +39,9 @@ void sl_quant_iq4_xs_blocks(const float *x, const float *qw, sl_block_iq4_xs *y,
 void sl_quant_mxfp4_blocks(const float *x, const float *qw, sl_block_mxfp4 *y, int64_t nb);
 void sl_quant_tq1_0_blocks(const float *x, sl_block_tq1_0 *y, int64_t nb);
 void sl_quant_tq2_0_blocks(const float *x, sl_block_tq2_0 *y, int64_t nb);
+/* Grid i-quants (quant_iqgrid.c, quant_iqgrid_q.c) over nb super-blocks;
+ * SL_EUNSUPPORTED for another type. imatrix: NULL or 256*nb importance weights. */
+int sl_quant_iqgrid_dequantize(int type, const void *src, float *y, int64_t nb);
+int sl_quant_iqgrid_quantize(int type, const float *x, void *dst, int64_t nb, const float *imatrix);
 
 #endif

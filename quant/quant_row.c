@@ -40,6 +40,9 @@ int64_t sl_quant_quantize_row_imat(int type, const float *src, void *dst, int64_
     case SL_GGML_MXFP4: sl_quant_mxfp4_blocks(src, imatrix, dst, nb); break;
     case SL_GGML_TQ1_0: sl_quant_tq1_0_blocks(src, dst, nb); break;
     case SL_GGML_TQ2_0: sl_quant_tq2_0_blocks(src, dst, nb); break;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: case SL_GGML_IQ1_M:
+        return sl_quant_iqgrid_quantize(type, src, dst, nb, imatrix) < 0 ? SL_EINVAL : (int64_t)bytes;
     default: return SL_EUNSUPPORTED;
     }
     return (int64_t)bytes;

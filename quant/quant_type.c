@@ -13,6 +13,8 @@ int sl_quant_vec_dot_type(int type)
     case SL_GGML_Q2_K: case SL_GGML_Q3_K: case SL_GGML_Q4_K: case SL_GGML_Q5_K:
     case SL_GGML_Q6_K: case SL_GGML_IQ4_XS: case SL_GGML_TQ1_0: case SL_GGML_TQ2_0:
         return SL_GGML_Q8_K;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: case SL_GGML_IQ1_M: return SL_GGML_Q8_K;
     default: return -1;                                   /* activation-only Q8_1 / Q8_K */
     }
 }

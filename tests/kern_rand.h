@@ -46,7 +46,9 @@ static inline const int *kr_f16_fields(int t)
     case SL_GGML_Q2_K: return q2k;
     case SL_GGML_Q3_K: return q3k;
     case SL_GGML_Q6_K: return q6k;
-    default: return none;
+    case SL_GGML_IQ2_XXS: case SL_GGML_IQ2_XS: case SL_GGML_IQ2_S: case SL_GGML_IQ3_XXS:
+    case SL_GGML_IQ3_S: case SL_GGML_IQ1_S: return d0;
+    default: return none;   /* IQ1_M: d in the scales' top nibbles, see kr_weights */
     }
 }
 
@@ -71,6 +73,13 @@ static inline void *kr_weights(int t, int64_t rows, int64_t n, uint64_t *seed)
                 kr_put_f16(w + b * bb + (size_t)f[k], kr_unif(seed) * 0.05f);
         if (t == SL_GGML_MXFP4)      /* E8M0 scale 2^(e-128): keep it in 2^-16 .. 2^-1 */
             for (size_t b = 0; b < total / bb; b++) w[b * bb] = (uint8_t)(112 + kr_next(seed) % 16);
+        if (t == SL_GGML_IQ1_M)          /* a finite d: f16 bits in 4 top nibbles */
+            for (size_t b = 0; b < total / bb; b++) {
+                sl_f16 h = sl_f32_to_f16(kr_unif(seed) * 0.05f);
+                uint8_t *sc = w + b * bb + 48;
+                for (int k = 0; k < 4; k++)
+                    sc[2 * k + 1] = (uint8_t)((sc[2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 15) << 4));
+            }
     }
     return w;
 }

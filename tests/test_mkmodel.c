@@ -264,6 +264,43 @@ Test(mkmodel, q4_k_m_mix_and_qwen2, .timeout = 120)
     cleanup();
 }
 
+/* Grid i-quant types: every matrix in the type (lm head Q6_K), llama.cpp's
+ * file_type, and values ~N(0, sigma) after the per-block rescaling of d (for
+ * IQ1_M written into the top nibbles of its scale words). Three of the seven
+ * (each pool is quantized by the search-based quantizer, slow under ASan):
+ * the 70B headline's IQ2_XS, a 4-element grid (IQ3_S) and IQ1_M's special d;
+ * the others differ from these only in their table row. */
+Test(mkmodel, iq_grid_types, .timeout = 120)
+{
+    static const struct { const char *name; uint32_t type, ftype; } ts[] = {
+        { "iq2_xs", SL_GGML_IQ2_XS, 20 }, { "iq3_s", SL_GGML_IQ3_S, 26 }, { "iq1_m", SL_GGML_IQ1_M, 31 },
+    };
+    setup_paths();
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        char args[160], path[PATH_MAX];
+        snprintf(args, sizeof args, "--preset tiny --type %s --vocab none --n-vocab 256", ts[i].name);
+        cr_assert_eq(mk("iq.gguf", args, path, sizeof path), 0, "mkmodel %s", args);
+        sl_gguf *g = NULL;
+        cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_gguf_errmsg(NULL));
+        size_t len = 0;
+        unsigned char *f = sl_test_slurp(path, &len);
+        cr_assert_not_null(f);
+        cr_assert_eq(u32_key(g, "general.file_type"), ts[i].ftype, "%s", ts[i].name);
+        check_shape(g, "blk.1.ffn_up.weight", ts[i].type, 256, 768);
+        check_shape(g, "blk.0.attn_k.weight", ts[i].type, 256, 128);
+        check_shape(g, "token_embd.weight", ts[i].type, 256, 256);
+        check_shape(g, "output.weight", SL_GGML_Q6_K, 256, 256);
+        double mean, sd;
+        stats(g, f, "blk.1.ffn_up.weight", &mean, &sd);
+        cr_assert(fabs(mean) < 0.005 && sd > 0.014 && sd < 0.026, "%s ffn_up mean %f sd %f", ts[i].name, mean, sd);
+        stats(g, f, "blk.0.attn_q.weight", &mean, &sd);
+        cr_assert(sd > 0.055 && sd < 0.105, "%s attn_q sd %f", ts[i].name, sd);
+        free(f);
+        sl_gguf_close(g);
+    }
+    cleanup();
+}
+
 /* The qwen3 / phi3 test presets: their keys and tensors, accepted by the
  * engine's model description (which checks every shape). */
 Test(mkmodel, qwen3_phi3_presets, .timeout = 120)

@@ -1,0 +1,33 @@
+/* Internal to kernels/: the grid i-quants' dot with Q8_K (IQ2_XXS, IQ2_XS,
+ * IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M). Every level computes, per
+ * super-block, one exact integer sum isum and adds (d * d8) * mult * isum:
+ *   iq2_*:   isum = sum over scale groups of (2s+1) * sum(q8 * signed grid), mult 1/8
+ *   iq3_xxs: the same, mult 1/4;  iq3_s: mult 1
+ *   iq1_*:   isum = sum over groups of (2s+1) * sum(q8 * (8 g + delta8)),
+ *            delta8 = +-1 (the +-1/8 delta times 8), mult 1/8
+ * so levels differ only in the order of the float additions. */
+#ifndef SL_DOT_IQGRID_H
+#define SL_DOT_IQGRID_H
+
+#include "kern_internal.h"
+
+/* The scalar oracle's per-block terms (dot_iqgrid_scalar.c), in dot_scalar.c's
+ * block-kernel form: *a = this block's term, *b = 0; am = magnitudes. */
+void sl_blk_iq2_xxs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_blk_iq2_xs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_blk_iq2_s(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_blk_iq3_xxs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_blk_iq3_s(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_blk_iq1_s(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+void sl_blk_iq1_m(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+
+#if defined(__x86_64__) || defined(__i386__)
+void sl_dot_fill_iqgrid_avx2(sl_kern *k);
+void sl_dot_fill_iqgrid_avx512(sl_kern *k);
+#endif
+#if defined(__aarch64__)
+void sl_dot_fill_iqgrid_neon(sl_kern *k);
+void sl_dot_fill_iqgrid_dotprod(sl_kern *k);
+#endif
+
+#endif
