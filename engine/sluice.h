@@ -219,6 +219,62 @@ static inline int sl_session_get_stats(const sl_session *s, sl_stats *out)
 { return sl_session_get_stats_sized(s, out, sizeof *out); }
 SL_API void sl_session_reset_stats(sl_session *s);
 
+/* ---- batched decode (continuous batching) -------------------------------
+ * A batch steps a set of sessions of one model with one pass over the
+ * weights: each member contributes its next token as one row of the
+ * matmuls and keeps its own KV cache, positions, sampler and logits. In
+ * stream mode the rows ride on the same disk pass, so B sequences cost about
+ * one pass. Sessions join (sl_batch_add, after their prompt was fed: they need
+ * logits) and leave (sl_batch_remove) between steps; members are kept in join
+ * order, which is the order of the tokens arrays. Up to 9 rows per pass a
+ * member's logits are bitwise those of stepping it alone (same greedy tokens);
+ * from 10 rows the panel kernels may differ in float rounding. More members
+ * than the model's n_batch are run as several passes.
+ * Threading: a batch belongs to its model; every batch call counts as a call
+ * on the model (sluice.h top: no overlap with any other call on that model or
+ * its sessions). A session may be a member of one batch at a time; destroy a
+ * batch before its sessions (it does not own them) and its model.
+ * Status: create SL_EINVAL/SL_ENOMEM; add SL_EINVAL (other model, already a
+ * member, no logits yet), SL_ERANGE (max_seqs members already); remove
+ * SL_ENOENT; step/accept as sl_session_step/accept for any member, plus
+ * SL_ECTX naming the first member whose context is full (nothing fed then).
+ * A failed pass leaves its members without logits (sl_session_errmsg says
+ * why); re-feed or reset them. */
+typedef struct sl_batch sl_batch;
+typedef struct sl_batch_params {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
+    int32_t max_seqs;       /* members at most; 0 = the model's n_batch */
+} sl_batch_params;
+#define SL_BATCH_PARAMS_MIN_SIZE SL_STRUCT_END(sl_batch_params, max_seqs)   /* first layout */
+SL_API int sl_batch_params_init_sized(sl_batch_params *p, size_t struct_size);
+static inline int sl_batch_params_init(sl_batch_params *p)
+{ return sl_batch_params_init_sized(p, sizeof *p); }
+SL_API int  sl_batch_create(sl_batch **out, sl_model *m, const sl_batch_params *p);
+SL_API void sl_batch_destroy(sl_batch *b);
+SL_API const char *sl_batch_errmsg(const sl_batch *b);
+SL_API int  sl_batch_add(sl_batch *b, sl_session *s);
+SL_API int  sl_batch_remove(sl_batch *b, sl_session *s);
+SL_API int  sl_batch_n_seqs(const sl_batch *b);
+/* Member i (join order), NULL outside 0..n_seqs-1. */
+SL_API sl_session *sl_batch_session(const sl_batch *b, int i);
+/* Feed tokens[i] to member i (a decode step each), all in one pass. */
+SL_API int  sl_batch_accept(sl_batch *b, const int32_t *tokens);
+/* Sample each member's next token with its own sampling settings (as
+ * sl_session_sample), write it to tokens[i] and feed them all in one pass. */
+SL_API int  sl_batch_step(sl_batch *b, int32_t *tokens);
+
+typedef struct sl_batch_stats {
+    int64_t n_passes;       /* forward passes run */
+    int64_t n_rows;         /* tokens fed in them (sum over members) */
+    double pass_ms;         /* wall time of those passes */
+    double stall_ms;        /* of which blocked waiting for weights */
+    uint64_t bytes_read;    /* weight bytes read from disk during them */
+} sl_batch_stats;
+#define SL_BATCH_STATS_MIN_SIZE SL_STRUCT_END(sl_batch_stats, bytes_read)   /* first layout */
+SL_API int sl_batch_get_stats_sized(const sl_batch *b, sl_batch_stats *out, size_t size);
+static inline int sl_batch_get_stats(const sl_batch *b, sl_batch_stats *out)
+{ return sl_batch_get_stats_sized(b, out, sizeof *out); }
+
 #ifdef __cplusplus
 }
 #endif
