@@ -434,6 +434,8 @@ float *sl_session_batch_logits(sl_session *s) { return s->logits; }
 sl_model *sl_session_batch_model(sl_session *s) { return s->m; }
 int32_t sl_session_batch_n_vocab(const sl_session *s) { return s->m->d.n_vocab; }
 bool sl_session_batch_has_logits(const sl_session *s) { return s->have_logits; }
+sl_sampler *sl_session_batch_sampler(sl_session *s) { return &s->smp; }
+int32_t *sl_session_batch_hist(sl_session *s) { return s->hist; }
 
 void sl_session_batch_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms, double stall_ms)
 {

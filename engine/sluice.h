@@ -275,6 +275,54 @@ SL_API int sl_batch_get_stats_sized(const sl_batch *b, sl_batch_stats *out, size
 static inline int sl_batch_get_stats(const sl_batch *b, sl_batch_stats *out)
 { return sl_batch_get_stats_sized(b, out, sizeof *out); }
 
+/* ---- speculative decoding -------------------------------------------------
+ * sl_spec_step drafts k tokens (n-gram lookup: the continuation of the most
+ * recent earlier occurrence of the context's last n tokens, n_max down to
+ * n_min), lets the target verify the sampled token plus the k drafts in one
+ * pass (k+1 rows), keeps the longest accepted prefix and rolls the KV cache
+ * back over the rest. Greedy (temp <= 0): a draft is accepted when it is the
+ * argmax, so the tokens are those of sl_session_step. Sampling: accepted
+ * with the target's probability of it (the draft is deterministic), else the
+ * next token is drawn from the target with the draft removed (the standard
+ * rule: the output keeps the target distribution). k adapts: doubles after a
+ * fully accepted pass, else falls to accepted + 1; k_max 0 picks 8 when the
+ * weights stream (extra rows nearly free) and 4 when resident. At most 8
+ * drafts, so a pass stays below the 10 rows where kernels change rounding.
+ * Threading: as the session's own calls. Status: as sl_session_step; create
+ * SL_EINVAL (bad params), SL_EUNSUPPORTED (kind SL_SPEC_DRAFT: not built). */
+enum sl_spec_kind { SL_SPEC_OFF = 0, SL_SPEC_NGRAM, SL_SPEC_DRAFT };
+typedef struct sl_spec sl_spec;
+typedef struct sl_spec_params {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
+    int kind;               /* enum sl_spec_kind: SL_SPEC_NGRAM */
+    int32_t k_max;          /* drafts per pass at most (0 = by mode, <= 8) */
+    int32_t ngram_min;      /* 1 */
+    int32_t ngram_max;      /* 3 */
+    bool adaptive;          /* true; false: always k_max */
+} sl_spec_params;
+#define SL_SPEC_PARAMS_MIN_SIZE SL_STRUCT_END(sl_spec_params, adaptive)   /* first layout */
+SL_API int sl_spec_params_init_sized(sl_spec_params *p, size_t struct_size);
+static inline int sl_spec_params_init(sl_spec_params *p)
+{ return sl_spec_params_init_sized(p, sizeof *p); }
+SL_API int  sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *p);
+SL_API void sl_spec_destroy(sl_spec *sp);
+SL_API const char *sl_spec_errmsg(const sl_spec *sp);
+/* One verification pass: writes the 1..k+1 tokens it generated (all fed) to
+ * tokens (cap >= 1; fewer drafts when cap is small) and their count to *n. */
+SL_API int  sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n);
+
+typedef struct sl_spec_stats {
+    int64_t n_passes;       /* verification (or plain) passes */
+    int64_t n_drafted;      /* draft tokens verified */
+    int64_t n_accepted;     /* of which accepted */
+    int64_t n_tokens;       /* tokens generated (accepted + one per pass) */
+    int32_t k;              /* the current draft length */
+} sl_spec_stats;
+#define SL_SPEC_STATS_MIN_SIZE SL_STRUCT_END(sl_spec_stats, k)   /* first layout */
+SL_API int sl_spec_get_stats_sized(const sl_spec *sp, sl_spec_stats *out, size_t size);
+static inline int sl_spec_get_stats(const sl_spec *sp, sl_spec_stats *out)
+{ return sl_spec_get_stats_sized(sp, out, sizeof *out); }
+
 #ifdef __cplusplus
 }
 #endif
