@@ -194,7 +194,7 @@ ASAN_MAKE = $(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 asan: deps
 	@$(ASAN_MAKE) -j$(JOBS) all tests
-	@$(ASAN_MAKE) check
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(ASAN_MAKE) check
 
 QEMU_CPUS ?= cortex-a53 cortex-a76 max
 check-aarch64: deps

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../engine/sluice.h"
+#include "golden_models.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
 
@@ -150,18 +151,12 @@ static void greedy(sl_sampling *sp)
     sp->temp = 0;
 }
 
-static const char *const golden_models[] = {
-    "stories260K", "TinyStories-656K-Q8_0", "llama-2-tiny-random", "synth-tiny-q4_k",
-    "synth-tiny-q2_k", "synth-tiny-q8_0", "synth-tiny-q4_0", "synth-tiny-qwen2-q4_k",
-    "synth2-qwen3-q4_k_m", "synth2-phi3-q4_k_m", "synth2-gemma3-q4_k_m", "synth2-mixtral-q4_k_m",
-    "synth2-qwen2moe-q4_k_m", "synth2-qwen3moe-q4_k_m",
-};
 
 static void all_models(int mode)
 {
     sl_sampling sp;
     greedy(&sp);
-    for (size_t i = 0; i < sizeof golden_models / sizeof golden_models[0]; i++) {
+    for (size_t i = 0; i < N_GOLDEN_MODELS; i++) {
         char path[512];
         snprintf(path, sizeof path, MODELS "/%s.gguf", golden_models[i]);
         check_batched(path, mode, &sp, 0);
