@@ -76,6 +76,17 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 CLI_SRCS := $(wildcard engine/cli*.c) $(filter-out perf/bin_%.c,$(wildcard perf/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+
+# ---- sluice serve (engine/serve/*.c): libmicrohttpd + cJSON, linked into the command only ----
+# Host builds where both headers are installed (make deps); elsewhere `sluice serve` says so.
+ifeq ($(CROSS),)
+ifeq ($(words $(wildcard /usr/include/microhttpd.h /usr/include/cjson/cJSON.h)),2)
+SERVE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard engine/serve/*.c))
+CLI_OBJS += $(SERVE_OBJS)
+$(BUILD)/sluice: LDLIBS += -lmicrohttpd -lcjson
+$(BUILD)/obj/engine/cli_serve.o: ALL_CFLAGS += -DSL_HAVE_SERVE=1
+endif
+endif
 PERF_BINS := $(patsubst perf/bin_%.c,$(BUILD)/%,$(wildcard perf/bin_*.c))
 EXAMPLES := $(patsubst io/examples/%.c,$(BUILD)/examples/%,$(wildcard io/examples/*.c))
 
@@ -92,7 +103,7 @@ STATIC_LIB := $(BUILD)/libsluice.a
 SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
 
 .SECONDARY:
-.PHONY: all lib bindings android test check asan check-aarch64 fuzz fuzz-smoke deps demo install clean tests bench
+.PHONY: all lib bindings android test check asan check-aarch64 fuzz fuzz-smoke deps deps-node demo install clean tests bench
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(BUILD)/sluice $(PERF_BINS) $(EXAMPLES)
 
@@ -188,6 +199,7 @@ check: all $(TEST_BINS) bindings $(BUILD)/java/test/JniTest.class
 	done; \
 	BUILD=$(BUILD) SAN="$(SAN)" CC="$(CC)" SHARED="$(SHARED)" JAVA="$(JAVA)" PYTHON="$(PYTHON)" \
 	  sh tests/bind/check.sh || fail=1; \
+	echo "== tests/serve/run.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/serve/run.sh || fail=1; \
 	echo "== tests/install_check.sh"; \
 	MAKE="$(MAKE)" CC="$(CC)" SAN="$(SAN)" SHARED="$(SHARED)" sh tests/install_check.sh || fail=1; \
 	exit $$fail
@@ -196,7 +208,7 @@ ASAN_MAKE = $(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 asan: deps
 	@$(ASAN_MAKE) -j$(JOBS) all tests
-	@$(ASAN_MAKE) check
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(ASAN_MAKE) check
 
 QEMU_CPUS ?= cortex-a53 cortex-a76 max
 check-aarch64: deps
@@ -315,6 +327,7 @@ DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-li
         libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config \
         default-jdk-headless python3 python3-numpy
 DEPS += libopenmpi-dev openmpi-bin libglpk-dev   # engine/ring/: Open MPI (sluice ring-profile), GLPK (the ring planner's ILPs)
+DEPS += libmicrohttpd-dev libcjson-dev   # sluice serve (engine/serve/)
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	  grep -q 'install ok installed' || echo $$p; done); \
@@ -324,6 +337,17 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# sluice serve's client test (tests/serve/run.sh): node and npm from Debian when missing, then
+# the locked openai package (npm ci from tests/serve/package-lock.json; node_modules not committed).
+deps: deps-node
+deps-node:
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; echo "make deps: installing nodejs npm"; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+	@[ tests/serve/node_modules/.package-lock.json -nt tests/serve/package-lock.json ] || \
+	  (cd tests/serve && npm ci --no-audit --no-fund --loglevel=error)
 
 DEMO_MODEL ?= $(SHARED)/models/stories260K.gguf
 # The main job: a generation streamed layer by layer through io_uring under a

@@ -30,6 +30,7 @@ typedef struct gen_opts {
     bool prompt_cache_ro;
     /* memory-pressure ladder (engine/pressure.c): on when pressure.floor_bytes > 0 */
     sl_pressure_params pressure;
+    const char *spec;       /* --spec: "ngram" (run only), "off" */
 } gen_opts;
 
 static const char sampling_help[] =
@@ -50,6 +51,7 @@ static const char sampling_help[] =
     "  --pressure-hyst SIZE   climb back only above floor + SIZE (default 512M)\n"
     "  --pressure-window N    KV positions the last rung keeps (default 256)\n"
     "  --pressure-meminfo F   read MemAvailable from F instead of /proc/meminfo (simulations)\n"
+    "  --spec ngram|off       speculative decoding with n-gram drafts (run; default off)\n"
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
     "  --json                 the summary as one JSON object on stderr\n";
 
@@ -58,7 +60,7 @@ static bool needs_value(const char *a)
     static const char *v[] = { "-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                                "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
                                "--chat-template", "-sys", "--system-prompt", "--prompt-cache", "--pressure-floor", "--pressure-hyst",
-                               "--pressure-window", "--pressure-meminfo", NULL };
+                               "--pressure-window", "--pressure-meminfo", "--spec", NULL };
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i])) return true;
     return false;
@@ -112,6 +114,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
             bad = sl_cli_int(v, 1, 1 << 30, &n);
             o->pressure.emergency_window = (int32_t)n;
         }
+        else if (!strcmp(a, "--spec")) { o->spec = v; bad = strcmp(v, "ngram") && strcmp(v, "off"); }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             bad = sl_cli_int(v, -1, 1 << 30, &n);
             o->n_predict = n;
@@ -224,7 +227,7 @@ enum gen_end { GEN_LIMIT, GEN_EOG, GEN_CTX_FULL };
  * the conversation (chat) and is accepted into the context. Returns 0 with
  * *end, or a negative SL_E* (message in sl_session_errmsg). */
 static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture, bool feed_eog,
-                    enum gen_end *end)
+                    enum gen_end *end, sl_spec *spec)
 {
     char piece[2048];
     *end = GEN_LIMIT;
@@ -233,6 +236,19 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
             fprintf(stderr, "\n[context full: %d tokens]\n", sl_session_n_ctx(s));
             *end = GEN_CTX_FULL;
             return 0;
+        }
+        if (spec) {   /* several tokens per pass, all fed (drafts after an end token are moot: we stop) */
+            int32_t toks[16], got = 0;
+            long long left = o->n_predict < 0 ? 16 : o->n_predict - i;
+            int rc = sl_spec_step(spec, toks, left < 16 ? (int32_t)left : 16, &got);
+            if (rc) return rc;
+            for (int32_t j = 0; j < got; j++) {
+                if (!o->ignore_eos && sl_model_token_is_eog(m, toks[j])) { *end = GEN_EOG; return 0; }
+                int len = sl_session_detok(s, toks[j], piece, sizeof piece);
+                if (len > 0) { fwrite(piece, 1, (size_t)len, stdout); fflush(stdout); }
+            }
+            i += got - 1;
+            continue;
         }
         int32_t tok;
         int rc = sl_session_sample(s, &tok);
@@ -349,13 +365,29 @@ static int run_main(int argc, char **argv)
     sl_stats pre, all;
     sl_session_get_stats(s, &pre);
     enum gen_end end;
-    if (generate(&o, m, s, NULL, false, &end)) fprintf(stderr, "\nsluice: %s\n", sl_session_errmsg(s));
+    sl_spec *spec = NULL;
+    if (o.spec && !strcmp(o.spec, "ngram")) {
+        sl_spec_params spp;
+        sl_spec_params_init(&spp);
+        if (sl_spec_create(&spec, s, &spp)) { fprintf(stderr, "sluice run: %s\n", sl_last_error()); goto out; }
+    }
+    if (generate(&o, m, s, NULL, false, &end, spec))
+        fprintf(stderr, "\nsluice: %s\n", spec ? sl_spec_errmsg(spec) : sl_session_errmsg(s));
     else ret = 0;
     putchar('\n');
     fflush(stdout);
     sl_session_get_stats(s, &all);
     print_summary(&o, m, &all, &pre);
     save_cache(&o, s, "sluice run");
+    if (spec && (o.stats || o.json)) {
+        sl_spec_stats ss;
+        sl_spec_get_stats(spec, &ss);
+        fprintf(stderr, "spec: n-gram drafts: %lld passes, %lld drafted, %lld accepted (%.1f%%), %.2f tokens/pass, k now %d\n",
+                (long long)ss.n_passes, (long long)ss.n_drafted, (long long)ss.n_accepted,
+                ss.n_drafted ? 100.0 * (double)ss.n_accepted / (double)ss.n_drafted : 0.0,
+                ss.n_passes ? (double)ss.n_tokens / (double)ss.n_passes : 0.0, ss.k);
+    }
+    sl_spec_destroy(spec);
 out:
     sl_session_destroy(s);
     sl_model_close(m);
@@ -429,6 +461,10 @@ static int chat_main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     int r = parse_gen(&o, argc, argv, "chat", chat_usage);
     if (r) return r < 0 ? 0 : r;
+    if (o.spec && strcmp(o.spec, "off")) {   /* a drafted turn's end would have to be rolled back */
+        fprintf(stderr, "sluice chat: --spec is not supported in chat yet (use run)\n");
+        return 2;
+    }
     enum sl_chat_tmpl t = SL_CHAT_NONE;
     if (o.tmpl_name && sl_chat_from_name(o.tmpl_name, &t)) {
         fprintf(stderr, "sluice chat: unknown chat template '%s' (llama3, chatml, qwen2, qwen2.5, llama2, mistral, phi3)\n", o.tmpl_name);
@@ -489,7 +525,7 @@ static int chat_main(int argc, char **argv)
         FILE *mem = open_memstream(&reply, &rlen);
         if (!mem) goto oom;
         enum gen_end end;
-        rc = generate(&o, m, s, mem, true, &end);
+        rc = generate(&o, m, s, mem, true, &end, NULL);
         fclose(mem);
         putchar('\n');
         fflush(stdout);

@@ -239,12 +239,14 @@ static void post_norm(sl_forward *f, const sl_stream_tensor *w, int32_t n)
         f->k->rmsnorm(f->xn + (int64_t)i * E, f->xn + (int64_t)i * E, w->data, E, f->d->rms_eps);
 }
 
-static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_view *v, int32_t n)
+/* Rows of a pass: sequence s owns sq[s].n consecutive rows (its cache, its
+ * positions from sq[s].kv->n_past); n = the sum. */
+static int layer_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l,
+                         const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
     const sl_kern *k = f->k;
     const int32_t E = d->n_embd, QD = d->q_dim, KD = d->kv_dim, FF = d->n_ff;
-    const int32_t pos0 = kv->n_past;
     const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg = NULL, *wu = NULL, *wd = NULL;
     const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL, *nq = NULL, *nk = NULL;
     const sl_stream_tensor *pa = NULL, *pf = NULL;
@@ -294,14 +296,18 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
 
     act_cache c = { 0 };
     /* a sliding-window layer's ring keeps only the window (kv.h) */
-    if ((rc = sl_kv_ring_advance(kv, l, pos0, n, swa ? d->n_swa : 0))) return rc;
+    for (int32_t s = 0; s < ns; s++)
+        if ((rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, swa ? d->n_swa : 0))) return rc;
     /* attention */
     for (int32_t i = 0; i < n; i++)
         k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, an->data, E, d->rms_eps);
     if ((rc = mm(f, &c, f->xn, n, wq, f->q, QD)) || (rc = mm(f, &c, f->xn, n, wk, f->kx, KD)) ||
         (rc = mm(f, &c, f->xn, n, wv, f->vx, KD)))
         return rc;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t s = 0, i = 0; s < ns; s++)
+    for (int32_t j = 0; j < sq[s].n; j++, i++) {
+        sl_kv *kv = sq[s].kv;
+        const int32_t pos = kv->n_past + j;
         float *qi = f->q + (int64_t)i * QD, *ki = f->kx + (int64_t)i * KD, *vi = f->vx + (int64_t)i * KD;
         if (bq) {
             k->add(qi, qi, bq->data, QD);
@@ -312,26 +318,30 @@ static int layer_forward(sl_forward *f, sl_kv *kv, int32_t l, const sl_stream_vi
             sl_forward_qknorm(k, qi, d->n_head, d->head_dim, nq->data, d->rms_eps);
             sl_forward_qknorm(k, ki, d->n_head_kv, d->head_dim, nk->data, d->rms_eps);
         }
-        k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos0 + i, inv_freq, d->rope_neox);
-        k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos0 + i, inv_freq, d->rope_neox);
+        k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
+        k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
         if (qmul != 1.0f) scale_row(qi, QD, qmul);
         if (kmul != 1.0f) scale_row(ki, KD, kmul);
         if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
         if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
-        sl_kv_store(kv, k, l, pos0 + i, ki, vi);   /* in the cache's types */
+        sl_kv_store(kv, k, l, pos, ki, vi);   /* in the cache's types */
     }
-    sl_attn a = {
-        .q = f->q, .q_stride = QD,
-        .k = sl_kv_k(kv, l, 0, kv->base[l]), .v = sl_kv_v(kv, l, 0, kv->base[l]), .kv_stride = d->head_dim,
-        .out = f->att, .out_stride = QD,
-        .n_q = n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
-        .pos0 = pos0 - kv->base[l], .scale = d->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
-        .kv_head_stride = sl_kv_head_stride(kv, l), .window = swa ? d->n_swa : 0,
-        .type_k = kv->type_k, .type_v = kv->type_v,
-    };
-    if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
-        return sl_err_set(rc, "layer %d: attention failed", l);
-    if (kv->rot_v) sl_kv_rotate(f->att, (int64_t)n * QD, kv->rot_v);   /* back from V's basis */
+    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {   /* each sequence its own cache */
+        const sl_kv *kv = sq[s].kv;
+        sl_attn a = {
+            .q = f->q + (int64_t)i * QD, .q_stride = QD,
+            .k = sl_kv_k(kv, l, 0, kv->base[l]), .v = sl_kv_v(kv, l, 0, kv->base[l]), .kv_stride = d->head_dim,
+            .out = f->att + (int64_t)i * QD, .out_stride = QD,
+            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
+            .pos0 = kv->n_past - kv->base[l], .scale = d->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
+            .kv_head_stride = sl_kv_head_stride(kv, l), .window = swa ? d->n_swa : 0,
+            .type_k = kv->type_k, .type_v = kv->type_v,
+        };
+        if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
+            return sl_err_set(rc, "layer %d: attention failed", l);
+        /* back from V's basis */
+        if (kv->rot_v) sl_kv_rotate(f->att + (int64_t)i * QD, (int64_t)sq[s].n * QD, kv->rot_v);
+    }
     if ((rc = mm(f, &c, f->att, n, wo, f->xn, E))) return rc;
     post_norm(f, pa, n);
     k->add(f->x, f->x, f->xn, (int64_t)n * E);
@@ -393,67 +403,109 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
     return 0;
 }
 
-static int chunk_forward(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode,
-                         float *logits)
+/* One pass over the units for the rows of sq[0..ns) (<= n_batch rows in
+ * all); logits: for each sequence in order, its last row (LAST) or all its
+ * rows (ALL), n_vocab floats each. */
+static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t n, float *logits)
 {
     const sl_model_desc *d = f->d;
     const int32_t E = d->n_embd;
     int rc;
-    for (int32_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= d->n_vocab)
-            return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", ids[i], d->n_vocab);
-        rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)ids[i], f->row_buf,
+    for (int32_t s = 0, i = 0; s < ns; s++)
+    for (int32_t j = 0; j < sq[s].n; j++, i++) {
+        const int32_t id = sq[s].ids[j];
+        if (id < 0 || id >= d->n_vocab)
+            return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", id, d->n_vocab);
+        rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)id, f->row_buf,
                                 f->embd_row_bytes);
-        if (rc) return stream_err(rc, f->st, "token_embd row", ids[i]);
+        if (rc) return stream_err(rc, f->st, "token_embd row", id);
         rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, f->x + (int64_t)i * E, E);
-        if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", ids[i]);
+        if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", id);
         if (d->embd_scale > 0) scale_row(f->x + (int64_t)i * E, E, d->embd_scale);
     }
     for (int32_t l = 0; l < d->n_layer; l++) {
         sl_stream_view v;
         if ((rc = acquire(f, l, &v))) return rc;
-        rc = layer_forward(f, kv, l, &v, n);
+        rc = layer_forward(f, sq, ns, l, &v, n);
         int rr = sl_stream_release(f->st, l);
         if (rc) return rc;
         if (rr) return stream_err(rr, f->st, NULL, 0);
     }
-    if (mode == SL_LOGITS_NONE) {
+    /* the rows that want logits, normed into consecutive rows of xn (row
+     * nr <= row i: a row is read before it could be overwritten) */
+    int32_t nr = 0;
+    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
+        int32_t r0 = sq[s].mode == SL_LOGITS_ALL ? 0 : sq[s].mode == SL_LOGITS_LAST ? sq[s].n - 1 : sq[s].n;
+        for (int32_t r = r0; r < sq[s].n; r++, nr++)
+            f->k->rmsnorm(f->xn + (int64_t)nr * E, f->x + (int64_t)(i + r) * E, f->out_norm, E,
+                          d->rms_eps);
+    }
+    if (nr == 0) {
         /* the lm head is skipped: restart the cyclic schedule at layer 0 */
         sl_stream_prefetch(f->st, 0);
         return 0;
     }
-    int32_t r0 = mode == SL_LOGITS_ALL ? 0 : n - 1;
-    for (int32_t i = r0; i < n; i++)
-        f->k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, f->out_norm, E, d->rms_eps);
-    if ((rc = head_forward(f, r0, n - r0, logits))) return rc;
+    if ((rc = head_forward(f, 0, nr, logits))) return rc;
     if (d->logit_softcap > 0) {
         const float cap = d->logit_softcap;
-        for (int64_t i = 0; i < (int64_t)(n - r0) * d->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+        for (int64_t i = 0; i < (int64_t)nr * d->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
     }
     return 0;
 }
 
-int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode, float *logits)
+/* The cache is indexed by layer, kv head and position, attention scratch by n_ctx. */
+static int check_kv(const sl_forward *f, const sl_kv *kv)
 {
-    if (n <= 0) return 0;
     const sl_model_desc *d = f->d;
-    /* the cache is indexed by layer, kv head and position, attention scratch by n_ctx */
     if (kv->n_layer != d->n_layer || kv->n_head_kv != d->n_head_kv || kv->head_dim != d->head_dim ||
         kv->n_ctx > f->n_ctx)
         return sl_err_set(SL_EINVAL, "kv cache (%d layers, %d kv heads x %d, %d ctx) does not fit "
                           "the model (%d, %d x %d) or the forward pass (%d ctx)", kv->n_layer,
                           kv->n_head_kv, kv->head_dim, kv->n_ctx, d->n_layer, d->n_head_kv,
                           d->head_dim, f->n_ctx);
+    return 0;
+}
+
+int sl_forward_run_batch(sl_forward *f, const sl_forward_seq *sq, int32_t ns, float *logits)
+{
+    int64_t n = 0;
+    if (ns <= 0) return 0;
+    for (int32_t s = 0; s < ns; s++) {
+        int rc = check_kv(f, sq[s].kv);
+        if (rc) return rc;
+        if (sq[s].n < 1 || !sq[s].ids || (sq[s].mode != SL_LOGITS_LAST && sq[s].mode != SL_LOGITS_ALL))
+            return sl_err_set(SL_EINVAL, "batch sequence %d: %d rows, mode %d", s, sq[s].n, sq[s].mode);
+        for (int32_t t = 0; t < s; t++)
+            if (sq[t].kv == sq[s].kv)
+                return sl_err_set(SL_EINVAL, "batch sequences %d and %d share a kv cache", t, s);
+        if ((int64_t)sq[s].kv->n_past + sq[s].n > sq[s].kv->n_ctx)
+            return sl_err_set(SL_ECTX, "batch sequence %d: context full: %d positions used + %d new > n_ctx %d",
+                              s, sq[s].kv->n_past, sq[s].n, sq[s].kv->n_ctx);
+        n += sq[s].n;
+    }
+    if (n > f->n_batch)
+        return sl_err_set(SL_EINVAL, "batch of %lld rows > n_batch %d", (long long)n, f->n_batch);
+    int rc = chunk_forward(f, sq, ns, (int32_t)n, logits);
+    if (rc) return rc;
+    for (int32_t s = 0; s < ns; s++) sq[s].kv->n_past += sq[s].n;
+    return 0;
+}
+
+int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int mode, float *logits)
+{
+    if (n <= 0) return 0;
+    int rc = check_kv(f, kv);
+    if (rc) return rc;
     if ((int64_t)kv->n_past + n > kv->n_ctx)
         return sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d", kv->n_past,
                           n, kv->n_ctx);
     for (int32_t i0 = 0; i0 < n; i0 += f->n_batch) {
         int32_t m = n - i0 < f->n_batch ? n - i0 : f->n_batch;
         bool last = i0 + m == n;
-        int cm = mode == SL_LOGITS_ALL ? SL_LOGITS_ALL : (last ? mode : SL_LOGITS_NONE);
+        sl_forward_seq one = { .kv = kv, .ids = ids + i0, .n = m,
+                               .mode = mode == SL_LOGITS_ALL ? SL_LOGITS_ALL : (last ? mode : SL_LOGITS_NONE) };
         float *out = mode == SL_LOGITS_ALL ? logits + (int64_t)i0 * f->d->n_vocab : logits;
-        int rc = chunk_forward(f, kv, ids + i0, m, cm, out);
-        if (rc) return rc;
+        if ((rc = chunk_forward(f, &one, 1, m, out))) return rc;
         kv->n_past += m;
     }
     return 0;

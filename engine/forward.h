@@ -62,5 +62,20 @@ int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int 
 
 /* Context shift (kv_shift.c): sl_kv_shift with this model's rope tables. */
 int sl_forward_kv_shift(sl_forward *f, sl_kv *kv, int32_t n_keep, int32_t n_discard);
+/* Batched pass (continuous batching, speculative verification): one pass
+ * over the weights computes the rows of every sequence. Sequence s feeds
+ * ids[0..n) into its own cache at kv->n_past.. (each kv once per call); its
+ * logits (mode LAST: one row, ALL: n rows) follow those of sequence s-1 in
+ * `logits`. All rows together at most n_batch (SL_EINVAL), every sequence
+ * must fit its cache (SL_ECTX; nothing computed). On success each kv->n_past
+ * advances by its n. Up to 9 rows in all, each row's logits are bitwise those
+ * of the sequence run alone (matmul tiles = vec_dot below the panel size). */
+typedef struct sl_forward_seq {
+    sl_kv *kv;
+    const int32_t *ids;
+    int32_t n;
+    int mode;               /* SL_LOGITS_LAST or SL_LOGITS_ALL */
+} sl_forward_seq;
+int sl_forward_run_batch(sl_forward *f, const sl_forward_seq *seqs, int32_t n_seq, float *logits);
 
 #endif

@@ -135,7 +135,8 @@ static int32_t keep_top_k(sl_cand *c, int32_t n, int32_t k)
     return k;
 }
 
-int32_t sl_sampler_sample(sl_sampler *s, const float *logits, const int32_t *hist, int32_t n_hist)
+int32_t sl_sampler_dist(sl_sampler *s, const float *logits, const int32_t *hist, int32_t n_hist,
+                        double *sum_out)
 {
     const sl_sampling *p = &s->p;
     const int32_t n = s->n_vocab;
@@ -160,7 +161,10 @@ int32_t sl_sampler_sample(sl_sampler *s, const float *logits, const int32_t *his
         int32_t best = 0;
         for (int32_t i = 1; i < n; i++)
             if (c[i].logit > c[best].logit) best = i;
-        return c[best].id;
+        c[0] = c[best];
+        s->prob[0] = 1;
+        *sum_out = 1;
+        return 1;
     }
 
     int32_t m = keep_top_k(c, n, p->top_k > 0 ? p->top_k : n);
@@ -183,16 +187,30 @@ int32_t sl_sampler_sample(sl_sampler *s, const float *logits, const int32_t *his
         while (keep < m && c[keep].logit >= thr) keep++;
         m = keep;
     }
-    /* temperature, then the draw */
+    /* temperature */
     sum = 0;
     for (int32_t i = 0; i < m; i++) {
         s->prob[i] = expf((c[i].logit - c[0].logit) / p->temp);
         sum += s->prob[i];
     }
+    *sum_out = sum;
+    return m;
+}
+
+int32_t sl_sampler_draw(sl_sampler *s, int32_t m, double sum)
+{
     double r = sl_sampler_uniform(s) * sum, acc = 0;
     for (int32_t i = 0; i < m; i++) {
         acc += s->prob[i];
-        if (r < acc) return c[i].id;
+        if (r < acc) return s->cand[i].id;
     }
-    return c[m - 1].id;
+    return s->cand[m - 1].id;
+}
+
+int32_t sl_sampler_sample(sl_sampler *s, const float *logits, const int32_t *hist, int32_t n_hist)
+{
+    double sum;
+    int32_t m = sl_sampler_dist(s, logits, hist, n_hist, &sum);
+    if (!(s->p.temp > 0)) return s->cand[0].id;   /* greedy: no draw */
+    return sl_sampler_draw(s, m, sum);
 }

@@ -26,6 +26,14 @@ void sl_sampler_seed(sl_sampler *s, uint64_t seed);
 double sl_sampler_uniform(sl_sampler *s);
 /* Argmax, ties -> lowest id. */
 int32_t sl_sampler_greedy(const float *logits, int32_t n);
+/* The distribution sample draws from: cand[0..m) (ids, best first) with
+ * unnormalized weights prob[0..m) summing to *sum; returns m. Greedy
+ * (temp <= 0): m = 1, the argmax. No PRNG draw. */
+int32_t sl_sampler_dist(sl_sampler *s, const float *logits, const int32_t *hist, int32_t n_hist,
+                        double *sum);
+/* One draw from the distribution left by sl_sampler_dist (weights may have
+ * been changed in prob[] since; sum = their total). */
+int32_t sl_sampler_draw(sl_sampler *s, int32_t m, double sum);
 /* Picks a token from logits given the history (most recent last). */
 int32_t sl_sampler_sample(sl_sampler *s, const float *logits, const int32_t *hist, int32_t n_hist);
 

@@ -514,3 +514,29 @@ void sl_session_parts_get(sl_session *s, sl_session_parts *p)
     p->err = s->err;
     p->err_cap = sizeof s->err;
 }
+
+/* ---- hooks for batched decode (batch.c; session_batch.h) ------------------ */
+
+sl_forward *sl_model_batch_forward(sl_model *m) { return &m->fw; }
+sl_kv *sl_session_batch_kv(sl_session *s) { return &s->kv; }
+float *sl_session_batch_logits(sl_session *s) { return s->logits; }
+sl_model *sl_session_batch_model(sl_session *s) { return s->m; }
+int32_t sl_session_batch_n_vocab(const sl_session *s) { return s->m->d.n_vocab; }
+bool sl_session_batch_has_logits(const sl_session *s) { return s->have_logits; }
+sl_sampler *sl_session_batch_sampler(sl_session *s) { return &s->smp; }
+int32_t *sl_session_batch_hist(sl_session *s) { return s->hist; }
+
+void sl_session_batch_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms, double stall_ms)
+{
+    if (!ok) {               /* the pass failed: the cache rows past n_past are not trusted */
+        s->have_logits = false;
+        snprintf(s->err, sizeof s->err, "%s", sl_last_error());
+        return;
+    }
+    memcpy(s->hist + s->kv.n_past - n, ids, (size_t)n * sizeof *ids);
+    s->have_logits = true;
+    s->stats.n_decode += n;
+    s->stats.decode_ms += ms;
+    s->stats.stall_ms += stall_ms;
+    s->stats.compute_ms += ms - stall_ms;
+}

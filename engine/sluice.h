@@ -341,6 +341,110 @@ static inline int sl_session_get_stats(const sl_session *s, sl_stats *out)
 { return sl_session_get_stats_sized(s, out, sizeof *out); }
 SL_API void sl_session_reset_stats(sl_session *s);
 
+/* ---- batched decode (continuous batching) -------------------------------
+ * A batch steps a set of sessions of one model with one pass over the
+ * weights: each member contributes its next token as one row of the
+ * matmuls and keeps its own KV cache, positions, sampler and logits. In
+ * stream mode the rows ride on the same disk pass, so B sequences cost about
+ * one pass. Sessions join (sl_batch_add, after their prompt was fed: they need
+ * logits) and leave (sl_batch_remove) between steps; members are kept in join
+ * order, which is the order of the tokens arrays. Up to 9 rows per pass a
+ * member's logits are bitwise those of stepping it alone (same greedy tokens);
+ * from 10 rows the panel kernels may differ in float rounding. More members
+ * than the model's n_batch are run as several passes.
+ * Threading: a batch belongs to its model; every batch call counts as a call
+ * on the model (sluice.h top: no overlap with any other call on that model or
+ * its sessions). A session may be a member of one batch at a time; destroy a
+ * batch before its sessions (it does not own them) and its model.
+ * Status: create SL_EINVAL/SL_ENOMEM; add SL_EINVAL (other model, already a
+ * member, no logits yet), SL_ERANGE (max_seqs members already); remove
+ * SL_ENOENT; step/accept as sl_session_step/accept for any member, plus
+ * SL_ECTX naming the first member whose context is full (nothing fed then).
+ * A failed pass leaves its members without logits (sl_session_errmsg says
+ * why); re-feed or reset them. */
+typedef struct sl_batch sl_batch;
+typedef struct sl_batch_params {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
+    int32_t max_seqs;       /* members at most; 0 = the model's n_batch */
+} sl_batch_params;
+#define SL_BATCH_PARAMS_MIN_SIZE SL_STRUCT_END(sl_batch_params, max_seqs)   /* first layout */
+SL_API int sl_batch_params_init_sized(sl_batch_params *p, size_t struct_size);
+static inline int sl_batch_params_init(sl_batch_params *p)
+{ return sl_batch_params_init_sized(p, sizeof *p); }
+SL_API int  sl_batch_create(sl_batch **out, sl_model *m, const sl_batch_params *p);
+SL_API void sl_batch_destroy(sl_batch *b);
+SL_API const char *sl_batch_errmsg(const sl_batch *b);
+SL_API int  sl_batch_add(sl_batch *b, sl_session *s);
+SL_API int  sl_batch_remove(sl_batch *b, sl_session *s);
+SL_API int  sl_batch_n_seqs(const sl_batch *b);
+/* Member i (join order), NULL outside 0..n_seqs-1. */
+SL_API sl_session *sl_batch_session(const sl_batch *b, int i);
+/* Feed tokens[i] to member i (a decode step each), all in one pass. */
+SL_API int  sl_batch_accept(sl_batch *b, const int32_t *tokens);
+/* Sample each member's next token with its own sampling settings (as
+ * sl_session_sample), write it to tokens[i] and feed them all in one pass. */
+SL_API int  sl_batch_step(sl_batch *b, int32_t *tokens);
+
+typedef struct sl_batch_stats {
+    int64_t n_passes;       /* forward passes run */
+    int64_t n_rows;         /* tokens fed in them (sum over members) */
+    double pass_ms;         /* wall time of those passes */
+    double stall_ms;        /* of which blocked waiting for weights */
+    uint64_t bytes_read;    /* weight bytes read from disk during them */
+} sl_batch_stats;
+#define SL_BATCH_STATS_MIN_SIZE SL_STRUCT_END(sl_batch_stats, bytes_read)   /* first layout */
+SL_API int sl_batch_get_stats_sized(const sl_batch *b, sl_batch_stats *out, size_t size);
+static inline int sl_batch_get_stats(const sl_batch *b, sl_batch_stats *out)
+{ return sl_batch_get_stats_sized(b, out, sizeof *out); }
+
+/* ---- speculative decoding -------------------------------------------------
+ * sl_spec_step drafts k tokens (n-gram lookup: the continuation of the most
+ * recent earlier occurrence of the context's last n tokens, n_max down to
+ * n_min), lets the target verify the sampled token plus the k drafts in one
+ * pass (k+1 rows), keeps the longest accepted prefix and rolls the KV cache
+ * back over the rest. Greedy (temp <= 0): a draft is accepted when it is the
+ * argmax, so the tokens are those of sl_session_step. Sampling: accepted
+ * with the target's probability of it (the draft is deterministic), else the
+ * next token is drawn from the target with the draft removed (the standard
+ * rule: the output keeps the target distribution). k adapts: doubles after a
+ * fully accepted pass, else falls to accepted + 1; k_max 0 picks 8 when the
+ * weights stream (extra rows nearly free) and 4 when resident. At most 8
+ * drafts, so a pass stays below the 10 rows where kernels change rounding.
+ * Threading: as the session's own calls. Status: as sl_session_step; create
+ * SL_EINVAL (bad params), SL_EUNSUPPORTED (kind SL_SPEC_DRAFT: not built). */
+enum sl_spec_kind { SL_SPEC_OFF = 0, SL_SPEC_NGRAM, SL_SPEC_DRAFT };
+typedef struct sl_spec sl_spec;
+typedef struct sl_spec_params {
+    size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
+    int kind;               /* enum sl_spec_kind: SL_SPEC_NGRAM */
+    int32_t k_max;          /* drafts per pass at most (0 = by mode, <= 8) */
+    int32_t ngram_min;      /* 1 */
+    int32_t ngram_max;      /* 3 */
+    bool adaptive;          /* true; false: always k_max */
+} sl_spec_params;
+#define SL_SPEC_PARAMS_MIN_SIZE SL_STRUCT_END(sl_spec_params, adaptive)   /* first layout */
+SL_API int sl_spec_params_init_sized(sl_spec_params *p, size_t struct_size);
+static inline int sl_spec_params_init(sl_spec_params *p)
+{ return sl_spec_params_init_sized(p, sizeof *p); }
+SL_API int  sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *p);
+SL_API void sl_spec_destroy(sl_spec *sp);
+SL_API const char *sl_spec_errmsg(const sl_spec *sp);
+/* One verification pass: writes the 1..k+1 tokens it generated (all fed) to
+ * tokens (cap >= 1; fewer drafts when cap is small) and their count to *n. */
+SL_API int  sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n);
+
+typedef struct sl_spec_stats {
+    int64_t n_passes;       /* verification (or plain) passes */
+    int64_t n_drafted;      /* draft tokens verified */
+    int64_t n_accepted;     /* of which accepted */
+    int64_t n_tokens;       /* tokens generated (accepted + one per pass) */
+    int32_t k;              /* the current draft length */
+} sl_spec_stats;
+#define SL_SPEC_STATS_MIN_SIZE SL_STRUCT_END(sl_spec_stats, k)   /* first layout */
+SL_API int sl_spec_get_stats_sized(const sl_spec *sp, sl_spec_stats *out, size_t size);
+static inline int sl_spec_get_stats(const sl_spec *sp, sl_spec_stats *out)
+{ return sl_spec_get_stats_sized(sp, out, sizeof *out); }
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,233 @@
+/* Request bodies of /v1/completions and /v1/chat/completions: every field we
+ * use is type- and range-checked before anything reaches the engine. */
+#include "serve.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sl_srv_gen_free(sl_srv_gen *g)
+{
+    free(g->prompt);
+    for (int i = 0; i < g->n_stop; i++) free(g->stop[i]);
+    memset(g, 0, sizeof *g);
+}
+
+char *sl_srv_error_json(const char *msg, const char *type, const char *param, const char *code)
+{
+    cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", type);
+    if (param) cJSON_AddStringToObject(e, "param", param); else cJSON_AddNullToObject(e, "param");
+    if (code) cJSON_AddStringToObject(e, "code", code); else cJSON_AddNullToObject(e, "code");
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+typedef struct pctx { char *err; size_t cap; const char **param; } pctx;
+
+static int bad(pctx *c, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(pctx *c, const char *param, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->cap, fmt, ap);
+    va_end(ap);
+    *c->param = param;
+    return 400;
+}
+
+/* Optional number in [lo, hi]; integral if want_int. 0, or the status. */
+static int num(pctx *c, const cJSON *o, const char *key, double lo, double hi, bool want_int, double *out,
+               bool *present)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (present) *present = false;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v)) return bad(c, key, "'%s' must be a number", key);
+    double d = v->valuedouble;
+    if (!isfinite(d) || d < lo || d > hi)
+        return bad(c, key, "'%s' is %g, outside [%g, %g]", key, d, lo, hi);
+    if (want_int && d != floor(d)) return bad(c, key, "'%s' must be an integer", key);
+    *out = d;
+    if (present) *present = true;
+    return 0;
+}
+
+static int get_stop(pctx *c, const cJSON *o, sl_srv_gen *g)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "stop");
+    if (!v || cJSON_IsNull(v)) return 0;
+    const cJSON *one[1] = { v };
+    int n = 1;
+    if (cJSON_IsArray(v)) {
+        n = cJSON_GetArraySize(v);
+        if (n > SL_SRV_MAX_STOP) return bad(c, "stop", "'stop' has %d entries (at most %d)", n, SL_SRV_MAX_STOP);
+    } else if (!cJSON_IsString(v)) {
+        return bad(c, "stop", "'stop' must be a string or an array of strings");
+    }
+    for (int i = 0; i < n; i++) {
+        const cJSON *s = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, i) : one[0];
+        if (!cJSON_IsString(s)) return bad(c, "stop", "'stop' entries must be strings");
+        size_t len = strlen(s->valuestring);
+        if (len == 0 || len > SL_SRV_STOP_BYTES)
+            return bad(c, "stop", "'stop' entries must be 1..%d bytes", SL_SRV_STOP_BYTES);
+        if (!(g->stop[g->n_stop] = strdup(s->valuestring))) return 500;
+        g->n_stop++;
+    }
+    return 0;
+}
+
+static int get_prompt(pctx *c, const cJSON *o, sl_srv_gen *g)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+    if (!v) return bad(c, "prompt", "'prompt' is required");
+    if (cJSON_IsArray(v)) {   /* a batch of prompts: we take exactly one */
+        if (cJSON_GetArraySize(v) != 1) return bad(c, "prompt", "'prompt' arrays must hold exactly one string");
+        v = cJSON_GetArrayItem(v, 0);
+    }
+    if (!cJSON_IsString(v)) return bad(c, "prompt", "'prompt' must be a string");
+    return (g->prompt = strdup(v->valuestring)) ? 0 : 500;
+}
+
+static int get_messages(pctx *c, const cJSON *o, const sl_srv_limits *lim, enum sl_chat_tmpl tmpl,
+                        const char *bos, const char *eos, sl_srv_gen *g)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "messages");
+    if (!v) return bad(c, "messages", "'messages' is required");
+    if (!cJSON_IsArray(v)) return bad(c, "messages", "'messages' must be an array");
+    int n = cJSON_GetArraySize(v);
+    if (n < 1 || n > lim->max_messages)
+        return bad(c, "messages", "'messages' must hold 1..%d messages", lim->max_messages);
+    sl_chat_msg *ms = calloc((size_t)n, sizeof *ms);
+    if (!ms) return 500;
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const cJSON *m = cJSON_GetArrayItem(v, i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!cJSON_IsObject(m)) rc = bad(c, "messages", "messages[%d] must be an object", i);
+        else if (!cJSON_IsString(role) || (strcmp(role->valuestring, "system") &&
+                 strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
+            rc = bad(c, "messages", "messages[%d].role must be \"system\", \"user\" or \"assistant\"", i);
+        else if (!cJSON_IsString(content)) rc = bad(c, "messages", "messages[%d].content must be a string", i);
+        else ms[i] = (sl_chat_msg){ role->valuestring, content->valuestring };
+    }
+    if (!rc) {
+        int64_t len = sl_chat_render(tmpl, ms, (size_t)n, true, bos, eos, NULL, 0);
+        if (len < 0) rc = bad(c, "messages", "cannot render the chat template: %s", sl_last_error());
+        else if (!(g->prompt = malloc((size_t)len + 1))) rc = 500;
+        else sl_chat_render(tmpl, ms, (size_t)n, true, bos, eos, g->prompt, (size_t)len + 1);
+    }
+    free(ms);
+    return rc;
+}
+
+int sl_srv_parse(const char *body, size_t len, bool chat, const sl_srv_limits *lim,
+                 enum sl_chat_tmpl tmpl, const char *bos, const char *eos, sl_srv_gen *g,
+                 char *err, size_t cap, const char **param)
+{
+    pctx c = { err, cap, param };
+    memset(g, 0, sizeof *g);
+    *param = NULL;
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    if (!o) return bad(&c, NULL, "the body is not valid JSON");
+    int rc = 0;
+    if (!cJSON_IsObject(o)) { rc = bad(&c, NULL, "the body must be a JSON object"); goto out; }
+    g->chat = chat;
+    /* OpenAI's defaults: temperature 1, top_p 1, nothing else filters */
+    sl_sampling_init(&g->sp);
+    g->sp.temp = 1.0f; g->sp.top_p = 1.0f; g->sp.top_k = 0; g->sp.min_p = 0.0f;
+    g->sp.repeat_penalty = 1.0f;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model");
+    if (model && !cJSON_IsString(model)) { rc = bad(&c, "model", "'model' must be a string"); goto out; }
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "stream");
+    if (st && !cJSON_IsNull(st) && !cJSON_IsBool(st)) { rc = bad(&c, "stream", "'stream' must be a boolean"); goto out; }
+    g->stream = st && cJSON_IsTrue(st);
+    double d, seed = 0, mt = 0, mct = 0, nn = 1;
+    bool have_seed = false, have_mt = false, have_mct = false;
+    bool p;
+    if ((rc = num(&c, o, "temperature", 0, 2, false, &d, &p))) goto out;
+    if (p) g->sp.temp = (float)d;
+    if ((rc = num(&c, o, "top_p", 0, 1, false, &d, &p))) goto out;
+    if (p) g->sp.top_p = (float)d;
+    if ((rc = num(&c, o, "top_k", 0, lim->n_vocab, true, &d, &p))) goto out;
+    if (p) g->sp.top_k = (int32_t)d;
+    if ((rc = num(&c, o, "min_p", 0, 1, false, &d, &p))) goto out;
+    if (p) g->sp.min_p = (float)d;
+    if ((rc = num(&c, o, "seed", -9007199254740991.0, 9007199254740991.0, true, &seed, &have_seed))) goto out;
+    g->sp.seed = have_seed ? (uint64_t)(int64_t)seed : 0;
+    g->seeded = have_seed;
+    if ((rc = num(&c, o, "max_tokens", 1, lim->max_tokens, true, &mt, &have_mt))) goto out;
+    if ((rc = num(&c, o, "max_completion_tokens", 1, lim->max_tokens, true, &mct, &have_mct))) goto out;
+    g->max_tokens = have_mct ? (int32_t)mct : have_mt ? (int32_t)mt : (chat ? 0 : 16);   /* OpenAI: 16 */
+    if ((rc = num(&c, o, "n", 1, 1, true, &nn, NULL))) goto out;
+    /* accepted and range-checked, not implemented: they must not change the result */
+    if ((rc = num(&c, o, "presence_penalty", 0, 0, false, &d, NULL)) ||
+        (rc = num(&c, o, "frequency_penalty", 0, 0, false, &d, NULL)))
+        goto out;
+    if ((rc = get_stop(&c, o, g))) goto out;
+    rc = chat ? get_messages(&c, o, lim, tmpl, bos, eos, g) : get_prompt(&c, o, g);
+out:
+    cJSON_Delete(o);
+    if (rc) sl_srv_gen_free(g);
+    if (rc == 500) snprintf(err, cap, "out of memory");
+    return rc;
+}
+
+char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, long long created,
+                         const char *text, size_t text_len, const char *finish, bool role,
+                         int32_t n_prompt, int32_t n_gen)
+{
+    char idbuf[64], *t = NULL;
+    snprintf(idbuf, sizeof idbuf, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)id);
+    if (text && !(t = strndup(text, text_len))) return NULL;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "id", idbuf);
+    cJSON_AddStringToObject(r, "object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                                              : "text_completion");
+    cJSON_AddNumberToObject(r, "created", (double)created);
+    cJSON_AddStringToObject(r, "model", model);
+    cJSON *choices = cJSON_AddArrayToObject(r, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) {
+        cJSON *m = cJSON_AddObjectToObject(c, chunk ? "delta" : "message");
+        if (role || !chunk) cJSON_AddStringToObject(m, "role", "assistant");
+        if (t) cJSON_AddStringToObject(m, "content", t);
+    } else {
+        cJSON_AddStringToObject(c, "text", t ? t : "");
+        cJSON_AddNullToObject(c, "logprobs");
+    }
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    if (!chunk) {
+        cJSON *u = cJSON_AddObjectToObject(r, "usage");
+        cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
+        cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
+        cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_gen);
+    }
+    char *s = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    free(t);
+    return s;
+}
+
+char *sl_srv_models_json(const char *model, long long created)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "object", "list");
+    cJSON *d = cJSON_AddArrayToObject(r, "data"), *m = cJSON_CreateObject();
+    cJSON_AddItemToArray(d, m);
+    cJSON_AddStringToObject(m, "id", model);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)created);
+    cJSON_AddStringToObject(m, "owned_by", "sluice");
+    char *s = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return s;
+}

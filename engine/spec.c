@@ -1,0 +1,202 @@
+/* Speculative decoding with n-gram drafts (sluice.h "speculative decoding"):
+ * one pass verifies the sampled token and k drafts; the cache keeps the
+ * accepted prefix (rows past it are rolled back by moving n_past). */
+#include "sluice.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../gguf/sl_internal.h"
+#include "../io/sluice_stream.h"
+#include "forward.h"
+#include "sampler.h"
+#include "session_batch.h"
+
+#define SPEC_K_LIMIT 8      /* k + 1 <= 9 rows: matmul tiles equal vec_dot */
+
+struct sl_spec {
+    sl_session *s;
+    sl_spec_params p;
+    int32_t k_max, k;
+    int32_t n_vocab;
+    float *rows;                /* [SPEC_K_LIMIT + 1][n_vocab] */
+    int32_t pending;            /* next token drawn at a rejection, -1: none */
+    int32_t pending_past;       /* n_past it belongs to */
+    sl_spec_stats st;
+    char err[512];
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int spec_fail(sl_spec *sp, int rc)
+{
+    snprintf(sp->err, sizeof sp->err, "%s", sl_last_error());
+    return rc;
+}
+
+int sl_spec_params_init_sized(sl_spec_params *p, size_t struct_size)
+{
+    sl_spec_params d;
+    memset(&d, 0, sizeof d);
+    d.kind = SL_SPEC_NGRAM;
+    d.ngram_min = 1;
+    d.ngram_max = 3;
+    d.adaptive = true;
+    return sl_struct_init(p, struct_size, &d, sizeof d, SL_SPEC_PARAMS_MIN_SIZE, "sl_spec_params");
+}
+
+int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
+{
+    if (!out || !s) return sl_err_set(SL_EINVAL, "spec: NULL argument");
+    *out = NULL;
+    sl_spec_params p;
+    sl_spec_params_init(&p);
+    if (pp && sl_struct_in(&p, sizeof p, pp, SL_SPEC_PARAMS_MIN_SIZE, "sl_spec_params")) return SL_EINVAL;
+    if (p.kind == SL_SPEC_DRAFT)
+        return sl_err_set(SL_EUNSUPPORTED, "spec: draft-model drafts are not implemented (use n-gram drafts)");
+    if (p.kind != SL_SPEC_NGRAM && p.kind != SL_SPEC_OFF)
+        return sl_err_set(SL_EINVAL, "spec: unknown kind %d", p.kind);
+    if (p.k_max < 0 || p.k_max > SPEC_K_LIMIT || p.ngram_min < 1 || p.ngram_max < p.ngram_min || p.ngram_max > 64)
+        return sl_err_set(SL_EINVAL, "spec: k_max %d (0..%d), ngram %d..%d (1 <= min <= max <= 64)", p.k_max,
+                          SPEC_K_LIMIT, p.ngram_min, p.ngram_max);
+    sl_spec *sp = calloc(1, sizeof *sp);
+    if (!sp) return sl_err_set(SL_ENOMEM, "spec: out of memory");
+    sp->s = s;
+    sp->p = p;
+    sp->n_vocab = sl_session_batch_n_vocab(s);
+    sl_model_info mi;
+    sl_model_get_info(sl_session_batch_model(s), &mi);
+    /* streaming: a pass costs the disk read whatever its rows; resident: rows cost compute */
+    sp->k_max = p.kind == SL_SPEC_OFF ? 0 : p.k_max ? p.k_max : mi.mode == SL_MODE_STREAM ? 8 : 4;
+    int32_t nb = sl_model_batch_forward(sl_session_batch_model(s))->n_batch;
+    if (sp->k_max > nb - 1) sp->k_max = nb - 1;
+    sp->k = p.adaptive ? (sp->k_max + 1) / 2 : sp->k_max;
+    sp->pending = -1;
+    sp->rows = malloc((size_t)(SPEC_K_LIMIT + 1) * (size_t)sp->n_vocab * sizeof(float));
+    if (!sp->rows) { free(sp); return sl_err_set(SL_ENOMEM, "spec: out of memory"); }
+    *out = sp;
+    return 0;
+}
+
+void sl_spec_destroy(sl_spec *sp)
+{
+    if (!sp) return;
+    free(sp->rows);
+    free(sp);
+}
+
+const char *sl_spec_errmsg(const sl_spec *sp) { return sp ? sp->err : sl_last_error(); }
+
+/* Up to k tokens following the most recent earlier occurrence of ctx's last
+ * n tokens (n from n_max down to n_min); returns how many. */
+static int32_t ngram_draft(const int32_t *ctx, int32_t len, int32_t n_min, int32_t n_max, int32_t k,
+                           int32_t *out)
+{
+    for (int32_t n = n_max; n >= n_min; n--) {
+        if (n >= len) continue;
+        const int32_t *suf = ctx + len - n;
+        for (int32_t j = len - n - 1; j >= 0; j--) {
+            if (memcmp(ctx + j, suf, (size_t)n * sizeof *ctx)) continue;
+            int32_t m = 0;
+            while (m < k && j + n + m < len) { out[m] = ctx[j + n + m]; m++; }
+            return m;
+        }
+    }
+    return 0;
+}
+
+int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
+{
+    sl_session *s = sp->s;
+    sl_kv *kv = sl_session_batch_kv(s);
+    sl_sampler *smp = sl_session_batch_sampler(s);
+    int32_t *hist = sl_session_batch_hist(s);
+    if (!tokens || !n_out || cap < 1) return spec_fail(sp, sl_err_set(SL_EINVAL, "spec step: bad output buffer"));
+    *n_out = 0;
+    const int32_t base = kv->n_past;
+    if (base >= kv->n_ctx)
+        return spec_fail(sp, sl_err_set(SL_ECTX, "context full: %d of %d positions used", base, kv->n_ctx));
+    int32_t ids[SPEC_K_LIMIT + 1];
+    int rc;
+    if (sp->pending >= 0 && sp->pending_past == base && sl_session_batch_has_logits(s)) {
+        ids[0] = sp->pending;   /* drawn at the last rejection: the target's next token */
+    } else if ((rc = sl_session_sample(s, &ids[0]))) {
+        return spec_fail(sp, rc);
+    }
+    sp->pending = -1;
+    /* the context is the cache plus the token just chosen */
+    hist[base] = ids[0];
+    int32_t k = sp->k;
+    if (k > cap - 1) k = cap - 1;
+    if (k > kv->n_ctx - base - 1) k = kv->n_ctx - base - 1;
+    k = k > 0 ? ngram_draft(hist, base + 1, sp->p.ngram_min, sp->p.ngram_max, k, ids + 1) : 0;
+    sp->st.n_passes++;
+    if (k == 0) {   /* nothing to verify: a plain step */
+        if ((rc = sl_session_accept(s, ids[0]))) return spec_fail(sp, rc);
+        tokens[0] = ids[0];
+        *n_out = 1;
+        sp->st.n_tokens++;
+        sp->st.k = sp->k;
+        return 0;
+    }
+    sl_forward *fw = sl_model_batch_forward(sl_session_batch_model(s));
+    sl_stream *st = sl_model_stream(sl_session_batch_model(s));
+    sl_forward_seq one = { .kv = kv, .ids = ids, .n = k + 1, .mode = SL_LOGITS_ALL };
+    sl_stream_stats a, z;
+    sl_stream_get_stats(st, &a);
+    double t0 = now_ms();
+    rc = sl_forward_run_batch(fw, &one, 1, sp->rows);
+    double ms = now_ms() - t0;
+    sl_stream_get_stats(st, &z);
+    if (rc) {
+        sl_session_batch_fed(s, ids, k + 1, false, ms, 0);
+        return spec_fail(sp, rc);
+    }
+    /* row i predicts the token after ids[i]; the draft ids[i+1] is checked against it */
+    int32_t m = 0;
+    memcpy(hist + base, ids, (size_t)(k + 1) * sizeof *ids);
+    for (; m < k; m++) {
+        const float *row = sp->rows + (size_t)m * (size_t)sp->n_vocab;
+        double sum;
+        int32_t nc = sl_sampler_dist(smp, row, hist, base + 1 + m, &sum);
+        int32_t d = ids[m + 1], at = -1;
+        for (int32_t c = 0; c < nc; c++) if (smp->cand[c].id == d) { at = c; break; }
+        if (!(smp->p.temp > 0)) {
+            if (at == 0) continue;
+            sp->pending = smp->cand[0].id;
+            break;
+        }
+        if (at >= 0 && sl_sampler_uniform(smp) * sum < smp->prob[at]) continue;   /* P(accept) = p(d) */
+        if (at >= 0) { sum -= smp->prob[at]; smp->prob[at] = 0; }   /* residual: p without d */
+        sp->pending = sl_sampler_draw(smp, nc, sum);
+        break;
+    }
+    kv->n_past = base + 1 + m;   /* roll back the rejected rows */
+    sp->pending_past = kv->n_past;
+    memcpy(sl_session_batch_logits(s), sp->rows + (size_t)m * (size_t)sp->n_vocab,
+           (size_t)sp->n_vocab * sizeof(float));
+    sl_session_batch_fed(s, ids, 1 + m, true, ms, z.stall_ms - a.stall_ms);
+    memcpy(tokens, ids, (size_t)(1 + m) * sizeof *ids);
+    *n_out = 1 + m;
+    sp->st.n_drafted += k;
+    sp->st.n_accepted += m;
+    sp->st.n_tokens += 1 + m;
+    if (sp->p.adaptive) {
+        int32_t nk = m == k ? 2 * sp->k : m + 1;
+        sp->k = nk < 1 ? 1 : nk > sp->k_max ? sp->k_max : nk;
+    }
+    sp->st.k = sp->k;
+    return 0;
+}
+
+int sl_spec_get_stats_sized(const sl_spec *sp, sl_spec_stats *out, size_t size)
+{
+    return sl_struct_out(out, size, &sp->st, sizeof sp->st, SL_SPEC_STATS_MIN_SIZE, "sl_spec_stats");
+}

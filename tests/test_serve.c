@@ -1,0 +1,355 @@
+/* `sluice serve` over loopback (raw HTTP on a socket, a free port): the
+ * hostile-input list (each a 4xx with an OpenAI error object naming the
+ * field, the server still serving), API key, body limit, 429 with
+ * Retry-After when the queue is full, cancellation when the client goes
+ * away, and a bounded load test (32 clients x 4 requests, each text the same
+ * as served alone). SL_HOST_ONLY (runs the sluice binary). */
+#include "sl_test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define S260 SL_SHARED_DIR "/models/stories260K.gguf"
+
+typedef struct server { pid_t pid; int port; } server;
+
+/* Starts build/sluice serve with the extra arguments; waits for its port. */
+static server start(const char *const *extra)
+{
+    char exe[4096], bin[4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = 0;
+    *strrchr(exe, '/') = 0;
+    snprintf(bin, sizeof bin, "%s/../sluice", exe);
+    const char *argv[40] = { bin, "serve", "-m", S260, "-c", "128", "-t", "2", "--port", "0",
+                             "--chat-template", "chatml" };
+    int a = 12;
+    for (int i = 0; extra && extra[i]; i++) argv[a++] = extra[i];
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a failed assertion must not leave it running */
+        dup2(fd[1], 1);
+        for (int f = 3; f < 1024; f++) close(f);   /* Criterion's pipes */
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    char line[512];
+    size_t len = 0;
+    while (len + 1 < sizeof line && read(fd[0], line + len, 1) == 1 && line[len] != '\n') len++;
+    line[len] = 0;
+    close(fd[0]);
+    const char *p = strstr(line, "127.0.0.1:");
+    cr_assert_not_null(p, "server did not start: '%s'", line);
+    return (server){ pid, atoi(p + 10) };
+}
+
+static void stop(server s)
+{
+    kill(s.pid, SIGTERM);
+    int st;
+    waitpid(s.pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the server did not exit cleanly (%d)", st);
+}
+
+static int dial(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0) return;   /* the server may answer (413) and close before all is sent */
+        p += w; n -= (size_t)w;
+    }
+}
+
+/* One request; returns the status, *resp the whole response (malloc'd). */
+static int http(int port, const char *method, const char *path, const char *hdrs, const char *body, size_t blen,
+                char **resp)
+{
+    int fd = dial(port);
+    char head[1024];
+    int hl = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
+                      method, path, hdrs ? hdrs : "", blen);
+    send_all(fd, head, (size_t)hl);
+    if (blen) send_all(fd, body, blen);
+    size_t cap = 1 << 16, len = 0;
+    char *r = malloc(cap);
+    for (;;) {
+        if (len + 4096 > cap) r = realloc(r, cap *= 2);
+        ssize_t k = recv(fd, r + len, cap - len - 1, 0);
+        if (k <= 0) break;
+        len += (size_t)k;
+    }
+    r[len] = 0;
+    close(fd);
+    int status = 0;
+    sscanf(r, "HTTP/1.%*d %d", &status);
+    if (resp) *resp = r; else free(r);
+    return status;
+}
+
+static int post(int port, const char *path, const char *body, char **resp)
+{
+    return http(port, "POST", path, NULL, body, strlen(body), resp);
+}
+
+static const char *body_of(const char *resp)
+{
+    const char *b = strstr(resp, "\r\n\r\n");
+    return b ? b + 4 : resp;
+}
+
+typedef struct hostile { const char *path, *body, *want; int status; } hostile;
+
+static const hostile cases[] = {
+    { "/v1/completions", "{\"prompt\":", "not valid JSON", 400 },
+    { "/v1/completions", "[1,2]", "JSON object", 400 },
+    { "/v1/completions", "", "not valid JSON", 400 },
+    { "/v1/completions", "{}", "'prompt' is required", 400 },
+    { "/v1/completions", "{\"prompt\":5}", "\"param\":\"prompt\"", 400 },
+    { "/v1/completions", "{\"prompt\":[\"a\",\"b\"]}", "exactly one", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":\"9\"}", "\"param\":\"max_tokens\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":0}", "\"param\":\"max_tokens\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":1e12}", "\"param\":\"max_tokens\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":2.5}", "must be an integer", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"temperature\":-1}", "\"param\":\"temperature\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"temperature\":2.5}", "\"param\":\"temperature\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"temperature\":\"hot\"}", "\"param\":\"temperature\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"top_p\":1.5}", "\"param\":\"top_p\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"top_k\":-1}", "\"param\":\"top_k\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"top_k\":100000}", "\"param\":\"top_k\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"min_p\":2}", "\"param\":\"min_p\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"seed\":0.5}", "\"param\":\"seed\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"seed\":\"1\"}", "\"param\":\"seed\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"stop\":5}", "\"param\":\"stop\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "\"param\":\"stop\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"stop\":[\"\"]}", "\"param\":\"stop\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"stop\":[7]}", "\"param\":\"stop\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"stream\":\"yes\"}", "\"param\":\"stream\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"n\":2}", "\"param\":\"n\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"model\":7}", "\"param\":\"model\"", 400 },
+    { "/v1/completions", "{\"prompt\":\"a\",\"presence_penalty\":1}", "\"param\":\"presence_penalty\"", 400 },
+    { "/v1/chat/completions", "{\"messages\":{}}", "\"param\":\"messages\"", 400 },
+    { "/v1/chat/completions", "{\"messages\":[]}", "\"param\":\"messages\"", 400 },
+    { "/v1/chat/completions", "{\"messages\":[5]}", "must be an object", 400 },
+    { "/v1/chat/completions", "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", "role", 400 },
+    { "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "content", 400 },
+    { "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\"}]}", "content", 400 },
+    { "/v1/chat/completions", "{\"prompt\":\"a\"}", "'messages' is required", 400 },
+    { "/v1/nowhere", "{}", "no such endpoint", 404 },
+};
+
+static void assert_error_object(const char *resp, int status, const char *want, const char *what)
+{
+    const char *b = body_of(resp);
+    cr_assert(strncmp(b, "{\"error\":{\"message\":", 20) == 0, "%s: status %d, not an error object: %s", what,
+              status, b);
+    cr_assert(strstr(b, "\"type\":") && strstr(b, "\"param\":") && strstr(b, "\"code\":"), "%s: %s", what, b);
+    if (want) cr_assert_not_null(strstr(b, want), "%s: '%s' not in %s", what, want, b);
+}
+
+static void assert_serving(int port)
+{
+    char *r;
+    cr_assert_eq(http(port, "GET", "/health", NULL, NULL, 0, &r), 200);
+    free(r);
+    cr_assert_eq(post(port, "/v1/completions", "{\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0}", &r),
+                 200, "%s", r);
+    cr_assert_not_null(strstr(r, "\"text_completion\""), "%s", r);
+    free(r);
+}
+
+Test(serve, hostile_input, .timeout = 120)
+{
+    server s = start((const char *[]){ "--max-body", "4K", NULL });
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *r;
+        int st = post(s.port, cases[i].path, cases[i].body, &r);
+        cr_assert_eq(st, cases[i].status, "case %zu (%s): status %d: %s", i, cases[i].body, st, r);
+        assert_error_object(r, st, cases[i].want, cases[i].body);
+        free(r);
+    }
+    /* deeply nested JSON (cJSON's nesting limit), NUL bytes, over-long prompt, oversized body */
+    char *deep = malloc(3001), *r;
+    memset(deep, '[', 3000);
+    deep[3000] = 0;
+    cr_assert_eq(post(s.port, "/v1/completions", deep, &r), 400);
+    assert_error_object(r, 400, "not valid JSON", "deep nesting");
+    free(r);
+    free(deep);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", NULL, "{\"prompt\":\"a\0b\"}", 15, &r), 400);
+    free(r);
+    char longp[4000];
+    strcpy(longp, "{\"prompt\":\"");
+    for (int i = 0; i < 300; i++) strcat(longp, "cat ");
+    strcat(longp, "\"}");
+    cr_assert_eq(post(s.port, "/v1/completions", longp, &r), 400, "%s", r);
+    assert_error_object(r, 400, "context_length_exceeded", "over-long prompt");
+    free(r);
+    size_t big = 64 << 10;
+    char *huge = malloc(big + 1);
+    memset(huge, ' ', big);
+    huge[big] = 0;
+    memcpy(huge, "{\"prompt\":\"", 11);
+    cr_assert_eq(post(s.port, "/v1/completions", huge, &r), 413, "%s", r);
+    assert_error_object(r, 413, "too large", "oversized body");
+    free(r);
+    free(huge);
+    cr_assert_eq(http(s.port, "GET", "/v1/completions", NULL, NULL, 0, &r), 405);
+    free(r);
+    cr_assert_eq(http(s.port, "GET", "/v1/models", NULL, NULL, 0, &r), 200);
+    cr_assert_not_null(strstr(r, "\"stories260K.gguf\""), "%s", r);
+    free(r);
+    cr_assert_eq(http(s.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    cr_assert_not_null(strstr(r, "sluice_requests_total{status=\"4xx\"}"), "%s", r);
+    free(r);
+    assert_serving(s.port);
+    stop(s);
+}
+
+Test(serve, api_key, .timeout = 60)
+{
+    server s = start((const char *[]){ "--api-key", "sekrit", NULL });
+    char *r;
+    const char *b = "{\"prompt\":\"a\",\"max_tokens\":2}";
+    cr_assert_eq(post(s.port, "/v1/completions", b, &r), 401);
+    assert_error_object(r, 401, "invalid_api_key", "no key");
+    free(r);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "Authorization: Bearer sekri\r\n", b, strlen(b), &r), 401);
+    free(r);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "Authorization: Bearer sekrit2\r\n", b, strlen(b), &r), 401);
+    free(r);
+    cr_assert_eq(http(s.port, "GET", "/v1/models", NULL, NULL, 0, &r), 401);
+    free(r);
+    cr_assert_eq(http(s.port, "GET", "/health", NULL, NULL, 0, &r), 200, "health needs no key");
+    free(r);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "Authorization: Bearer sekrit\r\n", b, strlen(b), &r), 200, "%s", r);
+    free(r);
+    stop(s);
+}
+
+/* A streaming request that holds the only slot: its socket after the first chunk. */
+static int hold_slot(int port)
+{
+    int fd = dial(port);
+    const char *b = "{\"prompt\":\"Once upon a time\",\"max_tokens\":4000,\"temperature\":0,\"stream\":true}";
+    char head[512];
+    int hl = snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+                      strlen(b), b);
+    send_all(fd, head, (size_t)hl);
+    char buf[4096];
+    ssize_t k = recv(fd, buf, sizeof buf - 1, 0);
+    cr_assert_gt(k, 0);
+    buf[k] = 0;
+    cr_assert_not_null(strstr(buf, "200"), "%s", buf);
+    return fd;
+}
+
+Test(serve, queue_full_and_cancel, .timeout = 60)
+{
+    server s = start((const char *[]){ "--parallel", "1", "--queue", "0", "-c", "4096", NULL });
+    int fd = hold_slot(s.port);
+    char *r;
+    cr_assert_eq(post(s.port, "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":2}", &r), 429, "%s", r);
+    cr_assert_not_null(strstr(r, "Retry-After: 1"), "%s", r);
+    assert_error_object(r, 429, "queue full", "queue full");
+    free(r);
+    close(fd);   /* the client goes away: its slot is freed */
+    int st = 0;
+    for (int i = 0; i < 100 && st != 200; i++) {
+        st = post(s.port, "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":2}", &r);
+        free(r);
+        if (st != 200) usleep(50000);
+    }
+    cr_assert_eq(st, 200, "the cancelled request still holds the slot");
+    cr_assert_eq(http(s.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    cr_assert_not_null(strstr(r, "sluice_generations_total{result=\"cancelled\"} 1"), "%s", r);
+    free(r);
+    stop(s);
+}
+
+/* ---- load: 32 clients x 4 requests, each the text it gets alone ---------- */
+#define N_PROMPTS 4
+static const char *const prompts[N_PROMPTS] = { "Once upon a time", "The cat", "Lily and Tom went", "One day" };
+static char *alone[N_PROMPTS];
+static int load_port, load_bad;
+
+static char *text_of(const char *resp)
+{
+    const char *t = strstr(resp, "\"text\":\"");
+    if (!t) return NULL;
+    t += 8;
+    const char *e = strstr(t, "\",\"logprobs\"");
+    return e ? strndup(t, (size_t)(e - t)) : NULL;
+}
+
+static char *complete(int port, int p)
+{
+    char b[256], *r;
+    snprintf(b, sizeof b, "{\"prompt\":\"%s\",\"max_tokens\":20,\"temperature\":0}", prompts[p]);
+    int st = post(port, "/v1/completions", b, &r);
+    char *t = st == 200 ? text_of(r) : NULL;
+    free(r);
+    return t;
+}
+
+static void *client(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int k = 0; k < 4; k++) {
+        int p = (id + k) % N_PROMPTS;
+        char *t = complete(load_port, p);
+        if (!t || strcmp(t, alone[p])) __atomic_add_fetch(&load_bad, 1, __ATOMIC_RELAXED);
+        free(t);
+    }
+    return NULL;
+}
+
+Test(serve, load_32_clients, .timeout = 120)
+{
+    server s = start((const char *[]){ "--queue", "64", NULL });
+    load_port = s.port;
+    for (int p = 0; p < N_PROMPTS; p++) {
+        alone[p] = complete(s.port, p);
+        cr_assert_not_null(alone[p]);
+        cr_assert_gt(strlen(alone[p]), 0);
+    }
+    pthread_t th[32];
+    for (int i = 0; i < 32; i++) cr_assert_eq(pthread_create(&th[i], NULL, client, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < 32; i++) pthread_join(th[i], NULL);
+    cr_assert_eq(load_bad, 0, "%d of 128 requests failed or differed from the text served alone", load_bad);
+    char *r;
+    cr_assert_eq(http(s.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    long long passes = 0, done = 0;
+    const char *q = strstr(r, "sluice_batch_passes_total ");
+    if (q) passes = atoll(q + 26);
+    q = strstr(r, "sluice_generations_total{result=\"done\"} ");
+    if (q) done = atoll(q + 40);
+    free(r);
+    cr_assert_eq(done, 132);
+    /* 132 x 20 tokens; shared passes: far fewer passes than tokens */
+    cr_assert_lt(passes, 132 * 20 / 2, "%lld passes: requests did not share them", passes);
+    for (int p = 0; p < N_PROMPTS; p++) free(alone[p]);
+    stop(s);
+}

@@ -1,0 +1,305 @@
+/* Speculative decoding (sl_spec, n-gram drafts): greedy tokens identical to
+ * plain decoding on every golden model (resident and streamed); with
+ * sampling, the accept/reject rule keeps the target distribution (two-sample
+ * chi-square of the second generated token, spec vs plain, fixed seeds);
+ * adaptive k and the refusals. SL_HOST_ONLY (reads the models in several modes). */
+#include "sl_test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/sluice.h"
+#include "golden_models.h"
+#include "../gguf/sl_status.h"
+#include "../io/sluice_stream.h"
+
+#define MODELS SL_SHARED_DIR "/models"
+#define S260 MODELS "/stories260K.gguf"
+#define NGEN 40
+
+static sl_model *open_mode(const char *path, int mode)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 256;
+    mp.n_threads = 1;   /* tiny models: a second thread only adds synchronisation */
+    mp.mode = mode;
+    if (mode == SL_MODE_STREAM) mp.max_pinned = 0;
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
+    return m;
+}
+
+/* A prompt with a repeated phrase, so that n-gram drafts exist from the start. */
+static int prompt(int32_t n_vocab, int32_t *ids)
+{
+    int n = 0;
+    ids[n++] = 1;
+    for (int r = 0; r < 3; r++)
+        for (int j = 0; j < 5; j++) ids[n++] = 3 + (int32_t)((j * 37 + 11) % (n_vocab - 3));
+    return n;
+}
+
+static sl_session *prompted(sl_model *m, const sl_sampling *sp)
+{
+    sl_model_info info;
+    sl_model_get_info(m, &info);
+    int32_t ids[32];
+    int n = prompt(info.n_vocab, ids);
+    sl_session *s;
+    cr_assert_eq(sl_session_create(&s, m), 0);
+    cr_assert_eq(sl_session_set_sampling(s, sp), 0);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0, "%s", sl_session_errmsg(s));
+    return s;
+}
+
+static int64_t check_greedy(const char *path, int mode, bool adaptive, int32_t k_max)
+{
+    sl_model *m = open_mode(path, mode);
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.temp = 0;
+    int32_t plain[NGEN], spec[NGEN + 16];
+    sl_session *s = prompted(m, &sp);
+    for (int i = 0; i < NGEN; i++) cr_assert_eq(sl_session_step(s, &plain[i]), 0, "%s", sl_session_errmsg(s));
+    sl_session_destroy(s);
+
+    s = prompted(m, &sp);
+    sl_spec_params pp;
+    sl_spec_params_init(&pp);
+    pp.adaptive = adaptive;
+    pp.k_max = k_max;
+    sl_spec *x;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), 0, "%s", sl_last_error());
+    int32_t n = 0;
+    while (n < NGEN) {
+        int32_t got;
+        cr_assert_eq(sl_spec_step(x, spec + n, 16, &got), 0, "%s", sl_spec_errmsg(x));
+        cr_assert(got >= 1 && got <= 9);
+        n += got;
+    }
+    for (int i = 0; i < NGEN; i++)
+        cr_assert_eq(spec[i], plain[i], "%s (mode %d, k_max %d): token %d: speculative %d, plain %d", path, mode,
+                     k_max, i, spec[i], plain[i]);
+    sl_spec_stats st;
+    cr_assert_eq(sl_spec_get_stats(x, &st), 0);
+    cr_assert_eq(st.n_tokens, n);
+    cr_assert_eq(sl_session_n_past(s), 16 + n, "cache holds the prompt and every generated token");
+    cr_assert_leq(st.n_accepted, st.n_drafted);
+    cr_assert_eq(st.n_tokens, st.n_passes + st.n_accepted);
+    sl_spec_destroy(x);
+    sl_session_destroy(s);
+    sl_model_close(m);
+    return st.n_accepted;
+}
+
+
+static void all_greedy(int mode)
+{
+    int64_t accepted = 0;
+    for (size_t i = 0; i < N_GOLDEN_MODELS; i++) {
+        char path[512];
+        snprintf(path, sizeof path, MODELS "/%s.gguf", golden_models[i]);
+        accepted += check_greedy(path, mode, true, 0);
+        if (mode == SL_MODE_RESIDENT) accepted += check_greedy(path, mode, false, 8);
+    }
+    cr_assert_gt(accepted, 0, "no draft was ever accepted: the identity proves nothing");
+}
+
+Test(spec, greedy_identity_resident, .timeout = 120) { all_greedy(SL_MODE_RESIDENT); }
+Test(spec, greedy_identity_stream, .timeout = 120) { all_greedy(SL_MODE_STREAM); }
+
+/* ---- sampling keeps the target distribution ------------------------------ */
+#define RUNS 1200
+
+static const char story[] = "Once upon a time, there was a little girl. She had a big red ball. "
+                            "Once upon a time, there was a little";
+
+static int story_prompt(sl_model *m, int32_t *ids)
+{
+    return sl_model_tokenize(m, story, strlen(story), true, false, ids, 64);
+}
+
+/* The first n-gram draft after ctx[0..len) (n = 3, 2, 1; most recent earlier
+ * match), as sluice.h describes it; -1 if none. */
+static int32_t first_draft(const int32_t *ctx, int len)
+{
+    for (int n = 3; n >= 1; n--)
+        for (int j = len - n - 1; j >= 0; j--)
+            if (!memcmp(ctx + j, ctx + len - n, (size_t)n * sizeof *ctx)) return ctx[j + n];
+    return -1;
+}
+
+/* Second generated token of each run (seed = run index). */
+static void second_tokens(sl_model *m, bool spec, int32_t *first, int32_t *out, bool *rejected0,
+                          sl_spec_stats *tot)
+{
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.temp = 1.0f; sp.top_k = 0; sp.top_p = 1.0f; sp.min_p = 0.0f;
+    /* real text the trained model continues: drafts from the repeated sentence
+     * are often, not always, what it samples */
+    int32_t ids[64];
+    int n = story_prompt(m, ids);
+    cr_assert_gt(n, 10);
+    sl_session *s;
+    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_spec_params pp;
+    sl_spec_params_init(&pp);
+    pp.adaptive = false;
+    pp.k_max = 3;
+    memset(tot, 0, sizeof *tot);
+    for (int r = 0; r < RUNS; r++) {
+        sl_session_reset(s);
+        sp.seed = 1000 + (uint64_t)r;
+        cr_assert_eq(sl_session_set_sampling(s, &sp), 0);
+        cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0);
+        int32_t t[16], got = 0;
+        if (spec) {
+            sl_spec *x;
+            cr_assert_eq(sl_spec_create(&x, s, &pp), 0);
+            sl_spec_stats st;
+            while (got < 2) {
+                int32_t k;
+                cr_assert_eq(sl_spec_step(x, t + got, 8, &k), 0, "%s", sl_spec_errmsg(x));
+                if (got == 0) {   /* the first pass drafted and kept none: a rejection at its first draft */
+                    sl_spec_get_stats(x, &st);
+                    rejected0[r] = st.n_drafted > 0 && st.n_accepted == 0;
+                }
+                got += k;
+            }
+            sl_spec_get_stats(x, &st);
+            tot->n_drafted += st.n_drafted;
+            tot->n_accepted += st.n_accepted;
+            sl_spec_destroy(x);
+        } else {
+            cr_assert_eq(sl_session_step(s, &t[0]), 0);
+            cr_assert_eq(sl_session_step(s, &t[1]), 0);
+        }
+        first[r] = t[0];
+        out[r] = t[1];
+    }
+    sl_session_destroy(s);
+}
+
+/* Upper 0.1% point of chi-square with df degrees of freedom (Wilson-Hilferty). */
+static double chi2_crit(int df)
+{
+    const double z = 3.0902;
+    double a = 2.0 / (9.0 * df), c = 1 - a + z * sqrt(a);
+    return df * c * c * c;
+}
+
+Test(spec, sampling_keeps_distribution, .timeout = 400)
+{
+    sl_model *m = open_mode(S260, SL_MODE_RESIDENT);
+    static int32_t a[RUNS], b[RUNS], a1[RUNS], b1[RUNS];
+    static bool rej[RUNS];
+    sl_spec_stats st, none;
+    second_tokens(m, false, a1, a, rej, &none);
+    second_tokens(m, true, b1, b, rej, &st);
+    cr_assert_gt(st.n_accepted, RUNS / 20, "drafts accepted %lld of %lld: the rule is barely exercised",
+                 (long long)st.n_accepted, (long long)st.n_drafted);
+    cr_assert_lt(st.n_accepted, st.n_drafted - RUNS / 20, "drafts rejected too rarely to test the residual draw");
+
+    /* The event "second token = the first draft": its count against the exact
+     * target probabilities p(d | prompt, t1) (binomial z, |z| < 4). Accepting
+     * too often or drawing rejections from p instead of the residual moves it. */
+    int32_t ids[80];
+    int n = story_prompt(m, ids);
+    sl_model_info info;
+    sl_model_get_info(m, &info);
+    static double pd_of[512];
+    static bool have[512];
+    sl_session *s;
+    cr_assert_eq(sl_session_create(&s, m), 0);
+    double expect = 0, var = 0;
+    int hits = 0, used = 0, n_rej = 0;
+    for (int r = 0; r < RUNS; r++) {
+        int32_t t1 = b1[r];
+        ids[n] = t1;
+        int32_t d = first_draft(ids, n + 1);
+        if (d < 0) continue;
+        if (!have[t1]) {   /* p(. | prompt, t1) at temperature 1, nothing filtered */
+            sl_session_reset(s);
+            cr_assert_eq(sl_session_feed_tokens(s, ids, n + 1), 0);
+            const float *lg = sl_session_logits(s);
+            double mx = lg[0], sum = 0;
+            for (int i = 1; i < info.n_vocab; i++) if (lg[i] > mx) mx = lg[i];
+            for (int i = 0; i < info.n_vocab; i++) sum += exp((double)lg[i] - mx);
+            pd_of[t1] = exp((double)lg[d] - mx) / sum;
+            have[t1] = true;
+        }
+        expect += pd_of[t1];
+        var += pd_of[t1] * (1 - pd_of[t1]);
+        hits += b[r] == d;
+        used++;
+        /* after a rejection the token comes from the residual, which excludes the draft */
+        cr_assert(!rej[r] || b[r] != d, "run %d: draft %d rejected, yet drawn again", r, d);
+        n_rej += rej[r];
+    }
+    sl_session_destroy(s);
+    cr_assert_gt(used, RUNS / 2);
+    cr_assert_gt(n_rej, 10, "only %d rejections at the first draft", n_rej);
+    double z = (hits - expect) / sqrt(var);
+    cr_log_info("spec sampling: second token = first draft in %d of %d runs, expected %.1f (z %.2f); %d rejections",
+                hits, used, expect, z, n_rej);
+    cr_assert(fabs(z) < 4, "second token = first draft in %d of %d runs, expected %.1f (z = %.2f)", hits, used,
+              expect, z);
+
+    /* two-sample chi-square over tokens, the rare ones (< 10 in both) pooled */
+    static int ca[512], cb[512];
+    for (int r = 0; r < RUNS; r++) { ca[a[r]]++; cb[b[r]]++; }
+    double chi = 0, pa = 0, pb = 0;
+    int df = -1;
+    for (int t = 0; t < 512; t++) {
+        if (ca[t] + cb[t] < 10) { pa += ca[t]; pb += cb[t]; continue; }
+        chi += (double)(ca[t] - cb[t]) * (ca[t] - cb[t]) / (ca[t] + cb[t]);
+        df++;
+    }
+    if (pa + pb > 0) { chi += (pa - pb) * (pa - pb) / (pa + pb); df++; }
+    cr_log_info("df %d", df);
+    cr_assert_gt(df, 3, "too few categories (%d) for the test to mean anything", df);
+    cr_assert_lt(chi, chi2_crit(df), "chi-square %.1f >= %.1f (df %d): speculative sampling changed the "
+                 "distribution of the second token", chi, chi2_crit(df), df);
+    cr_log_info("spec sampling: chi2 %.1f (df %d, crit %.1f), accepted %lld of %lld drafts", chi, df,
+                chi2_crit(df), (long long)st.n_accepted, (long long)st.n_drafted);
+    sl_model_close(m);
+}
+
+Test(spec, refusals)
+{
+    sl_model *m = open_mode(S260, SL_MODE_RESIDENT);
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sl_session *s = prompted(m, &sp);
+    sl_spec_params pp;
+    sl_spec_params_init(&pp);
+    sl_spec *x;
+    pp.kind = SL_SPEC_DRAFT;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), SL_EUNSUPPORTED);
+    pp.kind = 7;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), SL_EINVAL);
+    pp.kind = SL_SPEC_NGRAM;
+    pp.k_max = 9;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), SL_EINVAL, "more than 8 drafts");
+    pp.k_max = 2;
+    pp.ngram_min = 0;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), SL_EINVAL);
+    pp.ngram_min = 1;
+    pp.struct_size = 1;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), SL_EINVAL);
+    pp.struct_size = sizeof pp;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), 0);
+    int32_t t[4], n;
+    cr_assert_eq(sl_spec_step(x, t, 0, &n), SL_EINVAL);
+    cr_assert_eq(sl_spec_step(x, t, 1, &n), 0, "cap 1: no drafts, a plain step");
+    cr_assert_eq(n, 1);
+    sl_spec_destroy(x);
+    sl_spec_destroy(NULL);
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
