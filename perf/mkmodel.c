@@ -509,8 +509,9 @@ static int copy_vocab(sl_gguf_writer *w, const sl_gguf *vg, uint32_t n_file, uin
             if (!s) return -1;
             for (uint64_t j = 0; j < n_total && !rc; j++) {
                 const char *t; uint64_t len;
+                char b[32];   /* outlives the strdup below */
                 if (j < n_file) rc = sl_gguf_arr_str(vg, i, j, &t, &len);
-                else { char b[32]; snprintf(b, sizeof b, "<unused_%llu>", (unsigned long long)(j - n_file)); t = b; }
+                else { snprintf(b, sizeof b, "<unused_%llu>", (unsigned long long)(j - n_file)); t = b; }
                 if (!rc && !(s[j] = strdup(t))) rc = -1;
             }
             if (!rc) rc = sl_gguf_writer_set_arr_str(w, k, (const char *const *)s, n_total);
