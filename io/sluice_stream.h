@@ -230,6 +230,8 @@ SL_API const sl_stream_plan *sl_stream_get_plan(const sl_stream *s);
 SL_API const void *sl_stream_gguf(const sl_stream *s);
 
 SL_API int32_t sl_stream_n_units(const sl_stream *s);
+/* SL_EINVAL for a unit out of range; the handle is const, so the message is the
+ * calling thread's (sl_last_error), not sl_stream_errmsg. */
 SL_API int sl_stream_unit_info_sized(const sl_stream *s, int32_t unit, sl_stream_unit *out,
                                      size_t size);
 static inline int sl_stream_unit_info(const sl_stream *s, int32_t unit, sl_stream_unit *out)

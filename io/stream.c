@@ -297,7 +297,8 @@ void sl_stream_close(sl_stream *s)
 
 int sl_stream_unit_info_sized(const sl_stream *s, int32_t unit, sl_stream_unit *out, size_t size)
 {
-    if (unit < 0 || unit >= s->um.n_units)
+    if (!s || !out) return sl_err_set(SL_EINVAL, "sl_stream_unit_info: NULL %s", s ? "out" : "stream");
+    if (unit < 0 || unit >= s->um.n_units)   /* s is const: the message is the thread's (sl_last_error) */
         return sl_err_set(SL_EINVAL, "unit %d out of range 0..%d", (int)unit, (int)s->um.n_units - 1);
     return sl_struct_out(out, size, &s->um.units[unit].info, sizeof *out, SL_STREAM_UNIT_MIN_SIZE,
                          "sl_stream_unit");
