@@ -167,7 +167,9 @@ static int64_t up_cost(sl_session_parts *sp, struct sl_pressure *pr)
 static void step_up(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr, int64_t avail)
 {
     if (pr->window) {   /* the window lifts; dropped positions stay dropped */
-        int32_t cap = sp->stats->pressure_kv_window;
+        sl_stats st;
+        sl_session_get_stats(s, &st);
+        int32_t cap = st.pressure_kv_window;
         pr->window = false;
         (void)sl_session_kv_window(s, 0);   /* cannot fail */
         emit(sp, pr, +1, SL_RUNG_KV_WINDOW, cap ? cap : pr->p.emergency_window, sp->n_ctx, avail, 0, 0);

@@ -372,7 +372,6 @@ int sl_session_kv_window(sl_session *s, int32_t n)
 {
     if (n < 0) return sess_fail(s, sl_err_set(SL_EINVAL, "kv window: %d positions", n));
     s->window = n;
-    s->stats.pressure_kv_window = 0;
     if (!n) return 0;
     /* the halvings make_room would do with the window as the context, as one
      * shift: the same rows are kept, rotated once */
@@ -380,7 +379,6 @@ int sl_session_kv_window(sl_session *s, int32_t n)
     while (held > n) held -= held / 2;
     int rc = held < s->kv.n_past - keep ? shift(s, keep, s->kv.n_past - keep - held) : 0;
     if (rc) { s->window = 0; return sess_fail(s, rc); }
-    s->stats.pressure_kv_window = (int32_t)room(s, keep);
     s->stats.pressure_kv_released += sl_kv_release(&s->kv);
     return 0;
 }
@@ -522,7 +520,9 @@ int sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap)
 
 int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)
 {
-    return sl_struct_out(out, size, &s->stats, sizeof s->stats, SL_STATS_MIN_SIZE, "sl_stats");
+    sl_stats st = s->stats;
+    st.pressure_kv_window = s->window ? (int32_t)room(s, sink_len(s)) : 0;   /* a state, not a counter */
+    return sl_struct_out(out, size, &st, sizeof st, SL_STATS_MIN_SIZE, "sl_stats");
 }
 
 void sl_session_reset_stats(sl_session *s)

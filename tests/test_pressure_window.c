@@ -278,6 +278,9 @@ Test(pressure_window, long_feed_and_wide_window, .timeout = 60)
     sl_session_get_stats(s, &st);
     cr_assert_eq(st.pressure_kv_window, 64, "capped by n_ctx");
     cr_assert_eq(st.n_ctx_shift, 0);
+    sl_session_reset_stats(s);
+    sl_session_get_stats(s, &st);
+    cr_assert_eq(st.pressure_kv_window, 64, "a state, kept by a reset of the counters");
     /* a narrow window: 40 -> BOS + 39 -> 20 -> 10 held */
     cr_assert_eq(sl_session_set_pressure(s, NULL), 0);
     pp.emergency_window = 10;
