@@ -344,6 +344,7 @@ typedef struct sl_stats {
     int64_t n_ctx_shift;    /* context shifts done (each drops half the unkept positions; the
                              * pressure window's first drops down to the window) */
     int64_t n_ctx_dropped;  /* positions those shifts dropped */
+    /* added after 0.3.0: the KV_WINDOW rung */
     int32_t pressure_kv_window;    /* positions the KV_WINDOW rung caps the cache at (sinks +
                                     * emergency_window), 0 when no window is set */
     uint64_t pressure_kv_released; /* resident KV cache bytes that rung gave back to the OS */
