@@ -258,8 +258,8 @@ SL_API int sl_session_load_prefix(sl_session *s, const char *path, const int32_t
  *   SLOTS     stream mode: fewer streaming slots, down to min_slots
  *   KV_WINDOW keep the sinks (BOS / n_keep, as a context shift) and at most the
  *             last emergency_window positions: one context shift drops the older ones
- *             (the ones make_room's halvings would drop with sinks + window as the
- *             context), the pages of the cache rows past them go back to the OS
+ *             (those that halving shifts with sinks + window as the context would
+ *             drop), the pages of the cache rows past them go back to the OS
  *             (MADV_DONTNEED), and from then on generation shifts within the window
  *             (also with context_shift off) instead of growing back. Stepping up
  *             lifts the cap (the full n_ctx again); dropped positions are gone for
@@ -283,7 +283,7 @@ typedef struct sl_pressure_event {
     int32_t from, to;       /* pinned layers / slots / KV positions held (down: before and after
                              * the shift; up: the window's cap and n_ctx) */
     int64_t avail_bytes;    /* what the source said (-1 for a fed level) */
-    int64_t freed_bytes;    /* bytes given back (negative: taken) */
+    int64_t freed_bytes;    /* bytes given back (negative: taken; KV_WINDOW: resident pages) */
     int status;             /* 0, or why the rung could not act */
     double t_ms;            /* since sl_session_set_pressure */
 } sl_pressure_event;
@@ -300,7 +300,7 @@ typedef struct sl_pressure_params {
     uint64_t floor_bytes;   /* step down while available < floor (1 GiB) */
     uint64_t hysteresis_bytes; /* step up only while available > floor + this + the step's bytes (512 MiB) */
     float psi_avg10;        /* PSI "some avg10" (%) counted as a shortage (10; <= 0 off) */
-    int32_t emergency_window; /* KV positions kept by the last rung (256) */
+    int32_t emergency_window; /* KV positions kept past the sinks by the last rung (256) */
     int32_t min_slots;      /* SLOTS rung floor (1) */
     double interval_ms;     /* automatic polls at most this often (100; 0 = only explicit polls) */
     sl_pressure_source source; void *source_ctx;   /* NULL = /proc */
