@@ -49,7 +49,8 @@ static const char sampling_help[] =
     "  --pressure-floor SIZE  adapt to memory pressure: below SIZE available, unpin layers,\n"
     "                         drop slots, shrink the KV window; climb back when it returns\n"
     "  --pressure-hyst SIZE   climb back only above floor + SIZE (default 512M)\n"
-    "  --pressure-window N    KV positions the last rung keeps (default 256)\n"
+    "  --pressure-window N    KV positions the last rung keeps past the --keep sinks (256);\n"
+    "                         the older ones are dropped, their pages given back\n"
     "  --pressure-meminfo F   read MemAvailable from F instead of /proc/meminfo (simulations)\n"
     "  --spec ngram|off       speculative decoding with n-gram drafts (run; default off)\n"
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
@@ -196,11 +197,13 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
     }
     if (o->stats)   /* the KV cache: its types, cost per position, context shifts */
         fprintf(stderr, "stats: kv cache %s/%s, %llu bytes per position, %.2f MiB for %d positions; "
-                        "context shifts %lld (%lld positions dropped)\n",
+                        "context shifts %lld (%lld positions dropped); pressure window %d positions, "
+                        "%.2f MiB released\n",
                 sl_gguf_type_name((uint32_t)mi.type_k), sl_gguf_type_name((uint32_t)mi.type_v),
                 (unsigned long long)mi.kv_pos_bytes, (double)mi.kv_bytes / (1 << 20), mi.n_ctx,
                 (long long)all->n_ctx_shift,
-                (long long)all->n_ctx_dropped);
+                (long long)all->n_ctx_dropped, all->pressure_kv_window,
+                (double)all->pressure_kv_released / (1 << 20));
     if (o->json)
         fprintf(stderr, "{\"mode\":\"%s\",\"io\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"n_prompt\":%lld,"
                         "\"prompt_ms\":%.3f,\"prompt_tok_s\":%.3f,\"n_decode\":%lld,\"decode_ms\":%.3f,"
@@ -209,13 +212,15 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "\"prompt_bytes_read\":%llu,\"expert_hit_rate\":%.4f,\"expert_hits\":%llu,"
                         "\"expert_misses\":%llu,\"expert_bytes_per_token\":%.0f,\"expert_stall_ms_per_token\":%.3f,"
                         "\"n_restored\":%lld,\"restore_ms\":%.3f,"
-                        "\"pressure_down\":%lld,\"pressure_up\":%lld,\"pressure_depth\":%d}\n",
+                        "\"pressure_down\":%lld,\"pressure_up\":%lld,\"pressure_depth\":%d,"
+                        "\"pressure_kv_window\":%d,\"pressure_kv_released\":%llu,\"n_ctx_shift\":%lld}\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
                 all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms, comp / per, stall / per,
                 (double)bytes / per, mbps, (unsigned long long)pre->bytes_read, xrate, (unsigned long long)xh,
                 (unsigned long long)xm, (double)xb / per, xs / per, (long long)all->n_restored,
                 all->restore_ms, (long long)all->n_pressure_down, (long long)all->n_pressure_up,
-                all->pressure_depth);
+                all->pressure_depth, all->pressure_kv_window, (unsigned long long)all->pressure_kv_released,
+                (long long)all->n_ctx_shift);
 }
 
 /* How a generation ended (when it did not fail). */

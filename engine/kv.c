@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../gguf/sl_internal.h"
 
@@ -160,6 +162,43 @@ void sl_kv_free(sl_kv *kv)
     free(kv->base);
     free(kv->row0);
     memset(kv, 0, sizeof *kv);
+}
+
+/* Resident bytes of the whole pages in [beg, end), then released. */
+static uint64_t release_range(char *beg, char *end, size_t page)
+{
+    uintptr_t b = ((uintptr_t)beg + page - 1) & ~(uintptr_t)(page - 1), e = (uintptr_t)end & ~(uintptr_t)(page - 1);
+    if (e <= b) return 0;
+    size_t n = (e - b) / page;
+    uint64_t resident = 0;
+    unsigned char vec[256];
+    for (size_t i = 0; i < n; i += sizeof vec) {
+        size_t c = n - i < sizeof vec ? n - i : sizeof vec;
+        if (mincore((void *)(b + i * page), c * page, vec)) return 0;
+        for (size_t j = 0; j < c; j++) resident += vec[j] & 1;
+    }
+    if (madvise((void *)b, e - b, MADV_DONTNEED)) return 0;   /* e.g. locked pages: nothing given back */
+    return resident * page;
+}
+
+uint64_t sl_kv_release(const sl_kv *kv)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0 || (ps & (ps - 1))) return 0;
+    uint64_t got = 0;
+    for (int32_t l = 0; l < kv->n_layer; l++) {
+        int32_t s0 = kv->n_past - kv->base[l];   /* the layer's first unused slot */
+        if (s0 < 0) s0 = 0;
+        if (s0 >= kv->cap[l]) continue;
+        for (int32_t g = 0; g < kv->n_head_kv; g++) {
+            size_t r0 = kv->row0[l] + (size_t)g * (size_t)kv->cap[l];
+            got += release_range((char *)kv->k + (r0 + (size_t)s0) * kv->row_k,
+                                 (char *)kv->k + (r0 + (size_t)kv->cap[l]) * kv->row_k, (size_t)ps);
+            got += release_range((char *)kv->v + (r0 + (size_t)s0) * kv->row_v,
+                                 (char *)kv->v + (r0 + (size_t)kv->cap[l]) * kv->row_v, (size_t)ps);
+        }
+    }
+    return got;
 }
 
 void sl_kv_clear(sl_kv *kv)

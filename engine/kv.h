@@ -72,6 +72,12 @@ uint64_t sl_kv_bytes_layers(int32_t n_layer, const int32_t *cap, int32_t kv_dim,
  * fit (n larger than the ring was sized for). No-op for a full layer. */
 int sl_kv_ring_advance(sl_kv *kv, int32_t layer, int32_t pos0, int32_t n, int32_t window);
 void sl_kv_free(sl_kv *kv);
+/* Gives the OS back (madvise MADV_DONTNEED) every whole page of the rows at
+ * positions >= n_past in each layer's per-head runs: the memory-pressure
+ * window (engine/session.c). A released page reads as zeros and is
+ * faulted in again when a later position is stored there. Returns the bytes
+ * of those pages that were resident (mincore), 0 where the OS refuses. */
+uint64_t sl_kv_release(const sl_kv *kv);
 /* Empties the cache: n_past = 0, every ring back to slot 0 = position 0. */
 void sl_kv_clear(sl_kv *kv);
 

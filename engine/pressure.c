@@ -2,7 +2,8 @@
  * of steps taken one at a time, deepest last:
  *   PINS       one step per pinned unit (layer or lm-head chunk; last first)
  *   SLOTS      one step per slot above min_slots
- *   KV_WINDOW  one step
+ *   KV_WINDOW  one step (session.c sl_session_kv_window: a context shift down to
+ *              the sinks + emergency_window, the rows past them released)
  * depth = steps taken. Down: while the source is below the floor, enough steps
  * in one poll to cover the deficit (a shortage is urgent). Up: one step per
  * poll, only when the source exceeds floor + hysteresis + what the step takes
@@ -29,6 +30,7 @@ struct sl_pressure {
     int32_t unpinned;        /* PINS steps taken: pins[n_pins - unpinned ..] are streamed */
     int32_t slots;           /* slots in use */
     bool window;             /* KV_WINDOW step taken */
+    int64_t window_freed;    /* bytes it gave back (what lifting it may take again) */
     bool busy;               /* a step is running (the KV hook may feed tokens) */
 };
 
@@ -78,14 +80,6 @@ int sl_pressure_params_init_sized(sl_pressure_params *p, size_t struct_size)
     d.min_slots = 1;
     d.interval_ms = 100;
     return sl_struct_init(p, struct_size, &d, sizeof d, SL_PRESSURE_PARAMS_MIN_SIZE, "sl_pressure_params");
-}
-
-/* The KV_WINDOW rung's default: context shift is the kva branch's
- * (engine/kv*.c); until it is wired here the rung reports SL_ENOSYS. */
-static int kv_window_unwired(sl_session *s, int32_t n)
-{
-    (void)s;
-    return sl_err_set(SL_ENOSYS, "KV window of %d positions: context shift is not in this build", (int)n);
 }
 
 /* ---- steps ------------------------------------------------------------------- */
@@ -151,9 +145,11 @@ static int step_down(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr
     if (!pr->window) {
         pr->window = true;
         int32_t n = sp->kv->n_past;
+        uint64_t rel = sp->stats->pressure_kv_released;
         sl_err_clear();
         int rc = pr->p.kv_window(s, pr->p.emergency_window);
-        emit(sp, pr, -1, SL_RUNG_KV_WINDOW, n, rc ? n : sp->kv->n_past, avail, 0, rc);
+        *freed = pr->window_freed = (int64_t)(sp->stats->pressure_kv_released - rel);
+        emit(sp, pr, -1, SL_RUNG_KV_WINDOW, n, rc ? n : sp->kv->n_past, avail, *freed, rc);
         return 1;
     }
     return 0;
@@ -162,17 +158,21 @@ static int step_down(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr
 /* Bytes the next step up takes back (0: none left). */
 static int64_t up_cost(sl_session_parts *sp, struct sl_pressure *pr)
 {
-    if (pr->window) return 0;
+    if (pr->window) return pr->window_freed;
     if (pr->slots < pr->slots0) return slot_bytes(sp->st);
     if (pr->unpinned > 0) return unit_bytes(sp->st, pr->pins[pr->n_pins - pr->unpinned]);
     return -1;
 }
 
-static void step_up(sl_session_parts *sp, struct sl_pressure *pr, int64_t avail)
+static void step_up(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr, int64_t avail)
 {
     if (pr->window) {   /* the window lifts; dropped positions stay dropped */
+        sl_stats st;
+        sl_session_get_stats(s, &st);
+        int32_t cap = st.pressure_kv_window;
         pr->window = false;
-        emit(sp, pr, +1, SL_RUNG_KV_WINDOW, pr->p.emergency_window, sp->n_ctx, avail, 0, 0);
+        (void)sl_session_kv_window(s, 0);   /* cannot fail */
+        emit(sp, pr, +1, SL_RUNG_KV_WINDOW, cap ? cap : pr->p.emergency_window, sp->n_ctx, avail, 0, 0);
     } else if (pr->slots < pr->slots0) {
         int rc = sl_stream_set_slots(sp->st, pr->slots + 1, NULL);
         int32_t from = pr->slots;
@@ -221,7 +221,7 @@ int sl_session_set_pressure(sl_session *s, const sl_pressure_params *pp)
         old->level = SL_PRESSURE_NONE;
         while (depth(old) > 0) {
             int32_t d = depth(old);
-            step_up(&sp, old, -1);
+            step_up(s, &sp, old, -1);
             if (depth(old) == d) break;   /* a step up failed (e.g. no memory to re-pin) */
         }
         sl_pressure_free(old);
@@ -236,7 +236,7 @@ int sl_session_set_pressure(sl_session *s, const sl_pressure_params *pp)
     if (p.min_slots < 1 || p.emergency_window < 1 || p.interval_ms < 0 || p.interval_ms != p.interval_ms)
         return sess_fail(&sp, sl_err_set(SL_EINVAL, "pressure: min_slots and emergency_window must be >= 1, "
                                          "interval_ms >= 0"));
-    if (!p.kv_window) p.kv_window = kv_window_unwired;
+    if (!p.kv_window) p.kv_window = sl_session_kv_window;
     struct sl_pressure *pr = calloc(1, sizeof *pr);
     int32_t U = sl_stream_n_units(sp.st);
     if (pr) pr->pins = malloc((size_t)(U > 0 ? U : 1) * sizeof *pr->pins);
@@ -286,7 +286,7 @@ static int adjust(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr, i
     }
     int64_t cost = up_cost(sp, pr);
     if (cost >= 0 && depth(pr) > level_depth(pr) && avail > floor + (int64_t)pr->p.hysteresis_bytes + cost) {
-        step_up(sp, pr, avail);
+        step_up(s, sp, pr, avail);
         steps++;
     }
     return steps;

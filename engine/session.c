@@ -55,6 +55,7 @@ struct sl_session {
     int32_t first_len;          /* tokens of the first feed after a reset (n_keep = -1) */
     char err[SL_MSG];
     struct sl_pressure *pressure;   /* memory-pressure ladder (pressure.c), NULL when off */
+    int32_t window;             /* its KV_WINDOW rung: positions kept past the sinks, 0 = none */
 };
 
 static double now_ms(void)
@@ -322,27 +323,63 @@ void sl_session_reset(sl_session *s)
 int32_t sl_session_n_past(const sl_session *s) { return s->kv.n_past; }
 int32_t sl_session_n_ctx(const sl_session *s) { return s->kv.n_ctx; }
 
-/* Context shift (llama.cpp's): while n new tokens do not fit, keep the
- * first n_keep positions (BOS, if the cache starts with it, plus
- * params.n_keep; -1: the first prompt) and drop the older half of the rest.
- * Returns 0 also when it cannot make room (the caller reports SL_ECTX). */
-static int make_room(sl_session *s, int n)
+/* Positions a context shift keeps: BOS, if the cache starts with it, plus
+ * params.n_keep (-1: the first prompt), never more than the cache holds. */
+static int32_t sink_len(const sl_session *s)
 {
     const sl_model *m = s->m;
-    if (!m->p.context_shift) return 0;
-    while ((int64_t)s->kv.n_past + n > s->kv.n_ctx) {
-        int32_t keep = m->p.n_keep < 0 ? s->first_len : m->p.n_keep;
-        if (m->p.n_keep >= 0 && s->kv.n_past > 0 && m->tok && s->hist[0] == sl_tok_bos(m->tok)) keep++;
-        if (keep > s->kv.n_past) keep = s->kv.n_past;
+    int32_t keep = m->p.n_keep < 0 ? s->first_len : m->p.n_keep;
+    if (m->p.n_keep >= 0 && s->kv.n_past > 0 && m->tok && s->hist[0] == sl_tok_bos(m->tok)) keep++;
+    return keep > s->kv.n_past ? s->kv.n_past : keep;
+}
+
+static int shift(sl_session *s, int32_t keep, int32_t n_discard)
+{
+    int rc = sl_forward_kv_shift(&s->m->fw, &s->kv, keep, n_discard);
+    if (rc) return rc;
+    memmove(s->hist + keep, s->hist + keep + n_discard, (size_t)(s->kv.n_past - keep) * sizeof *s->hist);
+    s->stats.n_ctx_shift++;
+    s->stats.n_ctx_dropped += n_discard;
+    return 0;
+}
+
+/* Positions the cache may hold: n_ctx, or the sinks plus the pressure window. */
+static int64_t room(const sl_session *s, int32_t keep)
+{
+    return s->window && (int64_t)keep + s->window < s->kv.n_ctx ? (int64_t)keep + s->window : s->kv.n_ctx;
+}
+
+/* Context shift (llama.cpp's): while n new tokens do not fit, keep the
+ * sinks (sink_len) and drop the older half of the rest. A pressure window
+ * shifts the same way with sinks + window as the context, also when
+ * params.context_shift is off (the ladder's last rung is a context shift).
+ * Returns 0 also when it cannot make room (the caller reports SL_ECTX; a
+ * single feed longer than the window is let through up to n_ctx). */
+static int make_room(sl_session *s, int n)
+{
+    if (!s->m->p.context_shift && !s->window) return 0;
+    for (;;) {
+        int32_t keep = sink_len(s);
+        if ((int64_t)s->kv.n_past + n <= room(s, keep)) return 0;
         int32_t n_discard = (s->kv.n_past - keep) / 2;
         if (n_discard < 1) return 0;
-        int rc = sl_forward_kv_shift(&s->m->fw, &s->kv, keep, n_discard);
+        int rc = shift(s, keep, n_discard);
         if (rc) return rc;
-        memmove(s->hist + keep, s->hist + keep + n_discard,
-                (size_t)(s->kv.n_past - keep) * sizeof *s->hist);
-        s->stats.n_ctx_shift++;
-        s->stats.n_ctx_dropped += n_discard;
     }
+}
+
+int sl_session_kv_window(sl_session *s, int32_t n)
+{
+    if (n < 0) return sess_fail(s, sl_err_set(SL_EINVAL, "kv window: %d positions", n));
+    s->window = n;
+    if (!n) return 0;
+    /* the halvings make_room would do with the window as the context, as one
+     * shift: the same rows are kept, rotated once */
+    int32_t keep = sink_len(s), held = s->kv.n_past - keep;
+    while (held > n) held -= held / 2;
+    int rc = held < s->kv.n_past - keep ? shift(s, keep, s->kv.n_past - keep - held) : 0;
+    if (rc) { s->window = 0; return sess_fail(s, rc); }
+    s->stats.pressure_kv_released += sl_kv_release(&s->kv);
     return 0;
 }
 
@@ -356,12 +393,12 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
         if (ids[i] < 0 || ids[i] >= m->d.n_vocab)
             return sess_fail(s, sl_err_set(SL_EINVAL, "token id %d at index %d out of range (vocab %d)",
                                            ids[i], i, m->d.n_vocab));
+    sl_pressure_tick(s);   /* between forward passes: nothing acquired; may set a KV window */
     int rc = make_room(s, n);
     if (rc) return sess_fail(s, rc);
     if ((int64_t)s->kv.n_past + n > s->kv.n_ctx)
         return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d",
                                        s->kv.n_past, n, s->kv.n_ctx));
-    sl_pressure_tick(s);   /* between forward passes: nothing acquired */
     if (s->kv.n_past == 0) s->first_len = n;
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
@@ -483,7 +520,9 @@ int sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap)
 
 int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)
 {
-    return sl_struct_out(out, size, &s->stats, sizeof s->stats, SL_STATS_MIN_SIZE, "sl_stats");
+    sl_stats st = s->stats;
+    st.pressure_kv_window = s->window ? (int32_t)room(s, sink_len(s)) : 0;   /* a state, not a counter */
+    return sl_struct_out(out, size, &st, sizeof st, SL_STATS_MIN_SIZE, "sl_stats");
 }
 
 void sl_session_reset_stats(sl_session *s)

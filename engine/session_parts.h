@@ -34,4 +34,11 @@ typedef struct sl_session_parts {
 
 void sl_session_parts_get(sl_session *s, sl_session_parts *p);
 
+/* The pressure ladder's KV_WINDOW rung (session.c): n > 0 keeps the sinks
+ * (BOS / n_keep, as a context shift) plus at most the last n positions (one
+ * context shift dropping what make_room's halvings would drop with that
+ * context), gives back the pages of the rows past them (sl_kv_release) and
+ * caps the cache there until n = 0 lifts the cap. */
+int sl_session_kv_window(sl_session *s, int32_t n);
+
 #endif

@@ -256,8 +256,15 @@ SL_API int sl_session_load_prefix(sl_session *s, const char *path, const int32_t
  *   PINS      stream mode: unpin units (layers, lm-head chunks), last first (streamed
  *             from then on; each returns its buffer at once)
  *   SLOTS     stream mode: fewer streaming slots, down to min_slots
- *   KV_WINDOW keep only the last emergency_window positions (context shift;
- *             see sl_pressure_params.kv_window)
+ *   KV_WINDOW keep the sinks (BOS / n_keep, as a context shift) and at most the
+ *             last emergency_window positions: one context shift drops the older ones
+ *             (those that halving shifts with sinks + window as the context would
+ *             drop), the pages of the cache rows past them go back to the OS
+ *             (MADV_DONTNEED), and from then on generation shifts within the window
+ *             (also with context_shift off) instead of growing back. Stepping up
+ *             lifts the cap (the full n_ctx again); dropped positions are gone for
+ *             good. Batched decode (sl_batch) and speculation do not shift, so they
+ *             ignore the window. sl_pressure_params.kv_window replaces the action.
  * The watcher polls a source of available bytes (default: MemAvailable from
  * /proc/meminfo, plus PSI /proc/pressure/memory "some avg10" above psi_avg10
  * counted as a shortage where the file exists) before a forward pass, at most
@@ -273,10 +280,11 @@ typedef struct sl_pressure_event {
     size_t struct_size;
     int dir;                /* -1 stepped down, +1 stepped up */
     int rung;               /* enum sl_pressure_rung */
-    int32_t from, to;       /* pinned layers / slots / KV positions */
+    int32_t from, to;       /* pinned layers / slots / KV positions held (down: before and after
+                             * the shift; up: the window's cap and n_ctx) */
     int64_t avail_bytes;    /* what the source said (-1 for a fed level) */
-    int64_t freed_bytes;    /* bytes given back (negative: taken) */
-    int status;             /* 0, or why the rung could not act (SL_ENOSYS: not wired) */
+    int64_t freed_bytes;    /* bytes given back (negative: taken; KV_WINDOW: resident pages) */
+    int status;             /* 0, or why the rung could not act */
     double t_ms;            /* since sl_session_set_pressure */
 } sl_pressure_event;
 #define SL_PRESSURE_EVENT_MIN_SIZE SL_STRUCT_END(sl_pressure_event, t_ms)
@@ -284,7 +292,7 @@ typedef struct sl_pressure_event {
 /* Available bytes now, or < 0 if unknown (the poll then does nothing). */
 typedef int64_t (*sl_pressure_source)(void *ctx);
 typedef void (*sl_pressure_cb)(void *ctx, const sl_pressure_event *e);
-/* KV_WINDOW rung: keep at most n positions (context shift). 0, or a status. */
+/* KV_WINDOW rung: keep at most n positions past the sinks. 0, or a status. */
 typedef int (*sl_pressure_kv_window_fn)(sl_session *s, int32_t n);
 
 typedef struct sl_pressure_params {
@@ -292,12 +300,13 @@ typedef struct sl_pressure_params {
     uint64_t floor_bytes;   /* step down while available < floor (1 GiB) */
     uint64_t hysteresis_bytes; /* step up only while available > floor + this + the step's bytes (512 MiB) */
     float psi_avg10;        /* PSI "some avg10" (%) counted as a shortage (10; <= 0 off) */
-    int32_t emergency_window; /* KV positions kept by the last rung (256) */
+    int32_t emergency_window; /* KV positions kept past the sinks by the last rung (256) */
     int32_t min_slots;      /* SLOTS rung floor (1) */
     double interval_ms;     /* automatic polls at most this often (100; 0 = only explicit polls) */
     sl_pressure_source source; void *source_ctx;   /* NULL = /proc */
     sl_pressure_cb on_step; void *step_ctx;        /* each step (also refused ones), or NULL */
-    sl_pressure_kv_window_fn kv_window;            /* NULL = the engine's (context shift) */
+    sl_pressure_kv_window_fn kv_window;            /* NULL = the engine's (context shift and release);
+                                                    * an override is only called on the way down */
     const char *meminfo_path, *psi_path;           /* default source's files (NULL = /proc/...) */
 } sl_pressure_params;
 #define SL_PRESSURE_PARAMS_MIN_SIZE SL_STRUCT_END(sl_pressure_params, psi_path)
@@ -332,8 +341,13 @@ typedef struct sl_stats {
     int64_t n_pressure_down, n_pressure_up;   /* steps taken */
     int32_t pressure_depth;  /* steps currently down */
     /* added after 0.2.0 */
-    int64_t n_ctx_shift;    /* context shifts done (each drops half the unkept positions) */
+    int64_t n_ctx_shift;    /* context shifts done (each drops half the unkept positions; the
+                             * pressure window's first drops down to the window) */
     int64_t n_ctx_dropped;  /* positions those shifts dropped */
+    /* added after 0.3.0: the KV_WINDOW rung */
+    int32_t pressure_kv_window;    /* positions the KV_WINDOW rung caps the cache at (sinks +
+                                    * emergency_window), 0 when no window is set */
+    uint64_t pressure_kv_released; /* resident KV cache bytes that rung gave back to the OS */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

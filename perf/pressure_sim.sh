@@ -9,9 +9,13 @@
 # floor" to "back above the floor".
 #   perf/pressure_sim.sh MODEL [N_TOKENS] [START] [END] [FLOOR] [DELAY] [-- extra run flags]
 #   defaults: 48, 6G, 1.5G, 2G, 10 s
+# PROMPT: the prompt (default one line). A long one (and -c to hold it) fills the KV cache
+# before the balloon, so the last rung (KV_WINDOW) has rows to give back, e.g.
+#   PROMPT="$(cat long.txt)" perf/pressure_sim.sh MODEL 64 6G 0.3G 2G 3 -- -c 4096 --pressure-window 128
 set -u
 MODEL=${1:?usage: perf/pressure_sim.sh MODEL [N] [START] [END] [FLOOR] [DELAY] [-- flags]}
 shift
+PROMPT=${PROMPT:-Write a long story about a lighthouse.}
 N=${1:-48}; START=${2:-6G}; END=${3:-1.5G}; FLOOR=${4:-2G}; DELAY=${5:-10}
 [ $# -ge 5 ] && shift 5 || shift $#
 [ "${1:-}" = "--" ] && shift
@@ -23,7 +27,7 @@ trap '[ -n "$RUN" ] && kill $RUN 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM
 S=$(numfmt --from=iec "$START"); E=$(numfmt --from=iec "$END"); FL=$(numfmt --from=iec "$FLOOR")
 echo "MemAvailable: $((S / 1024)) kB" >"$TMP/meminfo"
 t0=$(date +%s.%N)
-"$B/sluice" run -m "$MODEL" --mode stream --mem-budget "$START" -p "Write a long story about a lighthouse." \
+"$B/sluice" run -m "$MODEL" --mode stream --mem-budget "$START" -p "$PROMPT" \
     -n "$N" --temp 0 --ignore-eos -t 2 --no-display-prompt --json \
     --pressure-floor "$FLOOR" --pressure-meminfo "$TMP/meminfo" "$@" >"$TMP/out" 2>"$TMP/err" & RUN=$!
 H=; echo "t,rss,avail" >"$TMP/csv"

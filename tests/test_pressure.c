@@ -3,7 +3,8 @@
  * to cover a deficit, hysteresis on the way up, external levels (Android
  * onTrimMemory), the streamer's plan following each step, and generation that
  * goes on with bitwise the same logits while layers are unpinned and slots
- * dropped. Also the /proc parsers. SL_HOST_ONLY (writes temp files). */
+ * dropped (a KV hook stands in for the window rung, tested by
+ * tests/test_pressure_window.c). Also the /proc parsers. SL_HOST_ONLY (writes temp files). */
 #include "sl_test.h"
 
 #include <stdint.h>
@@ -197,8 +198,9 @@ Test(pressure, external_levels, .timeout = 60)
     sl_model_close(m);
 }
 
-/* Resident mode has only the KV rung; the default KV hook is not wired yet. */
-Test(pressure, resident_and_unwired_window)
+/* Resident mode has only the KV rung, and by default it acts (the rung
+ * itself: tests/test_pressure_window.c). */
+Test(pressure, resident_has_only_the_window)
 {
     sl_model_params mp;
     sl_model_params_init(&mp);
@@ -209,16 +211,23 @@ Test(pressure, resident_and_unwired_window)
     cr_assert_eq(sl_model_open(&m, Q4K, &mp), 0, "%s", sl_last_error());
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++) ids[i] = 1 + (i * 977) % 31000;
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 20), 0);
     fake f = { .avail = 0 };
     sl_pressure_params p;
     sl_pressure_params_init(&p);
     p.interval_ms = 0;
     p.source = fake_source; p.source_ctx = &f;
     p.on_step = record; p.step_ctx = &f;
+    p.emergency_window = 8;
     cr_assert_eq(sl_session_set_pressure(s, &p), 0);
     cr_assert_eq(sl_session_pressure_poll(s), 1);
     cr_assert_eq(f.ev[0].rung, SL_RUNG_KV_WINDOW);
-    cr_assert_eq(f.ev[0].status, SL_ENOSYS, "context shift not wired: reported, not hidden");
+    cr_assert_eq(f.ev[0].status, 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(f.ev[0].from, 20);
+    cr_assert_eq(f.ev[0].to, 1 + 5, "BOS + 19 -> 10 -> 5 held");
+    cr_assert_eq(sl_session_n_past(s), 1 + 5);
     p.min_slots = 0;
     cr_assert_eq(sl_session_set_pressure(s, &p), SL_EINVAL);
     sl_session_destroy(s);
