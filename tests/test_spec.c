@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../engine/sluice.h"
 #include "golden_models.h"
+#include "util_cli.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
 
@@ -595,4 +597,72 @@ Test(spec, refusals)
     sl_spec_destroy(NULL);
     sl_session_destroy(s);
     sl_model_close(m);
+}
+
+/* ---- the command line: run, chat (and serve's flags) ----------------------- */
+
+Test(spec_cli, bad_values_exit_2)
+{
+    static const char *const bad[] = {
+        "run -m " S260 " -p hi --spec bogus", "invalid value 'bogus' for --spec",
+        "chat -m " S260 " --spec fast < /dev/null", "invalid value 'fast' for --spec",
+        "chat -m " S260 " --spec draft < /dev/null", "--spec draft needs --draft-model",
+        "run -m " S260 " -p hi --spec ngram --draft-model " S260, "--draft-model goes with --spec draft",
+        "run -m " S260 " -p hi --spec ngram --spec-k 9", "invalid value '9' for --spec-k",
+        "chat -m " S260 " --spec ngram --spec-k 0 < /dev/null", "invalid value '0' for --spec-k",
+        "run -m " S260 " -p hi --spec-k 2", "--spec-k needs",
+        "run -m " S260 " -p hi --draft-model", "needs a value",
+        "serve -m " S260 " --spec sometimes", "invalid value 'sometimes' for --spec",
+        "serve -m " S260 " --spec draft", "--spec draft needs --draft-model",
+        "serve -m " S260 " --draft-model " S260 " --spec-k 12", "invalid value '12' for --spec-k",
+    };
+    char out[8192];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i += 2) {
+        int rc = sl_test_sluice(bad[i], out, sizeof out);
+        if (rc == 1 && strstr(out, "not built here")) continue;   /* serve without its libraries */
+        cr_assert_eq(rc, 2, "%s: %s", bad[i], out);
+        cr_assert_not_null(strstr(out, bad[i + 1]), "%s: '%s' not in: %s", bad[i], bad[i + 1], out);
+    }
+}
+
+Test(spec_cli, draft_model_runs, .timeout = 60)
+{
+    char plain[16384], spec[16384];
+    /* greedy: the same text with and without a draft model (another quantization) */
+    int rc = sl_test_sluice("run -m " TINY("q8_0") " -p 'Once upon a time' -n 40 --temp 0 -t 1 --no-display-prompt",
+                            plain, sizeof plain);
+    cr_assert_eq(rc, 0, "%s", plain);
+    rc = sl_test_sluice("run -m " TINY("q8_0") " --draft-model " TINY("q4_k") " -p 'Once upon a time' -n 40 "
+                        "--temp 0 -t 1 --no-display-prompt --stats", spec, sizeof spec);
+    cr_assert_eq(rc, 0, "%s", spec);
+    cr_assert_not_null(strstr(spec, "spec: "), "%s", spec);
+    cr_assert_not_null(strstr(spec, "decode: 40 tokens"), "%s", spec);
+    char *nl = strchr(plain, '\n'), *nl2 = strchr(spec, '\n');
+    cr_assert(nl && nl2);
+    cr_assert_eq(nl - plain, nl2 - spec, "plain '%.*s' vs draft '%.*s'", (int)(nl - plain), plain, (int)(nl2 - spec), spec);
+    cr_assert_eq(memcmp(plain, spec, (size_t)(nl - plain)), 0);
+    /* another vocabulary: refused, naming the id */
+    rc = sl_test_sluice("run -m " S260 " --draft-model " TINY("q4_k") " -p hi -n 4", spec, sizeof spec);
+    cr_assert_eq(rc, 1, "%s", spec);
+    cr_assert_not_null(strstr(spec, "vocabulary differs from the target's at token id"), "%s", spec);
+    /* chat speculates (n-gram and a draft model); greedy replies as without, turn after turn */
+    char in[64], cmd[512], a[16384], b[16384];
+    snprintf(in, sizeof in, "/tmp/sl_spec_chat_%d.txt", (int)getpid());
+    FILE *f = fopen(in, "w");
+    cr_assert_not_null(f);
+    fputs("Once upon a time\nTell me about the cat\nAnd then?\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "chat -m " S260 " --chat-template chatml -n 48 --temp 0 -t 1 < %s", in);
+    cr_assert_eq(sl_test_sluice(cmd, a, sizeof a), 0, "%s", a);
+    static const char *const how[] = { "--spec ngram", "--draft-model " S260, "--spec draft --draft-model " S260
+                                       " --spec-k 2" };
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "chat -m " S260 " --chat-template chatml -n 48 --temp 0 -t 1 %s < %s", how[i], in);
+        cr_assert_eq(sl_test_sluice(cmd, b, sizeof b), 0, "%s", b);
+        cr_assert_str_eq(b, a, "chat %s differs from plain chat", how[i]);
+    }
+    snprintf(cmd, sizeof cmd, "chat -m " S260 " --chat-template chatml -n 48 --temp 0 -t 1 --spec ngram --stats < %s", in);
+    cr_assert_eq(sl_test_sluice(cmd, b, sizeof b), 0, "%s", b);
+    cr_assert_not_null(strstr(b, "spec: "), "%s", b);
+    remove(in);
 }
