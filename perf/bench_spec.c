@@ -5,29 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../engine/cli.h"
 #include "../engine/cli_opts.h"
 #include "../engine/sluice.h"
 #include "../gguf/sl_status.h"
 #include "../io/sluice_stream.h"
+#include "perf.h"
 
 enum { M_PLAIN, M_NGRAM, M_DRAFT, N_METHODS };
 static const char *const method_name[N_METHODS] = { "plain", "ngram", "draft" };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* One greedy generation of n tokens after the prompt; *ms: decode wall time. */
 static int run_once(sl_session *s, sl_session *ds, int method, int32_t k_max, const char *prompt, int32_t n,
@@ -46,14 +33,14 @@ static int run_once(sl_session *s, sl_session *ds, int method, int32_t k_max, co
         if (ds) sl_session_reset(ds);   /* its prefill of the prompt counts in the run */
         if ((rc = sl_spec_create(&sp, s, &p))) { fprintf(stderr, "bench-spec: %s\n", sl_last_error()); return rc; }
     }
-    double t0 = now_ms();
+    double t0 = perf_now();
     int32_t got = 0;
     while (got < n && !rc) {
         int32_t k = 1;
         rc = sp ? sl_spec_step(sp, out + got, n - got, &k) : sl_session_step(s, out + got);
         got += k;
     }
-    *ms = now_ms() - t0;
+    *ms = (perf_now() - t0) * 1e3;
     if (rc) fprintf(stderr, "bench-spec: %s\n", sp ? sl_spec_errmsg(sp) : sl_session_errmsg(s));
     memset(st, 0, sizeof *st);
     if (sp) sl_spec_get_stats(sp, st);
@@ -119,7 +106,7 @@ static int bench_spec_main(int argc, char **argv)
     double base = 0;
     for (int c = 0; c < nm && !ret; c++) {
         double *v = ms + (size_t)c * (size_t)reps;
-        qsort(v, (size_t)reps, sizeof *v, cmp_d);
+        perf_sort(v, (int)reps);
         double med = v[reps / 2], tps = (double)n * 1e3 / med;
         if (c == M_PLAIN) base = tps;
         bool same = !memcmp(tok, tok + (size_t)c * (size_t)(n + 16), (size_t)n * sizeof *tok);

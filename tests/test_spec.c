@@ -63,14 +63,17 @@ static sl_session *prompted(sl_model *m, const sl_sampling *sp)
     return s;
 }
 
-static int64_t check_greedy(const char *path, int mode, bool adaptive, int32_t k_max)
+/* Greedy: the tokens of a speculative run (n-gram drafts, or a session of the
+ * model `draft`) equal plain sl_session_step; returns the accepted drafts. */
+static int64_t check_greedy(const char *path, const char *draft, int mode, bool adaptive, int32_t k_max)
 {
     sl_model *m = open_mode(path, mode);
+    sl_model *dm = draft ? open_mode(draft, SL_MODE_RESIDENT) : NULL;
     sl_sampling sp;
     sl_sampling_init(&sp);
     sp.temp = 0;
     int32_t plain[NGEN], spec[NGEN + 16];
-    sl_session *s = prompted(m, &sp);
+    sl_session *s = prompted(m, &sp), *ds = NULL;
     for (int i = 0; i < NGEN; i++) cr_assert_eq(sl_session_step(s, &plain[i]), 0, "%s", sl_session_errmsg(s));
     sl_session_destroy(s);
 
@@ -79,6 +82,11 @@ static int64_t check_greedy(const char *path, int mode, bool adaptive, int32_t k
     sl_spec_params_init(&pp);
     pp.adaptive = adaptive;
     pp.k_max = k_max;
+    if (dm) {
+        cr_assert_eq(sl_session_create(&ds, dm), 0);
+        pp.kind = SL_SPEC_DRAFT;
+        pp.draft = ds;
+    }
     sl_spec *x;
     cr_assert_eq(sl_spec_create(&x, s, &pp), 0, "%s", sl_last_error());
     int32_t n = 0;
@@ -87,22 +95,33 @@ static int64_t check_greedy(const char *path, int mode, bool adaptive, int32_t k
         cr_assert_eq(sl_spec_step(x, spec + n, 16, &got), 0, "%s", sl_spec_errmsg(x));
         cr_assert(got >= 1 && got <= 9);
         n += got;
+        /* a draft never runs ahead of what the target kept */
+        if (ds) cr_assert_leq(sl_session_n_past(ds), sl_session_n_past(s));
     }
     for (int i = 0; i < NGEN; i++)
-        cr_assert_eq(spec[i], plain[i], "%s (mode %d, k_max %d): token %d: speculative %d, plain %d", path, mode,
-                     k_max, i, spec[i], plain[i]);
+        cr_assert_eq(spec[i], plain[i], "%s, draft %s (mode %d, k_max %d): token %d: speculative %d, plain %d", path,
+                     draft ? draft : "n-gram", mode, k_max, i, spec[i], plain[i]);
     sl_spec_stats st;
     cr_assert_eq(sl_spec_get_stats(x, &st), 0);
     cr_assert_eq(st.n_tokens, n);
     cr_assert_eq(sl_session_n_past(s), 16 + n, "cache holds the prompt and every generated token");
     cr_assert_leq(st.n_accepted, st.n_drafted);
     cr_assert_eq(st.n_tokens, st.n_passes + st.n_accepted);
+    if (ds) {
+        cr_assert_gt(st.n_drafted, 0);
+        cr_assert_gt(st.draft_ms, 0);
+        cr_assert_gt(st.verify_ms, 0);
+        cr_log_info("draft %s for %s (mode %d, k_max %d): %lld of %lld drafts accepted, %.2f tokens/pass", draft,
+                    path, mode, k_max, (long long)st.n_accepted, (long long)st.n_drafted,
+                    (double)st.n_tokens / (double)st.n_passes);
+    }
     sl_spec_destroy(x);
+    sl_session_destroy(ds);
     sl_session_destroy(s);
+    sl_model_close(dm);
     sl_model_close(m);
     return st.n_accepted;
 }
-
 
 static void all_greedy(int mode)
 {
@@ -110,8 +129,8 @@ static void all_greedy(int mode)
     for (size_t i = 0; i < N_GOLDEN_MODELS; i++) {
         char path[512];
         snprintf(path, sizeof path, MODELS "/%s.gguf", golden_models[i]);
-        accepted += check_greedy(path, mode, true, 0);
-        if (mode == SL_MODE_RESIDENT) accepted += check_greedy(path, mode, false, 8);
+        accepted += check_greedy(path, NULL, mode, true, 0);
+        if (mode == SL_MODE_RESIDENT) accepted += check_greedy(path, NULL, mode, false, 8);
     }
     cr_assert_gt(accepted, 0, "no draft was ever accepted: the identity proves nothing");
 }
@@ -140,6 +159,16 @@ static int32_t first_draft(const int32_t *ctx, int len)
     return -1;
 }
 
+/* Spec params (n-gram) with k fixed, not adaptive. */
+static sl_spec_params fixed_k(int32_t k)
+{
+    sl_spec_params pp;
+    sl_spec_params_init(&pp);
+    pp.adaptive = false;
+    pp.k_max = k;
+    return pp;
+}
+
 /* Second generated token of each run (seed = run index). */
 static void second_tokens(sl_model *m, bool spec, int32_t *first, int32_t *out, bool *rejected0,
                           sl_spec_stats *tot)
@@ -154,10 +183,7 @@ static void second_tokens(sl_model *m, bool spec, int32_t *first, int32_t *out, 
     cr_assert_gt(n, 10);
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
-    sl_spec_params pp;
-    sl_spec_params_init(&pp);
-    pp.adaptive = false;
-    pp.k_max = 3;
+    sl_spec_params pp = fixed_k(3);
     memset(tot, 0, sizeof *tot);
     for (int r = 0; r < RUNS; r++) {
         sl_session_reset(s);
@@ -279,77 +305,20 @@ Test(spec, sampling_keeps_distribution, .timeout = 400)
 
 /* ---- draft-model drafts --------------------------------------------------- */
 
-/* Greedy: the tokens of a speculative run with a draft session of `draft`
- * equal plain sl_session_step; returns the accepted drafts. */
-static int64_t check_draft_greedy(const char *target, const char *draft, int mode, bool adaptive, int32_t k_max)
-{
-    sl_model *m = open_mode(target, mode);
-    sl_model *dm = open_mode(draft, SL_MODE_RESIDENT);
-    sl_sampling sp;
-    sl_sampling_init(&sp);
-    sp.temp = 0;
-    int32_t plain[NGEN], spec[NGEN + 16];
-    sl_session *s = prompted(m, &sp);
-    for (int i = 0; i < NGEN; i++) cr_assert_eq(sl_session_step(s, &plain[i]), 0, "%s", sl_session_errmsg(s));
-    sl_session_destroy(s);
-
-    s = prompted(m, &sp);
-    sl_session *ds;
-    cr_assert_eq(sl_session_create(&ds, dm), 0);
-    sl_spec_params pp;
-    sl_spec_params_init(&pp);
-    pp.kind = SL_SPEC_DRAFT;
-    pp.draft = ds;
-    pp.adaptive = adaptive;
-    pp.k_max = k_max;
-    sl_spec *x;
-    cr_assert_eq(sl_spec_create(&x, s, &pp), 0, "%s", sl_last_error());
-    int32_t n = 0;
-    while (n < NGEN) {
-        int32_t got;
-        cr_assert_eq(sl_spec_step(x, spec + n, 16, &got), 0, "%s", sl_spec_errmsg(x));
-        cr_assert(got >= 1 && got <= 9);
-        n += got;
-        /* the draft never runs ahead of what the target kept */
-        cr_assert_leq(sl_session_n_past(ds), sl_session_n_past(s));
-    }
-    for (int i = 0; i < NGEN; i++)
-        cr_assert_eq(spec[i], plain[i], "%s with draft %s (mode %d, k_max %d): token %d: speculative %d, plain %d",
-                     target, draft, mode, k_max, i, spec[i], plain[i]);
-    sl_spec_stats st;
-    cr_assert_eq(sl_spec_get_stats(x, &st), 0);
-    cr_assert_eq(st.n_tokens, n);
-    cr_assert_eq(sl_session_n_past(s), 16 + n, "cache holds the prompt and every generated token");
-    cr_assert_leq(st.n_accepted, st.n_drafted);
-    cr_assert_eq(st.n_tokens, st.n_passes + st.n_accepted);
-    cr_assert_gt(st.n_drafted, 0);
-    cr_assert_gt(st.draft_ms, 0);
-    cr_assert_gt(st.verify_ms, 0);
-    cr_log_info("draft %s for %s (mode %d, k_max %d): %lld of %lld drafts accepted, %.2f tokens/pass", draft, target,
-                mode, k_max, (long long)st.n_accepted, (long long)st.n_drafted,
-                (double)st.n_tokens / (double)st.n_passes);
-    sl_spec_destroy(x);
-    sl_session_destroy(ds);
-    sl_session_destroy(s);
-    sl_model_close(dm);
-    sl_model_close(m);
-    return st.n_accepted;
-}
-
 #define TINY(q) MODELS "/synth-tiny-" q ".gguf"
 
 Test(spec, draft_greedy_identity, .timeout = 120)
 {
     /* another quantization of the same float model: the realistic draft */
-    int64_t acc = check_draft_greedy(TINY("q8_0"), TINY("q4_k"), SL_MODE_RESIDENT, true, 0);
-    acc += check_draft_greedy(TINY("q8_0"), TINY("q4_0"), SL_MODE_STREAM, true, 0);
-    acc += check_draft_greedy(TINY("q4_k"), TINY("q2_k"), SL_MODE_RESIDENT, false, 8);
+    int64_t acc = check_greedy(TINY("q8_0"), TINY("q4_k"), SL_MODE_RESIDENT, true, 0);
+    acc += check_greedy(TINY("q8_0"), TINY("q4_0"), SL_MODE_STREAM, true, 0);
+    acc += check_greedy(TINY("q4_k"), TINY("q2_k"), SL_MODE_RESIDENT, false, 8);
     cr_assert_gt(acc, NGEN / 4, "a quantization of the same model should often be accepted (%lld)", (long long)acc);
     /* another model with the same vocabulary (Llama-2 SPM; TinyStories' 2048) */
-    check_draft_greedy(TINY("q4_k"), MODELS "/llama-2-tiny-random.gguf", SL_MODE_RESIDENT, true, 0);
-    check_draft_greedy(MODELS "/TinyStories-656K-Q8_0.gguf", MODELS "/synth2-qwen3-q4_k_m.gguf", SL_MODE_STREAM, true, 0);
+    check_greedy(TINY("q4_k"), MODELS "/llama-2-tiny-random.gguf", SL_MODE_RESIDENT, true, 0);
+    check_greedy(MODELS "/TinyStories-656K-Q8_0.gguf", MODELS "/synth2-qwen3-q4_k_m.gguf", SL_MODE_STREAM, true, 0);
     /* the target as its own draft: every draft is the argmax */
-    int64_t self = check_draft_greedy(MODELS "/TinyStories-656K-Q8_0.gguf", MODELS "/TinyStories-656K-Q8_0.gguf",
+    int64_t self = check_greedy(MODELS "/TinyStories-656K-Q8_0.gguf", MODELS "/TinyStories-656K-Q8_0.gguf",
                                       SL_MODE_RESIDENT, false, 4);
     cr_assert_geq(self, NGEN - NGEN / 5, "the target drafting for itself: %lld accepted", (long long)self);
 }
@@ -422,12 +391,9 @@ Test(spec, draft_sampling_keeps_distribution, .timeout = 300)
     cr_assert_eq(sl_session_create(&s, m), 0);
     cr_assert_eq(sl_session_create(&ds, dm), 0);
     cr_assert_eq(sl_session_create(&ref, m), 0);
-    sl_spec_params pp;
-    sl_spec_params_init(&pp);
+    sl_spec_params pp = fixed_k(3);
     pp.kind = SL_SPEC_DRAFT;
     pp.draft = ds;
-    pp.adaptive = false;
-    pp.k_max = 3;
     double *p1 = malloc((size_t)nv * sizeof *p1);
     int *count = calloc((size_t)64 * (size_t)nv, sizeof *count), n_of[64] = { 0 };
     int32_t t1_seen[64];
@@ -532,10 +498,7 @@ Test(spec, sample_keeps_pending_draw)
     int n = story_prompt(m, ids);
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
-    sl_spec_params pp;
-    sl_spec_params_init(&pp);
-    pp.adaptive = false;
-    pp.k_max = 3;
+    sl_spec_params pp = fixed_k(3);
     int found = 0;
     for (int r = 0; r < 200 && found < 5; r++) {
         sl_session_reset(s);
