@@ -243,10 +243,12 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     if (k > cap - 1) k = cap - 1;
     if (k > kv->n_ctx - base - 1) k = kv->n_ctx - base - 1;
     if (sl_model_token_is_eog(model, ids[0])) k = 0;
+    double dms = 0;   /* the draft model's share: counted in the session's decode time too */
     if (k > 0 && sp->draft) {
         double t0 = now_ms();
         int got = draft_propose(sp, hist, base + 1, k, ids + 1);
-        sp->st.draft_ms += now_ms() - t0;
+        dms = now_ms() - t0;
+        sp->st.draft_ms += dms;
         if (got < 0) return spec_fail(sp, got);
         k = got;
     } else if (k > 0) {
@@ -315,7 +317,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     }
     memcpy(sl_session_batch_logits(s), sp->rows + (size_t)m * (size_t)sp->n_vocab,
            (size_t)sp->n_vocab * sizeof(float));
-    sl_session_batch_fed(s, ids, 1 + m, true, ms, z.stall_ms - a.stall_ms);
+    sl_session_batch_fed(s, ids, 1 + m, true, ms + dms, z.stall_ms - a.stall_ms);
     sp->pending_past = kv->n_past;
     sp->pending_epoch = sl_session_batch_epoch(s);
     memcpy(tokens, ids, (size_t)(1 + m) * sizeof *ids);
