@@ -412,7 +412,9 @@ static inline int sl_batch_get_stats(const sl_batch *b, sl_batch_stats *out)
  *                  the target's sampling settings (greedy: its argmax; else a
  *                  draw from its distribution q, which is recorded). After the
  *                  pass its cache is rolled back to the accepted prefix; the
- *                  correction token is fed to it at the next step. The time
+ *                  correction token is fed to it at the next step (once the
+ *                  context outgrows the draft's n_ctx, passes go on without
+ *                  drafts). The time
  *                  in the draft counts in the target session's decode_ms
  *                  (its tok/s is what the user gets).
  * Greedy (temp <= 0): a draft is accepted when it is the target's argmax, so

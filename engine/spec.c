@@ -24,8 +24,6 @@ struct sl_spec {
     int32_t n_vocab;
     float *rows;                /* [SPEC_K_LIMIT + 1][n_vocab] */
     float *q;                   /* draft (sampling): [SPEC_K_LIMIT][n_vocab] q of each draft */
-    uint64_t q_seed;            /* the target seed the draft's PRNG was derived from */
-    bool q_seeded;
     int32_t pending;            /* next token drawn at a rejection, -1: none */
     int32_t pending_past;       /* n_past it belongs to */
     uint64_t pending_epoch;     /* the session's epoch then (fed since: void) */
