@@ -323,6 +323,53 @@ Test(spec, draft_greedy_identity, .timeout = 120)
     cr_assert_geq(self, NGEN - NGEN / 5, "the target drafting for itself: %lld accepted", (long long)self);
 }
 
+/* A draft with a shorter context than the target's drafts while it can, then
+ * the passes go on without drafts: the same tokens, no error. */
+Test(spec, draft_context_shorter)
+{
+    sl_model *m = open_mode(TINY("q8_0"), SL_MODE_RESIDENT);
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 24;
+    mp.n_threads = 1;
+    mp.mode = SL_MODE_RESIDENT;
+    sl_model *dm;
+    cr_assert_eq(sl_model_open(&dm, TINY("q4_k"), &mp), 0, "%s", sl_last_error());
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.temp = 0;
+    int32_t plain[NGEN], spec[NGEN + 16];
+    sl_session *s = prompted(m, &sp), *ds;
+    for (int i = 0; i < NGEN; i++) cr_assert_eq(sl_session_step(s, &plain[i]), 0);
+    sl_session_destroy(s);
+    s = prompted(m, &sp);
+    cr_assert_eq(sl_session_create(&ds, dm), 0);
+    sl_spec_params pp = fixed_k(4);
+    pp.kind = SL_SPEC_DRAFT;
+    pp.draft = ds;
+    sl_spec *x;
+    cr_assert_eq(sl_spec_create(&x, s, &pp), 0, "%s", sl_last_error());
+    int32_t n = 0;
+    int64_t drafted_at_24 = -1;
+    sl_spec_stats st;
+    while (n < NGEN) {
+        int32_t got;
+        cr_assert_eq(sl_spec_step(x, spec + n, 16, &got), 0, "%s", sl_spec_errmsg(x));
+        n += got;
+        cr_assert_leq(sl_session_n_past(ds), 24);
+        sl_spec_get_stats(x, &st);
+        if (sl_session_n_past(s) >= 24 && drafted_at_24 < 0) drafted_at_24 = st.n_drafted;
+    }
+    for (int i = 0; i < NGEN; i++) cr_assert_eq(spec[i], plain[i], "token %d", i);
+    cr_assert_gt(drafted_at_24, 0, "drafts while the context fits the draft");
+    cr_assert_eq(st.n_drafted, drafted_at_24, "no drafts once the context outgrew the draft's");
+    sl_spec_destroy(x);
+    sl_session_destroy(ds);
+    sl_session_destroy(s);
+    sl_model_close(dm);
+    sl_model_close(m);
+}
+
 Test(spec, draft_refusals)
 {
     sl_model *m = open_mode(S260, SL_MODE_RESIDENT);
