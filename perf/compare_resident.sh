@@ -7,7 +7,10 @@
 #
 #   LLAMA_CPP_BIN=/path/to/llama.cpp/build/bin perf/compare_resident.sh MODEL...
 #   env: THREADS (2), P (prompt tokens, 64), N (generated, 32), ROUNDS (5), BUILD (build),
-#        LLAMA_CPP_NAME (which build it is, for the table's footer)
+#        LLAMA_CPP_NAME (which build it is, for the table's footer),
+#        LLAMA_MMAP (1; 0 = llama-bench -mmp 0: weights read into llama.cpp's own
+#        buffers, for a model that fits in RAM once but not twice, e.g. 18 GB in 24 GiB:
+#        Sluice's resident copy would evict llama.cpp's page cache between rounds)
 set -eu
 if [ -z "${LLAMA_CPP_BIN:-}" ] || [ ! -x "$LLAMA_CPP_BIN/llama-bench" ]; then
     echo "compare_resident.sh: set LLAMA_CPP_BIN to a llama.cpp build dir containing llama-bench" >&2
@@ -16,7 +19,7 @@ fi
 [ $# -ge 1 ] || { echo "usage: LLAMA_CPP_BIN=DIR $0 MODEL..." >&2; exit 2; }
 BUILD=${BUILD:-build}
 THREADS=${THREADS:-2}
-P=${P:-64}; N=${N:-32}; ROUNDS=${ROUNDS:-5}
+P=${P:-64}; N=${N:-32}; ROUNDS=${ROUNDS:-5}; LLAMA_MMAP=${LLAMA_MMAP:-1}
 [ -x "$BUILD/sluice" ] || { echo "run make first" >&2; exit 2; }
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 
@@ -32,11 +35,11 @@ printf '| model | llama.cpp pp%s t/s | sluice pp%s t/s | pp ratio | llama.cpp tg
 printf '|---|---:|---:|---:|---:|---:|---:|\n'
 for MODEL in "$@"; do
     [ -f "$MODEL" ] || { echo "no such model: $MODEL" >&2; exit 2; }
-    cat "$MODEL" > /dev/null   # page-cache it once: llama.cpp's mmap then runs from RAM
+    [ "$LLAMA_MMAP" = 0 ] || cat "$MODEL" > /dev/null   # page-cache it once: llama.cpp's mmap then runs from RAM
     : > "$TMP/lpp"; : > "$TMP/ltg"; : > "$TMP/spp"; : > "$TMP/stg"
     r=0
     while [ $r -lt "$ROUNDS" ]; do
-        "$LLAMA_CPP_BIN/llama-bench" -m "$MODEL" -t "$THREADS" -p "$P" -n "$N" -r 1 -o csv \
+        "$LLAMA_CPP_BIN/llama-bench" -m "$MODEL" -t "$THREADS" -p "$P" -n "$N" -r 1 -mmp "$LLAMA_MMAP" -o csv \
             > "$TMP/l.csv" 2> "$TMP/l.err" || { tail -5 "$TMP/l.err" >&2; exit 1; }
         csv_cols "$TMP/l.csv" n_prompt n_gen avg_ts | awk -v p="$P" '$1==p && $2==0 {print $3}' >> "$TMP/lpp"
         csv_cols "$TMP/l.csv" n_prompt n_gen avg_ts | awk -v n="$N" '$1==0 && $2==n {print $3}' >> "$TMP/ltg"
@@ -55,4 +58,4 @@ for MODEL in "$@"; do
 done
 echo
 echo "resident, $THREADS threads, pp $P / tg $N tokens, median of $ROUNDS alternated runs;"
-echo "llama.cpp: $LLAMA_CPP_BIN${LLAMA_CPP_NAME:+ ($LLAMA_CPP_NAME)}"
+echo "llama.cpp: $LLAMA_CPP_BIN${LLAMA_CPP_NAME:+ ($LLAMA_CPP_NAME)}, mmap $LLAMA_MMAP"

@@ -77,6 +77,9 @@ typedef struct sl_srv_job {
     const char *err_code;
     char *out;              /* generated text (stop strings cut off) */
     size_t out_len, out_cap, safe_len;   /* bytes [0, safe_len) are final */
+    size_t *ends;           /* out_len after each token: SSE sends one chunk per token
+                             * even when the reader falls behind the generator */
+    size_t n_ends, cap_ends;
     int32_t n_prompt, n_gen;
     const char *finish;     /* "stop" / "length" once DONE */
     double t_submit, t_first;

@@ -75,6 +75,7 @@ static void job_free(sl_srv_job *j)
 {
     sl_srv_gen_free(&j->g);
     free(j->out);
+    free(j->ends);
     pthread_cond_destroy(&j->cv);
     free(j);
 }
@@ -227,10 +228,17 @@ static bool append_locked(sl_srv_job *j, const char *piece, size_t len)
         if (!o) return true;
         j->out = o; j->out_cap = c;
     }
+    if (j->n_ends == j->cap_ends) {
+        size_t c = j->cap_ends * 2 + 16;
+        size_t *e = realloc(j->ends, c * sizeof *e);
+        if (!e) return true;
+        j->ends = e; j->cap_ends = c;
+    }
     size_t old = j->out_len, ms = max_stop_len(&j->g);
     memcpy(j->out + old, piece, len);
     j->out_len += len;
     j->out[j->out_len] = 0;
+    j->ends[j->n_ends++] = j->out_len;
     size_t from = old >= ms ? old - ms + 1 : 0, cut = SIZE_MAX;
     for (int i = 0; i < j->g.n_stop; i++) {
         const char *hit = strstr(j->out + from, j->g.stop[i]);

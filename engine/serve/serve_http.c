@@ -35,6 +35,7 @@ typedef struct sse {
     sl_srv_job *job;
     int fd;
     size_t sent;            /* bytes of job->out turned into chunks */
+    size_t ei;              /* job->ends[ei] is the first token end past sent */
     char *stage;            /* formatted bytes not yet handed to MHD */
     size_t stage_len, stage_off;
     bool final;
@@ -86,6 +87,11 @@ static bool sse_next_locked(sse *st)
     size_t end = j->safe_len;
     if (j->state != SL_SRV_DONE)   /* a chunk ends on a character boundary */
         while (end > st->sent && ((unsigned char)j->out[end] & 0xC0) == 0x80) end--;
+    /* one chunk per token: stop at the first token end past what was sent
+     * (on a character boundary; text after a stop-string cut is not there) */
+    for (; st->ei < j->n_ends && j->ends[st->ei] <= st->sent; st->ei++) {}
+    for (size_t i = st->ei; i < j->n_ends && j->ends[i] < end; i++)
+        if (((unsigned char)j->out[j->ends[i]] & 0xC0) != 0x80) { end = j->ends[i]; break; }
     char *a = NULL, *b = NULL;
     if (end > st->sent) {
         a = sl_srv_result_json(j->g.chat, true, j->id, model, st->h->created, j->out + st->sent, end - st->sent,

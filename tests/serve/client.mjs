@@ -35,7 +35,7 @@ await test('completion stream equals non-stream (greedy)', async () => {
   let text = '', finish = null, chunks = 0;
   for await (const c of s) { text += c.choices[0].text; finish = c.choices[0].finish_reason ?? finish; chunks++; }
   assert.equal(text, completionText);
-  assert.ok(chunks > 2, `${chunks} chunks`);
+  assert.ok(chunks >= 20, `${chunks} chunks for 24 tokens (one per token)`);
   assert.ok(finish === 'length' || finish === 'stop');
 });
 

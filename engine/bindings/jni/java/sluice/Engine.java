@@ -13,7 +13,7 @@ public final class Engine implements AutoCloseable {
 
     private Engine(long handle) { this.handle = handle; }
 
-    /** The library version at run time ("0.2.0"). */
+    /** The library version at run time ("0.3.0"). */
     public static String version() { return utf8(Native.version()); }
 
     public static Engine open(String path, Params p) {
