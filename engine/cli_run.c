@@ -30,7 +30,7 @@ typedef struct gen_opts {
     bool prompt_cache_ro;
     /* memory-pressure ladder (engine/pressure.c): on when pressure.floor_bytes > 0 */
     sl_pressure_params pressure;
-    const char *spec;       /* --spec: "ngram" (run only), "off" */
+    sl_cli_spec_opts spec;  /* --spec, --draft-model, --spec-k */
 } gen_opts;
 
 static const char sampling_help[] =
@@ -52,7 +52,7 @@ static const char sampling_help[] =
     "  --pressure-window N    KV positions the last rung keeps past the --keep sinks (256);\n"
     "                         the older ones are dropped, their pages given back\n"
     "  --pressure-meminfo F   read MemAvailable from F instead of /proc/meminfo (simulations)\n"
-    "  --spec ngram|off       speculative decoding with n-gram drafts (run; default off)\n"
+    SL_CLI_SPEC_OPTS_HELP
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
     "  --json                 the summary as one JSON object on stderr\n";
 
@@ -61,7 +61,7 @@ static bool needs_value(const char *a)
     static const char *v[] = { "-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                                "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
                                "--chat-template", "-sys", "--system-prompt", "--prompt-cache", "--pressure-floor", "--pressure-hyst",
-                               "--pressure-window", "--pressure-meminfo", "--spec", NULL };
+                               "--pressure-window", "--pressure-meminfo", NULL };
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i])) return true;
     return false;
@@ -75,8 +75,10 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
     sl_pressure_params_init(&o->pressure);
     o->pressure.floor_bytes = 0;
     o->n_predict = -1;
+    sl_cli_spec_opts_init(&o->spec);
     for (int i = 1; i < argc; i++) {
         int r = sl_cli_model_opt(&o->mo, argc, argv, &i, cmd);
+        if (!r) r = sl_cli_spec_opt(&o->spec, argc, argv, &i, cmd);
         if (r < 0) return 2;
         if (r > 0) continue;
         const char *a = argv[i];
@@ -115,7 +117,6 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
             bad = sl_cli_int(v, 1, 1 << 30, &n);
             o->pressure.emergency_window = (int32_t)n;
         }
-        else if (!strcmp(a, "--spec")) { o->spec = v; bad = strcmp(v, "ngram") && strcmp(v, "off"); }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             bad = sl_cli_int(v, -1, 1 << 30, &n);
             o->n_predict = n;
@@ -148,6 +149,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         usage(stderr);
         return 2;
     }
+    if (sl_cli_spec_check(&o->spec, cmd)) return 2;
     if (!o->seed_set) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -242,7 +244,10 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
             *end = GEN_CTX_FULL;
             return 0;
         }
-        if (spec) {   /* several tokens per pass, all fed (drafts after an end token are moot: we stop) */
+        /* several tokens per pass, all fed; a pass ends at an end token, which
+         * is then in the context (as chat wants; run stops anyway). A full
+         * context takes the plain path below, which shifts it. */
+        if (spec && sl_session_n_past(s) < sl_session_n_ctx(s)) {
             int32_t toks[16], got = 0;
             long long left = o->n_predict < 0 ? 16 : o->n_predict - i;
             int rc = sl_spec_step(spec, toks, left < 16 ? (int32_t)left : 16, &got);
@@ -250,13 +255,18 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
             for (int32_t j = 0; j < got; j++) {
                 if (!o->ignore_eos && sl_model_token_is_eog(m, toks[j])) { *end = GEN_EOG; return 0; }
                 int len = sl_session_detok(s, toks[j], piece, sizeof piece);
-                if (len > 0) { fwrite(piece, 1, (size_t)len, stdout); fflush(stdout); }
+                if (len > 0) {
+                    fwrite(piece, 1, (size_t)len, stdout);
+                    fflush(stdout);
+                    if (capture) fwrite(piece, 1, (size_t)len, capture);
+                }
             }
             i += got - 1;
             continue;
         }
         int32_t tok;
-        int rc = sl_session_sample(s, &tok);
+        /* a rejected draft may have left the next token drawn already */
+        int rc = spec ? sl_spec_sample(spec, &tok) : sl_session_sample(s, &tok);
         if (rc) return rc;
         if (!o->ignore_eos && sl_model_token_is_eog(m, tok)) {
             *end = GEN_EOG;
@@ -273,6 +283,12 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
         if ((rc = sl_session_accept(s, tok))) return rc;
     }
     return 0;
+}
+
+/* The message of a failed generation. */
+static const char *gen_errmsg(sl_session *s, sl_spec *spec)
+{
+    return spec && *sl_spec_errmsg(spec) ? sl_spec_errmsg(spec) : sl_session_errmsg(s);
 }
 
 /* Each ladder step on stderr: a line with --stats, a JSON object with --json. */
@@ -342,10 +358,12 @@ static int run_main(int argc, char **argv)
     }
     /* the seed matters (and is worth printing) only when sampling */
     if (!o.seed_set && o.sp.temp > 0) fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sp.seed);
-    sl_model *m = NULL;
-    sl_session *s = NULL;
+    sl_model *m = NULL, *dm = NULL;
+    sl_session *s = NULL, *ds = NULL;
+    sl_spec *spec = NULL;
     int ret = 1;
     if (sl_cli_open_model(&o.mo, "run", &m)) return 1;
+    if (sl_cli_spec_open_draft(&o.spec, m, "run", &dm)) goto out;
     if (sl_session_create(&s, m) || sl_session_set_sampling(s, &o.sp)) {
         fprintf(stderr, "sluice run: %s\n", sl_last_error());
         goto out;
@@ -370,31 +388,21 @@ static int run_main(int argc, char **argv)
     sl_stats pre, all;
     sl_session_get_stats(s, &pre);
     enum gen_end end;
-    sl_spec *spec = NULL;
-    if (o.spec && !strcmp(o.spec, "ngram")) {
-        sl_spec_params spp;
-        sl_spec_params_init(&spp);
-        if (sl_spec_create(&spec, s, &spp)) { fprintf(stderr, "sluice run: %s\n", sl_last_error()); goto out; }
-    }
+    if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "run")) goto out;
     if (generate(&o, m, s, NULL, false, &end, spec))
-        fprintf(stderr, "\nsluice: %s\n", spec ? sl_spec_errmsg(spec) : sl_session_errmsg(s));
+        fprintf(stderr, "\nsluice: %s\n", gen_errmsg(s, spec));
     else ret = 0;
     putchar('\n');
     fflush(stdout);
     sl_session_get_stats(s, &all);
     print_summary(&o, m, &all, &pre);
     save_cache(&o, s, "sluice run");
-    if (spec && (o.stats || o.json)) {
-        sl_spec_stats ss;
-        sl_spec_get_stats(spec, &ss);
-        fprintf(stderr, "spec: n-gram drafts: %lld passes, %lld drafted, %lld accepted (%.1f%%), %.2f tokens/pass, k now %d\n",
-                (long long)ss.n_passes, (long long)ss.n_drafted, (long long)ss.n_accepted,
-                ss.n_drafted ? 100.0 * (double)ss.n_accepted / (double)ss.n_drafted : 0.0,
-                ss.n_passes ? (double)ss.n_tokens / (double)ss.n_passes : 0.0, ss.k);
-    }
-    sl_spec_destroy(spec);
+    if (o.stats || o.json) sl_cli_spec_print_stats(spec, o.json);
 out:
+    sl_spec_destroy(spec);
+    sl_session_destroy(ds);
     sl_session_destroy(s);
+    sl_model_close(dm);
     sl_model_close(m);
     return ret;
 }
@@ -466,22 +474,20 @@ static int chat_main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     int r = parse_gen(&o, argc, argv, "chat", chat_usage);
     if (r) return r < 0 ? 0 : r;
-    if (o.spec && strcmp(o.spec, "off")) {   /* a drafted turn's end would have to be rolled back */
-        fprintf(stderr, "sluice chat: --spec is not supported in chat yet (use run)\n");
-        return 2;
-    }
     enum sl_chat_tmpl t = SL_CHAT_NONE;
     if (o.tmpl_name && sl_chat_from_name(o.tmpl_name, &t)) {
         fprintf(stderr, "sluice chat: unknown chat template '%s' (llama3, chatml, qwen2, qwen2.5, llama2, mistral, phi3)\n", o.tmpl_name);
         return 2;
     }
-    sl_model *m = NULL;
-    sl_session *s = NULL;
+    sl_model *m = NULL, *dm = NULL;
+    sl_session *s = NULL, *ds = NULL;
+    sl_spec *spec = NULL;
     msgs ms = { 0 };
     char *prev = NULL, *line = NULL;
     size_t line_cap = 0;
     int ret = 1;
     if (sl_cli_open_model(&o.mo, "chat", &m)) return 1;
+    if (sl_cli_spec_open_draft(&o.spec, m, "chat", &dm)) goto out;
     if (!o.tmpl_name) {
         const char *j = sl_model_meta_str(m, "tokenizer.chat_template");
         if (!j) {
@@ -503,6 +509,7 @@ static int chat_main(int argc, char **argv)
         goto out;
     }
     if (start_pressure(&o, s, "sluice chat")) goto out;
+    if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "chat")) goto out;
     if (o.system && msgs_add(&ms, "system", o.system)) goto oom;
     prev = strdup("");
     if (!prev) goto oom;
@@ -530,12 +537,12 @@ static int chat_main(int argc, char **argv)
         FILE *mem = open_memstream(&reply, &rlen);
         if (!mem) goto oom;
         enum gen_end end;
-        rc = generate(&o, m, s, mem, true, &end, NULL);
+        rc = generate(&o, m, s, mem, true, &end, spec);
         fclose(mem);
         putchar('\n');
         fflush(stdout);
         if (rc || end == GEN_CTX_FULL) {
-            if (rc) fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
+            if (rc) fprintf(stderr, "sluice chat: %s\n", gen_errmsg(s, spec));
             free(reply);
             goto out;
         }
@@ -553,6 +560,7 @@ static int chat_main(int argc, char **argv)
         memset(&zero, 0, sizeof zero);
         sl_session_get_stats(s, &all);
         print_summary(&o, m, &all, &zero);
+        sl_cli_spec_print_stats(spec, o.json);
     }
     goto out;
 oom:
@@ -563,7 +571,10 @@ out:
     free(ms.own);
     free(prev);
     free(line);
+    sl_spec_destroy(spec);
+    sl_session_destroy(ds);
     sl_session_destroy(s);
+    sl_model_close(dm);
     sl_model_close(m);
     return ret;
 }

@@ -27,6 +27,9 @@ static void usage(FILE *f)
                "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3\n"
                "                         (default: from the model; without one chat completions are refused)\n"
                "  --model-name NAME      the id /v1/models reports (default: the file name)\n"
+               SL_CLI_SPEC_OPTS_HELP
+               "                         (speculation runs while one request is decoding alone;\n"
+               "                         concurrent requests share batched passes without drafts)\n"
                "%s", sl_cli_model_opts_help);
 }
 
@@ -47,9 +50,12 @@ static int serve_main(int argc, char **argv)
     sl_srv_config ec = { .parallel = 8, .queue = 64, .lim = { .max_messages = 256 } };
     long long max_tokens = 0;
     const char *tmpl_name = NULL;
+    sl_cli_spec_opts so;
+    sl_cli_spec_opts_init(&so);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = sl_cli_model_opt(&mo, argc, argv, &i, "serve");
+        if (!r) r = sl_cli_spec_opt(&so, argc, argv, &i, "serve");
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -69,6 +75,7 @@ static int serve_main(int argc, char **argv)
         else { fprintf(stderr, "sluice serve: invalid option or value: %s %s\n", a, v); usage(stderr); return 2; }
     }
     if (!mo.path) { usage(stderr); return 2; }
+    if (sl_cli_spec_check(&so, "serve")) return 2;
     enum sl_chat_tmpl tmpl = SL_CHAT_NONE;
     if (tmpl_name && sl_chat_from_name(tmpl_name, &tmpl)) {
         fprintf(stderr, "sluice serve: unknown chat template '%s'\n", tmpl_name);
@@ -82,8 +89,21 @@ static int serve_main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    sl_model *m;
+    sl_model *m, *dm;
     if (sl_cli_open_model(&mo, "serve", &m)) return 1;
+    if (sl_cli_spec_open_draft(&so, m, "serve", &dm)) { sl_model_close(m); return 1; }
+    ec.spec_kind = so.kind;
+    ec.spec_k = so.k_max;
+    ec.draft = dm;
+    if (so.kind != SL_SPEC_OFF) {   /* refuse a draft of another vocabulary now, not at the first request */
+        sl_session *ts = NULL, *ds = NULL;
+        sl_spec *sp = NULL;
+        int bad = sl_session_create(&ts, m) || sl_cli_spec_create(&so, ts, dm, &ds, &sp, "serve");
+        sl_spec_destroy(sp);
+        sl_session_destroy(ds);
+        sl_session_destroy(ts);
+        if (bad) { sl_model_close(dm); sl_model_close(m); return 1; }
+    }
     if (!tmpl_name) {
         const char *j = sl_model_meta_str(m, "tokenizer.chat_template");
         if (j && sl_chat_detect(j, &tmpl)) tmpl = SL_CHAT_NONE;
@@ -103,6 +123,7 @@ static int serve_main(int argc, char **argv)
     sl_srv *e;
     if (sl_srv_create(&e, m, &ec)) {
         fprintf(stderr, "sluice serve: cannot start the engine: %s\n", sl_last_error());
+        sl_model_close(dm);
         sl_model_close(m);
         return 1;
     }
@@ -111,16 +132,19 @@ static int serve_main(int argc, char **argv)
     if (sl_srv_http_start(&h, e, &hc, &port)) {
         fprintf(stderr, "sluice serve: %s\n", sl_last_error());
         sl_srv_destroy(e);
+        sl_model_close(dm);
         sl_model_close(m);
         return 1;
     }
-    printf("sluice serve: listening on http://%s:%d (model %s, chat template %s, %d parallel, queue %d)\n",
-           hc.host, port, hc.model_name, tmpl ? sl_chat_name(tmpl) : "none", ec.parallel, ec.queue);
+    printf("sluice serve: listening on http://%s:%d (model %s, chat template %s, %d parallel, queue %d, spec %s)\n",
+           hc.host, port, hc.model_name, tmpl ? sl_chat_name(tmpl) : "none", ec.parallel, ec.queue,
+           so.kind == SL_SPEC_NGRAM ? "ngram" : so.kind == SL_SPEC_DRAFT ? "draft" : "off");
     fflush(stdout);
     int sig;
     sigwait(&sigs, &sig);
     sl_srv_http_stop(h);
     sl_srv_destroy(e);
+    sl_model_close(dm);
     sl_model_close(m);
     return 0;
 #endif

@@ -56,6 +56,7 @@ struct sl_session {
     char err[SL_MSG];
     struct sl_pressure *pressure;   /* memory-pressure ladder (pressure.c), NULL when off */
     int32_t window;             /* its KV_WINDOW rung: positions kept past the sinks, 0 = none */
+    uint64_t epoch;             /* bumped by every feed and reset (spec.c: is a pending draw still valid) */
 };
 
 static double now_ms(void)
@@ -315,6 +316,7 @@ int sl_session_set_sampling(sl_session *s, const sl_sampling *spp)
 void sl_session_reset(sl_session *s)
 {
     sl_kv_clear(&s->kv);
+    s->epoch++;
     s->have_logits = false;
     s->t_first_feed = -1;
     sl_detok_init(&s->dt, false);
@@ -389,6 +391,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     sl_model *m = s->m;
     if (n < 0 || (n > 0 && !ids)) return sess_fail(s, sl_err_set(SL_EINVAL, "feed: bad token array"));
     if (n == 0) return 0;
+    s->epoch++;
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= m->d.n_vocab)
             return sess_fail(s, sl_err_set(SL_EINVAL, "token id %d at index %d out of range (vocab %d)",
@@ -564,9 +567,11 @@ int32_t sl_session_batch_n_vocab(const sl_session *s) { return s->m->d.n_vocab; 
 bool sl_session_batch_has_logits(const sl_session *s) { return s->have_logits; }
 sl_sampler *sl_session_batch_sampler(sl_session *s) { return &s->smp; }
 int32_t *sl_session_batch_hist(sl_session *s) { return s->hist; }
+uint64_t sl_session_batch_epoch(const sl_session *s) { return s->epoch; }
 
 void sl_session_batch_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms, double stall_ms)
 {
+    s->epoch++;
     if (!ok) {               /* the pass failed: the cache rows past n_past are not trusted */
         s->have_logits = false;
         snprintf(s->err, sizeof s->err, "%s", sl_last_error());

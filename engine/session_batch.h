@@ -19,6 +19,8 @@ int32_t sl_session_batch_n_vocab(const sl_session *s);
 bool sl_session_batch_has_logits(const sl_session *s);
 sl_sampler *sl_session_batch_sampler(sl_session *s);    /* its sampling settings and PRNG */
 int32_t *sl_session_batch_hist(sl_session *s);          /* [n_ctx] tokens in the cache */
+/* Changes whenever the session is fed or reset (a state something was derived from is gone). */
+uint64_t sl_session_batch_epoch(const sl_session *s);
 /* After a pass that fed ids[0..n) (kv->n_past already advanced when ok):
  * history, logits flag and decode statistics; on failure, the error. */
 void sl_session_batch_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms, double stall_ms);

@@ -412,20 +412,43 @@ static inline int sl_batch_get_stats(const sl_batch *b, sl_batch_stats *out)
 { return sl_batch_get_stats_sized(b, out, sizeof *out); }
 
 /* ---- speculative decoding -------------------------------------------------
- * sl_spec_step drafts k tokens (n-gram lookup: the continuation of the most
- * recent earlier occurrence of the context's last n tokens, n_max down to
- * n_min), lets the target verify the sampled token plus the k drafts in one
- * pass (k+1 rows), keeps the longest accepted prefix and rolls the KV cache
- * back over the rest. Greedy (temp <= 0): a draft is accepted when it is the
- * argmax, so the tokens are those of sl_session_step. Sampling: accepted
- * with the target's probability of it (the draft is deterministic), else the
- * next token is drawn from the target with the draft removed (the standard
- * rule: the output keeps the target distribution). k adapts: doubles after a
- * fully accepted pass, else falls to accepted + 1; k_max 0 picks 8 when the
- * weights stream (extra rows nearly free) and 4 when resident. At most 8
- * drafts, so a pass stays below the 10 rows where kernels change rounding.
- * Threading: as the session's own calls. Status: as sl_session_step; create
- * SL_EINVAL (bad params), SL_EUNSUPPORTED (kind SL_SPEC_DRAFT: not built). */
+ * sl_spec_step drafts k tokens, lets the target verify the sampled token plus
+ * the k drafts in one pass (k+1 rows), keeps the longest accepted prefix and
+ * rolls the KV cache back over the rest. Drafts come from
+ *   SL_SPEC_NGRAM  n-gram lookup: the continuation of the most recent earlier
+ *                  occurrence of the context's last n tokens (n_max down to n_min);
+ *   SL_SPEC_DRAFT  a draft model: params.draft is a session of it (same
+ *                  vocabulary: create compares every token's text and refuses
+ *                  with SL_EINVAL naming the first differing id). Before each
+ *                  pass the draft catches up with the target's context (the
+ *                  longest common prefix is kept, the rest re-fed in one
+ *                  prefill), then proposes k tokens one decode step each, with
+ *                  the target's sampling settings (greedy: its argmax; else a
+ *                  draw from its distribution q, which is recorded). After the
+ *                  pass its cache is rolled back to the accepted prefix; the
+ *                  correction token is fed to it at the next step (once the
+ *                  context outgrows the draft's n_ctx, passes go on without
+ *                  drafts). The time
+ *                  in the draft counts in the target session's decode_ms
+ *                  (its tok/s is what the user gets).
+ * Greedy (temp <= 0): a draft is accepted when it is the target's argmax, so
+ * the tokens are those of sl_session_step. Sampling: the standard rule —
+ * accept d with probability min(1, p(d)/q(d)) (n-gram drafts: q(d) = 1), else
+ * draw the next token from max(0, p - q) normalized (n-gram: p without d) —
+ * so the output keeps the target distribution p. A pass ends at an
+ * end-of-generation token (nothing after one is kept). k adapts: doubles after
+ * a fully accepted pass, else falls to accepted + 1; k_max 0 picks 8 when the
+ * target's weights stream (extra rows nearly free) and 4 when resident. At
+ * most 8 drafts, so a pass stays below the 10 rows where kernels change rounding.
+ * Threading: as the session's own calls; the draft session (and its model) is
+ * driven by the spec between create and destroy: make no other call on it
+ * then. It stays the caller's (destroy the spec first). sl_spec_sample: the
+ * next token as sl_spec_step would begin with (the draw a rejection left
+ * pending, else sl_session_sample), not fed — use it instead of
+ * sl_session_sample when something else (sl_batch_accept, sl_session_accept)
+ * feeds the session next, or a sampled run loses the target distribution.
+ * Status: as sl_session_step; create SL_EINVAL (bad params, no draft session,
+ * vocabularies differ), SL_EUNSUPPORTED (a tokenizer-less draft or target). */
 enum sl_spec_kind { SL_SPEC_OFF = 0, SL_SPEC_NGRAM, SL_SPEC_DRAFT };
 typedef struct sl_spec sl_spec;
 typedef struct sl_spec_params {
@@ -435,6 +458,8 @@ typedef struct sl_spec_params {
     int32_t ngram_min;      /* 1 */
     int32_t ngram_max;      /* 3 */
     bool adaptive;          /* true; false: always k_max */
+    /* added after 0.3.0 */
+    sl_session *draft;      /* SL_SPEC_DRAFT: a session of the draft model (NULL) */
 } sl_spec_params;
 #define SL_SPEC_PARAMS_MIN_SIZE SL_STRUCT_END(sl_spec_params, adaptive)   /* first layout */
 SL_API int sl_spec_params_init_sized(sl_spec_params *p, size_t struct_size);
@@ -446,6 +471,7 @@ SL_API const char *sl_spec_errmsg(const sl_spec *sp);
 /* One verification pass: writes the 1..k+1 tokens it generated (all fed) to
  * tokens (cap >= 1; fewer drafts when cap is small) and their count to *n. */
 SL_API int  sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n);
+SL_API int  sl_spec_sample(sl_spec *sp, int32_t *token);   /* added after 0.3.0 */
 
 typedef struct sl_spec_stats {
     int64_t n_passes;       /* verification (or plain) passes */
@@ -453,6 +479,9 @@ typedef struct sl_spec_stats {
     int64_t n_accepted;     /* of which accepted */
     int64_t n_tokens;       /* tokens generated (accepted + one per pass) */
     int32_t k;              /* the current draft length */
+    /* added after 0.3.0 */
+    double draft_ms;        /* wall time in the draft model (catch-up and proposals) */
+    double verify_ms;       /* wall time of the target's verification passes */
 } sl_spec_stats;
 #define SL_SPEC_STATS_MIN_SIZE SL_STRUCT_END(sl_spec_stats, k)   /* first layout */
 SL_API int sl_spec_get_stats_sized(const sl_spec *sp, sl_spec_stats *out, size_t size);

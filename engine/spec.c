@@ -1,6 +1,6 @@
-/* Speculative decoding with n-gram drafts (sluice.h "speculative decoding"):
- * one pass verifies the sampled token and k drafts; the cache keeps the
- * accepted prefix (rows past it are rolled back by moving n_past). */
+/* Speculative decoding (sluice.h "speculative decoding"): one pass verifies
+ * the sampled token and k drafts (n-gram lookup or a draft model); the cache
+ * keeps the accepted prefix (rows past it are rolled back by moving n_past). */
 #include "sluice.h"
 
 #include <stdio.h>
@@ -18,12 +18,15 @@
 
 struct sl_spec {
     sl_session *s;
+    sl_session *draft;          /* SL_SPEC_DRAFT: the draft model's session */
     sl_spec_params p;
     int32_t k_max, k;
     int32_t n_vocab;
     float *rows;                /* [SPEC_K_LIMIT + 1][n_vocab] */
+    float *q;                   /* draft (sampling): [SPEC_K_LIMIT][n_vocab] q of each draft */
     int32_t pending;            /* next token drawn at a rejection, -1: none */
     int32_t pending_past;       /* n_past it belongs to */
+    uint64_t pending_epoch;     /* the session's epoch then (fed since: void) */
     sl_spec_stats st;
     char err[512];
 };
@@ -39,6 +42,33 @@ static int spec_fail(sl_spec *sp, int rc)
 {
     snprintf(sp->err, sizeof sp->err, "%s", sl_last_error());
     return rc;
+}
+
+/* 0 when the two models have the same vocabulary (size and every token's text). */
+static int same_vocab(const sl_model *t, const sl_model *d)
+{
+    sl_model_info ti, di;
+    sl_model_get_info(t, &ti);
+    sl_model_get_info(d, &di);
+    int32_t n = ti.n_vocab < di.n_vocab ? ti.n_vocab : di.n_vocab;
+    char a[512], b[512];
+    for (int32_t id = 0; id < n; id++) {
+        int la = sl_model_token_text(t, id, a, sizeof a), lb = sl_model_token_text(d, id, b, sizeof b);
+        if (la == SL_ERANGE || lb == SL_ERANGE) {   /* longer than any real token: compare what fits */
+            la = la == SL_ERANGE ? (int)sizeof a - 1 : la;
+            lb = lb == SL_ERANGE ? (int)sizeof b - 1 : lb;
+        }
+        if (la < 0 || lb < 0)
+            return sl_err_set(SL_EUNSUPPORTED, "spec: cannot read token %d of the %s vocabulary (no tokenizer?)", id,
+                              la < 0 ? "target" : "draft");
+        if (la != lb || memcmp(a, b, (size_t)la))
+            return sl_err_set(SL_EINVAL, "spec: the draft model's vocabulary differs from the target's at token id "
+                              "%d (draft \"%.40s\", target \"%.40s\")", id, b, a);
+    }
+    if (ti.n_vocab != di.n_vocab)
+        return sl_err_set(SL_EINVAL, "spec: the draft model's vocabulary differs from the target's at token id %d "
+                          "(draft has %d tokens, target %d)", n, di.n_vocab, ti.n_vocab);
+    return 0;
 }
 
 int sl_spec_params_init_sized(sl_spec_params *p, size_t struct_size)
@@ -59,17 +89,22 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
     sl_spec_params p;
     sl_spec_params_init(&p);
     if (pp && sl_struct_in(&p, sizeof p, pp, SL_SPEC_PARAMS_MIN_SIZE, "sl_spec_params")) return SL_EINVAL;
-    if (p.kind == SL_SPEC_DRAFT)
-        return sl_err_set(SL_EUNSUPPORTED, "spec: draft-model drafts are not implemented (use n-gram drafts)");
-    if (p.kind != SL_SPEC_NGRAM && p.kind != SL_SPEC_OFF)
+    if (p.kind != SL_SPEC_NGRAM && p.kind != SL_SPEC_OFF && p.kind != SL_SPEC_DRAFT)
         return sl_err_set(SL_EINVAL, "spec: unknown kind %d", p.kind);
     if (p.k_max < 0 || p.k_max > SPEC_K_LIMIT || p.ngram_min < 1 || p.ngram_max < p.ngram_min || p.ngram_max > 64)
         return sl_err_set(SL_EINVAL, "spec: k_max %d (0..%d), ngram %d..%d (1 <= min <= max <= 64)", p.k_max,
                           SPEC_K_LIMIT, p.ngram_min, p.ngram_max);
+    if (p.kind == SL_SPEC_DRAFT) {
+        if (!p.draft) return sl_err_set(SL_EINVAL, "spec: kind SL_SPEC_DRAFT needs a draft session (params.draft)");
+        if (p.draft == s) return sl_err_set(SL_EINVAL, "spec: the draft session is the target session");
+        int rc = same_vocab(sl_session_batch_model(s), sl_session_batch_model(p.draft));
+        if (rc) return rc;
+    }
     sl_spec *sp = calloc(1, sizeof *sp);
     if (!sp) return sl_err_set(SL_ENOMEM, "spec: out of memory");
     sp->s = s;
     sp->p = p;
+    sp->draft = p.kind == SL_SPEC_DRAFT ? p.draft : NULL;
     sp->n_vocab = sl_session_batch_n_vocab(s);
     sl_model_info mi;
     sl_model_get_info(sl_session_batch_model(s), &mi);
@@ -80,7 +115,11 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
     sp->k = p.adaptive ? (sp->k_max + 1) / 2 : sp->k_max;
     sp->pending = -1;
     sp->rows = malloc((size_t)(SPEC_K_LIMIT + 1) * (size_t)sp->n_vocab * sizeof(float));
-    if (!sp->rows) { free(sp); return sl_err_set(SL_ENOMEM, "spec: out of memory"); }
+    if (sp->draft) sp->q = malloc((size_t)SPEC_K_LIMIT * (size_t)sp->n_vocab * sizeof(float));
+    if (!sp->rows || (sp->draft && !sp->q)) {
+        sl_spec_destroy(sp);
+        return sl_err_set(SL_ENOMEM, "spec: out of memory");
+    }
     *out = sp;
     return 0;
 }
@@ -89,6 +128,7 @@ void sl_spec_destroy(sl_spec *sp)
 {
     if (!sp) return;
     free(sp->rows);
+    free(sp->q);
     free(sp);
 }
 
@@ -112,12 +152,76 @@ static int32_t ngram_draft(const int32_t *ctx, int32_t len, int32_t n_min, int32
     return 0;
 }
 
+/* Drafts end at an end-of-generation token: nothing after one is kept. */
+static int32_t cut_at_eog(const sl_model *m, const int32_t *d, int32_t k)
+{
+    for (int32_t i = 0; i < k; i++)
+        if (sl_model_token_is_eog(m, d[i])) return i + 1;
+    return k;
+}
+
+/* Draft model: bring its cache to the target's context ctx[0..len) (the
+ * common prefix stays, the rest is fed in one prefill, at least the last
+ * token so that its logits are fresh), then propose up to k tokens, feeding
+ * all but the last. Sampling: the draft draws from q (the target's settings
+ * on the draft's logits) and q of each draft is kept in sp->q. Returns how
+ * many were proposed (0: the draft's context is too short), or a status. */
+static int draft_propose(sl_spec *sp, const int32_t *ctx, int32_t len, int32_t k, int32_t *out)
+{
+    sl_session *d = sp->draft;
+    sl_kv *dkv = sl_session_batch_kv(d);
+    int32_t *dh = sl_session_batch_hist(d);
+    if (k > dkv->n_ctx - len + 1) k = dkv->n_ctx - len + 1;   /* no context shift in the draft */
+    if (k < 1) return 0;
+    int32_t c = 0, lim = dkv->n_past < len - 1 ? dkv->n_past : len - 1;
+    while (c < lim && dh[c] == ctx[c]) c++;
+    dkv->n_past = c;
+    int rc = sl_session_feed_tokens(d, ctx + c, len - c);
+    if (rc) return sl_err_set(rc, "spec: draft model: %s", sl_session_errmsg(d));
+    sl_sampler *ds = sl_session_batch_sampler(d), *ts = sl_session_batch_sampler(sp->s);
+    bool greedy = !(ts->p.temp > 0);
+    ds->p = ts->p;   /* q: the target's settings; the draft's PRNG reseeded from the target's */
+    if (!greedy) sl_sampler_seed(ds, (uint64_t)(sl_sampler_uniform(ts) * 9007199254740992.0));
+    const sl_model *m = sl_session_batch_model(d);
+    int32_t n = 0;
+    while (n < k) {
+        double sum;
+        int32_t nc = sl_sampler_dist(ds, sl_session_batch_logits(d), dh, dkv->n_past, &sum);
+        int32_t t = greedy ? ds->cand[0].id : sl_sampler_draw(ds, nc, sum);
+        if (!greedy) {
+            float *q = sp->q + (size_t)n * (size_t)sp->n_vocab;
+            memset(q, 0, (size_t)sp->n_vocab * sizeof *q);
+            for (int32_t i = 0; i < nc; i++) q[ds->cand[i].id] = (float)(ds->prob[i] / sum);
+        }
+        out[n++] = t;
+        if (n == k || sl_model_token_is_eog(m, t)) break;
+        if ((rc = sl_session_accept(d, t))) return sl_err_set(rc, "spec: draft model: %s", sl_session_errmsg(d));
+    }
+    return n;
+}
+
+static bool pending_valid(sl_spec *sp)
+{
+    sl_session *s = sp->s;
+    return sp->pending >= 0 && sp->pending_past == sl_session_batch_kv(s)->n_past &&
+           sp->pending_epoch == sl_session_batch_epoch(s) && sl_session_batch_has_logits(s);
+}
+
+int sl_spec_sample(sl_spec *sp, int32_t *token)
+{
+    if (!sp || !token) return sl_err_set(SL_EINVAL, "spec sample: NULL argument");
+    if (pending_valid(sp)) { *token = sp->pending; return 0; }   /* stays until the session is fed */
+    int rc = sl_session_sample(sp->s, token);
+    return rc ? spec_fail(sp, rc) : 0;
+}
+
 int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
 {
     sl_session *s = sp->s;
     sl_kv *kv = sl_session_batch_kv(s);
     sl_sampler *smp = sl_session_batch_sampler(s);
     int32_t *hist = sl_session_batch_hist(s);
+    const sl_model *model = sl_session_batch_model(s);
     if (!tokens || !n_out || cap < 1) return spec_fail(sp, sl_err_set(SL_EINVAL, "spec step: bad output buffer"));
     *n_out = 0;
     const int32_t base = kv->n_past;
@@ -125,7 +229,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
         return spec_fail(sp, sl_err_set(SL_ECTX, "context full: %d of %d positions used", base, kv->n_ctx));
     int32_t ids[SPEC_K_LIMIT + 1];
     int rc;
-    if (sp->pending >= 0 && sp->pending_past == base && sl_session_batch_has_logits(s)) {
+    if (pending_valid(sp)) {
         ids[0] = sp->pending;   /* drawn at the last rejection: the target's next token */
     } else if ((rc = sl_session_sample(s, &ids[0]))) {
         return spec_fail(sp, rc);
@@ -136,7 +240,18 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     int32_t k = sp->k;
     if (k > cap - 1) k = cap - 1;
     if (k > kv->n_ctx - base - 1) k = kv->n_ctx - base - 1;
-    k = k > 0 ? ngram_draft(hist, base + 1, sp->p.ngram_min, sp->p.ngram_max, k, ids + 1) : 0;
+    if (sl_model_token_is_eog(model, ids[0])) k = 0;
+    double dms = 0;   /* the draft model's share: counted in the session's decode time too */
+    if (k > 0 && sp->draft) {
+        double t0 = now_ms();
+        int got = draft_propose(sp, hist, base + 1, k, ids + 1);
+        dms = now_ms() - t0;
+        sp->st.draft_ms += dms;
+        if (got < 0) return spec_fail(sp, got);
+        k = got;
+    } else if (k > 0) {
+        k = cut_at_eog(model, ids + 1, ngram_draft(hist, base + 1, sp->p.ngram_min, sp->p.ngram_max, k, ids + 1));
+    }
     sp->st.n_passes++;
     if (k == 0) {   /* nothing to verify: a plain step */
         if ((rc = sl_session_accept(s, ids[0]))) return spec_fail(sp, rc);
@@ -154,6 +269,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     double t0 = now_ms();
     rc = sl_forward_run_batch(fw, &one, 1, sp->rows);
     double ms = now_ms() - t0;
+    sp->st.verify_ms += ms;
     sl_stream_get_stats(st, &z);
     if (rc) {
         sl_session_batch_fed(s, ids, k + 1, false, ms, 0);
@@ -173,16 +289,35 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
             sp->pending = smp->cand[0].id;
             break;
         }
-        if (at >= 0 && sl_sampler_uniform(smp) * sum < smp->prob[at]) continue;   /* P(accept) = p(d) */
-        if (at >= 0) { sum -= smp->prob[at]; smp->prob[at] = 0; }   /* residual: p without d */
-        sp->pending = sl_sampler_draw(smp, nc, sum);
+        /* P(accept) = min(1, p(d) / q(d)); n-gram drafts are certain: q(d) = 1 */
+        const float *q = sp->draft ? sp->q + (size_t)m * (size_t)sp->n_vocab : NULL;
+        double qd = q ? (double)q[d] : 1.0;
+        if (at >= 0 && sl_sampler_uniform(smp) * sum * qd < smp->prob[at]) continue;
+        if (!q) {   /* residual: p without d */
+            if (at >= 0) { sum -= smp->prob[at]; smp->prob[at] = 0; }
+            sp->pending = sl_sampler_draw(smp, nc, sum);
+            break;
+        }
+        double rs = 0;   /* residual: max(0, p - q), in prob's unnormalized scale */
+        for (int32_t c = 0; c < nc; c++) {
+            double r = (double)smp->prob[c] - sum * (double)q[smp->cand[c].id];
+            smp->prob[c] = r > 0 ? (float)r : 0.0f;
+            rs += smp->prob[c];
+        }
+        if (!(rs > 0)) nc = sl_sampler_dist(smp, row, hist, base + 1 + m, &rs);   /* p <= q by rounding only */
+        sp->pending = sl_sampler_draw(smp, nc, rs);
         break;
     }
     kv->n_past = base + 1 + m;   /* roll back the rejected rows */
-    sp->pending_past = kv->n_past;
+    if (sp->draft) {   /* the draft fed ids[0..k): keep what was accepted */
+        sl_kv *dkv = sl_session_batch_kv(sp->draft);
+        if (dkv->n_past > kv->n_past) dkv->n_past = kv->n_past;
+    }
     memcpy(sl_session_batch_logits(s), sp->rows + (size_t)m * (size_t)sp->n_vocab,
            (size_t)sp->n_vocab * sizeof(float));
-    sl_session_batch_fed(s, ids, 1 + m, true, ms, z.stall_ms - a.stall_ms);
+    sl_session_batch_fed(s, ids, 1 + m, true, ms + dms, z.stall_ms - a.stall_ms);
+    sp->pending_past = kv->n_past;
+    sp->pending_epoch = sl_session_batch_epoch(s);
     memcpy(tokens, ids, (size_t)(1 + m) * sizeof *ids);
     *n_out = 1 + m;
     sp->st.n_drafted += k;

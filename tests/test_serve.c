@@ -342,8 +342,10 @@ Test(serve, load_32_clients, .timeout = 120)
     char *r;
     cr_assert_eq(http(s.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
     long long passes = 0, done = 0;
-    const char *q = strstr(r, "sluice_batch_passes_total ");
-    if (q) passes = atoll(q + 26);
+    const char *q = strstr(r, "\nsluice_batch_passes_total ");   /* the sample, not its # TYPE line */
+    cr_assert_not_null(q, "%s", r);
+    passes = atoll(q + 27);
+    cr_assert_gt(passes, 0);
     q = strstr(r, "sluice_generations_total{result=\"done\"} ");
     if (q) done = atoll(q + 40);
     free(r);
@@ -352,4 +354,66 @@ Test(serve, load_32_clients, .timeout = 120)
     cr_assert_lt(passes, 132 * 20 / 2, "%lld passes: requests did not share them", passes);
     for (int p = 0; p < N_PROMPTS; p++) free(alone[p]);
     stop(s);
+}
+
+/* ---- speculation: while one request decodes alone (--spec / --draft-model) ---- */
+/* a repeated phrase: n-gram drafts find something to propose */
+static const char story[] = "Once upon a time, there was a little girl named Lily. She loved to play outside. "
+                            "Once upon a time, there was a little";
+
+static char *complete_story(int port)
+{
+    char b[512], *r;
+    snprintf(b, sizeof b, "{\"prompt\":\"%s\",\"max_tokens\":30,\"temperature\":0}", story);
+    int st = post(port, "/v1/completions", b, &r);
+    char *t = st == 200 ? text_of(r) : NULL;
+    free(r);
+    return t;
+}
+
+static void spec_server(const char *const *extra, char **want, const char *want_story)
+{
+    server s = start(extra);
+    char *st = complete_story(s.port);
+    cr_assert_not_null(st);
+    cr_assert_str_eq(st, want_story, "%s: speculative '%s', plain '%s'", extra[1], st, want_story);
+    free(st);
+    load_port = s.port;
+    load_bad = 0;
+    for (int p = 0; p < N_PROMPTS; p++) {   /* alone: speculative passes */
+        char *t = complete(s.port, p);
+        cr_assert_not_null(t);
+        cr_assert_str_eq(t, want[p], "%s: prompt %d: speculative '%s', plain '%s'", extra[1], p, t, want[p]);
+        free(t);
+    }
+    for (int p = 0; p < N_PROMPTS; p++) alone[p] = want[p];
+    pthread_t th[8];   /* together: batched passes, each sequence switching between the two */
+    for (int i = 0; i < 8; i++) cr_assert_eq(pthread_create(&th[i], NULL, client, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+    cr_assert_eq(load_bad, 0, "%s: %d of 32 concurrent requests failed or differed", extra[1], load_bad);
+    char *r;
+    cr_assert_eq(http(s.port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    const char *q = strstr(r, "\nsluice_spec_drafted_total ");   /* the sample, not its # TYPE line */
+    cr_assert_not_null(q, "%s", r);
+    long long drafted = atoll(q + 27);
+    q = strstr(r, "\nsluice_spec_accepted_total ");
+    cr_assert_not_null(q, "%s", r);
+    long long accepted = atoll(q + 28);
+    free(r);
+    cr_assert_gt(accepted, 0, "%s: %lld drafted, none accepted", extra[1], drafted);
+    cr_assert_leq(accepted, drafted);
+    stop(s);
+}
+
+Test(serve, speculation_same_text, .timeout = 120)
+{
+    server s = start(NULL);
+    char *want[N_PROMPTS], *want_story = complete_story(s.port);
+    cr_assert_not_null(want_story);
+    for (int p = 0; p < N_PROMPTS; p++) cr_assert_not_null(want[p] = complete(s.port, p));
+    stop(s);
+    spec_server((const char *[]){ "--spec", "ngram", NULL }, want, want_story);
+    spec_server((const char *[]){ "--draft-model", S260, "--spec-k", "3", NULL }, want, want_story);
+    for (int p = 0; p < N_PROMPTS; p++) free(want[p]);
+    free(want_story);
 }

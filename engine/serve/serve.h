@@ -2,8 +2,9 @@
  *   serve_req.c     request bodies -> validated sl_srv_gen (cJSON), response
  *                   and error objects
  *   serve_engine.c  the one thread that calls the model: admission queue,
- *                   sessions, continuous batching through sl_batch, stop
- *                   strings, metrics counters
+ *                   sessions, continuous batching through sl_batch (or
+ *                   speculative passes through sl_spec while one sequence
+ *                   runs alone), stop strings, metrics counters
  *   serve_http.c    libmicrohttpd: routes, API key, body limit, SSE,
  *                   cancellation when the client goes away
  * Part of the command (not of libsluice): it uses only engine/sluice.h and
@@ -91,6 +92,10 @@ typedef struct sl_srv_config {
     int32_t parallel;       /* sequences decoded together (batch members) */
     int32_t queue;          /* requests waiting beyond those */
     sl_srv_limits lim;
+    /* speculative decoding while a single sequence is active (serve_engine.c) */
+    int spec_kind;          /* enum sl_spec_kind */
+    int32_t spec_k;         /* drafts per pass at most (0: by mode) */
+    sl_model *draft;        /* SL_SPEC_DRAFT: the draft model (one session of it per slot) */
 } sl_srv_config;
 
 typedef struct sl_srv sl_srv;

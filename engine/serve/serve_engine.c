@@ -1,7 +1,14 @@
 /* The engine thread: the only caller of the model. Between passes it admits
  * queued requests (tokenize, prefill alone, join the batch), drops cancelled
  * ones, samples every member's next token, cuts stop strings, finishes the
- * done ones (leave the batch) and feeds the rest in one sl_batch_accept pass. */
+ * done ones (leave the batch) and feeds the rest in one sl_batch_accept pass.
+ * With speculation on (--spec / --draft-model), a sequence that runs alone
+ * decodes by sl_spec_step instead: drafts ride on its pass as extra rows. While
+ * several run, the batch's rows are the sequences (one token each: a batched
+ * verification of several sequences' drafts is not built); a sequence's
+ * draft session catches up with what the batch fed when it runs alone again,
+ * and a draw its last rejection left pending is taken by sl_spec_sample, so
+ * switching between the two keeps the sampled distribution. */
 #include "serve.h"
 
 #include <errno.h>
@@ -16,6 +23,8 @@ typedef struct slot {
     sl_session *s;
     sl_srv_job *job;        /* NULL: free */
     int32_t tok;
+    sl_session *ds;         /* the draft model's session (SL_SPEC_DRAFT) */
+    sl_spec *sp;            /* speculation on: s's */
 } slot;
 
 struct sl_srv {
@@ -39,6 +48,7 @@ struct sl_srv {
     double gen_ms, ttft_ms_sum;
     uint64_t n_ttft;
     sl_batch_stats bs;
+    uint64_t spec_passes, spec_drafted, spec_accepted;
 };
 
 static double now_ms(void)
@@ -167,6 +177,17 @@ static void admit(sl_srv *s, sl_srv_job *j)
         snprintf(msg, sizeof msg, "cannot create a session: %s", sl_last_error());
         status = 503;
     }
+    if (!status && s->c.spec_kind != SL_SPEC_OFF && !sl->sp) {
+        sl_spec_params p;
+        sl_spec_params_init(&p);
+        p.kind = s->c.spec_kind;
+        p.k_max = s->c.spec_k;
+        if ((s->c.draft && !sl->ds && sl_session_create(&sl->ds, s->c.draft)) ||
+            (p.draft = sl->ds, sl_spec_create(&sl->sp, sl->s, &p))) {
+            snprintf(msg, sizeof msg, "cannot start speculation: %s", sl_last_error());
+            status = 503;
+        }
+    }
     if (!status) {
         sl_sampling sp = j->g.sp;
         if (!j->g.seeded) sp.seed = j->id * 0x9e3779b97f4a7c15ull;
@@ -235,6 +256,55 @@ static bool append_locked(sl_srv_job *j, const char *piece, size_t len)
     return false;
 }
 
+/* A generated token's text into the job; the reason it is done, or NULL.
+ * fed: the token is in the cache already (a speculative pass). Lock held. */
+static const char *emit_locked(sl_srv *s, sl_session *ss, sl_srv_job *j, const char *piece, int plen, bool fed)
+{
+    if (j->n_gen == 0) { j->t_first = now_ms(); s->ttft_ms_sum += j->t_first - j->t_submit; s->n_ttft++; }
+    j->n_gen++;
+    s->tok_gen++;
+    if (append_locked(j, piece, (size_t)plen)) return "stop";
+    if (j->g.max_tokens && j->n_gen >= j->g.max_tokens) return "length";
+    if (!fed && sl_session_n_past(ss) >= sl_session_n_ctx(ss)) return "length";
+    return NULL;
+}
+
+/* The one active sequence, speculatively: 1..k+1 tokens from one pass. */
+static void spec_pass(sl_srv *s, slot *sl, char *piece, size_t cap)
+{
+    sl_srv_job *j = sl->job;
+    int32_t toks[16], got = 0, lim = 16;
+    if (j->g.max_tokens && j->g.max_tokens - j->n_gen < lim) lim = j->g.max_tokens - j->n_gen;
+    double t0 = now_ms();
+    sl_spec_stats a, z;
+    sl_spec_get_stats(sl->sp, &a);
+    int rc = sl_spec_step(sl->sp, toks, lim, &got);
+    sl_spec_get_stats(sl->sp, &z);
+    double t1 = now_ms();
+    const char *why = rc ? "error" : NULL;
+    pthread_mutex_lock(&s->mu);
+    s->gen_ms += t1 - t0;
+    s->spec_passes += (uint64_t)(z.n_passes - a.n_passes);
+    s->spec_drafted += (uint64_t)(z.n_drafted - a.n_drafted);
+    s->spec_accepted += (uint64_t)(z.n_accepted - a.n_accepted);
+    pthread_mutex_unlock(&s->mu);
+    for (int32_t i = 0; i < got && !why; i++) {
+        int plen = 0;
+        if (sl_model_token_is_eog(s->m, toks[i])) { why = "stop"; break; }
+        if ((plen = sl_session_detok(sl->s, toks[i], piece, cap)) < 0) { why = "error"; break; }
+        pthread_mutex_lock(&s->mu);
+        why = emit_locked(s, sl->s, j, piece, plen, true);
+        if (!why) pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    pthread_mutex_lock(&s->mu);
+    if (why) {
+        sl_batch_remove(s->b, sl->s);
+        finish_locked(s, sl, why);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void *engine_main(void *arg)
 {
     sl_srv *s = arg;
@@ -270,8 +340,17 @@ static void *engine_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        /* sample each member; finish those that are done */
         int n = sl_batch_n_seqs(s->b);
+        slot *alone = NULL;
+        for (int32_t k = 0; n == 1 && k < s->c.parallel; k++)
+            if (s->slots[k].s == sl_batch_session(s->b, 0)) alone = &s->slots[k];
+        /* alone, with room for a draft: a speculative pass (the batch path takes a full context's end) */
+        if (alone && alone->sp && sl_session_n_past(alone->s) + 1 < sl_session_n_ctx(alone->s)) {
+            spec_pass(s, alone, piece, sizeof piece);
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
+        /* sample each member; finish those that are done */
         int32_t nt = 0;
         double t0 = now_ms();
         for (int i = 0; i < n; i++) {
@@ -282,18 +361,12 @@ static void *engine_main(void *arg)
             int32_t tok;
             const char *why = NULL;
             int plen = 0;
-            if (sl_session_sample(ss, &tok)) why = "error";
+            /* speculation: a draw a rejected draft left pending comes first */
+            if (sl->sp ? sl_spec_sample(sl->sp, &tok) : sl_session_sample(ss, &tok)) why = "error";
             else if (sl_model_token_is_eog(s->m, tok)) why = "stop";
             else if ((plen = sl_session_detok(ss, tok, piece, sizeof piece)) < 0) why = "error";
             pthread_mutex_lock(&s->mu);
-            if (!why) {
-                if (j->n_gen == 0) { j->t_first = now_ms(); s->ttft_ms_sum += j->t_first - j->t_submit; s->n_ttft++; }
-                j->n_gen++;
-                s->tok_gen++;
-                if (append_locked(j, piece, (size_t)plen)) why = "stop";
-                else if (j->g.max_tokens && j->n_gen >= j->g.max_tokens) why = "length";
-                else if (sl_session_n_past(ss) >= sl_session_n_ctx(ss)) why = "length";
-            }
+            if (!why) why = emit_locked(s, ss, j, piece, plen, false);
             if (why) {
                 finish_locked(s, sl, why);
                 pthread_mutex_unlock(&s->mu);
@@ -379,6 +452,8 @@ void sl_srv_destroy(sl_srv *s)
     sl_batch_destroy(s->b);
     for (int32_t i = 0; i < s->c.parallel; i++) {
         if (s->slots[i].job) sl_srv_unref_locked(s, s->slots[i].job);
+        sl_spec_destroy(s->slots[i].sp);
+        sl_session_destroy(s->slots[i].ds);
         sl_session_destroy(s->slots[i].s);
     }
     while (s->q_head) {
@@ -421,14 +496,19 @@ char *sl_srv_metrics(sl_srv *s)
              "# TYPE sluice_stall_seconds_total counter\nsluice_stall_seconds_total %.6f\n"
              "# TYPE sluice_bytes_read_total counter\nsluice_bytes_read_total %llu\n"
              "# TYPE sluice_ttft_seconds_sum counter\nsluice_ttft_seconds_sum %.6f\n"
-             "# TYPE sluice_ttft_seconds_count counter\nsluice_ttft_seconds_count %llu\n",
+             "# TYPE sluice_ttft_seconds_count counter\nsluice_ttft_seconds_count %llu\n"
+             "# HELP sluice_spec_passes_total Speculative passes (one sequence alone, drafts as extra rows).\n"
+             "# TYPE sluice_spec_passes_total counter\nsluice_spec_passes_total %llu\n"
+             "# TYPE sluice_spec_drafted_total counter\nsluice_spec_drafted_total %llu\n"
+             "# TYPE sluice_spec_accepted_total counter\nsluice_spec_accepted_total %llu\n",
              (unsigned long long)s->n_req_ok, (unsigned long long)s->n_req_4xx,
              (unsigned long long)s->n_req_429, (unsigned long long)s->n_req_5xx,
              (unsigned long long)s->n_done, (unsigned long long)s->n_cancelled,
              (unsigned long long)s->n_rejected, (unsigned long long)s->tok_prompt,
              (unsigned long long)s->tok_gen, tps, s->q_len, s->n_active, (long long)s->bs.n_passes,
              s->bs.stall_ms / 1e3, (unsigned long long)s->bs.bytes_read, s->ttft_ms_sum / 1e3,
-             (unsigned long long)s->n_ttft);
+             (unsigned long long)s->n_ttft, (unsigned long long)s->spec_passes,
+             (unsigned long long)s->spec_drafted, (unsigned long long)s->spec_accepted);
     pthread_mutex_unlock(&s->mu);
     return b;
 }
