@@ -20,4 +20,10 @@ void sl_cli_register(const sl_cli_cmd *cmd);
 /* Parse sizes like "2.5G", "800M", "4096", "1.5GiB" into bytes; 0 ok, -1 bad. */
 int sl_cli_parse_size(const char *s, unsigned long long *out);
 
+/* --profile output (engine/cli_profile.c): a table, or one JSON line. */
+#include <stdbool.h>
+#include <stdio.h>
+struct sl_profile;
+void sl_cli_print_profile(FILE *f, const struct sl_profile *p, bool json);
+
 #endif

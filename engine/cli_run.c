@@ -24,7 +24,7 @@ typedef struct gen_opts {
     const char *prompt;
     const char *tmpl_name;
     const char *system;
-    bool stats, json, no_display_prompt, ignore_eos;
+    bool stats, json, no_display_prompt, ignore_eos, profile;
     /* prompt cache (engine/session_state.c) */
     const char *prompt_cache;
     bool prompt_cache_ro;
@@ -54,7 +54,9 @@ static const char sampling_help[] =
     "  --pressure-meminfo F   read MemAvailable from F instead of /proc/meminfo (simulations)\n"
     SL_CLI_SPEC_OPTS_HELP
     "  --stats                per-token compute / I/O stall / bytes read summary\n"
-    "  --json                 the summary as one JSON object on stderr\n";
+    "  --json                 the summary as one JSON object on stderr\n"
+    "  --profile              where a decode token's time goes: ms, weight bytes and GB/s per\n"
+    "                         op class, per-thread work vs waiting (with --json: as JSON)\n";
 
 static bool needs_value(const char *a)
 {
@@ -85,6 +87,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!strcmp(a, "--stats")) { o->stats = true; continue; }
         if (!strcmp(a, "--json")) { o->json = true; continue; }
+        if (!strcmp(a, "--profile")) { o->profile = true; continue; }
         if (!strcmp(a, "--no-display-prompt")) { o->no_display_prompt = true; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = true; continue; }
         if (!strcmp(a, "--prompt-cache-ro")) { o->prompt_cache_ro = true; continue; }
@@ -387,6 +390,10 @@ static int run_main(int argc, char **argv)
     if (!o.no_display_prompt) { fputs(o.prompt, stdout); fflush(stdout); }
     sl_stats pre, all;
     sl_session_get_stats(s, &pre);
+    if (o.profile && sl_session_set_profile(s, true)) {
+        fprintf(stderr, "sluice run: %s\n", sl_session_errmsg(s));
+        goto out;
+    }
     enum gen_end end;
     if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "run")) goto out;
     if (generate(&o, m, s, NULL, false, &end, spec))
@@ -396,6 +403,8 @@ static int run_main(int argc, char **argv)
     fflush(stdout);
     sl_session_get_stats(s, &all);
     print_summary(&o, m, &all, &pre);
+    sl_profile prof;
+    if (o.profile && sl_session_get_profile(s, &prof) == 0) sl_cli_print_profile(stderr, &prof, o.json);
     save_cache(&o, s, "sluice run");
     if (o.stats || o.json) sl_cli_spec_print_stats(spec, o.json);
 out:

@@ -151,6 +151,8 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     }
     int rc = check_kernel_types(f);
     if (rc) { sl_forward_free(f); return rc; }
+    const char *fz = getenv("SLUICE_FUSE");   /* the A/B switch of the fused decode matvecs */
+    f->fuse = !(fz && !strcmp(fz, "0"));
     return 0;
 }
 
@@ -175,7 +177,9 @@ static void act_prepare(sl_forward *f, act_cache *c, const float *x, int64_t col
 {
     int vdt = sl_quant_vec_dot_type(wtype);
     if (c->src == x && c->vdt == vdt && c->cols == cols && c->rows == rows) return;
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_QUANT);
     sl_kern_quantize_act(f->k, wtype, x, cols, rows, f->act);
+    sl_forward_prof_end(f, SL_PROF_QUANT, t, 0);
     c->src = x; c->vdt = vdt; c->cols = cols; c->rows = rows;
 }
 
@@ -189,17 +193,53 @@ static int find(sl_forward *f, const sl_stream_view *v, int32_t layer, const cha
     return 0;
 }
 
-/* Y[n][rows] = act . W^T */
+/* Y[n][rows] = act . W^T; op: its profile class */
 static int mm(sl_forward *f, act_cache *c, const float *x, int64_t n, const sl_stream_tensor *w,
-              float *y, int64_t ldy)
+              float *y, int64_t ldy, int op)
 {
     int64_t cols = (int64_t)w->ne[0], rows = (int64_t)w->ne[1];
     act_prepare(f, c, x, cols, n, (int)w->type);
+    uint64_t t = sl_forward_prof_begin(f, op);
     int rc = n == 1 ? sl_kern_matvec(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, y)
                     : sl_kern_matmul(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, n,
                                      y, ldy);
+    sl_forward_prof_end(f, op, t, (uint64_t)rows * sl_gguf_row_bytes((int)w->type, cols));
     if (rc) return sl_err_set(rc, "matmul with '%s' (%lld x %lld, type %u) failed", w->name,
                               (long long)rows, (long long)cols, w->type);
+    return 0;
+}
+
+/* Decode: the matvecs of one input (q/k/v; gate/up) as one pool job, each
+ * row bit for bit that of mm(). Taken when n == 1 and every part has the
+ * input's length and the same activation type; else one mm() per part
+ * (profiled under its own class, ops[i]). */
+static int mm_fused(sl_forward *f, act_cache *c, const float *x, int64_t n, int np,
+                    const sl_stream_tensor *const *w, float *const *y, const int64_t *ldy,
+                    const int *ops, int fused_op)
+{
+    bool one = f->fuse && n == 1;
+    for (int i = 1; i < np && one; i++)
+        one = w[i]->ne[0] == w[0]->ne[0] &&
+              sl_quant_vec_dot_type((int)w[i]->type) == sl_quant_vec_dot_type((int)w[0]->type);
+    if (!one) {
+        for (int i = 0; i < np; i++) {
+            int rc = mm(f, c, x, n, w[i], y[i], ldy[i], ops[i]);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    act_prepare(f, c, x, (int64_t)w[0]->ne[0], 1, (int)w[0]->type);
+    sl_mv_part parts[SL_MV_MAX_PARTS];
+    uint64_t bytes = 0;
+    for (int i = 0; i < np; i++) {
+        parts[i] = (sl_mv_part){ .wtype = (int)w[i]->type, .W = w[i]->data, .rows = (int64_t)w[i]->ne[1],
+                                 .cols = (int64_t)w[i]->ne[0], .act = f->act, .y = y[i] };
+        bytes += w[i]->ne[1] * sl_gguf_row_bytes((int)w[i]->type, (int64_t)w[i]->ne[0]);
+    }
+    uint64_t t = sl_forward_prof_begin(f, fused_op);
+    int rc = sl_kern_matvec_multi(f->k, f->pool, parts, np);
+    sl_forward_prof_end(f, fused_op, t, bytes);
+    if (rc) return sl_err_set(rc, "fused matvec with '%s' (%d parts) failed", w[0]->name, np);
     return 0;
 }
 
@@ -235,8 +275,28 @@ static void post_norm(sl_forward *f, const sl_stream_tensor *w, int32_t n)
 {
     if (!w) return;
     const int32_t E = f->d->n_embd;
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
     for (int32_t i = 0; i < n; i++)
         f->k->rmsnorm(f->xn + (int64_t)i * E, f->xn + (int64_t)i * E, w->data, E, f->d->rms_eps);
+    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
+}
+
+/* x += xn over n rows (the residual) */
+static void residual(sl_forward *f, int32_t n)
+{
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_ADD);
+    f->k->add(f->x, f->x, f->xn, (int64_t)n * f->d->n_embd);
+    sl_forward_prof_end(f, SL_PROF_ADD, t, 0);
+}
+
+/* xn = rmsnorm(x) * w over n rows */
+static void norm_rows(sl_forward *f, const float *w, int32_t n)
+{
+    const int32_t E = f->d->n_embd;
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
+    for (int32_t i = 0; i < n; i++)
+        f->k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, w, E, f->d->rms_eps);
+    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
 }
 
 /* Rows of a pass: sequence s owns sq[s].n consecutive rows (its cache, its
@@ -295,28 +355,35 @@ static int layer_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
     const float *inv_freq = swa ? f->inv_freq_swa : f->inv_freq;
 
     act_cache c = { 0 };
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_KV);
     /* a sliding-window layer's ring keeps only the window (kv.h) */
     for (int32_t s = 0; s < ns; s++)
         if ((rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, swa ? d->n_swa : 0))) return rc;
+    sl_forward_prof_end(f, SL_PROF_KV, t, 0);
     /* attention */
-    for (int32_t i = 0; i < n; i++)
-        k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, an->data, E, d->rms_eps);
-    if ((rc = mm(f, &c, f->xn, n, wq, f->q, QD)) || (rc = mm(f, &c, f->xn, n, wk, f->kx, KD)) ||
-        (rc = mm(f, &c, f->xn, n, wv, f->vx, KD)))
+    norm_rows(f, an->data, n);
+    if ((rc = mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ wq, wk, wv },
+                       (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ QD, KD, KD },
+                       (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV)))
         return rc;
     for (int32_t s = 0, i = 0; s < ns; s++)
     for (int32_t j = 0; j < sq[s].n; j++, i++) {
         sl_kv *kv = sq[s].kv;
         const int32_t pos = kv->n_past + j;
         float *qi = f->q + (int64_t)i * QD, *ki = f->kx + (int64_t)i * KD, *vi = f->vx + (int64_t)i * KD;
+        t = sl_forward_prof_begin(f, SL_PROF_ROPE);
         if (bq) {
             k->add(qi, qi, bq->data, QD);
             k->add(ki, ki, bk->data, KD);
             k->add(vi, vi, bv->data, KD);
         }
         if (nq) {
+            sl_forward_prof_end(f, SL_PROF_ROPE, t, 0);
+            t = sl_forward_prof_begin(f, SL_PROF_NORM);
             sl_forward_qknorm(k, qi, d->n_head, d->head_dim, nq->data, d->rms_eps);
             sl_forward_qknorm(k, ki, d->n_head_kv, d->head_dim, nk->data, d->rms_eps);
+            sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
+            t = sl_forward_prof_begin(f, SL_PROF_ROPE);
         }
         k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
         k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
@@ -324,7 +391,10 @@ static int layer_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
         if (kmul != 1.0f) scale_row(ki, KD, kmul);
         if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
         if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
+        sl_forward_prof_end(f, SL_PROF_ROPE, t, 0);
+        t = sl_forward_prof_begin(f, SL_PROF_KV);
         sl_kv_store(kv, k, l, pos, ki, vi);   /* in the cache's types */
+        sl_forward_prof_end(f, SL_PROF_KV, t, 0);
     }
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {   /* each sequence its own cache */
         const sl_kv *kv = sq[s].kv;
@@ -337,34 +407,56 @@ static int layer_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
             .kv_head_stride = sl_kv_head_stride(kv, l), .window = swa ? d->n_swa : 0,
             .type_k = kv->type_k, .type_v = kv->type_v,
         };
+        t = sl_forward_prof_begin(f, SL_PROF_ATTN);
         if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
             return sl_err_set(rc, "layer %d: attention failed", l);
+        sl_forward_prof_end(f, SL_PROF_ATTN, t, 0);
         /* back from V's basis */
+        t = sl_forward_prof_begin(f, SL_PROF_ROPE);
         if (kv->rot_v) sl_kv_rotate(f->att + (int64_t)i * QD, (int64_t)sq[s].n * QD, kv->rot_v);
+        sl_forward_prof_end(f, SL_PROF_ROPE, t, 0);
     }
-    if ((rc = mm(f, &c, f->att, n, wo, f->xn, E))) return rc;
+    if ((rc = mm(f, &c, f->att, n, wo, f->xn, E, SL_PROF_MV_O))) return rc;
     post_norm(f, pa, n);
-    k->add(f->x, f->x, f->xn, (int64_t)n * E);
+    residual(f, n);
 
     /* feed-forward */
-    for (int32_t i = 0; i < n; i++)
-        k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, fn->data, E, d->rms_eps);
-    if (d->n_expert) return sl_forward_moe_ffn(f, l, v, n);
-    if ((rc = mm(f, &c, f->xn, n, wg, f->gate, FF)) || (rc = mm(f, &c, f->xn, n, wu, f->up, FF)))
+    norm_rows(f, fn->data, n);
+    if (d->n_expert) {
+        t = sl_forward_prof_begin(f, SL_PROF_MOE);
+        rc = sl_forward_moe_ffn(f, l, v, n);
+        sl_forward_prof_end(f, SL_PROF_MOE, t, 0);
         return rc;
+    }
+    if ((rc = mm_fused(f, &c, f->xn, n, 2, (const sl_stream_tensor *[]){ wg, wu },
+                       (float *[]){ f->gate, f->up }, (int64_t[]){ FF, FF },
+                       (int[]){ SL_PROF_MV_GATE, SL_PROF_MV_UP }, SL_PROF_MV_GATE_UP)))
+        return rc;
+    t = sl_forward_prof_begin(f, SL_PROF_ACT);
     if (d->ffn_gelu) k->gelu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
     else k->silu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
-    if ((rc = mm(f, &c, f->gate, n, wd, f->xn, E))) return rc;
+    sl_forward_prof_end(f, SL_PROF_ACT, t, 0);
+    if ((rc = mm(f, &c, f->gate, n, wd, f->xn, E, SL_PROF_MV_DOWN))) return rc;
     post_norm(f, pf, n);
-    k->add(f->x, f->x, f->xn, (int64_t)n * E);
+    residual(f, n);
     return 0;
 }
 
 static int acquire(sl_forward *f, int32_t u, sl_stream_view *v)
 {
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_STREAM);
     int rc = sl_stream_acquire(f->st, u, v);
+    sl_forward_prof_end(f, SL_PROF_STREAM, t, 0);
     if (rc) return stream_err(rc, f->st, NULL, 0);
     return 0;
+}
+
+static int release(sl_forward *f, int32_t u)
+{
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_STREAM);
+    int rc = sl_stream_release(f->st, u);
+    sl_forward_prof_end(f, SL_PROF_STREAM, t, 0);
+    return rc;
 }
 
 /* lm head over rows [r0, r0+nr) of f->xn (already normed), chunk by chunk. */
@@ -388,15 +480,16 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
             else if (w->ne[1] == (uint64_t)d->n_vocab) data = (const uint8_t *)w->data + ui.row_begin * rb;
         }
         if (!data) {
-            sl_stream_release(f->st, u);
+            release(f, u);
             return sl_err_set(SL_ESHAPE, "lm head unit %d: tensor '%s' missing or of unexpected shape",
                               u, f->head_name);
         }
         sl_stream_tensor part = *w;
         part.data = data;
         part.ne[1] = rows;
-        rc = mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab);
-        int rr = sl_stream_release(f->st, u);
+        rc = mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab,
+                SL_PROF_MV_HEAD);
+        int rr = release(f, u);
         if (rc) return rc;
         if (rr) return stream_err(rr, f->st, NULL, 0);
     }
@@ -416,30 +509,34 @@ static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
         const int32_t id = sq[s].ids[j];
         if (id < 0 || id >= d->n_vocab)
             return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", id, d->n_vocab);
+        uint64_t t = sl_forward_prof_begin(f, SL_PROF_EMBD);
         rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)id, f->row_buf,
                                 f->embd_row_bytes);
         if (rc) return stream_err(rc, f->st, "token_embd row", id);
         rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, f->x + (int64_t)i * E, E);
         if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", id);
         if (d->embd_scale > 0) scale_row(f->x + (int64_t)i * E, E, d->embd_scale);
+        sl_forward_prof_end(f, SL_PROF_EMBD, t, f->embd_row_bytes);
     }
     for (int32_t l = 0; l < d->n_layer; l++) {
         sl_stream_view v;
         if ((rc = acquire(f, l, &v))) return rc;
         rc = layer_forward(f, sq, ns, l, &v, n);
-        int rr = sl_stream_release(f->st, l);
+        int rr = release(f, l);
         if (rc) return rc;
         if (rr) return stream_err(rr, f->st, NULL, 0);
     }
     /* the rows that want logits, normed into consecutive rows of xn (row
      * nr <= row i: a row is read before it could be overwritten) */
     int32_t nr = 0;
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
         int32_t r0 = sq[s].mode == SL_LOGITS_ALL ? 0 : sq[s].mode == SL_LOGITS_LAST ? sq[s].n - 1 : sq[s].n;
         for (int32_t r = r0; r < sq[s].n; r++, nr++)
             f->k->rmsnorm(f->xn + (int64_t)nr * E, f->x + (int64_t)(i + r) * E, f->out_norm, E,
                           d->rms_eps);
     }
+    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
     if (nr == 0) {
         /* the lm head is skipped: restart the cyclic schedule at layer 0 */
         sl_stream_prefetch(f->st, 0);
@@ -447,8 +544,10 @@ static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
     }
     if ((rc = head_forward(f, 0, nr, logits))) return rc;
     if (d->logit_softcap > 0) {
+        t = sl_forward_prof_begin(f, SL_PROF_ADD);
         const float cap = d->logit_softcap;
         for (int64_t i = 0; i < (int64_t)nr * d->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+        sl_forward_prof_end(f, SL_PROF_ADD, t, 0);
     }
     return 0;
 }

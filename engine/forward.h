@@ -7,18 +7,43 @@
 #define SL_ENGINE_FORWARD_H
 
 #include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "../io/sluice_stream.h"
 #include "../kernels/kernels.h"
 #include "kv.h"
 #include "model.h"
+#include "sluice.h"
 
 enum sl_logits_mode {
     SL_LOGITS_NONE = 0,     /* no lm head (intermediate prompt chunk) */
     SL_LOGITS_LAST,         /* only the last token's row */
     SL_LOGITS_ALL,          /* every token's row */
 };
+
+/* Profile accumulator of decode passes (sluice.h: sl_profile). thread_ns is
+ * the pool's array: [n_threads][SL_PROF_STRIDE], ns inside jobs per op. */
+#define SL_PROF_STRIDE 32     /* >= SL_PROF_N_OPS; a thread's row is whole cache lines */
+typedef struct sl_forward_prof {
+    uint64_t ns[SL_PROF_N_OPS], bytes[SL_PROF_N_OPS], calls[SL_PROF_N_OPS];
+    uint64_t *thread_ns;
+    int n_threads;
+} sl_forward_prof;
+
+int  sl_forward_prof_alloc(sl_forward_prof *p, int n_threads);   /* zeroed; SL_ENOMEM */
+void sl_forward_prof_clear(sl_forward_prof *p);
+void sl_forward_prof_free(sl_forward_prof *p);
+/* Into the public struct (n_tokens, forward_ms, n_samples are the session's). */
+void sl_forward_prof_export(const sl_forward_prof *p, sl_profile *out);
+
+static inline uint64_t sl_prof_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 typedef struct sl_forward {
     const sl_model_desc *d;
@@ -44,7 +69,26 @@ typedef struct sl_forward {
     void *row_buf;                      /* one raw embedding row */
     /* MoE FFN scratch (forward_moe.c lays it out; NULL for a dense model) */
     void *moe;
+    sl_forward_prof *prof;              /* NULL: not profiling (the session sets it per pass) */
+    bool fuse;                          /* decode: q/k/v, gate/up as one pool job each (SLUICE_FUSE=0: off) */
 } sl_forward;
+
+/* Op timing: t = sl_forward_prof_begin(f, op); ...; sl_forward_prof_end(f, op, t, bytes).
+ * Off (f->prof NULL) each is one branch. begin tags the pool's jobs with op. */
+static inline uint64_t sl_forward_prof_begin(const sl_forward *f, int op)
+{
+    if (!f->prof) return 0;
+    sl_pool_set_tag(f->pool, op);
+    return sl_prof_now_ns();
+}
+
+static inline void sl_forward_prof_end(const sl_forward *f, int op, uint64_t t0, uint64_t bytes)
+{
+    if (!f->prof) return;
+    f->prof->ns[op] += sl_prof_now_ns() - t0;
+    f->prof->bytes[op] += bytes;
+    f->prof->calls[op]++;
+}
 
 /* Upper bound of the arena init allocates (for the planner's reserve). */
 uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t n_ctx,

@@ -57,6 +57,11 @@ struct sl_session {
     struct sl_pressure *pressure;   /* memory-pressure ladder (pressure.c), NULL when off */
     int32_t window;             /* its KV_WINDOW rung: positions kept past the sinks, 0 = none */
     uint64_t epoch;             /* bumped by every feed and reset (spec.c: is a pending draw still valid) */
+    /* decode profile (sl_session_set_profile); prof.thread_ns NULL until first on */
+    sl_forward_prof prof;
+    bool prof_on;
+    int64_t prof_tokens, prof_samples;
+    double prof_fwd_ms;
 };
 
 static double now_ms(void)
@@ -291,6 +296,7 @@ void sl_session_destroy(sl_session *s)
 {
     if (!s) return;
     sl_pressure_free(s->pressure);
+    sl_forward_prof_free(&s->prof);
     sl_kv_free(&s->kv);
     sl_sampler_free(&s->smp);
     free(s->logits);
@@ -408,8 +414,18 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     double t0 = now_ms();
     if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
     int32_t past = s->kv.n_past;
+    bool prof = decode && s->prof_on;
+    if (prof) {
+        m->fw.prof = &s->prof;
+        sl_pool_set_profile(m->pool, s->prof.thread_ns, SL_PROF_STRIDE);
+    }
     rc = sl_forward_run(&m->fw, &s->kv, ids, n, mode, logits);
     double t1 = now_ms();
+    if (prof) {
+        sl_pool_set_profile(m->pool, NULL, 0);
+        m->fw.prof = NULL;
+        if (!rc) { s->prof_tokens += n; s->prof_fwd_ms += t1 - t0; }
+    }
     sl_stream_get_stats(m->st, &b);
     if (rc) {
         s->kv.n_past = past;     /* a failed chunk's cache rows are not trusted */
@@ -484,6 +500,11 @@ int sl_session_sample(sl_session *s, int32_t *token)
     *token = sl_sampler_sample(&s->smp, s->logits, s->hist, s->kv.n_past);
     double t1 = now_ms();
     s->stats.sample_ms += t1 - t0;
+    if (s->prof_on) {
+        s->prof.ns[SL_PROF_SAMPLE] += (uint64_t)((t1 - t0) * 1e6);
+        s->prof.calls[SL_PROF_SAMPLE]++;
+        s->prof_samples++;
+    }
     if (s->t_first_feed >= 0) {
         s->stats.ttft_ms = t1 - s->t_first_feed;
         s->t_first_feed = -1;
@@ -519,6 +540,35 @@ int sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap)
     if (rc) return sess_fail(s, rc);
     buf[len] = '\0';
     return (int)len;
+}
+
+int sl_session_set_profile(sl_session *s, bool on)
+{
+    if (!s) return sl_err_set(SL_EINVAL, "set_profile: session is NULL");
+    if (!on) { s->prof_on = false; return 0; }
+    if (!s->prof.thread_ns) {
+        int rc = sl_forward_prof_alloc(&s->prof, sl_pool_n_threads(s->m->pool));
+        if (rc) return sess_fail(s, sl_err_set(rc, "profile: out of memory"));
+    }
+    sl_forward_prof_clear(&s->prof);
+    s->prof_tokens = s->prof_samples = 0;
+    s->prof_fwd_ms = 0;
+    s->prof_on = true;
+    return 0;
+}
+
+int sl_session_get_profile_sized(const sl_session *s, sl_profile *out, size_t size)
+{
+    int rc = sl_struct_check(size, SL_PROFILE_MIN_SIZE, sizeof(sl_profile), "sl_profile");
+    if (rc) return rc;
+    if (!s || !s->prof.thread_ns)
+        return sl_err_set(SL_EINVAL, "get_profile: profiling was never turned on");
+    sl_profile p;
+    sl_forward_prof_export(&s->prof, &p);
+    p.n_tokens = s->prof_tokens;
+    p.n_samples = s->prof_samples;
+    p.forward_ms = s->prof_fwd_ms;
+    return sl_struct_out(out, size, &p, sizeof p, SL_PROFILE_MIN_SIZE, "sl_profile");
 }
 
 int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)

@@ -355,6 +355,53 @@ static inline int sl_session_get_stats(const sl_session *s, sl_stats *out)
 { return sl_session_get_stats_sized(s, out, sizeof *out); }
 SL_API void sl_session_reset_stats(sl_session *s);
 
+/* ---- decode profile -------------------------------------------------------
+ * Where the time of a decode token goes: with profiling on, every decode
+ * forward pass (sl_session_accept; not prompt feeds) and every sample add the
+ * wall time of each op class on the calling thread, the weight bytes it read
+ * and, per pool thread, the time spent inside the op's parallel jobs (the rest
+ * of a pooled op's time is that thread waiting: wake-up and barrier). Off (the
+ * default) it costs one branch per op. Ops of a class: */
+enum sl_prof_op {
+    SL_PROF_EMBD,       /* embedding row read + dequantize (bytes: the row) */
+    SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V, SL_PROF_MV_O,   /* attention matvecs */
+    SL_PROF_MV_GATE, SL_PROF_MV_UP, SL_PROF_MV_DOWN,          /* FFN matvecs */
+    SL_PROF_MV_HEAD,    /* lm head (output.weight or tied token_embd) */
+    SL_PROF_MV_QKV,     /* q, k, v in one pool job (decode, same input type): instead of the three */
+    SL_PROF_MV_GATE_UP, /* gate and up in one pool job: instead of the two */
+    SL_PROF_MOE,        /* a MoE layer's FFN: router, experts, shared expert */
+    SL_PROF_ATTN,       /* attention over the cache */
+    SL_PROF_NORM,       /* RMS norms (block, q/k, output) */
+    SL_PROF_ROPE,       /* q/k biases, rope, scales, cache-basis rotations */
+    SL_PROF_KV,         /* KV cache writes and window ring */
+    SL_PROF_QUANT,      /* activation quantization before a matvec */
+    SL_PROF_ACT,        /* SiLU/GELU x up */
+    SL_PROF_ADD,        /* residual adds, logit soft-cap */
+    SL_PROF_STREAM,     /* unit acquire/release (I/O stall included) */
+    SL_PROF_SAMPLE,     /* sl_session_sample */
+    SL_PROF_N_OPS
+};
+#define SL_PROF_MAX_THREADS 16
+typedef struct sl_profile {
+    int64_t n_tokens;       /* decode tokens profiled */
+    double forward_ms;      /* their wall time */
+    int64_t n_samples;
+    int32_t n_threads;      /* pool threads (figures for the first SL_PROF_MAX_THREADS) */
+    double op_ms[SL_PROF_N_OPS];          /* wall time on the calling thread */
+    uint64_t op_bytes[SL_PROF_N_OPS];     /* weight bytes read (matvecs, embedding rows) */
+    uint64_t op_calls[SL_PROF_N_OPS];
+    double thread_ms[SL_PROF_MAX_THREADS][SL_PROF_N_OPS];   /* inside pool jobs, per thread */
+} sl_profile;
+#define SL_PROFILE_MIN_SIZE SL_STRUCT_END(sl_profile, thread_ms)   /* first layout */
+/* on: start profiling from zero (allocates once); off: stop (figures are kept). */
+SL_API int sl_session_set_profile(sl_session *s, bool on);
+/* SL_EINVAL when profiling was never turned on. */
+SL_API int sl_session_get_profile_sized(const sl_session *s, sl_profile *out, size_t size);
+static inline int sl_session_get_profile(const sl_session *s, sl_profile *out)
+{ return sl_session_get_profile_sized(s, out, sizeof *out); }
+/* "mv_q", "attn", ... (NULL out of range) */
+SL_API const char *sl_prof_op_name(int op);
+
 /* ---- batched decode (continuous batching) -------------------------------
  * A batch steps a set of sessions of one model with one pass over the
  * weights: each member contributes its next token as one row of the

@@ -27,6 +27,12 @@ int  sl_pool_create(sl_pool **out, int n_threads);   /* n_threads >= 1, incl. ca
 void sl_pool_destroy(sl_pool *p);
 int  sl_pool_n_threads(const sl_pool *p);
 void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *ctx);  /* returns when all are done */
+/* Profiling: with acc != NULL, thread ith adds the ns it spends inside each
+ * job to acc[ith * stride + tag] (tag = the last sl_pool_set_tag, 0..stride-1);
+ * acc holds n_threads * stride entries, owned by the caller. NULL: off.
+ * Set both between jobs, from the thread that calls sl_pool_run. */
+void sl_pool_set_profile(sl_pool *p, uint64_t *acc, int stride);
+void sl_pool_set_tag(sl_pool *p, int tag);
 
 /* s = dot(n elements of weight row x, activation row y in vec_dot_type). */
 typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
@@ -78,6 +84,20 @@ void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t c
  * Split over the pool's threads by row ranges. */
 int sl_kern_matvec(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                    int64_t cols, const void *act, float *y);
+/* Several matvecs in one pool job (decode: q/k/v, gate/up read the same
+ * input): part i computes y[r] = dot(W row r, act) like sl_kern_matvec, bit
+ * for bit. The threads split the parts' weight bytes evenly (not rows: parts
+ * may mix types of different row sizes), each streaming its contiguous runs.
+ * At most SL_MV_MAX_PARTS parts. */
+#define SL_MV_MAX_PARTS 4
+typedef struct sl_mv_part {
+    int wtype;
+    const void *W;
+    int64_t rows, cols;
+    const void *act;         /* in wtype's vec_dot_type */
+    float *y;
+} sl_mv_part;
+int sl_kern_matvec_multi(const sl_kern *k, sl_pool *p, const sl_mv_part *parts, int n_parts);
 /* Y[i][r] = dot(W row r, act row i) for i < n_act; Y row stride = ldy floats.
  * Tiled so each weight block is loaded once per tile of activation rows.
  * From 10 rows on levels with a panel kernel (avx2, avx512, avx512vnni,

@@ -97,6 +97,47 @@ static void mm_worker(void *ctx, int ith, int nth)
     }
 }
 
+/* ---- several matvecs in one job, split by bytes ------------------------- */
+
+struct mv_multi_job {
+    const sl_kern *k;
+    const sl_mv_part *parts;
+    size_t wrb[SL_MV_MAX_PARTS];
+    uint64_t off[SL_MV_MAX_PARTS + 1];   /* byte offset of each part in the whole */
+    int n;
+};
+
+/* First row of part i at or after the whole's byte b: rows split at the
+ * same b for neighbouring threads, so every row is computed exactly once. */
+static int64_t part_row(const struct mv_multi_job *j, int i, uint64_t b)
+{
+    if (b <= j->off[i]) return 0;
+    if (b >= j->off[i + 1]) return j->parts[i].rows;
+    return (int64_t)((b - j->off[i] + j->wrb[i] - 1) / j->wrb[i]);
+}
+
+static void mv_multi_worker(void *ctx, int ith, int nth)
+{
+    const struct mv_multi_job *j = ctx;
+    uint64_t total = j->off[j->n];
+    /* total < 2^53 bytes and nth <= 1024 (sl_pool_create): no overflow */
+    uint64_t b0 = total * (uint64_t)ith / (uint64_t)nth, b1 = total * (uint64_t)(ith + 1) / (uint64_t)nth;
+    for (int i = 0; i < j->n; i++) {
+        int64_t r0 = part_row(j, i, b0), r1 = part_row(j, i, b1);
+        if (r0 >= r1) continue;
+        const sl_mv_part *pt = &j->parts[i];
+        sl_vec_dot_fn dot = j->k->vec_dot[pt->wtype];
+        const size_t wrb = j->wrb[i];
+        /* as mm_worker's decode loop: a prefetch burst per row, just ahead */
+        const char *w = (const char *)pt->W + (size_t)r0 * wrb, *end = (const char *)pt->W + (size_t)r1 * wrb;
+        const char *pf = w;
+        for (int64_t r = r0; r < r1; r++, w += wrb) {
+            for (const char *e = w + wrb; pf < e && pf < end; pf += 64) __builtin_prefetch(pf, 0, 3);
+            dot(pt->cols, pt->y + r, w, pt->act);
+        }
+    }
+}
+
 /* ---- panel GEMM (prefill on levels with sl_kern.panel) ------------------ */
 
 /* Scratch for the activation panel and per-thread tiles, kept per calling
@@ -226,5 +267,22 @@ int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
     int nth = sl_pool_n_threads(p);
     if (nth > 1 && rows >= 8) sl_pool_run(p, mm_worker, &j);
     else mm_worker(&j, 0, 1);
+    return 0;
+}
+
+int sl_kern_matvec_multi(const sl_kern *k, sl_pool *p, const sl_mv_part *parts, int n_parts)
+{
+    if (!parts || n_parts < 1 || n_parts > SL_MV_MAX_PARTS) return -EINVAL;
+    struct mv_multi_job j = { .k = k, .parts = parts, .n = n_parts };
+    for (int i = 0; i < n_parts; i++) {
+        const sl_mv_part *pt = &parts[i];
+        int rc = check(k, pt->wtype, pt->W, pt->rows, pt->cols, pt->act, pt->y);
+        if (rc) return rc;
+        j.wrb[i] = sl_gguf_row_bytes(pt->wtype, pt->cols);
+        j.off[i + 1] = j.off[i] + (uint64_t)pt->rows * j.wrb[i];
+    }
+    int nth = sl_pool_n_threads(p);
+    if (nth > 1 && j.off[n_parts] > 0) sl_pool_run(p, mv_multi_worker, &j);
+    else mv_multi_worker(&j, 0, 1);
     return 0;
 }

@@ -180,3 +180,57 @@ Test(kern_matvec, scratch_bound_covers_panels)
         }
     }
 }
+
+/* Several matvecs in one job (decode q/k/v, gate/up): every row bit for bit
+ * vec_dot's, whatever the mix of row sizes (q4_K 144 B, q6_K 210 B, q8_0) and
+ * wherever the byte split of 1..3 threads falls, also inside an empty part. */
+Test(kern_matvec, multi_equals_vec_dot)
+{
+    static const int mtypes[] = { SL_GGML_Q4_K, SL_GGML_Q6_K, SL_GGML_Q8_0, SL_GGML_Q4_K };
+    static const int64_t mrows[][4] = { { 1, 1, 1, 1 }, { 37, 5, 0, 11 }, { 64, 16, 16, 3 }, { 3, 129, 7, 0 } };
+    const int64_t cols = 512;
+    uint64_t seed = 4242;
+    for (int nth = 1; nth <= 3; nth++) {
+        sl_pool *p = NULL;
+        cr_assert_eq(sl_pool_create(&p, nth), 0);
+        for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+            const sl_kern *k = sl_kern_for(isa);
+            if (!k) continue;
+            for (size_t s = 0; s < sizeof mrows / sizeof *mrows; s++) {
+                for (int np = 1; np <= 4; np++) {
+                    sl_mv_part parts[4];
+                    uint8_t *W[4], *A[4];
+                    float *y[4];
+                    for (int i = 0; i < np; i++) {
+                        int64_t rows = mrows[s][i];
+                        W[i] = kr_weights(mtypes[i], rows ? rows : 1, cols, &seed);
+                        A[i] = kr_act(k, mtypes[i], 1, cols, &seed);
+                        y[i] = malloc((size_t)(rows + 1) * sizeof(float));
+                        cr_assert(W[i] && A[i] && y[i]);
+                        for (int64_t r = 0; r <= rows; r++) y[i][r] = NAN;
+                        parts[i] = (sl_mv_part){ .wtype = mtypes[i], .W = W[i], .rows = rows, .cols = cols,
+                                                 .act = A[i], .y = y[i] };
+                    }
+                    cr_assert_eq(sl_kern_matvec_multi(k, p, parts, np), 0);
+                    for (int i = 0; i < np; i++) {
+                        size_t rb = sl_gguf_row_bytes(mtypes[i], cols);
+                        for (int64_t r = 0; r < mrows[s][i]; r++) {
+                            float e;
+                            k->vec_dot[mtypes[i]](cols, &e, W[i] + (size_t)r * rb, A[i]);
+                            cr_assert(memcmp(&e, &y[i][r], 4) == 0, "%s %d threads shape %zu part %d row %lld: %.9g vs %.9g",
+                                      k->name, nth, s, i, (long long)r, y[i][r], e);
+                        }
+                        cr_assert(isnan(y[i][mrows[s][i]]), "no write past part %d", i);
+                        free(W[i]); free(A[i]); free(y[i]);
+                    }
+                }
+            }
+        }
+        sl_pool_destroy(p);
+    }
+    const sl_kern *k = sl_kern_best();
+    sl_mv_part bad = { .wtype = SL_GGML_Q4_K, .W = NULL, .rows = 1, .cols = cols };
+    cr_assert_eq(sl_kern_matvec_multi(k, NULL, &bad, 1), -EINVAL);
+    cr_assert_eq(sl_kern_matvec_multi(k, NULL, &bad, 0), -EINVAL);
+    cr_assert_eq(sl_kern_matvec_multi(k, NULL, &bad, SL_MV_MAX_PARTS + 1), -EINVAL);
+}

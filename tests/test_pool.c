@@ -61,3 +61,41 @@ Test(pool, bad_arguments)
     cr_assert_eq(sl_pool_n_threads(NULL), 1);
     sl_pool_destroy(NULL);
 }
+
+static void nap_fn(void *ctx, int ith, int nth)
+{
+    (void)ctx; (void)nth;
+    struct timespec ts = { 0, 200000L * (ith + 1) };   /* 0.2 ms x (ith + 1) */
+    nanosleep(&ts, NULL);
+}
+
+/* Profiling: each thread's time inside a job lands in its own row under the
+ * tag current at sl_pool_run; off, nothing is written. */
+Test(pool, profile_rows_and_tags)
+{
+    for (int nthreads = 1; nthreads <= 3; nthreads++) {
+        sl_pool *p = NULL;
+        cr_assert_eq(sl_pool_create(&p, nthreads), 0);
+        enum { STRIDE = 8 };
+        uint64_t acc[3 * STRIDE] = { 0 };
+        sl_pool_run(p, nap_fn, NULL);                 /* off: nothing recorded */
+        sl_pool_set_profile(p, acc, STRIDE);
+        sl_pool_set_tag(p, 2);
+        sl_pool_run(p, nap_fn, NULL);
+        sl_pool_set_tag(p, 5);
+        sl_pool_run(p, nap_fn, NULL);
+        sl_pool_run(p, nap_fn, NULL);
+        sl_pool_set_tag(p, STRIDE);                   /* out of range: ignored */
+        sl_pool_set_profile(p, NULL, 0);
+        sl_pool_run(p, nap_fn, NULL);
+        for (int t = 0; t < nthreads; t++)
+            for (int g = 0; g < STRIDE; g++) {
+                uint64_t v = acc[t * STRIDE + g], lo = (g == 2 ? 1u : g == 5 ? 2u : 0u) * 200000u * (uint64_t)(t + 1);
+                if (!lo) cr_assert_eq(v, 0, "%d threads: thread %d tag %d: %llu ns", nthreads, t, g,
+                                      (unsigned long long)v);
+                else cr_assert_geq(v, lo, "%d threads: thread %d tag %d: %llu ns < %llu", nthreads, t, g,
+                                   (unsigned long long)v, (unsigned long long)lo);
+            }
+        sl_pool_destroy(p);
+    }
+}
