@@ -517,6 +517,10 @@ static int chat_main(int argc, char **argv)
         fprintf(stderr, "sluice chat: %s\n", sl_last_error());
         goto out;
     }
+    if (o.profile && sl_session_set_profile(s, true)) {   /* every turn's decode tokens */
+        fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
+        goto out;
+    }
     if (start_pressure(&o, s, "sluice chat")) goto out;
     if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "chat")) goto out;
     if (o.system && msgs_add(&ms, "system", o.system)) goto oom;
@@ -571,6 +575,8 @@ static int chat_main(int argc, char **argv)
         print_summary(&o, m, &all, &zero);
         sl_cli_spec_print_stats(spec, o.json);
     }
+    sl_profile prof;
+    if (o.profile && sl_session_get_profile(s, &prof) == 0) sl_cli_print_profile(stderr, &prof, o.json);
     goto out;
 oom:
     fprintf(stderr, "sluice chat: out of memory\n");

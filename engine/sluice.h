@@ -344,7 +344,7 @@ typedef struct sl_stats {
     int64_t n_ctx_shift;    /* context shifts done (each drops half the unkept positions; the
                              * pressure window's first drops down to the window) */
     int64_t n_ctx_dropped;  /* positions those shifts dropped */
-    /* added after 0.3.0: the KV_WINDOW rung */
+    /* appended after the first layout: the KV_WINDOW rung */
     int32_t pressure_kv_window;    /* positions the KV_WINDOW rung caps the cache at (sinks +
                                     * emergency_window), 0 when no window is set */
     uint64_t pressure_kv_released; /* resident KV cache bytes that rung gave back to the OS */
@@ -505,7 +505,7 @@ typedef struct sl_spec_params {
     int32_t ngram_min;      /* 1 */
     int32_t ngram_max;      /* 3 */
     bool adaptive;          /* true; false: always k_max */
-    /* added after 0.3.0 */
+    /* appended after the first layout */
     sl_session *draft;      /* SL_SPEC_DRAFT: a session of the draft model (NULL) */
 } sl_spec_params;
 #define SL_SPEC_PARAMS_MIN_SIZE SL_STRUCT_END(sl_spec_params, adaptive)   /* first layout */
@@ -518,7 +518,7 @@ SL_API const char *sl_spec_errmsg(const sl_spec *sp);
 /* One verification pass: writes the 1..k+1 tokens it generated (all fed) to
  * tokens (cap >= 1; fewer drafts when cap is small) and their count to *n. */
 SL_API int  sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n);
-SL_API int  sl_spec_sample(sl_spec *sp, int32_t *token);   /* added after 0.3.0 */
+SL_API int  sl_spec_sample(sl_spec *sp, int32_t *token);   /* appended after the first layout */
 
 typedef struct sl_spec_stats {
     int64_t n_passes;       /* verification (or plain) passes */
@@ -526,7 +526,7 @@ typedef struct sl_spec_stats {
     int64_t n_accepted;     /* of which accepted */
     int64_t n_tokens;       /* tokens generated (accepted + one per pass) */
     int32_t k;              /* the current draft length */
-    /* added after 0.3.0 */
+    /* appended after the first layout */
     double draft_ms;        /* wall time in the draft model (catch-up and proposals) */
     double verify_ms;       /* wall time of the target's verification passes */
 } sl_spec_stats;
