@@ -518,7 +518,7 @@ SL_API const char *sl_spec_errmsg(const sl_spec *sp);
 /* One verification pass: writes the 1..k+1 tokens it generated (all fed) to
  * tokens (cap >= 1; fewer drafts when cap is small) and their count to *n. */
 SL_API int  sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n);
-SL_API int  sl_spec_sample(sl_spec *sp, int32_t *token);   /* appended after the first layout */
+SL_API int  sl_spec_sample(sl_spec *sp, int32_t *token);   /* the pending draw (see above) */
 
 typedef struct sl_spec_stats {
     int64_t n_passes;       /* verification (or plain) passes */

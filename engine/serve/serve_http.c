@@ -79,6 +79,9 @@ static enum MHD_Result send_error(sl_srv_http *h, struct MHD_Connection *c, unsi
     return send_text(h, c, status, sl_srv_error_json(msg, type, param, code), "application/json");
 }
 
+/* Byte i of s begins a UTF-8 character (is not a continuation byte). */
+static bool char_start(const char *s, size_t i) { return ((unsigned char)s[i] & 0xC0) != 0x80; }
+
 /* Formats the next SSE bytes into st->stage; false when nothing is ready. Lock held. */
 static bool sse_next_locked(sse *st)
 {
@@ -86,12 +89,12 @@ static bool sse_next_locked(sse *st)
     const char *model = st->h->c.model_name;
     size_t end = j->safe_len;
     if (j->state != SL_SRV_DONE)   /* a chunk ends on a character boundary */
-        while (end > st->sent && ((unsigned char)j->out[end] & 0xC0) == 0x80) end--;
+        while (end > st->sent && !char_start(j->out, end)) end--;
     /* one chunk per token: stop at the first token end past what was sent
      * (on a character boundary; text after a stop-string cut is not there) */
     for (; st->ei < j->n_ends && j->ends[st->ei] <= st->sent; st->ei++) {}
     for (size_t i = st->ei; i < j->n_ends && j->ends[i] < end; i++)
-        if (((unsigned char)j->out[j->ends[i]] & 0xC0) != 0x80) { end = j->ends[i]; break; }
+        if (char_start(j->out, j->ends[i])) { end = j->ends[i]; break; }
     char *a = NULL, *b = NULL;
     if (end > st->sent) {
         a = sl_srv_result_json(j->g.chat, true, j->id, model, st->h->created, j->out + st->sent, end - st->sent,
