@@ -275,7 +275,8 @@ static void print_md(FILE *f, bench_result *res, int nres, const char *model, do
             nres ? res[0].cfg.n_prompt : 0, nres ? res[0].cfg.n_gen : 0, nres ? res[0].n : 0);
 }
 
-static void print_json(FILE *f, bench_result *res, int nres, const char *runner, double disk_bw)
+static void print_json(FILE *f, bench_result *res, int nres, const char *runner, double disk_bw, double mem_bw,
+                       uint64_t weight_bytes)
 {
     fprintf(f, "[");
     for (int i = 0; i < nres; i++) {
@@ -284,11 +285,13 @@ static void print_json(FILE *f, bench_result *res, int nres, const char *runner,
         perf_json_str(f, r->cfg.model);
         fprintf(f, ", \"runner\": \"%s\", \"compute_included\": %s, \"mode\": \"%s\", \"io\": \"%s\", "
                    "\"mem_budget_bytes\": %llu, \"free_bytes\": %llu, \"threads\": %d, \"n_prompt\": %d, "
-                   "\"n_gen\": %d, \"reps\": %d, \"mem_available_bytes\": %llu, \"model_bytes\": %llu, \"disk_bytes_per_s_measured\": %.0f",
+                   "\"n_gen\": %d, \"reps\": %d, \"mem_available_bytes\": %llu, \"model_bytes\": %llu, "
+                   "\"weight_bytes\": %llu, \"disk_bytes_per_s_measured\": %.0f, \"mem_bytes_per_s\": %.0f",
                 runner, r->compute_included ? "true" : "false", r->n ? r->mode : sl_stream_mode_name(r->cfg.mode),
                 r->n ? r->io : sl_stream_io_name(r->cfg.io), (unsigned long long)(r->n ? r->budget_bytes : r->cfg.mem_budget),
                 (unsigned long long)r->free_bytes, r->cfg.threads, r->cfg.n_prompt, r->cfg.n_gen, r->n,
-                (unsigned long long)r->avail_bytes, (unsigned long long)r->model_bytes, disk_bw);
+                (unsigned long long)r->avail_bytes, (unsigned long long)r->model_bytes, (unsigned long long)weight_bytes,
+                disk_bw, mem_bw);
         if (!r->n) {
             fprintf(f, ", \"error\": ");
             perf_json_str(f, r->error);
@@ -325,9 +328,10 @@ static void print_csv(FILE *f, bench_result *res, int nres, const char *runner)
 }
 
 /* decode tok/s against memory (budget, or free memory for balloon runs), one line per mode,
- * with the bound as a dashed line. */
+ * with the bound as a dashed line. 0, 1 = skipped (no gnuplot), -1 = failed. */
 static int plot_svg(const char *path, bench_result *res, int nres, bool compute)
 {
+    if (system("command -v gnuplot > /dev/null 2>&1")) return 1;
     char dat[4200];
     snprintf(dat, sizeof dat, "%s.dat", path);
     FILE *d = fopen(dat, "w");
@@ -488,6 +492,7 @@ static const bench_runner *pick_runner(const char *force)
 typedef struct bench_bounds {
     uint32_t req; int qd;      /* read shape the runners use */
     double disk_bw, mem_bw;    /* bytes/s */
+    uint64_t weight_bytes;     /* tensor bytes but token_embd: what a token reads when nothing is cached */
 } bench_bounds;
 
 static int measure_bounds(const bench_opts *o, const bench_runner *rn, bench_bounds *bb)
@@ -513,6 +518,7 @@ static int measure_bounds(const bench_opts *o, const bench_runner *rn, bench_bou
         if (!perf_disk_read_range(o->model, wb, we, 4u << 20, 8, &d2, err, sizeof err) && d2.bytes_per_s > dr.bytes_per_s) dr = d2;
     }
     bb->disk_bw = dr.bytes_per_s;
+    bb->weight_bytes = we - wb;
     if (bb->mem_bw <= 0) {
         int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
         size_t mb = 256u << 20;
@@ -610,12 +616,14 @@ static int report(const bench_opts *o, const bench_runner *rn, const bench_bound
     FILE *out = stdout;
     if (o->outp && !(out = fopen(o->outp, "w"))) { fprintf(stderr, "bench: %s: %s\n", o->outp, strerror(errno)); return 1; }
     if (!strcmp(o->fmt, "md")) print_md(out, res, nconf, o->model, bb->disk_bw, bb->mem_bw, rn->name, rn->compute_included);
-    else if (!strcmp(o->fmt, "json")) print_json(out, res, nconf, rn->name, bb->disk_bw);
+    else if (!strcmp(o->fmt, "json")) print_json(out, res, nconf, rn->name, bb->disk_bw, bb->mem_bw, bb->weight_bytes);
     else print_csv(out, res, nconf, rn->name);
     if (strcmp(o->fmt, "md") || o->outp)
         print_md(stderr, res, nconf, o->model, bb->disk_bw, bb->mem_bw, rn->name, rn->compute_included);
     if (out != stdout) fclose(out);
-    if (o->plot && plot_svg(o->plot, res, nconf, rn->compute_included)) fprintf(stderr, "bench: gnuplot failed for %s\n", o->plot);
+    int prc = o->plot ? plot_svg(o->plot, res, nconf, rn->compute_included) : 0;
+    if (prc > 0) fprintf(stderr, "bench: gnuplot not found: plot %s skipped (the data is in -o json|csv)\n", o->plot);
+    else if (prc < 0) fprintf(stderr, "bench: gnuplot failed for %s\n", o->plot);
     return 0;
 }
 
