@@ -200,6 +200,7 @@ check: all $(TEST_BINS) bindings $(BUILD)/java/test/JniTest.class
 	BUILD=$(BUILD) SAN="$(SAN)" CC="$(CC)" SHARED="$(SHARED)" JAVA="$(JAVA)" PYTHON="$(PYTHON)" \
 	  sh tests/bind/check.sh || fail=1; \
 	echo "== tests/serve/run.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/serve/run.sh || fail=1; \
+	echo "== tests/perf_compare_check.sh"; sh tests/perf_compare_check.sh || fail=1; \
 	echo "== tests/install_check.sh"; \
 	MAKE="$(MAKE)" CC="$(CC)" SAN="$(SAN)" SHARED="$(SHARED)" sh tests/install_check.sh || fail=1; \
 	exit $$fail
@@ -270,7 +271,9 @@ fuzz-smoke: fuzz
 	  -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus > build-fuzz/fuzz.log 2>&1 || rc=$$?; \
 	  tail -n 25 build-fuzz/fuzz.log; exit $$rc
 
-# ---- benchmark sweep (perf/run_bench.sh; < 15 min; generates the 8B model once) ----
+# ---- benchmark sweep (perf/run_bench.sh -> perf/compare_llamacpp.sh: resident pp/tg and decode at
+# 1.5 ... 6 GiB free, Sluice vs the llama.cpp build in LLAMA_CPP_BIN when set; .md/.csv/.json/.svg
+# in perf/results; < 20 min on the 8B; generates the 8B model once if none is cached) ----
 bench: all
 	@BUILD=$(BUILD) perf/run_bench.sh
 

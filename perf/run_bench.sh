@@ -1,22 +1,20 @@
 #!/bin/sh
-# `make bench`: a representative sweep in well under 15 minutes on this kind of
-# machine. Generates the Llama-3-8B-shaped Q4_K model into the cache if absent,
-# profiles the device (disk on the model's file, memory, matvec), then runs
-# `sluice bench` over modes x "device with N GiB free" (balloon) and writes
-# perf/results/<date>-<host>.{md,json,svg}.
-# Knobs (environment): BUILD, BENCH_MODEL, BENCH_FREE, BENCH_MODES, BENCH_N, BENCH_P,
-# BENCH_REPS, BENCH_THREADS.
+# `make bench`: the free-memory sweep in < 20 minutes on this kind of machine
+# (2 cores, 8B Q4_K_M): the device profile (disk on the model's file, memory,
+# matvec), then perf/compare_llamacpp.sh — resident pp/tg, and decode under
+# 1.5 ... 6 GiB free (balloon) — Sluice vs the llama.cpp build in LLAMA_CPP_BIN
+# when it is set (Sluice alone otherwise). Writes perf/results/<date>-<host>.md
+# (.csv, .json, .raw.csv, and .svg when gnuplot is installed).
+# Model: BENCH_MODEL, else ~/.cache/sluice/models/synth-8b-q4_k_m.gguf if present,
+# else synth-8b-q4_k.gguf (generated once with `sluice mkmodel --preset 8b`).
+# Knobs (environment): BUILD, BENCH_MODEL, BENCH_FREE, BENCH_N, BENCH_REPS, BENCH_THREADS,
+# LLAMA_CPP_BIN, LLAMA_CPP_NAME.
 set -eu
 BUILD=${BUILD:-build}
 SLUICE=$BUILD/sluice
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/sluice
-MODEL=${BENCH_MODEL:-$CACHE/models/synth-8b-q4_k.gguf}
-FREE=${BENCH_FREE:-2.5G,16G}
-MODES=${BENCH_MODES:-stream,mmap,auto}
-N=${BENCH_N:-8}
-P=${BENCH_P:-16}
-REPS=${BENCH_REPS:-2}
-THREADS=${BENCH_THREADS:-$(nproc)}
+MODEL=${BENCH_MODEL:-$CACHE/models/synth-8b-q4_k_m.gguf}
+[ -n "${BENCH_MODEL:-}" ] || [ -f "$MODEL" ] || MODEL=$CACHE/models/synth-8b-q4_k.gguf
 HOST=$(hostname -s 2>/dev/null || hostname)
 STAMP=$(date -u +%Y-%m-%d)
 OUT=perf/results/$STAMP-$HOST
@@ -31,30 +29,31 @@ echo "== sluice profile"
 "$SLUICE" profile -m "$MODEL" --seconds 20 > "$OUT.profile.txt"
 cat "$OUT.profile.txt"
 
-echo "== sluice bench"
-CMD="$SLUICE bench -m $MODEL --mode $MODES --free $FREE -p $P -n $N -r $REPS -t $THREADS"
-$CMD -o json --out "$OUT.json" --plot "$OUT.svg" 2> "$OUT.bench.log" || true
-# the markdown table is printed to stderr as well when -o json --out is used
-sed -n '/^model: /,$p' "$OUT.bench.log" > "$OUT.table.md"
+echo "== perf/compare_llamacpp.sh"
+rm -f "$OUT.raw.csv"
+FREE=${BENCH_FREE:-1.5G,2G,2.5G,3G,4G,6G} N=${BENCH_N:-8} REPS=${BENCH_REPS:-3} THREADS=${BENCH_THREADS:-$(nproc)}
+export FREE N REPS THREADS OUT BUILD
+CMD="${LLAMA_CPP_BIN:+LLAMA_CPP_BIN=$LLAMA_CPP_BIN }FREE=$FREE N=$N REPS=$REPS THREADS=$THREADS perf/compare_llamacpp.sh $MODEL"
+perf/compare_llamacpp.sh "$MODEL"
+mv "$OUT.md" "$OUT.table.md"
 
 {
     echo "# Sluice bench — $STAMP on $HOST"
     echo
     echo "commit \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\`; $(nproc) CPUs; $(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo); kernel $(uname -r)"
     echo
-    echo "command: \`$CMD\`"
+    echo "command: \`make bench\` = \`$CMD\`"
     echo
     echo "## Device profile (\`sluice profile -m MODEL --seconds 20\`)"
     echo
     cat "$OUT.profile.txt"
     echo
-    echo "## Bench"
+    echo "## Sluice vs llama.cpp, resident and under free-memory points"
     echo
     cat "$OUT.table.md"
     echo
-    echo "![decode tok/s vs free memory]($(basename "$OUT.svg"))"
-    echo
-    echo "Raw per-configuration data: \`$(basename "$OUT.json")\`."
+    [ ! -f "$OUT.svg" ] || { echo "![decode tok/s vs free memory]($(basename "$OUT.svg"))"; echo; }
+    echo "Data: \`$(basename "$OUT.csv")\` (medians), \`$(basename "$OUT.json")\`, every repetition in \`$(basename "$OUT.raw.csv")\`."
 } > "$OUT.md"
 rm -f "$OUT.table.md" "$OUT.profile.txt"
-echo "== wrote $OUT.md (+ .json, .svg, .bench.log)"
+echo "== wrote $OUT.md (+ .csv, .json, .raw.csv$([ -f "$OUT.svg" ] && echo ", .svg"))"
