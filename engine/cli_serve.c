@@ -22,6 +22,9 @@ static void usage(FILE *f)
                "  --api-key KEY          require 'Authorization: Bearer KEY' (all but /health)\n"
                "  --parallel N           sequences decoded together in one pass (default 8)\n"
                "  --queue N              requests waiting beyond those before 429 (default 64)\n"
+               "  --prefix-cache N       finished requests' KV caches kept for prompts that start the\n"
+               "                         same way (exact prefix reuse; at most --parallel, default\n"
+               "                         --parallel; 0 = off: every request prefills its whole prompt)\n"
                "  --max-body BYTES       request body limit (default 1M)\n"
                "  --max-tokens N         cap on a request's max_tokens (default: the context)\n"
                "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3\n"
@@ -47,7 +50,7 @@ static int serve_main(int argc, char **argv)
     hc.host = "127.0.0.1";
     hc.port = 8080;
     hc.max_body = 1 << 20;
-    sl_srv_config ec = { .parallel = 8, .queue = 64, .lim = { .max_messages = 256 } };
+    sl_srv_config ec = { .parallel = 8, .queue = 64, .lim = { .max_messages = 256 }, .prefix_cache = -1 };
     long long max_tokens = 0;
     const char *tmpl_name = NULL;
     sl_cli_spec_opts so;
@@ -68,6 +71,7 @@ static int serve_main(int argc, char **argv)
         else if (!strcmp(a, "--api-key") && *v) hc.api_key = v;
         else if (!strcmp(a, "--parallel") && !sl_cli_int(v, 1, 1024, &n)) ec.parallel = (int32_t)n;
         else if (!strcmp(a, "--queue") && !sl_cli_int(v, 0, 1 << 20, &n)) ec.queue = (int32_t)n;
+        else if (!strcmp(a, "--prefix-cache") && !sl_cli_int(v, 0, 1024, &n)) ec.prefix_cache = (int32_t)n;
         else if (!strcmp(a, "--max-body") && !sl_cli_parse_size(v, &b) && b >= 64 && b <= (1ull << 30)) hc.max_body = b;
         else if (!strcmp(a, "--max-tokens") && !sl_cli_int(v, 1, 1 << 24, &n)) max_tokens = n;
         else if (!strcmp(a, "--chat-template")) tmpl_name = v;
@@ -75,6 +79,7 @@ static int serve_main(int argc, char **argv)
         else { fprintf(stderr, "sluice serve: invalid option or value: %s %s\n", a, v); usage(stderr); return 2; }
     }
     if (!mo.path) { usage(stderr); return 2; }
+    if (ec.prefix_cache < 0 || ec.prefix_cache > ec.parallel) ec.prefix_cache = ec.parallel;
     if (sl_cli_spec_check(&so, "serve")) return 2;
     enum sl_chat_tmpl tmpl = SL_CHAT_NONE;
     if (tmpl_name && sl_chat_from_name(tmpl_name, &tmpl)) {
@@ -136,8 +141,8 @@ static int serve_main(int argc, char **argv)
         sl_model_close(m);
         return 1;
     }
-    printf("sluice serve: listening on http://%s:%d (model %s, chat template %s, %d parallel, queue %d, spec %s)\n",
-           hc.host, port, hc.model_name, tmpl ? sl_chat_name(tmpl) : "none", ec.parallel, ec.queue,
+    printf("sluice serve: listening on http://%s:%d (model %s, chat template %s, %d parallel, queue %d, prefix cache %d, spec %s)\n",
+           hc.host, port, hc.model_name, tmpl ? sl_chat_name(tmpl) : "none", ec.parallel, ec.queue, ec.prefix_cache,
            so.kind == SL_SPEC_NGRAM ? "ngram" : so.kind == SL_SPEC_DRAFT ? "draft" : "off");
     fflush(stdout);
     int sig;

@@ -57,6 +57,13 @@ struct sl_session {
     struct sl_pressure *pressure;   /* memory-pressure ladder (pressure.c), NULL when off */
     int32_t window;             /* its KV_WINDOW rung: positions kept past the sinks, 0 = none */
     uint64_t epoch;             /* bumped by every feed and reset (spec.c: is a pending draw still valid) */
+    /* Prefix reuse: the leading positions whose rows are bitwise those a fresh
+     * prefill of hist[0..fresh_len) computes — written by prompt feeds in whole
+     * n_batch chunks starting at a multiple of n_batch (the chunks a fresh
+     * prefill cuts). Decode rows (other batch shapes), shifted rows and rows
+     * restored from files are not counted. Always <= kv.n_past. */
+    int32_t fresh_len;
+    bool refill;                /* keep_prefix: the next feed completes the "first prompt" (n_keep -1) */
     /* decode profile (sl_session_set_profile); prof.thread_ns NULL until first on */
     sl_forward_prof prof;
     bool prof_on;
@@ -323,6 +330,8 @@ void sl_session_reset(sl_session *s)
 {
     sl_kv_clear(&s->kv);
     s->epoch++;
+    s->fresh_len = 0;
+    s->refill = false;
     s->have_logits = false;
     s->t_first_feed = -1;
     sl_detok_init(&s->dt, false);
@@ -330,6 +339,37 @@ void sl_session_reset(sl_session *s)
 
 int32_t sl_session_n_past(const sl_session *s) { return s->kv.n_past; }
 int32_t sl_session_n_ctx(const sl_session *s) { return s->kv.n_ctx; }
+
+int32_t sl_session_prefix_reusable(const sl_session *s, const int32_t *ids, int n)
+{
+    if (n < 2 || !ids) return 0;
+    const sl_kv *kv = &s->kv;
+    int32_t lim = s->fresh_len < kv->n_past ? s->fresh_len : kv->n_past, c = 0;
+    if (lim > n - 1) lim = n - 1;   /* at least one token is computed: fresh logits */
+    while (c < lim && s->hist[c] == ids[c]) c++;
+    int32_t nb = s->m->n_batch;
+    c -= c % nb;                    /* the rest is fed in a fresh prefill's chunks */
+    /* a sliding-window ring must still hold the window before c (its
+     * window - 1 = cap - n_batch: sl_kv_ring_cap) */
+    for (int32_t l = 0; c > 0 && l < kv->n_layer; l++)
+        if (kv->cap[l] < kv->n_ctx && kv->base[l] > 0 && kv->base[l] > c - (kv->cap[l] - nb)) c = 0;
+    return c;
+}
+
+int32_t sl_session_keep_prefix(sl_session *s, const int32_t *ids, int n)
+{
+    int32_t c = sl_session_prefix_reusable(s, ids, n);
+    if (c == 0) { sl_session_reset(s); return 0; }
+    s->kv.n_past = c;               /* rows past it are overwritten by the next feed */
+    s->fresh_len = c;
+    s->refill = true;
+    s->epoch++;
+    s->have_logits = false;
+    s->t_first_feed = -1;
+    sl_detok_init(&s->dt, false);
+    s->stats.n_reused += c;
+    return c;
+}
 
 /* Positions a context shift keeps: BOS, if the cache starts with it, plus
  * params.n_keep (-1: the first prompt), never more than the cache holds. */
@@ -346,6 +386,7 @@ static int shift(sl_session *s, int32_t keep, int32_t n_discard)
     int rc = sl_forward_kv_shift(&s->m->fw, &s->kv, keep, n_discard);
     if (rc) return rc;
     memmove(s->hist + keep, s->hist + keep + n_discard, (size_t)(s->kv.n_past - keep) * sizeof *s->hist);
+    if (s->fresh_len > keep) s->fresh_len = keep;   /* the kept rows were re-rotated */
     s->stats.n_ctx_shift++;
     s->stats.n_ctx_dropped += n_discard;
     return 0;
@@ -408,12 +449,13 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     if ((int64_t)s->kv.n_past + n > s->kv.n_ctx)
         return sess_fail(s, sl_err_set(SL_ECTX, "context full: %d positions used + %d new > n_ctx %d",
                                        s->kv.n_past, n, s->kv.n_ctx));
-    if (s->kv.n_past == 0) s->first_len = n;
+    if (s->kv.n_past == 0 || s->refill) { s->first_len = s->kv.n_past + n; s->refill = false; }
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
     double t0 = now_ms();
     if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
     int32_t past = s->kv.n_past;
+    if (s->fresh_len > past) s->fresh_len = past;   /* rows from past on are rewritten */
     bool prof = decode && s->prof_on;
     if (prof) {
         m->fw.prof = &s->prof;
@@ -433,6 +475,8 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
         return sess_fail(s, rc);
     }
     memcpy(s->hist + past, ids, (size_t)n * sizeof *ids);
+    int32_t nb = m->n_batch;
+    if (s->fresh_len == past && past % nb == 0) s->fresh_len = past + n / nb * nb;
     if (decode) { s->stats.n_decode += n; s->stats.decode_ms += t1 - t0; }
     else { s->stats.n_prompt += n; s->stats.prompt_ms += t1 - t0; }
     double stall = b.stall_ms - a.stall_ms;
@@ -622,6 +666,8 @@ uint64_t sl_session_batch_epoch(const sl_session *s) { return s->epoch; }
 void sl_session_batch_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms, double stall_ms)
 {
     s->epoch++;
+    int32_t past = ok ? s->kv.n_past - n : s->kv.n_past;   /* rows from past on were written */
+    if (s->fresh_len > past) s->fresh_len = past;
     if (!ok) {               /* the pass failed: the cache rows past n_past are not trusted */
         s->have_logits = false;
         snprintf(s->err, sizeof s->err, "%s", sl_last_error());

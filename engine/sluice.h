@@ -249,6 +249,25 @@ SL_API int sl_session_load(sl_session *s, const char *path);
 SL_API int sl_session_load_prefix(sl_session *s, const char *path, const int32_t *ids, int n,
                                   int32_t *n_reused);
 
+/* ---- prefix reuse in memory (a server's prompt cache) ----------------------
+ * A session that served one prompt keeps its cache; the next prompt that
+ * starts with the same tokens keeps those positions instead of recomputing
+ * them. Exact: the positions kept are only those a fresh prefill of the new
+ * prompt would compute bitwise the same — rows written by prompt feeds in
+ * whole n_batch chunks from a multiple of n_batch, and the count is rounded
+ * down to a multiple of n_batch, so the rest is fed in the very chunks a fresh
+ * prefill cuts. Rows of decoded tokens (another batch shape), rows a context
+ * shift or the pressure window moved, rows restored from a file and positions
+ * a sliding-window ring has dropped are never kept. Feeding ids[kept..n) then
+ * gives bitwise the logits of a fresh session fed ids[0..n).
+ * reusable: how many positions keep_prefix would keep (at most n - 1, so
+ *   the logits are computed); nothing changes.
+ * keep_prefix: keeps them (the cache, history and sampler history up to
+ *   there; logits gone; the PRNG left alone) and drops the rest; 0: the
+ *   session is reset. Returns the positions kept (sl_stats.n_reused adds them). */
+SL_API int32_t sl_session_prefix_reusable(const sl_session *s, const int32_t *ids, int n);
+SL_API int32_t sl_session_keep_prefix(sl_session *s, const int32_t *ids, int n);
+
 /* ---- memory pressure -------------------------------------------------------
  * A ladder the session steps down when free memory runs short during a run,
  * without stopping the generation, and back up (with hysteresis) when memory
@@ -348,6 +367,8 @@ typedef struct sl_stats {
     int32_t pressure_kv_window;    /* positions the KV_WINDOW rung caps the cache at (sinks +
                                     * emergency_window), 0 when no window is set */
     uint64_t pressure_kv_released; /* resident KV cache bytes that rung gave back to the OS */
+    /* appended after 0.3.0: prefix reuse */
+    int64_t n_reused;       /* positions sl_session_keep_prefix kept instead of recomputing */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

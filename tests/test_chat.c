@@ -219,3 +219,20 @@ Test(chat, bad_input)
     cr_assert_eq(sl_chat_render(SL_CHAT_CHATML, NULL, 0, true, NULL, NULL, buf, sizeof buf), 22);
     cr_assert_str_eq(buf, "<|im_start|>assistant\n");
 }
+
+/* A chat's next turn starts with the text of the previous one (the server's
+ * prefix reuse relies on it): the conversation up to a user message with the
+ * assistant opening, then the same with the reply and another user message. */
+Test(chat, next_turn_extends_previous)
+{
+    static const enum sl_chat_tmpl all[] = { SL_CHAT_LLAMA3, SL_CHAT_CHATML, SL_CHAT_LLAMA2, SL_CHAT_MISTRAL,
+                                             SL_CHAT_QWEN2, SL_CHAT_QWEN25, SL_CHAT_PHI3, SL_CHAT_GEMMA };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        char a[2048], b[2048];
+        int64_t la = sl_chat_render(all[i], conv, 2, true, "<s>", "</s>", a, sizeof a);
+        int64_t lb = sl_chat_render(all[i], conv, 4, true, "<s>", "</s>", b, sizeof b);
+        cr_assert(la > 0 && lb > la);
+        cr_assert_eq(strncmp(a, b, (size_t)la), 0, "%s: turn 1\n[%s]\nis not the start of turn 2\n[%s]",
+                     sl_chat_name(all[i]), a, b);
+    }
+}

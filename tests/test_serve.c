@@ -417,3 +417,95 @@ Test(serve, speculation_same_text, .timeout = 120)
     for (int p = 0; p < N_PROMPTS; p++) free(want[p]);
     free(want_story);
 }
+
+/* Prefix reuse (serve_engine.c): chat requests sharing a 200+ token system
+ * prompt, then a second turn that repeats the first — the same text with the
+ * server's prefix cache on and off; with it on the later requests report
+ * cached prompt tokens (OpenAI's usage.prompt_tokens_details.cached_tokens)
+ * and /metrics counts them, with it off none. */
+#define SYS "You are a storyteller for small children. You tell short, gentle stories about animals, " \
+            "toys and friends who live in a little town by the sea. Every story has a happy end. " \
+            "Use simple words. Lily the cat and Tom the dog are best friends, they play in the park " \
+            "every day, and they like to share their toys and their food with the birds. Once, a big " \
+            "storm came and the boats of the fishermen were lost, so Lily and Tom helped them to find " \
+            "the boats. The sun came out again and everyone was happy."
+
+static int cached_of(const char *resp)
+{
+    const char *c = strstr(resp, "\"cached_tokens\":");
+    return c ? atoi(c + 16) : -1;
+}
+
+static char *content_of(const char *resp)
+{
+    const char *t = strstr(resp, "\"content\":\"");
+    if (!t) return NULL;
+    t += 11;
+    const char *e = t;
+    while (*e && !(*e == '"' && e[-1] != '\\')) e++;
+    return strndup(t, (size_t)(e - t));
+}
+
+/* Three chat turns; texts[3] malloc'd, cached[3], prompt tokens of each. */
+static void chat_turns(int port, char **texts, int *cached, int *n_prompt)
+{
+    static const char *const users[2] = { "Tell me about the cat.", "Tell me about the dog." };
+    char b[4096], *r;
+    for (int i = 0; i < 3; i++) {
+        if (i < 2)
+            snprintf(b, sizeof b, "{\"messages\":[{\"role\":\"system\",\"content\":\"%s\"},"
+                     "{\"role\":\"user\",\"content\":\"%s\"}],\"max_tokens\":24,\"temperature\":0}", SYS, users[i]);
+        else   /* the second turn of the first conversation */
+            snprintf(b, sizeof b, "{\"messages\":[{\"role\":\"system\",\"content\":\"%s\"},"
+                     "{\"role\":\"user\",\"content\":\"%s\"},{\"role\":\"assistant\",\"content\":\"%s\"},"
+                     "{\"role\":\"user\",\"content\":\"And then?\"}],\"max_tokens\":24,\"temperature\":0}",
+                     SYS, users[0], texts[0]);
+        cr_assert_eq(post(port, "/v1/chat/completions", b, &r), 200, "%s", r);
+        cr_assert_not_null(texts[i] = content_of(body_of(r)), "%s", r);
+        cached[i] = cached_of(r);
+        const char *p = strstr(r, "\"prompt_tokens\":");
+        cr_assert_not_null(p, "%s", r);
+        n_prompt[i] = atoi(p + 16);
+        free(r);
+    }
+}
+
+static long long metric_of(int port, const char *name)
+{
+    char *r, key[128];
+    cr_assert_eq(http(port, "GET", "/metrics", NULL, NULL, 0, &r), 200);
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *q = strstr(r, key);
+    cr_assert_not_null(q, "%s", r);
+    long long v = atoll(q + strlen(key));
+    free(r);
+    return v;
+}
+
+Test(serve, prefix_reuse_same_text, .timeout = 120)
+{
+    char *on[3], *off[3];
+    int c_on[3], c_off[3], n_on[3], n_off[3];
+    server s = start((const char *[]){ "-c", "512", NULL });
+    chat_turns(s.port, on, c_on, n_on);
+    long long m_on = metric_of(s.port, "sluice_prompt_tokens_cached_total");
+    stop(s);
+    s = start((const char *[]){ "-c", "512", "--prefix-cache", "0", NULL });
+    chat_turns(s.port, off, c_off, n_off);
+    long long m_off = metric_of(s.port, "sluice_prompt_tokens_cached_total");
+    stop(s);
+    cr_assert_gt(n_on[0], 200, "the system prompt is %d tokens", n_on[0]);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(on[i], off[i], "request %d: with reuse '%s', without '%s'", i, on[i], off[i]);
+        cr_assert_eq(n_on[i], n_off[i]);
+        cr_assert_eq(c_off[i], 0, "request %d: cached %d without reuse", i, c_off[i]);
+    }
+    /* whole n_batch (64) chunks: the shared system part; the whole first turn */
+    cr_assert_eq(c_on[0], 0);
+    cr_assert_geq(c_on[1], 192, "second request: %d cached", c_on[1]);
+    cr_assert_eq(c_on[1] % 64, 0);
+    cr_assert_geq(c_on[2], n_on[0] / 64 * 64, "second turn: %d cached of %d", c_on[2], n_on[2]);
+    cr_assert_eq(m_on, c_on[1] + c_on[2]);
+    cr_assert_eq(m_off, 0);
+    for (int i = 0; i < 3; i++) { free(on[i]); free(off[i]); }
+}

@@ -2,7 +2,9 @@
  *   serve_req.c     request bodies -> validated sl_srv_gen (cJSON), response
  *                   and error objects
  *   serve_engine.c  the one thread that calls the model: admission queue,
- *                   sessions, continuous batching through sl_batch (or
+ *                   sessions (each keeps its cache for prefix reuse: a new
+ *                   request takes the free one with the longest reusable
+ *                   prefix), continuous batching through sl_batch (or
  *                   speculative passes through sl_spec while one sequence
  *                   runs alone), stop strings, metrics counters
  *   serve_http.c    libmicrohttpd: routes, API key, body limit, SSE,
@@ -33,6 +35,7 @@ typedef struct sl_srv_limits {
 /* One validated generation request. */
 typedef struct sl_srv_gen {
     bool chat, stream;
+    bool no_cache;          /* "cache_prompt": false — no prefix reuse for this one */
     char *prompt;           /* completions: the prompt; chat: the rendered conversation */
     int32_t max_tokens;     /* 0: until the context is full */
     sl_sampling sp;
@@ -55,10 +58,12 @@ char *sl_srv_error_json(const char *msg, const char *type, const char *param, co
 
 /* Completion / chat completion object, or (chunk) one SSE chunk of it; text
  * NULL: no content field (chat) / "" (completions); finish NULL: null;
- * role: the chat delta names the assistant. malloc'd. */
+ * role: the chat delta names the assistant; n_cached: prompt tokens a
+ * previous request's cache served (usage.prompt_tokens_details.cached_tokens).
+ * malloc'd. */
 char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, long long created,
                          const char *text, size_t text_len, const char *finish, bool role,
-                         int32_t n_prompt, int32_t n_gen);
+                         int32_t n_prompt, int32_t n_cached, int32_t n_gen);
 char *sl_srv_models_json(const char *model, long long created);
 
 /* ---- engine ---------------------------------------------------------------- */
@@ -81,6 +86,7 @@ typedef struct sl_srv_job {
                              * even when the reader falls behind the generator */
     size_t n_ends, cap_ends;
     int32_t n_prompt, n_gen;
+    int32_t n_cached;       /* prompt positions kept from an earlier request's cache */
     const char *finish;     /* "stop" / "length" once DONE */
     double t_submit, t_first;
     pthread_cond_t cv;
@@ -96,6 +102,9 @@ typedef struct sl_srv_config {
     int spec_kind;          /* enum sl_spec_kind */
     int32_t spec_k;         /* drafts per pass at most (0: by mode) */
     sl_model *draft;        /* SL_SPEC_DRAFT: the draft model (one session of it per slot) */
+    /* prefix reuse: finished requests' caches kept for the next prompts that
+     * start the same way (at most this many sessions hold one; 0: off) */
+    int32_t prefix_cache;
 } sl_srv_config;
 
 typedef struct sl_srv sl_srv;

@@ -8,7 +8,16 @@
  * verification of several sequences' drafts is not built); a sequence's
  * draft session catches up with what the batch fed when it runs alone again,
  * and a draw its last rejection left pending is taken by sl_spec_sample, so
- * switching between the two keeps the sampled distribution. */
+ * switching between the two keeps the sampled distribution.
+ *
+ * Prefix reuse: a slot's session keeps its cache after its request is done.
+ * A new request goes to the free slot whose cache shares the longest
+ * reusable prefix with its tokens (sl_session_prefix_reusable: exact, so the
+ * logits equal a fresh prefill bitwise); only the rest is prefilled. With no
+ * match it takes a free session holding nothing, or a new one while fewer
+ * than prefix_cache sessions hold a cache, else the least recently used free
+ * one (its cache is dropped). So the cache costs no memory beyond the
+ * --parallel sessions' own KV caches. */
 #include "serve.h"
 
 #include <errno.h>
@@ -25,6 +34,7 @@ typedef struct slot {
     int32_t tok;
     sl_session *ds;         /* the draft model's session (SL_SPEC_DRAFT) */
     sl_spec *sp;            /* speculation on: s's */
+    double t_used;          /* admission time of its last request (LRU) */
 } slot;
 
 struct sl_srv {
@@ -44,7 +54,7 @@ struct sl_srv {
     int32_t *ids;           /* [n_ctx] tokenizer output */
     /* metrics (guarded by mu) */
     uint64_t n_req_ok, n_req_4xx, n_req_5xx, n_req_429, n_rejected, n_cancelled, n_done;
-    uint64_t tok_prompt, tok_gen;
+    uint64_t tok_prompt, tok_gen, tok_cached;
     double gen_ms, ttft_ms_sum;
     uint64_t n_ttft;
     sl_batch_stats bs;
@@ -149,15 +159,40 @@ static void reject_locked(sl_srv *s, sl_srv_job *j, int status, const char *code
     sl_srv_unref_locked(s, j);
 }
 
-/* Tokenize, prefill alone, join the batch. Called without the lock. */
+/* The free slot for a prompt of ids[0..n): the longest reusable prefix;
+ * else one holding nothing; else a new session while fewer than
+ * prefix_cache hold a cache; else the least recently used. There is one
+ * (the caller admits only while a slot is free). */
+static slot *pick_slot(sl_srv *s, const int32_t *ids, int n, bool reuse)
+{
+    slot *best = NULL, *empty = NULL, *unborn = NULL, *lru = NULL;
+    int32_t bk = 0, held = 0;
+    for (int32_t i = 0; i < s->c.parallel; i++) {
+        slot *x = &s->slots[i];
+        bool holds = x->s && sl_session_n_past(x->s) > 0;
+        held += holds;
+        if (x->job) continue;
+        if (!x->s) { if (!unborn) unborn = x; continue; }
+        if (!holds) { if (!empty) empty = x; continue; }
+        int32_t k = reuse && n > 0 ? sl_session_prefix_reusable(x->s, ids, n) : 0;
+        if (k > bk) { bk = k; best = x; }
+        if (!lru || x->t_used < lru->t_used) lru = x;
+    }
+    if (best) return best;
+    if (empty) return empty;
+    if (unborn && (held < s->c.prefix_cache || !lru)) return unborn;
+    return lru;
+}
+
+/* Tokenize, prefill alone (what no free cache holds), join the batch.
+ * Called without the lock. */
 static void admit(sl_srv *s, sl_srv_job *j)
 {
     char msg[256];
     int status = 0;
     const char *code = NULL;
     slot *sl = NULL;
-    for (int32_t i = 0; i < s->c.parallel && !sl; i++)
-        if (!s->slots[i].job) sl = &s->slots[i];
+    int32_t kept = 0;
     sl_model_info mi;
     sl_model_get_info(s->m, &mi);
     bool chat = j->g.chat;
@@ -173,6 +208,9 @@ static void admit(sl_srv *s, sl_srv_job *j)
         snprintf(msg, sizeof msg, "the prompt is empty");
         status = 400;
     }
+    bool reuse = s->c.prefix_cache > 0 && !j->g.no_cache;
+    sl = pick_slot(s, s->ids, status ? 0 : n, reuse);
+    sl->t_used = now_ms();
     if (!status && !sl->s && sl_session_create(&sl->s, s->m)) {
         snprintf(msg, sizeof msg, "cannot create a session: %s", sl_last_error());
         status = 503;
@@ -191,8 +229,9 @@ static void admit(sl_srv *s, sl_srv_job *j)
     if (!status) {
         sl_sampling sp = j->g.sp;
         if (!j->g.seeded) sp.seed = j->id * 0x9e3779b97f4a7c15ull;
-        sl_session_reset(sl->s);
-        if (sl_session_set_sampling(sl->s, &sp) || sl_session_feed_tokens(sl->s, s->ids, n) ||
+        if (reuse) kept = sl_session_keep_prefix(sl->s, s->ids, n);
+        else sl_session_reset(sl->s);
+        if (sl_session_set_sampling(sl->s, &sp) || sl_session_feed_tokens(sl->s, s->ids + kept, n - kept) ||
             sl_batch_add(s->b, sl->s)) {
             snprintf(msg, sizeof msg, "prefill failed: %s", sl_session_errmsg(sl->s));
             status = 500;
@@ -206,7 +245,9 @@ static void admit(sl_srv *s, sl_srv_job *j)
         s->n_active++;
         j->state = SL_SRV_RUNNING;
         j->n_prompt = n;
+        j->n_cached = kept;
         s->tok_prompt += (uint64_t)n;
+        s->tok_cached += (uint64_t)kept;
         pthread_cond_broadcast(&j->cv);
     }
     pthread_mutex_unlock(&s->mu);
@@ -487,6 +528,8 @@ char *sl_srv_metrics(sl_srv *s)
              "sluice_generations_total{result=\"cancelled\"} %llu\n"
              "sluice_generations_total{result=\"rejected\"} %llu\n"
              "# TYPE sluice_prompt_tokens_total counter\nsluice_prompt_tokens_total %llu\n"
+             "# HELP sluice_prompt_tokens_cached_total Prompt tokens an earlier request's cache served (not prefilled).\n"
+             "# TYPE sluice_prompt_tokens_cached_total counter\nsluice_prompt_tokens_cached_total %llu\n"
              "# TYPE sluice_generated_tokens_total counter\nsluice_generated_tokens_total %llu\n"
              "# HELP sluice_decode_tokens_per_second Tokens fed per second of batched pass time.\n"
              "# TYPE sluice_decode_tokens_per_second gauge\nsluice_decode_tokens_per_second %.3f\n"
@@ -505,6 +548,7 @@ char *sl_srv_metrics(sl_srv *s)
              (unsigned long long)s->n_req_429, (unsigned long long)s->n_req_5xx,
              (unsigned long long)s->n_done, (unsigned long long)s->n_cancelled,
              (unsigned long long)s->n_rejected, (unsigned long long)s->tok_prompt,
+             (unsigned long long)s->tok_cached,
              (unsigned long long)s->tok_gen, tps, s->q_len, s->n_active, (long long)s->bs.n_passes,
              s->bs.stall_ms / 1e3, (unsigned long long)s->bs.bytes_read, s->ttft_ms_sum / 1e3,
              (unsigned long long)s->n_ttft, (unsigned long long)s->spec_passes,

@@ -98,11 +98,11 @@ static bool sse_next_locked(sse *st)
     char *a = NULL, *b = NULL;
     if (end > st->sent) {
         a = sl_srv_result_json(j->g.chat, true, j->id, model, st->h->created, j->out + st->sent, end - st->sent,
-                               NULL, false, 0, 0);
+                               NULL, false, 0, 0, 0);
         st->sent = end;
     } else if (j->state == SL_SRV_DONE && !st->final) {
         a = sl_srv_result_json(j->g.chat, true, j->id, model, st->h->created, NULL, 0,
-                               j->finish ? j->finish : "stop", false, 0, 0);
+                               j->finish ? j->finish : "stop", false, 0, 0, 0);
         b = strdup("[DONE]");
         st->final = true;
     } else {
@@ -204,7 +204,7 @@ static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *
     if (!j->g.stream) {
         char *body = strcmp(j->finish, "error") && strcmp(j->finish, "cancelled")
                    ? sl_srv_result_json(chat, false, j->id, h->c.model_name, h->created, j->out ? j->out : "",
-                                        j->out_len, j->finish, true, j->n_prompt, j->n_gen)
+                                        j->out_len, j->finish, true, j->n_prompt, j->n_cached, j->n_gen)
                    : NULL;
         sl_srv_unref_locked(e, j);
         sl_srv_unlock(e);
@@ -217,7 +217,7 @@ static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *
     if (ss) {
         ss->h = h; ss->job = j; ss->fd = fd;
         if (chat) {   /* the first chunk names the role */
-            char *a = sl_srv_result_json(true, true, j->id, h->c.model_name, h->created, "", 0, NULL, true, 0, 0);
+            char *a = sl_srv_result_json(true, true, j->id, h->c.model_name, h->created, "", 0, NULL, true, 0, 0, 0);
             if (a && (ss->stage = malloc(strlen(a) + 16)))
                 ss->stage_len = (size_t)sprintf(ss->stage, "data: %s\n\n", a);
             free(a);

@@ -148,6 +148,13 @@ int sl_srv_parse(const char *body, size_t len, bool chat, const sl_srv_limits *l
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "stream");
     if (st && !cJSON_IsNull(st) && !cJSON_IsBool(st)) { rc = bad(&c, "stream", "'stream' must be a boolean"); goto out; }
     g->stream = st && cJSON_IsTrue(st);
+    /* llama.cpp's per-request switch: false = prefill the whole prompt */
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(o, "cache_prompt");
+    if (cp && !cJSON_IsNull(cp) && !cJSON_IsBool(cp)) {
+        rc = bad(&c, "cache_prompt", "'cache_prompt' must be a boolean");
+        goto out;
+    }
+    g->no_cache = cp && cJSON_IsFalse(cp);
     double d, seed = 0, mt = 0, mct = 0, nn = 1;
     bool have_seed = false, have_mt = false, have_mct = false;
     bool p;
@@ -181,7 +188,7 @@ out:
 
 char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, long long created,
                          const char *text, size_t text_len, const char *finish, bool role,
-                         int32_t n_prompt, int32_t n_gen)
+                         int32_t n_prompt, int32_t n_cached, int32_t n_gen)
 {
     char idbuf[64], *t = NULL;
     snprintf(idbuf, sizeof idbuf, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)id);
@@ -210,6 +217,8 @@ char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, 
         cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
         cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
         cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_gen);
+        cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+        cJSON_AddNumberToObject(d, "cached_tokens", n_cached);
     }
     char *s = cJSON_PrintUnformatted(r);
     cJSON_Delete(r);

@@ -79,6 +79,19 @@ await test('stop string and seeded sampling', async () => {
   assert.equal(r.choices[0].text, completionText.slice(0, completionText.indexOf(stop)));
 });
 
+await test('shared system prompt: the second request reports cached tokens', async () => {
+  const system = 'You tell short stories for children about a cat named Lily and a dog named Tom, ' +
+    'who live in a small town by the sea, play in the park every day and share their toys.';
+  const ask = (u) => client.chat.completions.create({ model: 'm', max_tokens: 8, temperature: 0,
+    messages: [{ role: 'system', content: system }, { role: 'user', content: u }] });
+  const a = await ask('Tell me about the cat.');
+  const b = await ask('Tell me about the dog.');
+  assert.ok(a.usage.prompt_tokens >= 64, `${a.usage.prompt_tokens} prompt tokens`);
+  assert.equal(typeof b.usage.prompt_tokens_details.cached_tokens, 'number');
+  assert.ok(b.usage.prompt_tokens_details.cached_tokens >= 64, JSON.stringify(b.usage));
+  assert.ok(b.usage.prompt_tokens_details.cached_tokens < b.usage.prompt_tokens);
+});
+
 await test('bad request is a typed 400', async () => {
   await assert.rejects(client.completions.create({ model: 'm', prompt: 'x', temperature: 7 }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /temperature/.test(e.message));
