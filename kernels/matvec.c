@@ -90,6 +90,11 @@ static void mm_worker(void *ctx, int ith, int nth)
             for (int64_t r = b0; r < b1; r++) {
                 const char *w = j->W + (size_t)r * j->wrb;
                 float *y = j->Y + i * j->ldy + r;
+                /* the first tile reads W from memory: ask for the next row
+                 * while this one computes (the tile's compute per byte is
+                 * too high for the hardware prefetcher to stay ahead) */
+                if (i == 0 && r + 1 < r1)
+                    for (size_t o = 0; o < j->wrb; o += 64) __builtin_prefetch(w + j->wrb + o, 0, 3);
                 if (g) {
                     g(j->cols, w, j->wrb, 1, a, j->arb, ny, y, j->ldy);
                 } else {
