@@ -260,13 +260,20 @@ static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(u->d * y->d));
 }
 
-/* nx weight rows x ny (<= SL_GEMM_WIDE) activation rows: each weight
- * block unpacked once per tile row; vec_dot is its 1 x 1 case. */
-#define DEF_GEMM_SPLIT(T, XB, YB)                                                        \
+/* The other types have no split: unpacking is the block pointer. */
+#define ARM_NOSPLIT(T, XB, YB)                                                           \
+typedef const XB *u_##T;                                                                 \
+static inline void unp_##T(const XB *x, u_##T *u) { *u = x; }                           \
+static inline void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
+
+/* nx weight rows x ny (<= SL_GEMM_WIDE) activation rows from unp_T / pair_T:
+ * each weight block unpacked once per tile row; vec_dot is its 1 x 1 case.
+ * DEF_GEMM: the same for a type with only a block kernel blk_T. */
+#define DEF_GEMM_UP(T, XB, YB, BE)                                                       \
 static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
                          const void *vy, size_t by, int ny, float *s, int64_t lds)      \
 {                                                                                        \
-    int64_t nb = n / SL_QKK;                                                             \
+    int64_t nb = n / (BE);                                                               \
     acc_t acc[SL_GEMM_MAX][SL_GEMM_WIDE];                                                \
     for (int i = 0; i < nx; i++)                                                         \
         for (int j = 0; j < ny; j++) acc[i][j] = (acc_t){vdupq_n_f32(0.0f), 0.0f};       \
@@ -285,31 +292,11 @@ static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)      
     FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
 }
 
-#define DEF_GEMM(T, XB, YB, BE)                                                          \
-static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
-                         const void *vy, size_t by, int ny, float *s, int64_t lds)      \
-{                                                                                        \
-    int64_t nb = n / (BE);                                                               \
-    acc_t acc[SL_GEMM_MAX][SL_GEMM_WIDE];                                                \
-    for (int i = 0; i < nx; i++)                                                         \
-        for (int j = 0; j < ny; j++) acc[i][j] = (acc_t){vdupq_n_f32(0.0f), 0.0f};       \
-    for (int64_t b = 0; b < nb; b++)                                                     \
-        for (int i = 0; i < nx; i++) {                                                   \
-            const XB *x = (const XB *)((const char *)vx + (size_t)i * bx) + b;           \
-            for (int j = 0; j < ny; j++)                                                 \
-                blk_##T(x, (const YB *)((const char *)vy + (size_t)j * by) + b, &acc[i][j]); \
-        }                                                                                \
-    for (int i = 0; i < nx; i++)                                                         \
-        for (int j = 0; j < ny; j++) s[j * lds + i] = vaddvq_f32(acc[i][j].a) + acc[i][j].s; \
-}                                                                                        \
-static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)              \
-{                                                                                        \
-    FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
-}
+#define DEF_GEMM(T, XB, YB, BE) ARM_NOSPLIT(T, XB, YB) DEF_GEMM_UP(T, XB, YB, BE)
 
-DEF_GEMM_SPLIT(q4_k, sl_block_q4_k, sl_block_q8_k)
+DEF_GEMM_UP(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q5_k, sl_block_q5_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM_SPLIT(q6_k, sl_block_q6_k, sl_block_q8_k)
+DEF_GEMM_UP(q6_k, sl_block_q6_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q2_k, sl_block_q2_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q3_k, sl_block_q3_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q4_0, sl_block_q4_0, sl_block_q8_0, SL_QK)
