@@ -133,9 +133,19 @@ static int pass(sl_batch *b, int32_t i0, int32_t n, const int32_t *tokens)
                                        .n = 1, .mode = SL_LOGITS_LAST };
     sl_stream_stats a, z;
     sl_stream_get_stats(st, &a);
+    sl_forward_prof *prof = sl_session_batch_prof(b->seq[i0]);   /* the lead member's, if on */
+    if (prof) {
+        b->fw->prof = prof;
+        sl_pool_set_profile(b->fw->pool, prof->thread_ns, SL_PROF_STRIDE);
+    }
     double t0 = now_ms();
     int rc = sl_forward_run_batch(b->fw, b->rows, n, b->logits);
     double ms = now_ms() - t0;
+    if (prof) {
+        sl_pool_set_profile(b->fw->pool, NULL, 0);
+        b->fw->prof = NULL;
+        if (!rc) sl_session_batch_prof_done(b->seq[i0], n, ms);
+    }
     sl_stream_get_stats(st, &z);
     double stall = z.stall_ms - a.stall_ms;
     for (int32_t j = 0; j < n; j++) {

@@ -662,6 +662,13 @@ bool sl_session_batch_has_logits(const sl_session *s) { return s->have_logits; }
 sl_sampler *sl_session_batch_sampler(sl_session *s) { return &s->smp; }
 int32_t *sl_session_batch_hist(sl_session *s) { return s->hist; }
 uint64_t sl_session_batch_epoch(const sl_session *s) { return s->epoch; }
+sl_forward_prof *sl_session_batch_prof(sl_session *s) { return s->prof_on ? &s->prof : NULL; }
+
+void sl_session_batch_prof_done(sl_session *s, int n, double ms)
+{
+    s->prof_tokens += n;
+    s->prof_fwd_ms += ms;
+}
 
 void sl_session_batch_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms, double stall_ms)
 {

@@ -21,6 +21,12 @@ sl_sampler *sl_session_batch_sampler(sl_session *s);    /* its sampling settings
 int32_t *sl_session_batch_hist(sl_session *s);          /* [n_ctx] tokens in the cache */
 /* Changes whenever the session is fed or reset (a state something was derived from is gone). */
 uint64_t sl_session_batch_epoch(const sl_session *s);
+/* A batch pass led by s (its first member) adds to s's decode profile when
+ * s has one on (sl_session_set_profile; else NULL): the forward pass and the
+ * pool point at it during the pass, then _done counts the pass's n rows
+ * (tokens) and wall time. */
+sl_forward_prof *sl_session_batch_prof(sl_session *s);
+void sl_session_batch_prof_done(sl_session *s, int n, double ms);
 /* After a pass that fed ids[0..n) (kv->n_past already advanced when ok):
  * history, logits flag and decode statistics; on failure, the error. */
 void sl_session_batch_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms, double stall_ms);

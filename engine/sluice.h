@@ -378,8 +378,9 @@ SL_API void sl_session_reset_stats(sl_session *s);
 
 /* ---- decode profile -------------------------------------------------------
  * Where the time of a decode token goes: with profiling on, every decode
- * forward pass (sl_session_accept; not prompt feeds) and every sample add the
- * wall time of each op class on the calling thread, the weight bytes it read
+ * forward pass (sl_session_accept; not prompt feeds; also an sl_batch pass
+ * the session leads as first member, its rows counted as tokens) and every
+ * sample add the wall time of each op class on the calling thread, the weight bytes it read
  * and, per pool thread, the time spent inside the op's parallel jobs (the rest
  * of a pooled op's time is that thread waiting: wake-up and barrier). Off (the
  * default) it costs one branch per op. Ops of a class: */

@@ -2,7 +2,8 @@
  * and read-only afterwards: scalar first, then each level overrides what it
  * implements, so a level never has a NULL where scalar has a kernel.
  * x86: cpuid feature bits plus xgetbv (the OS must save the YMM/ZMM state).
- * aarch64: getauxval(AT_HWCAP) ASIMD / ASIMDDP. SLUICE_ISA forces a level. */
+ * aarch64: getauxval(AT_HWCAP) ASIMD / ASIMDDP. SLUICE_ISA forces a level;
+ * SLUICE_WIDE=0 leaves the few-row tiles out (A/B runs). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -82,6 +83,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void init(void)
 {
     avail = detect();
+    const char *w = getenv("SLUICE_WIDE");
+    int no_wide = w && !strcmp(w, "0");
     for (int i = 0; i < SL_ISA_COUNT; i++) {
         sl_kern *k = &tables[i];
         k->isa = i;
@@ -129,6 +132,8 @@ static void init(void)
         default:
             break;
         }
+        if (no_wide)      /* SLUICE_WIDE=0: the 4-row tiles only (A/B runs) */
+            memset(k->gemm_wide, 0, sizeof k->gemm_wide);
         best_isa = i;     /* levels are ordered: the last available one is best */
     }
 }

@@ -7,8 +7,9 @@
  * sub-block scale in the integer domain (vmlaq_n_s32), converted once per
  * block and accumulated with one FMA by d_x*d_y. Min terms go through the
  * activation block sums (exact ints) into a scalar float accumulator.
- * gemm_T runs nx weight rows x ny activation rows with the same per-pair
- * sequence as vec_dot (bit-identical). */
+ * gemm_T runs nx weight rows x ny (<= SL_GEMM_WIDE) activation rows with the
+ * same per-pair sequence as vec_dot (bit-identical); q4_K and q6_K unpack a
+ * weight block once per tile row (unp_T / pair_T). */
 #include <arm_neon.h>
 #include <string.h>
 
@@ -59,24 +60,6 @@ static inline int32_t min_sum8(const uint8_t mn[8], const int16_t *bs)
     return t;
 }
 
-static inline void blk_q4_k(const sl_block_q4_k *x, const sl_block_q8_k *y, acc_t *acc)
-{
-    uint8_t sc[8], mn[8];
-    unpack_q4k(x->scales, sc, mn);
-    const uint8x16_t m4 = vdupq_n_u8(15);
-    int32x4_t isum = vdupq_n_s32(0);
-    for (int p = 0; p < 4; p++) {
-        uint8x16_t q0 = vld1q_u8(x->qs + 32 * p), q1 = vld1q_u8(x->qs + 32 * p + 16);
-        const int8_t *Y = y->qs + 64 * p;
-        int32x4_t s0 = dot32(S8(vandq_u8(q0, m4)), S8(vandq_u8(q1, m4)), vld1q_s8(Y), vld1q_s8(Y + 16));
-        int32x4_t s1 = dot32(S8(vshrq_n_u8(q0, 4)), S8(vshrq_n_u8(q1, 4)), vld1q_s8(Y + 32), vld1q_s8(Y + 48));
-        isum = vmlaq_n_s32(isum, s0, sc[2 * p]);
-        isum = vmlaq_n_s32(isum, s1, sc[2 * p + 1]);
-    }
-    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
-    acc->s -= (f16s(x->dmin) * y->d) * (float)min_sum8(mn, y->bsums);
-}
-
 static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
     uint8_t sc[8], mn[8];
@@ -97,32 +80,6 @@ static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_
     }
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
     acc->s -= (f16s(x->dmin) * y->d) * (float)min_sum8(mn, y->bsums);
-}
-
-static inline void blk_q6_k(const sl_block_q6_k *x, const sl_block_q8_k *y, acc_t *acc)
-{
-    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
-    const int8x16_t o32 = vdupq_n_s8(32);
-    int32x4_t isum = vdupq_n_s32(0);
-    for (int h = 0; h < 2; h++) {
-        const uint8_t *L = x->ql + 64 * h, *H = x->qh + 32 * h;
-        const int8_t *S = x->scales + 8 * h, *Y = y->qs + 128 * h;
-        for (int half = 0; half < 2; half++) {
-            uint8x16_t l0 = vld1q_u8(L + 16 * half), l1 = vld1q_u8(L + 32 + 16 * half);
-            uint8x16_t hh = vld1q_u8(H + 16 * half);
-            uint8x16_t g[4] = {
-                vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4)),
-                vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4)),
-                vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4)),
-                vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4)),
-            };
-            for (int k = 0; k < 4; k++) {
-                int32x4_t d = dot16(vdupq_n_s32(0), vsubq_s8(S8(g[k]), o32), vld1q_s8(Y + 32 * k + 16 * half));
-                isum = vmlaq_n_s32(isum, d, S[half + 2 * k]);
-            }
-        }
-    }
-    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
 }
 
 static inline void blk_q2_k(const sl_block_q2_k *x, const sl_block_q8_k *y, acc_t *acc)
@@ -231,19 +188,101 @@ static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_
                f16s(x->d) * f16s(y->d), acc);
 }
 
-#define DEF_GEMM(T, XB, YB, BE)                                                          \
+/* ---- split kernels for q4_K / q6_K: the weight block unpacked once per
+ * tile row (unp_T), then paired with each activation row (pair_T); vec_dot
+ * is the same pair, so every tile result is bit-identical to it. */
+typedef struct { int8x16_t q[16]; uint8_t sc[8], mn[8]; float d, dmin; } u_q4_k;
+
+static inline void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
+{
+    unpack_q4k(x->scales, u->sc, u->mn);
+    const uint8x16_t m4 = vdupq_n_u8(15);
+    for (int p = 0; p < 4; p++) {
+        uint8x16_t q0 = vld1q_u8(x->qs + 32 * p), q1 = vld1q_u8(x->qs + 32 * p + 16);
+        u->q[4 * p] = S8(vandq_u8(q0, m4));
+        u->q[4 * p + 1] = S8(vandq_u8(q1, m4));
+        u->q[4 * p + 2] = S8(vshrq_n_u8(q0, 4));
+        u->q[4 * p + 3] = S8(vshrq_n_u8(q1, 4));
+    }
+    u->d = f16s(x->d);
+    u->dmin = f16s(x->dmin);
+}
+
+static inline void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int p = 0; p < 4; p++) {
+        const int8_t *Y = y->qs + 64 * p;
+        int32x4_t s0 = dot32(u->q[4 * p], u->q[4 * p + 1], vld1q_s8(Y), vld1q_s8(Y + 16));
+        int32x4_t s1 = dot32(u->q[4 * p + 2], u->q[4 * p + 3], vld1q_s8(Y + 32), vld1q_s8(Y + 48));
+        isum = vmlaq_n_s32(isum, s0, u->sc[2 * p]);
+        isum = vmlaq_n_s32(isum, s1, u->sc[2 * p + 1]);
+    }
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(u->d * y->d));
+    acc->s -= (u->dmin * y->d) * (float)min_sum8(u->mn, y->bsums);
+}
+
+/* q6_K: value chunk 8h + 4 half + k (q - 32 as int8) meets y bytes
+ * 128h + 32k + 16 half with scale S[8h + half + 2k]. */
+typedef struct { int8x16_t q[16]; int8_t sc[16]; float d; } u_q6_k;
+
+static inline void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
+{
+    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
+    const int8x16_t o32 = vdupq_n_s8(32);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *L = x->ql + 64 * h, *H = x->qh + 32 * h;
+        for (int half = 0; half < 2; half++) {
+            uint8x16_t l0 = vld1q_u8(L + 16 * half), l1 = vld1q_u8(L + 32 + 16 * half);
+            uint8x16_t hh = vld1q_u8(H + 16 * half);
+            int8x16_t *q = u->q + 8 * h + 4 * half;
+            q[0] = vsubq_s8(S8(vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4))), o32);
+            q[1] = vsubq_s8(S8(vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4))), o32);
+            q[2] = vsubq_s8(S8(vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4))), o32);
+            q[3] = vsubq_s8(S8(vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4))), o32);
+        }
+    }
+    memcpy(u->sc, x->scales, 16);
+    u->d = f16s(x->d);
+}
+
+static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int h = 0; h < 2; h++) {
+        const int8_t *S = u->sc + 8 * h, *Y = y->qs + 128 * h;
+        for (int half = 0; half < 2; half++)
+            for (int k = 0; k < 4; k++) {
+                int32x4_t d = dot16(vdupq_n_s32(0), u->q[8 * h + 4 * half + k], vld1q_s8(Y + 32 * k + 16 * half));
+                isum = vmlaq_n_s32(isum, d, S[half + 2 * k]);
+            }
+    }
+    acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(u->d * y->d));
+}
+
+/* The other types have no split: unpacking is the block pointer. */
+#define ARM_NOSPLIT(T, XB, YB)                                                           \
+typedef const XB *u_##T;                                                                 \
+static inline void unp_##T(const XB *x, u_##T *u) { *u = x; }                           \
+static inline void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
+
+/* nx weight rows x ny (<= SL_GEMM_WIDE) activation rows from unp_T / pair_T:
+ * each weight block unpacked once per tile row; vec_dot is its 1 x 1 case.
+ * DEF_GEMM: the same for a type with only a block kernel blk_T. */
+#define DEF_GEMM_UP(T, XB, YB, BE)                                                       \
 static void FN(gemm_##T)(int64_t n, const void *vx, size_t bx, int nx,                  \
                          const void *vy, size_t by, int ny, float *s, int64_t lds)      \
 {                                                                                        \
     int64_t nb = n / (BE);                                                               \
-    acc_t acc[SL_GEMM_MAX][SL_GEMM_MAX];                                                 \
+    acc_t acc[SL_GEMM_MAX][SL_GEMM_WIDE];                                                \
     for (int i = 0; i < nx; i++)                                                         \
         for (int j = 0; j < ny; j++) acc[i][j] = (acc_t){vdupq_n_f32(0.0f), 0.0f};       \
     for (int64_t b = 0; b < nb; b++)                                                     \
         for (int i = 0; i < nx; i++) {                                                   \
-            const XB *x = (const XB *)((const char *)vx + (size_t)i * bx) + b;           \
+            u_##T u;                                                                     \
+            unp_##T((const XB *)((const char *)vx + (size_t)i * bx) + b, &u);            \
             for (int j = 0; j < ny; j++)                                                 \
-                blk_##T(x, (const YB *)((const char *)vy + (size_t)j * by) + b, &acc[i][j]); \
+                pair_##T(&u, (const YB *)((const char *)vy + (size_t)j * by) + b, &acc[i][j]); \
         }                                                                                \
     for (int i = 0; i < nx; i++)                                                         \
         for (int j = 0; j < ny; j++) s[j * lds + i] = vaddvq_f32(acc[i][j].a) + acc[i][j].s; \
@@ -253,9 +292,11 @@ static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)      
     FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
 }
 
-DEF_GEMM(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)
+#define DEF_GEMM(T, XB, YB, BE) ARM_NOSPLIT(T, XB, YB) DEF_GEMM_UP(T, XB, YB, BE)
+
+DEF_GEMM_UP(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q5_k, sl_block_q5_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q6_k, sl_block_q6_k, sl_block_q8_k, SL_QKK)
+DEF_GEMM_UP(q6_k, sl_block_q6_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q2_k, sl_block_q2_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q3_k, sl_block_q3_k, sl_block_q8_k, SL_QKK)
 DEF_GEMM(q4_0, sl_block_q4_0, sl_block_q8_0, SL_QK)
@@ -293,7 +334,8 @@ static void FN(dot_f32)(int64_t n, float *s, const void *x, const void *y) { dot
 static void FN(dot_f16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F16); }
 static void FN(dot_bf16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_BF16); }
 
-#define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T)
+/* every arm gemm takes up to SL_GEMM_WIDE activation rows */
+#define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T); k->gemm_wide[ID] = FN(gemm_##T)
 static void FN(arm_fill)(sl_kern *k)
 {
     SET(q4_k, SL_GGML_Q4_K); SET(q5_k, SL_GGML_Q5_K); SET(q6_k, SL_GGML_Q6_K);

@@ -275,7 +275,7 @@ static inline __attribute__((always_inline)) void                               
 tile_##T(int NX, int NY, int64_t nb, const char *vx, size_t bx, const char *vy,         \
          size_t by, float *s, int64_t lds)                                              \
 {                                                                                        \
-    acc_t acc[SL_GEMM_MAX][SL_GEMM_MAX];                                                 \
+    acc_t acc[SL_GEMM_MAX][SL_GEMM_WIDE];                                                \
     UNROLL for (int i = 0; i < NX; i++)                                                  \
         UNROLL for (int j = 0; j < NY; j++)                                              \
             acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
@@ -313,6 +313,20 @@ static void GEMM(int64_t n, const void *vx, size_t bx, int nx,                  
                          s + j * lds + i, 0);                                            \
     }                                                                                    \
 }                                                                                        \
+/* few-row tile: one weight row x up to SL_GEMM_WIDE activation rows */            \
+static void wide_##GEMM(int64_t n, const void *vx, size_t bx, int nx,                   \
+                        const void *vy, size_t by, int ny, float *s, int64_t lds)       \
+{                                                                                        \
+    int64_t nb = n / be_##T;                                                             \
+    const char *x = vx, *y = vy;                                                         \
+    if (nx != 1 || ny <= SL_GEMM_MAX) { GEMM(n, vx, bx, nx, vy, by, ny, s, lds); return; } \
+    switch (ny) {                                                                        \
+    case 8: tile_##T(1, 8, nb, x, bx, y, by, s, lds); break;                             \
+    case 7: tile_##T(1, 7, nb, x, bx, y, by, s, lds); break;                             \
+    case 6: tile_##T(1, 6, nb, x, bx, y, by, s, lds); break;                             \
+    default: tile_##T(1, 5, nb, x, bx, y, by, s, lds); break;                            \
+    }                                                                                    \
+}                                                                                        \
 static void DOT(int64_t n, float *s, const void *vx, const void *vy)                    \
 {                                                                                        \
     const xb_##T *x = vx;                                                                \
@@ -331,7 +345,8 @@ static void DOT(int64_t n, float *s, const void *vx, const void *vy)            
  * independent work in flight); q4_K / q6_K measured slower with it. */
 #define DU2 _Pragma("GCC unroll 2")
 
-#define X86_SET(k, ID, DOT, GEMM) ((k)->vec_dot[ID] = (DOT), (k)->gemm[ID] = (GEMM))
+#define X86_SET(k, ID, DOT, GEMM) \
+    ((k)->vec_dot[ID] = (DOT), (k)->gemm[ID] = (GEMM), (k)->gemm_wide[ID] = (wide_##GEMM))
 
 /* A level's kernels: its table filler FILL (sl_dot_fill_<level>, declared
  * in kern_internal.h), then the vec_dot and gemm names of q4_K, q5_K, q6_K,

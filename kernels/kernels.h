@@ -43,12 +43,17 @@ typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y)
 #define SL_GEMM_MAX 4
 typedef void (*sl_gemm_fn)(int64_t n, const void *x, size_t bx, int nx,
                            const void *y, size_t by, int ny, float *s, int64_t lds);
+/* Few-row tiles (batched decode, speculative verification: 2..9 rows below
+ * the panel): the same contract with up to SL_GEMM_WIDE activation rows, so a
+ * weight block is unpacked once for all of them (bit-identical to vec_dot). */
+#define SL_GEMM_WIDE 8
 
 typedef struct sl_kern {
     int isa;
     const char *name;
     sl_vec_dot_fn vec_dot[SL_GGML_TYPE_COUNT];          /* NULL: type not supported */
     sl_gemm_fn gemm[SL_GGML_TYPE_COUNT];                /* NULL: matvec/matmul loop vec_dot */
+    sl_gemm_fn gemm_wide[SL_GGML_TYPE_COUNT];           /* ny <= SL_GEMM_WIDE; NULL: gemm */
     const struct sl_panel *panel[SL_GGML_TYPE_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */
     /* y = x / sqrt(mean(x^2) + eps) * w */
     void (*rmsnorm)(float *y, const float *x, const float *w, int64_t n, float eps);

@@ -1,7 +1,8 @@
 /* matvec (decode) and matmul (prefill) on top of the per-level dot kernels,
  * split over the pool by weight-row ranges (each thread streams its own part
- * of W exactly once). Tiles use the level's gemm kernel when it has one:
- * SL_GEMM_MAX weight rows x SL_GEMM_MAX activation rows share every load. */
+ * of W exactly once). Tiles use the level's gemm kernel when it has one
+ * (a weight block unpacked once for SL_GEMM_MAX activation rows, or
+ * SL_GEMM_WIDE with the few-row tile gemm_wide). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -69,23 +70,31 @@ static void mm_worker(void *ctx, int ith, int nth)
         }
         return;
     }
-    /* Prefill: a block of weight rows (~128 KiB, stays in L2) is swept
-     * once per tile of SL_GEMM_MAX activation rows (the tile stays in L1);
-     * within a tile each weight block is loaded and unpacked once. Every
-     * weight byte still comes from memory exactly once. */
+    /* Few rows: a block of weight rows (~128 KiB, stays in L2) is swept
+     * once per tile of activation rows (SL_GEMM_WIDE with a few-row tile,
+     * else SL_GEMM_MAX; the tile stays in L1); within a tile each weight
+     * block is loaded and unpacked once. Every weight byte still comes from
+     * memory exactly once. */
 #ifndef SL_MM_BLOCK_BYTES
 #define SL_MM_BLOCK_BYTES (128u << 10)
 #endif
+    int tn = SL_GEMM_MAX;
+    if (j->k->gemm_wide[j->wtype]) { g = j->k->gemm_wide[j->wtype]; tn = SL_GEMM_WIDE; }
     int64_t rb = (int64_t)(SL_MM_BLOCK_BYTES / j->wrb);
     if (rb < 1) rb = 1;
     for (int64_t b0 = r0; b0 < r1; b0 += rb) {
         int64_t b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int64_t i = 0; i < j->n_act; i += SL_GEMM_MAX) {
-            int ny = j->n_act - i < SL_GEMM_MAX ? (int)(j->n_act - i) : SL_GEMM_MAX;
+        for (int64_t i = 0; i < j->n_act; i += tn) {
+            int ny = j->n_act - i < tn ? (int)(j->n_act - i) : tn;
             const char *a = j->act + (size_t)i * j->arb;
             for (int64_t r = b0; r < b1; r++) {
                 const char *w = j->W + (size_t)r * j->wrb;
                 float *y = j->Y + i * j->ldy + r;
+                /* the first tile reads W from memory: ask for the next row
+                 * while this one computes (the tile's compute per byte is
+                 * too high for the hardware prefetcher to stay ahead) */
+                if (i == 0 && r + 1 < r1)
+                    for (size_t o = 0; o < j->wrb; o += 64) __builtin_prefetch(w + j->wrb + o, 0, 3);
                 if (g) {
                     g(j->cols, w, j->wrb, 1, a, j->arb, ny, y, j->ldy);
                 } else {

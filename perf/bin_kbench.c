@@ -11,8 +11,15 @@
  * With -c, instead: the same kernels on a 256x4096 matrix that stays in L2,
  * best of the repetitions (compute throughput without the memory system, the
  * stable way to compare kernel changes on a shared machine).
+ * With -n 1,2,4,8,...: instead, few-row matmuls (batched decode, speculative
+ * verification): activation rows/s of matmul with each row count through the
+ * same cycled matrices as the matvec, each repetition timing the matvec and
+ * every row count back to back (alternated); 'x mv' is the median of the
+ * per-repetition ratios mm rows/s / mv rows/s (n = the ideal: the weights
+ * cost one pass whatever the rows; with -c in L2, best of the repetitions;
+ * with -t 1 timed in thread CPU time).
  * Usage: kbench [-t threads] [-r reps] [-m MiB of weights per type] [-b MiB buffer]
- *               [-T type,type,...] [-c] (SLUICE_ISA picks the kernel level). */
+ *               [-T type,type,...] [-c] [-n rows,rows,...] (SLUICE_ISA picks the kernel level). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,10 +36,14 @@
 #define COLS 4096
 #define BATCH 64
 
+/* -n with one thread times the calling thread's CPU time instead: on a
+ * shared machine, time spent descheduled does not count. */
+static clockid_t clk = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clk, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -183,6 +194,76 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
     return 0;
 }
 
+/* -n: few-row matmuls against the matvec, per type; weights cycled through
+ * nmat matrices (>> L3) or, with -c, one 256-row matrix in L2. */
+#define MAXN 32
+static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntypes, int reps,
+                    const int *ns, int nn, size_t wmib, int in_l2, const float *xf, float *Y)
+{
+    uint64_t seed = 11;
+    int64_t rows = in_l2 ? CROWS : ROWS;
+    if (sl_pool_n_threads(pool) == 1) clk = CLOCK_THREAD_CPUTIME_ID;
+    printf("few-row matmul, %lldx%d matrix %s; %s of %d reps; %s time\n",
+           (long long)rows, COLS, in_l2 ? "(stays in L2)" : "(weights cycled, from RAM)",
+           in_l2 ? "best" : "medians", reps, clk == CLOCK_MONOTONIC ? "wall" : "thread CPU");
+    printf("%-6s %10s", "type", "mv rows/s");
+    for (int i = 0; i < nn; i++) printf(" | n=%-2d rows/s  x mv", ns[i]);
+    printf("\n");
+    for (int ti = 0; ti < ntypes; ti++) {
+        int t = types[ti];
+        if (!k->vec_dot[t]) continue;
+        size_t mb = sl_gguf_row_bytes(t, COLS) * (size_t)rows;
+        int nmat = in_l2 ? 1 : (int)(((wmib << 20) + mb - 1) / mb);
+        if (nmat < 1) nmat = 1;
+        int inner = in_l2 ? 50 : 1;
+        uint8_t *W = malloc(mb * (size_t)nmat);
+        void *act = malloc(sl_kern_act_bytes(t, COLS, MAXN));
+        if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
+        fill_weights(t, W, mb * (size_t)nmat, &seed);
+        sl_kern_quantize_act(k, t, xf, COLS, MAXN, act);
+        double tv[32], tn[MAXN][32], rat[MAXN][32];
+        for (int m = 0; m < nmat; m++) sl_kern_matvec(k, pool, t, W + m * mb, rows, COLS, act, Y);
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            for (int it = 0; it < inner; it++)
+                for (int m = 0; m < nmat; m++) sl_kern_matvec(k, pool, t, W + m * mb, rows, COLS, act, Y);
+            tv[r] = (now() - t0) / (nmat * inner);
+            for (int i = 0; i < nn; i++) {
+                t0 = now();
+                for (int it = 0; it < inner; it++)
+                    for (int m = 0; m < nmat; m++) {
+                        int rc = sl_kern_matmul(k, pool, t, W + m * mb, rows, COLS, act, ns[i], Y, rows);
+                        if (rc) { fprintf(stderr, "kbench: matmul %d\n", rc); return 1; }
+                    }
+                tn[i][r] = (now() - t0) / (nmat * inner);
+                rat[i][r] = ((double)ns[i] / tn[i][r]) / (1.0 / tv[r]);
+            }
+        }
+        double best_v = tv[0];
+        for (int r = 1; r < reps; r++) if (tv[r] < best_v) best_v = tv[r];
+        double mv = in_l2 ? 1.0 / best_v : 1.0 / median(tv, reps);
+        printf("%-6s %10.0f", sl_gguf_type_name(t), (double)rows * mv);
+        for (int i = 0; i < nn; i++) {
+            double tt, ra;
+            if (in_l2) {
+                tt = tn[i][0];
+                for (int r = 1; r < reps; r++) if (tn[i][r] < tt) tt = tn[i][r];
+                ra = ((double)ns[i] / tt) / mv;
+            } else {
+                tt = median(tn[i], reps);
+                ra = median(rat[i], reps);
+            }
+            printf(" | %12.0f %5.2f", (double)rows * ns[i] / tt, ra);
+        }
+        printf("\n");
+        fflush(stdout);
+        free(W);
+        free(act);
+    }
+    printf("(rows/s counted per weight row: matvec = rows of W per second; 'x mv' ideal = n)\n");
+    return 0;
+}
+
 static const int all_types[] = {
     SL_GGML_Q2_K, SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q4_0, SL_GGML_Q4_1,
     SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32,
@@ -201,13 +282,20 @@ int main(int argc, char **argv)
 {
     int nth = 2, reps = 7, cache_only = 0;
     size_t wmib = 320, bmib = 1024;
-    int types[32], ntypes = 0;
+    int types[32], ntypes = 0, ns[MAXN], nn = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) nth = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) wmib = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "-b") && i + 1 < argc) bmib = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "-c")) cache_only = 1;
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+            for (char *tok = strtok(argv[++i], ","); tok && nn < 16; tok = strtok(NULL, ",")) {
+                ns[nn] = atoi(tok);
+                if (ns[nn] < 1 || ns[nn] > MAXN) { fprintf(stderr, "kbench: -n rows in 1..%d\n", MAXN); return 2; }
+                nn++;
+            }
+        }
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) {
             char *list = argv[++i];
             for (char *tok = strtok(list, ","); tok && ntypes < 32; tok = strtok(NULL, ",")) {
@@ -217,7 +305,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-m MiB weights/type] "
-                            "[-b MiB read buffer] [-T q4_K,q6_K,...] [-c]\n");
+                            "[-b MiB read buffer] [-T q4_K,q6_K,...] [-c] [-n rows,rows,...]\n");
             return 2;
         }
     }
@@ -239,6 +327,17 @@ int main(int argc, char **argv)
     if ((rc = sl_pool_create(&pool, nth)) != 0 || (rc = sl_pool_create(&pool1, 1)) != 0) {
         fprintf(stderr, "kbench: pool: %d\n", rc);
         return 1;
+    }
+    if (nn) {
+        uint64_t xs = 42;
+        float *x = malloc((size_t)MAXN * COLS * sizeof *x), *y = malloc((size_t)MAXN * ROWS * sizeof *y);
+        if (!x || !y) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
+        for (size_t i = 0; i < (size_t)MAXN * COLS; i++) x[i] = (float)(int)(rng(&xs) % 2001 - 1000) * 1e-3f;
+        rc = few_rows(k, pool, types, ntypes, reps, ns, nn, wmib, cache_only, x, y);
+        free(x); free(y); free(bbuf);
+        sl_pool_destroy(pool);
+        sl_pool_destroy(pool1);
+        return rc;
     }
     if (cache_only) {
         uint64_t xs = 42;

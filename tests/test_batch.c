@@ -2,7 +2,8 @@
  * of the same session stepped alone, on every golden model in resident,
  * stream, mmap and pread modes, with members joining and leaving between
  * passes; seeded sampling likewise; more members than n_batch; the refusals
- * of the API. SL_HOST_ONLY (reads the models in every streamer mode). */
+ * of the API; the lead member's decode profile. SL_HOST_ONLY (reads the
+ * models in every streamer mode). */
 #include "sl_test.h"
 
 #include <stdint.h>
@@ -249,4 +250,38 @@ Test(batch, refusals)
     sl_session_destroy(other);
     sl_model_close(m);
     sl_model_close(m2);
+}
+
+/* The lead member's decode profile takes the batch passes it leads (rows as
+ * tokens, the matmuls and attention per class); another member's stays off. */
+Test(batch, profile_of_lead_member, .timeout = 60)
+{
+    sl_model *m = open_mode(S260, M_RESIDENT, 8);
+    sl_sampling sp;
+    sl_sampling_init(&sp);
+    sp.temp = 0;
+    sl_session *s[3];
+    for (int i = 0; i < 3; i++) s[i] = prompted(m, i, &sp);
+    cr_assert_eq(sl_session_set_profile(s[0], true), 0);
+    sl_batch *b;
+    cr_assert_eq(sl_batch_create(&b, m, NULL), 0, "%s", sl_last_error());
+    for (int i = 0; i < 3; i++) cr_assert_eq(sl_batch_add(b, s[i]), 0);
+    int32_t tok[3];
+    for (int t = 0; t < 4; t++) cr_assert_eq(sl_batch_step(b, tok), 0, "%s", sl_batch_errmsg(b));
+    sl_profile p;
+    cr_assert_eq(sl_session_get_profile(s[0], &p), 0);
+    cr_assert_eq(p.n_tokens, 12, "4 passes of 3 rows: %lld", (long long)p.n_tokens);
+    cr_assert_gt(p.forward_ms, 0.0);
+    cr_assert_gt(p.op_calls[SL_PROF_MV_HEAD], 0);
+    cr_assert_gt(p.op_calls[SL_PROF_ATTN], 0);
+    cr_assert_gt(p.op_bytes[SL_PROF_MV_DOWN], 0);
+    cr_assert_eq(sl_session_get_profile(s[1], &p), SL_EINVAL, "never turned on");
+    /* led by s[1] after s[0] leaves: s[0]'s figures stay as they were */
+    cr_assert_eq(sl_batch_remove(b, s[0]), 0);
+    cr_assert_eq(sl_batch_step(b, tok), 0, "%s", sl_batch_errmsg(b));
+    cr_assert_eq(sl_session_get_profile(s[0], &p), 0);
+    cr_assert_eq(p.n_tokens, 12);
+    sl_batch_destroy(b);
+    for (int i = 0; i < 3; i++) sl_session_destroy(s[i]);
+    sl_model_close(m);
 }

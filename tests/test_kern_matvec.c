@@ -5,7 +5,8 @@
  * per block but finishes them in float in its own order (per superblock:
  * convert, scale, fused multiply-add into a lane accumulator), so it is held
  * to test_kern_dot's derived bound between two levels, 2 (nb + 12) u M
- * (M = sl_dot_scalar_mag); argument checks. */
+ * (M = sl_dot_scalar_mag); the few-row tiles (gemm_wide, up to 8 activation
+ * rows per weight-block unpack) are bit for bit; argument checks. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -121,6 +122,8 @@ Test(kern_matvec, equals_vec_dot_every_level)
     uint64_t seed = 777;
     static const int64_t shapes[][3] = { /* rows, cols in blocks (x be), n_act */
         {1, 1, 1}, {3, 2, 5}, {4, 1, 4}, {13, 3, 9}, {37, 2, 7}, {64, 1, 17},
+        /* few-row tiles (SL_GEMM_WIDE): every height up to 8, then 8 + 1 */
+        {9, 2, 6}, {11, 1, 8}, {6, 3, 2}, {5, 2, 3},
         /* panel GEMM edges: row tails, > 64-row blocks, K over one chunk, lanes > 16 */
         {70, 9, 33}, {19, 67, 10}, {8, 1, 16},
     };
