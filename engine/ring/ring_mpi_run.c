@@ -38,6 +38,7 @@
 #include "../../io/sluice_stream.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -327,15 +328,17 @@ static int msg_count(const ring_ctx *x, const ring_hdr *h)
 
 /* Waits for a request without spinning: Open MPI's blocking calls poll a
  * core, which ranks sharing cores (--oversubscribe) take from the one that
- * computes. Sleeps grow from 20 us to 0.5 ms: at most that much latency per
- * message, against waits of a window's compute or more. */
+ * computes. A few yields first (a message already on its way), then sleeps
+ * growing from 20 us to 0.5 ms: at most that much latency per message,
+ * against waits of a window's compute or more. */
 static void wait_req(MPI_Request *r, const char *what)
 {
     arm();
-    for (long us = 20;;) {
+    for (long us = 20, spins = 0;; spins++) {
         int done = 0;
         mpi_check(MPI_Test(r, &done, MPI_STATUS_IGNORE), what);
         if (done) break;
+        if (spins < 64) { sched_yield(); continue; }   /* a message on its way: no sleep yet */
         struct timespec ts = { 0, us * 1000 };
         nanosleep(&ts, NULL);
         if (us < 500) us += us / 2;
