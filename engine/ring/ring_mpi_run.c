@@ -63,7 +63,6 @@ typedef struct ring_hdr {
 typedef struct ring_times {
     double compute_ms, stall_ms, wait_ms, send_ms, head_ms;
     double bytes_read;
-    double windows;
 } ring_times;
 
 typedef struct ring_opts {
@@ -354,6 +353,10 @@ static void recv_from(ring_ctx *x, void *msg, int src, int phase_hint)
     mpi_check(MPI_Irecv(msg, (int)x->msg_bytes, MPI_BYTE, src, 1, MPI_COMM_WORLD, &rq), "receive");
     wait_req(&rq, "receive");
     ring_hdr *h = msg;
+    if (h->cmd == CMD_RUN && (h->n < 1 || h->n > x->n_batch || h->round < 0 || h->round >= x->plan.k ||
+                              h->pos0 < 0 || (h->phase != PH_PROMPT && h->phase != PH_DECODE)))
+        die("%s", "a malformed message from the previous rank");
+    if (h->cmd != CMD_RUN && h->cmd != CMD_STOP) die("%s", "an unknown message from the previous rank");
     int ph = h->cmd == CMD_RUN ? h->phase : phase_hint;
     x->t[ph].wait_ms += now_ms() - t0;
 }
@@ -380,7 +383,6 @@ static void run_window(ring_ctx *x, void *msg)
     t->compute_ms += b.compute_ms - a.compute_ms;
     t->stall_ms += b.stall_ms - a.stall_ms;
     t->bytes_read += bytes_since(x);
-    t->windows++;
 }
 
 /* Ranks 1..N-1: receive, run the window, pass on; commit after round k-1. */
@@ -437,7 +439,7 @@ static void lead_finish(ring_ctx *x, void *msg)
     double t0 = now_ms();
     if (sl_session_head(x->s, msg_h(x, msg) + (size_t)(h->n - 1) * (size_t)x->n_embd)) die("%s", sl_session_errmsg(x->s));
     sl_session_get_stats(x->s, &b);
-    x->t[h->phase].head_ms += now_ms() - t0;
+    x->t[h->phase].head_ms += now_ms() - t0 - (b.stall_ms - a.stall_ms);   /* its stall counts as stall */
     x->t[h->phase].stall_ms += b.stall_ms - a.stall_ms;
     x->t[h->phase].bytes_read += bytes_since(x);
 }

@@ -9,6 +9,7 @@
 # `sluice run --ring` (the runtime):
 #   same N MODEL SPEC [FLAGS..]  (MODEL: a name in SHARED/models, without .gguf)  rank 0's greedy text equals a single-process `sluice run`
 #              of the same model and prompt (same -b chunks: the prompt takes several)
+#              (SPEC auto: every rank's profile gathered over MPI, the windows planned)
 #   streams N MODEL SPEC [FLAGS..]  as same, and some rank read weights while decoding
 #   rankdies   rank 2 of 4 aborts mid-run: every rank ends, non-zero, no hang, the rank named
 #   rankhangs  rank 1 of 2 stops answering: the others' watchdog ends the run
@@ -69,6 +70,10 @@ same|streams)
     done
     set -- $SAVED
     "$S" run -m "$M" -p "$PROMPT" -n 10 --temp 0 -t 1 -b 3 $REF > "$tmp/ref" 2>/dev/null || fail "single-process run"
+    if [ "$SPEC" = auto ]; then   # each rank's profile gathered over MPI, windows from the ILPs
+        printf '{"disk_bytes_per_s": 1.5e9, "mem_bytes_per_s": 1e10, "matvec": {"q4_K": 8e9, "q6_K": 8e9, "q8_0": 8e9, "f32": 4e9}}\n' > "$tmp/a.json"
+        set -- "$@" --ring-profile "$tmp/a.json"
+    fi
     timeout 100 mpirun -np "$N" "$S" run --ring "$SPEC" -m "$M" -p "$PROMPT" -n 10 --temp 0 -t 1 -b 3 \
         --ring-timeout 30 --stats "$@" > "$tmp/got" 2> "$tmp/out" || fail "mpirun -np $N exited $?"
     cmp -s "$tmp/ref" "$tmp/got" || { diff "$tmp/ref" "$tmp/got"; fail "-np $N --ring $SPEC: tokens differ"; }

@@ -37,6 +37,7 @@ static const struct { const char *c; int n; const char *args; } run_cases[] = {
     { "streams", 4, "synth2-qwen3-q4_k_m 1,1,1,1 --max-pinned 0 --ring-budgets 64M,40M,32M,48M" },
     { "same", 2, "synth2-qwen3moe-q4_k_m 2,2" },                /* MoE */
     { "streams", 2, "synth2-qwen3moe-q4_k_m 1,1 --max-pinned 0 --ring-budgets 48M,32M" },
+    { "same", 2, "synth2-qwen3-q4_k_m auto --mem-budget 64M" },   /* profiles gathered, ILPs */
 };
 
 /* One test, the cases in turn: run as parallel tests, Criterion's own runner reports a
