@@ -297,8 +297,8 @@ $(BUILD)/obj/tests/ring/%.o: ALL_CFLAGS += -DSL_BUILD_DIR='"$(BUILD)"'
 $(BUILD)/tests/ring/test_ring_plan: $(BUILD)/obj/tests/ring/test_ring_plan.o $(filter-out %/cli_ring_plan.o,$(RING_PLAN_OBJS)) $(STATIC_LIB) | $(BUILD)/sluice
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ -lcriterion -lglpk $(LDLIBS)
-# Open MPI: `mpirun -np N sluice ring-profile` (engine/ring/ring_mpi_*.c), and its test, which
-# runs mpirun on loopback through tests/ring/ring_mpi.sh.
+# Open MPI: `mpirun -np N sluice ring-profile` and `sluice run --ring` (engine/ring/ring_mpi_*.c),
+# and their test, which runs mpirun on loopback through tests/ring/ring_mpi.sh.
 ifeq ($(CROSS),)
 MPICC ?= mpicc
 RING_MPI := $(shell command -v $(MPICC) 2>/dev/null)
@@ -310,6 +310,7 @@ RING_MPI_SRCS := $(wildcard engine/ring/ring_mpi_*.c)
 RING_MPI_OBJS := $(RING_MPI_SRCS:%.c=$(BUILD)/obj/%.o)
 $(RING_MPI_OBJS): ALL_CFLAGS += $(MPI_CFLAGS)
 CLI_OBJS += $(RING_MPI_OBJS)
+$(BUILD)/obj/engine/cli_run.o: ALL_CFLAGS += -DSL_HAVE_RING_RUN=1
 $(BUILD)/sluice: $(RING_MPI_OBJS)
 $(BUILD)/sluice: LDLIBS += $(MPI_LIBS)
 RING_TEST_BINS += $(BUILD)/tests/ring/test_ring_mpi

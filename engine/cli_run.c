@@ -14,6 +14,7 @@
 #include "chat.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "ring/ring_cli.h"
 #include "sluice.h"
 
 typedef struct gen_opts {
@@ -344,6 +345,7 @@ static void save_cache(const gen_opts *o, sl_session *s, const char *cmd)
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: sluice run -m MODEL -p PROMPT [options]\n"
+               "  (mpirun -np N sluice run --ring SPEC ...: layers over N ranks; --ring --help)\n"
                "  -p, --prompt TEXT      prompt (BOS added as the model asks)\n"
                "  --no-display-prompt    do not echo the prompt\n%s%s",
             sampling_help, sl_cli_model_opts_help);
@@ -351,6 +353,16 @@ static void run_usage(FILE *f)
 
 static int run_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)   /* --ring: the layers over MPI ranks (engine/ring/) */
+        if (!strcmp(argv[i], "--ring")) {
+#ifdef SL_HAVE_RING_RUN
+            return sl_ring_run_main(argc, argv);
+#else
+            fprintf(stderr, "sluice run: --ring: this sluice was built without Open MPI and GLPK "
+                            "(apt-get install libopenmpi-dev openmpi-bin libglpk-dev; make)\n");
+            return 2;
+#endif
+        }
     gen_opts o;
     memset(&o, 0, sizeof o);
     int r = parse_gen(&o, argc, argv, "run", run_usage);

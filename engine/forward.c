@@ -499,33 +499,66 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
 /* One pass over the units for the rows of sq[0..ns) (<= n_batch rows in
  * all); logits: for each sequence in order, its last row (LAST) or all its
  * rows (ALL), n_vocab floats each. */
-static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t n, float *logits)
+/* x[n][n_embd] = the embedding rows of ids (scaled where the family says). */
+static int embed_rows(sl_forward *f, const int32_t *ids, int32_t n, float *x)
 {
     const sl_model_desc *d = f->d;
     const int32_t E = d->n_embd;
-    int rc;
-    for (int32_t s = 0, i = 0; s < ns; s++)
-    for (int32_t j = 0; j < sq[s].n; j++, i++) {
-        const int32_t id = sq[s].ids[j];
+    for (int32_t j = 0; j < n; j++) {
+        const int32_t id = ids[j];
         if (id < 0 || id >= d->n_vocab)
             return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", id, d->n_vocab);
         uint64_t t = sl_forward_prof_begin(f, SL_PROF_EMBD);
-        rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)id, f->row_buf,
-                                f->embd_row_bytes);
+        int rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)id, f->row_buf,
+                                    f->embd_row_bytes);
         if (rc) return stream_err(rc, f->st, "token_embd row", id);
-        rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, f->x + (int64_t)i * E, E);
+        rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, x + (int64_t)j * E, E);
         if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", id);
-        if (d->embd_scale > 0) scale_row(f->x + (int64_t)i * E, E, d->embd_scale);
+        if (d->embd_scale > 0) scale_row(x + (int64_t)j * E, E, d->embd_scale);
         sl_forward_prof_end(f, SL_PROF_EMBD, t, f->embd_row_bytes);
     }
-    for (int32_t l = 0; l < d->n_layer; l++) {
+    return 0;
+}
+
+/* Layers [first, last) over f->x's n rows, each unit acquired in order. */
+static int layers_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t first, int32_t last,
+                          int32_t n)
+{
+    for (int32_t l = first; l < last; l++) {
         sl_stream_view v;
-        if ((rc = acquire(f, l, &v))) return rc;
+        int rc = acquire(f, l, &v);
+        if (rc) return rc;
         rc = layer_forward(f, sq, ns, l, &v, n);
         int rr = release(f, l);
         if (rc) return rc;
         if (rr) return stream_err(rr, f->st, NULL, 0);
     }
+    return 0;
+}
+
+/* lm head over the nr rows of f->xn (normed), then the soft cap. */
+static int logits_forward(sl_forward *f, int32_t nr, float *logits)
+{
+    const sl_model_desc *d = f->d;
+    int rc = head_forward(f, 0, nr, logits);
+    if (rc) return rc;
+    if (d->logit_softcap > 0) {
+        uint64_t t = sl_forward_prof_begin(f, SL_PROF_ADD);
+        const float cap = d->logit_softcap;
+        for (int64_t i = 0; i < (int64_t)nr * d->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+        sl_forward_prof_end(f, SL_PROF_ADD, t, 0);
+    }
+    return 0;
+}
+
+static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t n, float *logits)
+{
+    const sl_model_desc *d = f->d;
+    const int32_t E = d->n_embd;
+    int rc;
+    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++)
+        if ((rc = embed_rows(f, sq[s].ids, sq[s].n, f->x + (int64_t)i * E))) return rc;
+    if ((rc = layers_forward(f, sq, ns, 0, d->n_layer, n))) return rc;
     /* the rows that want logits, normed into consecutive rows of xn (row
      * nr <= row i: a row is read before it could be overwritten) */
     int32_t nr = 0;
@@ -542,14 +575,7 @@ static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
         sl_stream_prefetch(f->st, 0);
         return 0;
     }
-    if ((rc = head_forward(f, 0, nr, logits))) return rc;
-    if (d->logit_softcap > 0) {
-        t = sl_forward_prof_begin(f, SL_PROF_ADD);
-        const float cap = d->logit_softcap;
-        for (int64_t i = 0; i < (int64_t)nr * d->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
-        sl_forward_prof_end(f, SL_PROF_ADD, t, 0);
-    }
-    return 0;
+    return logits_forward(f, nr, logits);
 }
 
 /* The cache is indexed by layer, kv head and position, attention scratch by n_ctx. */
@@ -608,4 +634,48 @@ int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int 
         kv->n_past += m;
     }
     return 0;
+}
+
+/* ---- pipeline stages (sluice.h: sl_session_forward_layers) ---------------- */
+
+int sl_forward_embed(sl_forward *f, const int32_t *ids, int32_t n, float *x)
+{
+    if (n < 1 || n > f->n_batch || !ids || !x)
+        return sl_err_set(SL_EINVAL, "embed: %d rows (1..n_batch %d)", n, f->n_batch);
+    return embed_rows(f, ids, n, x);
+}
+
+int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int32_t pos0, float *x, int32_t n)
+{
+    const sl_model_desc *d = f->d;
+    int rc = check_kv(f, kv);
+    if (rc) return rc;
+    if (n < 1 || n > f->n_batch || !x || first < 0 || last > d->n_layer || first >= last)
+        return sl_err_set(SL_EINVAL, "forward layers [%d, %d) of %d over %d rows (1..n_batch %d)", first, last,
+                          d->n_layer, n, f->n_batch);
+    for (int32_t l = first; l < last; l++)
+        if (kv->cap[l] == 0)
+            return sl_err_set(SL_EINVAL, "forward layers: layer %d is not one of this stage's", l);
+    if (pos0 < 0 || (int64_t)pos0 + n > kv->n_ctx)
+        return sl_err_set(SL_ECTX, "context full: positions %d..%d past n_ctx %d", pos0, pos0 + n - 1, kv->n_ctx);
+    /* the rows of one sequence: the same pass chunk_forward makes over these
+     * layers, at pos0 (the layers read positions from n_past) */
+    sl_forward_seq one = { .kv = kv, .n = n, .mode = SL_LOGITS_NONE };
+    const size_t bytes = (size_t)n * (size_t)d->n_embd * sizeof(float);
+    memcpy(f->x, x, bytes);
+    int32_t past = kv->n_past;
+    kv->n_past = pos0;
+    rc = layers_forward(f, &one, 1, first, last, n);
+    kv->n_past = past;
+    if (!rc) memcpy(x, f->x, bytes);
+    return rc;
+}
+
+int sl_forward_head(sl_forward *f, const float *x, float *logits)
+{
+    const sl_model_desc *d = f->d;
+    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
+    f->k->rmsnorm(f->xn, x, f->out_norm, d->n_embd, d->rms_eps);
+    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
+    return logits_forward(f, 1, logits);
 }

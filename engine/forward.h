@@ -122,4 +122,12 @@ typedef struct sl_forward_seq {
 } sl_forward_seq;
 int sl_forward_run_batch(sl_forward *f, const sl_forward_seq *seqs, int32_t n_seq, float *logits);
 
+/* Parts of a pass for a pipeline stage (sluice.h "pipeline stages"): the
+ * embedding rows of ids (n <= n_batch) into x[n][n_embd]; layers [first, last)
+ * over x's n rows in place at positions pos0.. (n_past unchanged; each layer
+ * must be held by kv); output norm + lm head of the row x -> logits. */
+int sl_forward_embed(sl_forward *f, const int32_t *ids, int32_t n, float *x);
+int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int32_t pos0, float *x, int32_t n);
+int sl_forward_head(sl_forward *f, const float *x, float *logits);
+
 #endif

@@ -88,7 +88,7 @@ uint64_t sl_kv_bytes_layers(int32_t n_layer, const int32_t *cap, int32_t kv_dim,
     uint64_t pb = sl_kv_pos_bytes(kv_dim, type_k, type_v), r = 0, t;
     if (n_layer <= 0 || !pb) return 0;
     for (int32_t l = 0; l < n_layer; l++) {
-        if (cap[l] <= 0) return 0;
+        if (cap[l] < 0) return 0;
         if (__builtin_mul_overflow((uint64_t)cap[l], pb, &t) || __builtin_add_overflow(r, t, &r))
             return UINT64_MAX;
     }
@@ -125,9 +125,9 @@ int sl_kv_init_layers(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_
     }
     size_t rows = 0;   /* per kv head summed over layers: <= n_layer * n_ctx, no overflow */
     for (int32_t l = 0; l < n_layer; l++) {
-        if (cap && (cap[l] < 1 || cap[l] > n_ctx)) {
+        if (cap && (cap[l] < 0 || cap[l] > n_ctx)) {
             sl_kv_free(kv);
-            return sl_err_set(SL_EINVAL, "kv cache: layer %d: %d rows outside 1..%d", l, cap ? cap[l] : 0, n_ctx);
+            return sl_err_set(SL_EINVAL, "kv cache: layer %d: %d rows outside 0..%d", l, cap ? cap[l] : 0, n_ctx);
         }
         kv->cap[l] = cap ? cap[l] : n_ctx;
         kv->row0[l] = rows * (size_t)n_head_kv;
@@ -136,7 +136,7 @@ int sl_kv_init_layers(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_
     total = sl_kv_bytes_layers(n_layer, kv->cap, kv_dim, type_k, type_v);
     uint64_t szk = (uint64_t)rows * row_bytes(type_k, kv_dim), szv = total - szk;
     /* 64-byte aligned base helps the SIMD attention kernels */
-    size_t ak = ((size_t)szk + 63) & ~(size_t)63, av = ((size_t)szv + 63) & ~(size_t)63;
+    size_t ak = ((size_t)szk + 127) & ~(size_t)63, av = ((size_t)szv + 127) & ~(size_t)63;   /* never 0 */
     kv->k = aligned_alloc(64, ak);
     kv->v = aligned_alloc(64, av);
     if (!kv->k || !kv->v) {
@@ -255,6 +255,9 @@ uint64_t sl_kv_cells_bytes(const sl_kv *kv, int32_t n)
 /* to_cache: copy src -> cache, else cache -> dst. */
 static int cells_copy(const sl_kv *kv, int32_t p0, int32_t n, char *buf, int to_cache)
 {
+    for (int32_t l = 0; l < kv->n_layer; l++)
+        if (kv->cap[l] == 0)
+            return sl_err_set(SL_EINVAL, "kv cells: layer %d is not held by this cache (a pipeline stage)", l);
     for (int32_t l = 0; l < kv->n_layer; l++)
         if (p0 < kv->base[l] || (int64_t)p0 + n - kv->base[l] > kv->cap[l])
             return sl_err_set(SL_EINVAL, "kv cells: positions %d..+%d: layer %d holds only %d..%d (its window)",

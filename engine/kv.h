@@ -61,7 +61,7 @@ int  sl_kv_init(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, in
  * chunk, never more than n_ctx; n_ctx for a full layer. */
 int32_t sl_kv_ring_cap(int32_t n_ctx, int32_t window, int32_t n_batch);
 /* As sl_kv_init with cap[l] rows per kv head in layer l (cap NULL: n_ctx;
- * each 1..n_ctx). */
+ * each 0..n_ctx; 0: the layer is not held here, a pipeline stage's cache). */
 int  sl_kv_init_layers(sl_kv *kv, int32_t n_layer, int32_t n_ctx, int32_t n_head_kv, int32_t head_dim,
                        int type_k, int type_v, const int32_t *cap);
 /* Bytes sl_kv_init_layers allocates (saturating, 0 for bad input). */

@@ -20,6 +20,7 @@ int sl_kv_shift(sl_kv *kv, const sl_kern *k, int32_t n_keep, int32_t n_discard, 
                           kv->n_past);
     const int32_t hd = kv->head_dim;
     for (int32_t l = 0; l < kv->n_layer; l++) {
+        if (kv->cap[l] == 0) continue;   /* a layer this stage does not hold */
         const float *inv_freq = r->layer_swa && r->layer_swa(r->ctx, l) ? r->inv_freq_swa : r->inv_freq;
         /* in slots: the layer holds positions [base, n_past) (a ring may
          * start after the kept or even the dropped positions) */

@@ -10,10 +10,17 @@
 #include "forward.h"
 #include "kv.h"
 
-void sl_reserve_kv_caps(const sl_model_desc *d, int32_t n_ctx, int32_t n_batch, int32_t *cap)
+bool sl_reserve_layer_kept(const sl_model_params *p, int32_t l)
+{
+    return !p->layer_mask || (l < p->n_layer_mask && p->layer_mask[l]);
+}
+
+void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_t n_ctx, int32_t n_batch,
+                        int32_t *cap)
 {
     for (int32_t l = 0; l < d->n_layer; l++)
-        cap[l] = sl_model_layer_swa(d, l) ? sl_kv_ring_cap(n_ctx, d->n_swa, n_batch) : n_ctx;
+        cap[l] = !sl_reserve_layer_kept(p, l) ? 0
+               : sl_model_layer_swa(d, l) ? sl_kv_ring_cap(n_ctx, d->n_swa, n_batch) : n_ctx;
 }
 
 int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p)
@@ -47,7 +54,7 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, p->type_v);
     int32_t *cap = d->n_layer > 0 ? malloc((size_t)d->n_layer * sizeof *cap) : NULL;
     if (cap) {   /* sliding-window layers: their ring only (else the full bound above) */
-        sl_reserve_kv_caps(d, r->n_ctx, r->n_batch, cap);
+        sl_reserve_kv_caps(d, p, r->n_ctx, r->n_batch, cap);
         r->kv_bytes = sl_kv_bytes_layers(d->n_layer, cap, d->kv_dim, p->type_k, p->type_v);
         free(cap);
     }
@@ -85,5 +92,8 @@ void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_
     sc->expert_policy = p->expert_policy;
     sc->expert_cache_bytes = p->expert_cache_bytes;
     sc->numa = p->numa;
+    sc->layer_mask = p->layer_mask;
+    sc->n_layer_mask = p->layer_mask ? p->n_layer_mask : 0;
+    sc->skip_head = sc->skip_embd = p->no_head;
     sc->reserve_bytes = r->total;
 }

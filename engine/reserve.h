@@ -6,6 +6,7 @@
 #ifndef SL_ENGINE_RESERVE_H
 #define SL_ENGINE_RESERVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../io/sluice_stream.h"
@@ -30,8 +31,12 @@ typedef struct sl_reserve {
  * does not fit the model (sl_kv_type_check). */
 int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p);
 /* Rows per kv head of each layer's cache (cap[n_layer]): n_ctx, or for a
- * sliding-window layer the ring sl_kv_ring_cap(n_ctx, n_swa, n_batch). */
-void sl_reserve_kv_caps(const sl_model_desc *d, int32_t n_ctx, int32_t n_batch, int32_t *cap);
+ * sliding-window layer the ring sl_kv_ring_cap(n_ctx, n_swa, n_batch); 0 for a
+ * layer p's layer_mask leaves out. */
+void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_t n_ctx, int32_t n_batch,
+                        int32_t *cap);
+/* Whether p's layer mask keeps layer l (no mask: every layer). */
+bool sl_reserve_layer_kept(const sl_model_params *p, int32_t l);
 /* The same from a file's metadata (no weights read). */
 int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p);
 /* The streamer config sl_model_open uses: p's mode/io/budget/pins/mlock + r->total. */

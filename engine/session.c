@@ -40,6 +40,7 @@ struct sl_model {
     /* prompt cache (session_state.c): the file a cache is tied to */
     char *path;
     uint64_t ident;             /* 0 until first needed */
+    uint8_t *layer_mask;        /* p.layer_mask's copy (p points here), NULL: every layer */
 };
 
 struct sl_session {
@@ -117,13 +118,22 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     if (!m) return sl_err_set(SL_ENOMEM, "model: out of memory");
     m->p = p;
     if (!(m->path = strdup(path))) { free(m); return sl_err_set(SL_ENOMEM, "model: out of memory"); }
+    if (p.layer_mask) {   /* a pipeline stage: the caller's array may go after open */
+        if (p.n_layer_mask < 0 || !(m->layer_mask = malloc((size_t)p.n_layer_mask + 1))) {
+            free(m->path); free(m);
+            return sl_err_set(p.n_layer_mask < 0 ? SL_EINVAL : SL_ENOMEM, "model: layer mask of %d entries",
+                              p.n_layer_mask);
+        }
+        memcpy(m->layer_mask, p.layer_mask, (size_t)p.n_layer_mask);
+        m->p.layer_mask = m->layer_mask;
+    }
 
     /* Metadata first: the planner needs our KV + arena sizes before it plans. */
     sl_gguf *g = NULL;
     int rc = sl_gguf_open_path(&g, path);
     if (rc) { free(m->path); free(m); return rc; }   /* message names the path */
     rc = sl_model_desc_load(&m->d, g);
-    if (rc) { sl_gguf_close(g); free(m->path); free(m); return rc; }
+    if (rc) { sl_gguf_close(g); free(m->layer_mask); free(m->path); free(m); return rc; }
     m->model_bytes = sl_gguf_total_tensor_bytes(g);
     if (sl_tok_create(&m->tok, g)) {
         snprintf(m->tok_err, sizeof m->tok_err, "%s", sl_last_error());
@@ -132,7 +142,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     sl_gguf_close(g);
 
     sl_reserve r;
-    rc = sl_reserve_compute(&r, &m->d, &p);
+    rc = sl_reserve_compute(&r, &m->d, &m->p);
     if (rc) goto fail;
     m->k = r.k;
     m->n_ctx = r.n_ctx;
@@ -144,7 +154,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     }
 
     sl_stream_config sc;
-    sl_reserve_stream_config(&r, &p, &sc);
+    sl_reserve_stream_config(&r, &m->p, &sc);
     rc = sl_stream_open(&m->st, path, &sc);
     if (rc) {
         char msg[512];
@@ -169,6 +179,7 @@ void sl_model_close(sl_model *m)
     if (m->st) sl_stream_close(m->st);
     if (m->pool) sl_pool_destroy(m->pool);
     if (m->tok) sl_tok_destroy(m->tok);
+    free(m->layer_mask);
     free(m->path);
     free(m);
 }
@@ -270,7 +281,7 @@ int sl_session_create(sl_session **out, sl_model *m)
     s->m = m;
     int32_t *cap = malloc((size_t)m->d.n_layer * sizeof *cap);
     if (!cap) { free(s); return sl_err_set(SL_ENOMEM, "session: out of memory"); }
-    sl_reserve_kv_caps(&m->d, m->n_ctx, m->n_batch, cap);   /* window rings: kv.h */
+    sl_reserve_kv_caps(&m->d, &m->p, m->n_ctx, m->n_batch, cap);   /* window rings: kv.h; a stage's layers */
     int rc = sl_kv_init_layers(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim, m->p.type_k,
                                m->p.type_v, cap);
     free(cap);
@@ -625,6 +636,69 @@ int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size)
 void sl_session_reset_stats(sl_session *s)
 {
     memset(&s->stats, 0, sizeof s->stats);
+}
+
+/* ---- pipeline stages (sluice.h) -------------------------------------------- */
+
+int sl_session_embed(sl_session *s, const int32_t *ids, int n, float *hidden)
+{
+    if (s->m->p.no_head) return sess_fail(s, sl_err_set(SL_EINVAL, "embed: this stage has no embedding (no_head)"));
+    int rc = sl_forward_embed(&s->m->fw, ids, n, hidden);
+    return rc ? sess_fail(s, rc) : 0;
+}
+
+int sl_session_forward_layers(sl_session *s, int32_t first, int32_t last, int32_t pos0, float *hidden, int n)
+{
+    sl_model *m = s->m;
+    sl_stream_stats a, b;
+    sl_stream_get_stats(m->st, &a);
+    double t0 = now_ms();
+    int rc = sl_forward_layers(&m->fw, &s->kv, first, last, pos0, hidden, n);
+    double ms = now_ms() - t0;
+    sl_stream_get_stats(m->st, &b);
+    if (rc) return sess_fail(s, rc);
+    double stall = b.stall_ms - a.stall_ms;
+    s->stats.stall_ms += stall;
+    s->stats.bytes_read += b.bytes_read - a.bytes_read;
+    s->stats.compute_ms += ms - stall;
+    s->stats.expert_hits += b.expert_hits - a.expert_hits;
+    s->stats.expert_misses += b.expert_misses - a.expert_misses;
+    s->stats.expert_bytes_read += b.expert_bytes_read - a.expert_bytes_read;
+    s->stats.expert_stall_ms += b.expert_stall_ms - a.expert_stall_ms;
+    return 0;
+}
+
+int sl_session_head(sl_session *s, const float *hidden)
+{
+    if (s->m->p.no_head) return sess_fail(s, sl_err_set(SL_EINVAL, "head: this stage has no lm head (no_head)"));
+    if (!hidden) return sess_fail(s, sl_err_set(SL_EINVAL, "head: hidden row is NULL"));
+    s->epoch++;
+    s->have_logits = false;
+    sl_stream_stats a, b;
+    sl_stream_get_stats(s->m->st, &a);
+    double t0 = now_ms();
+    int rc = sl_forward_head(&s->m->fw, hidden, s->logits);
+    double ms = now_ms() - t0;
+    sl_stream_get_stats(s->m->st, &b);
+    if (rc) return sess_fail(s, rc);
+    s->stats.stall_ms += b.stall_ms - a.stall_ms;
+    s->stats.bytes_read += b.bytes_read - a.bytes_read;
+    s->stats.compute_ms += ms - (b.stall_ms - a.stall_ms);
+    s->have_logits = true;
+    return 0;
+}
+
+int sl_session_commit(sl_session *s, const int32_t *ids, int n)
+{
+    if (n < 0 || (n > 0 && !ids)) return sess_fail(s, sl_err_set(SL_EINVAL, "commit: bad token array"));
+    if ((int64_t)s->kv.n_past + n > s->kv.n_ctx)
+        return sess_fail(s, sl_err_set(SL_ECTX, "commit: %d positions used + %d > n_ctx %d", s->kv.n_past, n,
+                                       s->kv.n_ctx));
+    if (s->kv.n_past == 0) s->first_len = n;
+    memcpy(s->hist + s->kv.n_past, ids, (size_t)n * sizeof *ids);
+    s->kv.n_past += n;
+    s->epoch++;
+    return 0;
 }
 
 /* ---- internal: state access for session_state.c ------------------------- */

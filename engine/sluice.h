@@ -113,6 +113,13 @@ typedef struct sl_model_params {
                              * before): SL_ECTX */
     int32_t n_keep;         /* context shift keeps BOS + this many positions; -1 = the whole
                              * first prompt (llama.cpp's --keep) */
+    /* added in 0.4: one stage of a pipeline (engine/ring/; "Pipeline stages" below) */
+    const uint8_t *layer_mask;  /* NULL: every layer; else n_layer_mask entries, nonzero = this
+                                 * model runs the layer; the others' weights are never read and
+                                 * their KV cache is not allocated (copied at open) */
+    int32_t n_layer_mask;
+    bool no_head;           /* neither the lm head nor the embedding table is loaded (rows are
+                             * still readable): a stage that only runs layers */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -423,6 +430,33 @@ static inline int sl_session_get_profile(const sl_session *s, sl_profile *out)
 { return sl_session_get_profile_sized(s, out, sizeof *out); }
 /* "mv_q", "attn", ... (NULL out of range) */
 SL_API const char *sl_prof_op_name(int op);
+
+/* ---- pipeline stages -------------------------------------------------------
+ * Several processes (or devices) each run some layers of one model and pass
+ * the hidden state (n_embd floats per token row) on: engine/ring/ does it over
+ * MPI. A stage opens the model with params.layer_mask (its layers) and, when it
+ * does not compute logits, no_head. For each chunk of n <= n_batch tokens at
+ * positions pos0..pos0+n-1: the first stage embeds, every stage runs its
+ * layers in order over the rows, the last one computes the logits of the last
+ * row, and every stage then commits the n tokens (its cache holds them).
+ * Chunks may overlap in the pipeline (chunk c+1 in the first layers while c is
+ * in the last ones): a layer must see the chunks in position order.
+ * With every layer in one process the tokens are those of sl_session_feed_tokens
+ * and sl_session_step (same chunks, same kernels).
+ *   embed: hidden[n][n_embd] = the tokens' embedding rows.
+ *   forward_layers: layers [first, last) over hidden's n rows in place at
+ *     positions pos0.. (attending to the positions before, which these layers
+ *     hold), writing them to each layer's KV cache; n_past does not move.
+ *     SL_EINVAL for a layer outside the mask or n > n_batch, SL_ECTX when the
+ *     positions do not fit. Its stall and compute time count in sl_stats.
+ *   head: output norm + lm head of one row -> the session's logits (sample).
+ *   commit: n_past += n; ids are the tokens (the sampler's history).
+ * No context shift happens here: a full cache is SL_ECTX. */
+SL_API int sl_session_embed(sl_session *s, const int32_t *ids, int n, float *hidden);
+SL_API int sl_session_forward_layers(sl_session *s, int32_t first, int32_t last, int32_t pos0, float *hidden,
+                                     int n);
+SL_API int sl_session_head(sl_session *s, const float *hidden);
+SL_API int sl_session_commit(sl_session *s, const int32_t *ids, int n);
 
 /* ---- batched decode (continuous batching) -------------------------------
  * A batch steps a set of sessions of one model with one pass over the

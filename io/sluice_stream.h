@@ -109,6 +109,15 @@ typedef struct sl_stream_config {
     uint64_t expert_cache_bytes;   /* cap on the expert cache; 0 = all the budget leaves */
     /* 0.3 */
     int numa;                /* 0 none, 1 local (the compute threads' node), 2 distribute (interleave) */
+    /* added in 0.4: a part of the model (one stage of a pipeline, engine/ring/). Units
+     * outside it are never read, planned or acquirable (SL_EINVAL); the cyclic schedule
+     * runs over the units kept, so the eager prefetch loads the next kept layer. A
+     * subset is planned in stream mode (everything pinned = resident) unless mmap. */
+    const uint8_t *layer_mask;   /* NULL: every layer; else n_layer_mask entries, nonzero = kept
+                                  * (layers past the end are not kept); read during open only */
+    int32_t n_layer_mask;
+    bool skip_head;          /* the lm head units are not kept */
+    bool skip_embd;          /* token_embd is never pinned (rows are still readable) */
 } sl_stream_config;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)

@@ -74,6 +74,9 @@ static int check_config(const sl_stream_config *c)
         return sl_err_set(SL_EINVAL, "streamer: bad expert eviction policy %d", c->expert_policy);
     if (c->numa < SL_NUMA_NONE || c->numa > SL_NUMA_DISTRIBUTE)
         return sl_err_set(SL_EINVAL, "streamer: bad numa policy %d (0 none, 1 local, 2 distribute)", c->numa);
+    if (c->n_layer_mask < 0 || (c->n_layer_mask && !c->layer_mask))
+        return sl_err_set(SL_EINVAL, "streamer: layer mask of %d entries at %p", c->n_layer_mask,
+                          (const void *)c->layer_mask);
     if (c->req_bytes > SL_MAX_REQ_BYTES)
         return sl_err_set(SL_EINVAL, "streamer: request size %u above %u bytes", c->req_bytes, SL_MAX_REQ_BYTES);
     return 0;
@@ -106,6 +109,7 @@ static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
 {
     int rc = sl_unit_map_init(&s->um, g, s->align, false);
     if (rc) return rc;
+    sl_unit_map_keep(&s->um, &s->cfg);
     rc = sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
     /* also when whole layers do not fit: expert units are much smaller */
     if ((rc && rc != SL_ENOMEM) || s->plan.mode != SL_MODE_STREAM || s->um.moe.n_expert == 0 ||
@@ -114,6 +118,7 @@ static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
     sl_unit_map_free(&s->um);
     rc = sl_unit_map_init(&s->um, g, s->align, true);
     if (rc) return rc;
+    sl_unit_map_keep(&s->um, &s->cfg);
     return sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
 }
 
@@ -263,6 +268,7 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     open_direct(s, path);
     char perr[512];
     rc = plan_for(s, s->g, perr, sizeof perr);
+    s->cfg.layer_mask = NULL;   /* the caller's: the units' flags keep what it said */
     if (rc) goto bad;
     sl_numa_decide_here(s->cfg.numa, &s->numa);
     s->ops = mode_ops[s->plan.mode];
@@ -313,6 +319,8 @@ static int acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
     sl_unit *un = &s->um.units[unit];
     if (un->acquired)
         return fail(s, sl_err_set(SL_EINVAL, "acquire: unit %d is already acquired", (int)unit));
+    if (un->unused)
+        return fail(s, sl_err_set(SL_EINVAL, "acquire: unit %d is outside this stream's layer subset", (int)unit));
     s->acquires++;
     const uint8_t *base;
     int st = s->ops->acquire(s, unit, &base);

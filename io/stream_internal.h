@@ -164,6 +164,7 @@ typedef struct sl_unit {
     uint8_t *pinned_buf;     /* pinned: data of abeg.. */
     int slot;                /* stream: slot holding it, -1 */
     bool acquired;
+    bool unused;             /* outside the config's layer subset: never read nor acquired */
 } sl_unit;
 
 /* The routed experts of an MoE file: per layer its gate/up/down 3-D tensors
@@ -198,6 +199,8 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
 void sl_unit_map_expert_range(const sl_unit_map *um, int32_t l, int32_t e, int p, uint64_t *off,
                               uint64_t *len);
 void sl_unit_map_free(sl_unit_map *um);
+/* Marks the units outside c's layer subset (layer_mask, skip_head) unused. */
+void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c);
 
 /* ---- planner (stream_plan.c) ------------------------------------------- */
 

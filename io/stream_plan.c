@@ -8,6 +8,7 @@
 #include "stream_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* bytes of its buffer: the packed segments of a split layer */
@@ -39,6 +40,18 @@ static void expert_cache(const sl_unit_map *um, const sl_stream_config *c, sl_st
     double per = (double)mo->n_expert_used * (double)mo->slice_bytes_sum * (1.0 - p->expected_hit_rate);
     p->expert_bytes_per_token = (uint64_t)per;
     p->streamed_bytes_per_token += p->expert_bytes_per_token;
+}
+
+/* The units a layer subset keeps (stream_units.c: sl_unit_map_keep), in
+ * schedule order; *n of them. NULL on allocation failure. */
+static int32_t *kept_units(const sl_unit_map *um, int32_t *n)
+{
+    int32_t *k = malloc((size_t)(um->n_units ? um->n_units : 1) * sizeof *k);
+    *n = 0;
+    if (!k) return NULL;
+    for (int32_t u = 0; u < um->n_units; u++)
+        if (!um->units[u].unused) k[(*n)++] = u;
+    return k;
 }
 
 int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c,
@@ -81,7 +94,10 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     uint64_t resident_need = fixed - sl_buf_round(p->globals_bytes) + sl_buf_round(res_end - res_beg);
 
     int mode = c->mode;
+    bool subset = false;
+    for (int32_t u = 0; u < um->n_units; u++) subset = subset || um->units[u].unused;
     if (mode == SL_MODE_AUTO) mode = resident_need <= p->budget ? SL_MODE_RESIDENT : SL_MODE_STREAM;
+    if (subset && mode == SL_MODE_RESIDENT) mode = SL_MODE_STREAM;   /* pins all it keeps if they fit */
     p->mode = mode;
 
     if (mode == SL_MODE_RESIDENT) {
@@ -101,8 +117,12 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
         return 0;
     }
 
-    /* stream */
-    uint64_t slot = sl_buf_round(um->max_unit_span);
+    /* stream: over the units kept (all of them without a layer subset) */
+    int32_t nk = 0, *kept = kept_units(um, &nk);
+    if (!kept) return sl_err_set(SL_ENOMEM, "streamer: out of memory");
+    uint64_t span = 0;
+    for (int32_t i = 0; i < nk; i++) if (unit_span(&um->units[kept[i]]) > span) span = unit_span(&um->units[kept[i]]);
+    uint64_t slot = sl_buf_round(span);
     int32_t n_slots = p->depth + 1;
     if (mo->split) {
         p->experts_split = true;
@@ -111,16 +131,17 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
         fixed += sl_buf_round((uint64_t)p->n_expert_slots * mo->slot_bytes);
     }
     while (n_slots > 2 && fixed + (uint64_t)n_slots * slot > p->budget) n_slots--;
-    if (um->n_units < n_slots) n_slots = um->n_units;
+    if (nk < n_slots) n_slots = nk;
     p->slot_bytes = slot;
-    int32_t cap = c->max_pinned >= 0 ? c->max_pinned : um->n_units;
-    if (cap > um->n_units) cap = um->n_units;
+    int32_t cap = c->max_pinned >= 0 ? c->max_pinned : nk;
+    if (cap > nk) cap = nk;
     uint64_t need_min = fixed + (uint64_t)n_slots * slot;
     if (need_min > p->budget) {
         p->n_slots = n_slots;
         p->peak_bytes = need_min;
         p->fits = false;
-        for (int32_t u = 0; u < um->n_units; u++) p->streamed_bytes_per_token += unit_span(&um->units[u]);
+        for (int32_t i = 0; i < nk; i++) p->streamed_bytes_per_token += unit_span(&um->units[kept[i]]);
+        free(kept);
         if (err && err_len)
             snprintf(err, err_len,
                      "memory budget %llu bytes is too small to stream this model: it needs at least "
@@ -136,40 +157,42 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     int32_t k = cap;
     for (; k > 0; k--) {
         uint64_t cost = 0;
-        for (int32_t i = 0; i < k; i++) cost += sl_buf_round(unit_span(&um->units[spread_pos(i, k, um->n_units)]));
+        for (int32_t i = 0; i < k; i++) cost += sl_buf_round(unit_span(&um->units[kept[spread_pos(i, k, nk)]]));
         /* pinning everything frees the slots */
-        uint64_t avail = k == um->n_units ? room + (uint64_t)n_slots * slot : room;
+        uint64_t avail = k == nk ? room + (uint64_t)n_slots * slot : room;
         if (cost <= avail) break;
     }
     for (int32_t i = 0; i < k; i++) {
-        sl_unit *u = &um->units[spread_pos(i, k, um->n_units)];
+        sl_unit *u = &um->units[kept[spread_pos(i, k, nk)]];
         u->info.pinned = true;
         p->pinned_bytes += sl_buf_round(unit_span(u));
     }
+    free(kept);
     p->n_pinned = k;
-    int32_t n_streamed = um->n_units - k;
+    int32_t n_streamed = nk - k;
     if (n_slots > n_streamed) n_slots = n_streamed;
     p->n_slots = n_slots;
     if (n_slots == 0) p->slot_bytes = 0;
     uint64_t used = fixed + (uint64_t)n_slots * slot + p->pinned_bytes;
-    bool head_all = um->n_head_chunks > 0;
-    for (int32_t u = um->n_layers; u < um->n_units; u++) head_all = head_all && um->units[u].info.pinned;
+    bool head_all = um->n_head_chunks > 0 && !c->skip_head;
+    for (int32_t u = um->n_layers; u < um->n_units && head_all; u++) head_all = um->units[u].info.pinned;
     p->head_pinned = head_all;
     /* token_embd: pinned when it fits in what is left (else one row read per token) */
     bool embd_is_head = um->embd && um->embd == um->head;
-    if (um->embd && !embd_is_head && used + sl_buf_round(p->embd_bytes) <= p->budget) {
+    if (um->embd && !embd_is_head && !c->skip_embd && used + sl_buf_round(p->embd_bytes) <= p->budget) {
         p->embd_pinned = true;
         used += sl_buf_round(p->embd_bytes);
     }
     for (int32_t u = 0; u < um->n_units; u++)
-        if (!um->units[u].info.pinned) p->streamed_bytes_per_token += um->units[u].info.bytes;
-    if (um->embd && !p->embd_pinned) p->streamed_bytes_per_token += um->embd_row_bytes;
+        if (!um->units[u].info.pinned && !um->units[u].unused) p->streamed_bytes_per_token += um->units[u].info.bytes;
+    if (um->embd && !p->embd_pinned && !c->skip_embd) p->streamed_bytes_per_token += um->embd_row_bytes;
     if (mo->split) expert_cache(um, c, p, &used);
     p->peak_bytes = used;
     p->fits = true;
     return 0;
 }
 
+/* (Without a layer subset: the kept units are all units.) */
 int32_t sl_stream_plan_pinned_unit(const sl_stream_plan *p, int32_t i)
 {
     if (!p || i < 0 || i >= p->n_pinned || p->n_units <= 0) return -1;

@@ -25,6 +25,7 @@ int sl_stream_set_pinned(sl_stream *s, int32_t unit, bool pinned)
     if (unit < 0 || unit >= s->um.n_units)
         return fail(s, sl_err_set(SL_EINVAL, "set_pinned: unit %d out of range", (int)unit));
     sl_unit *un = &s->um.units[unit];
+    if (un->unused) return fail(s, sl_err_set(SL_EINVAL, "set_pinned: unit %d is outside the layer subset", (int)unit));
     if (un->info.pinned == pinned) return 0;
     if (un->acquired) return fail(s, sl_err_set(SL_EBUSY, "set_pinned: unit %d is acquired", (int)unit));
     int rc = s->ops->set_pinned(s, unit, pinned);

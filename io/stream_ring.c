@@ -34,12 +34,12 @@ typedef struct ring {
     uint64_t seq;
 } ring;
 
-/* The first unpinned unit from u on, cyclically; -1 if all are pinned. */
+/* The first unpinned unit kept from u on, cyclically; -1 if all are pinned. */
 static int32_t next_streamed(const sl_stream *s, int32_t u)
 {
     int32_t U = s->um.n_units;
     for (int32_t t = 0; t < U; t++, u = (u + 1) % U)
-        if (!s->um.units[u].info.pinned) return u;
+        if (!s->um.units[u].info.pinned && !s->um.units[u].unused) return u;
     return -1;
 }
 

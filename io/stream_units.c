@@ -268,3 +268,12 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
     return 0;
 }
 
+
+void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c)
+{
+    for (int32_t u = 0; u < um->n_units; u++) {
+        sl_unit *un = &um->units[u];
+        if (un->info.kind == SL_UNIT_HEAD) un->unused = c->skip_head;
+        else un->unused = c->layer_mask && (u >= c->n_layer_mask || !c->layer_mask[u]);
+    }
+}

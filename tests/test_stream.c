@@ -1,5 +1,6 @@
 /* Streamer (io/): every backend and mode hands out exactly the file's bytes;
  * ordering, slot reuse, wrap-around, restarts, tiny and multi-request units;
+ * a layer subset (reads, plans and hands out only its units);
  * fault injection through the read hook; the peak-RSS bound.
  * SL_HOST_ONLY: io_uring, O_DIRECT on the build dir's disk, VmHWM. */
 #include "stream_testutil.h"
@@ -437,6 +438,99 @@ Test(stream, prefetch_runs_depth_units_ahead)
         sl_stream_stats st;
         sl_stream_get_stats(s, &st);
         cr_assert_gt(st.io_busy_ms, 0);
+        sl_stream_close(s);
+    }
+    sl_gguf_close(g);
+    unlink(path);
+}
+
+/* ---- a layer subset (one pipeline stage) ---------------------------------- */
+
+typedef struct subset_ctx { uint64_t beg, end; atomic_int hits; } subset_ctx;
+
+/* counts reads that touch [beg, end): a layer the subset leaves out */
+static int64_t subset_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+    subset_ctx *x = ctx;
+    if (off < x->end && off + len > x->beg) atomic_fetch_add(&x->hits, 1);
+    return pread(fd, buf, len, (off_t)off);
+}
+
+Test(stream, layer_subset_reads_and_plans_only_its_units)
+{
+    char path[1100];
+    st_model_spec sp = { .n_layers = 8, .ne0 = 1024, .rows_q = 128, .rows_up = 256, .n_vocab = 300 };
+    make(path, sizeof path, "subset", &sp);
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_last_error());
+    sl_gguf_extent e0;
+    cr_assert_eq(sl_gguf_layer_extent(g, 0, &e0), 0);
+    cr_assert_gt(e0.end - e0.begin, 3u << 16);
+    const uint8_t mask[8] = { 0, 0, 1, 1, 0, 0, 1, 1 };   /* two windows of two layers */
+    const int32_t order[] = { 2, 3, 6, 7 };
+    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        /* layer 0 less what a neighbour's aligned read may touch */
+        subset_ctx x = { .beg = e0.begin + (1u << 16), .end = e0.end - (1u << 16) };
+        sl_stream_config c;
+        stream_cfg(&c, io);
+        c.layer_mask = mask;
+        c.n_layer_mask = 8;
+        c.skip_head = c.skip_embd = true;
+        c.read_hook = subset_hook;
+        c.read_hook_ctx = &x;
+        c.depth = 1;
+        sl_stream *s;
+        open_ok(&s, path, &c);
+        const sl_stream_plan *p = sl_stream_get_plan(s);
+        uint64_t kept = 0;
+        for (int i = 0; i < 4; i++) {
+            sl_stream_unit ui;
+            sl_stream_unit_info(s, order[i], &ui);
+            kept += ui.bytes;
+        }
+        cr_assert_eq(p->streamed_bytes_per_token, kept, "per token: the kept layers only");
+        cr_assert_eq(p->n_slots, 2);
+        int fd = open(path, O_RDONLY);
+        for (int t = 0; t < 3; t++)   /* the windows in order, three tokens: the schedule */
+            for (int i = 0; i < 4; i++) {
+                sl_stream_view v;
+                sl_stream_unit ui;
+                cr_assert_eq(sl_stream_acquire(s, order[i], &v), 0, "%s", sl_stream_errmsg(s));
+                sl_stream_unit_info(s, order[i], &ui);
+                st_check_view(fd, sl_stream_gguf(s), &v, &ui);
+                cr_assert_eq(sl_stream_release(s, order[i]), 0);
+            }
+        sl_stream_view v;
+        cr_assert_eq(sl_stream_acquire(s, 0, &v), SL_EINVAL, "a layer outside the subset");
+        cr_assert_not_null(strstr(sl_stream_errmsg(s), "subset"), "%s", sl_stream_errmsg(s));
+        cr_assert_eq(sl_stream_acquire(s, sl_stream_n_units(s) - 1, &v), SL_EINVAL, "the head is skipped");
+        cr_assert_eq(sl_stream_set_pinned(s, 1, true), SL_EINVAL);
+        sl_stream_close(s);
+        cr_assert_eq(atomic_load(&x.hits), 0, "io %d: %d reads of layer 0 (not in the subset)", io,
+                     atomic_load(&x.hits));
+        close(fd);
+
+        /* a budget that holds them: all four pinned, nothing more read, not the whole file */
+        sl_stream_config_init(&c);
+        c.mem_budget = 1ull << 30;
+        c.io = io;
+        c.layer_mask = mask;
+        c.n_layer_mask = 8;
+        c.skip_head = c.skip_embd = true;
+        open_ok(&s, path, &c);
+        p = sl_stream_get_plan(s);
+        cr_assert_eq(p->mode, SL_MODE_STREAM);
+        cr_assert_eq(p->n_pinned, 4);
+        cr_assert_eq(p->n_slots, 0);
+        cr_assert(!p->embd_pinned && !p->head_pinned);
+        sl_stream_stats a, b;
+        sl_stream_get_stats(s, &a);
+        for (int i = 0; i < 4; i++) {
+            cr_assert_eq(sl_stream_acquire(s, order[i], &v), 0, "%s", sl_stream_errmsg(s));
+            cr_assert_eq(sl_stream_release(s, order[i]), 0);
+        }
+        sl_stream_get_stats(s, &b);
+        cr_assert_eq(b.bytes_read, a.bytes_read);
         sl_stream_close(s);
     }
     sl_gguf_close(g);

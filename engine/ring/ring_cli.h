@@ -6,4 +6,7 @@
 /* `sluice plan --ring CLUSTER.json ...`: argv as cmd_plan got it. */
 int sl_ring_plan_main(int argc, char **argv);
 
+/* `mpirun -np N sluice run --ring SPEC ...` (ring_mpi_run.c): argv as run_main got it. */
+int sl_ring_run_main(int argc, char **argv);
+
 #endif
