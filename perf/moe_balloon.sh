@@ -1,0 +1,128 @@
+#!/bin/sh
+# The MoE target benchmark of issue #11: a Qwen3-30B-A3B-shaped Q4_K_M file
+# decoded with 2 threads while a balloon leaves FREE bytes of memory
+# available, Sluice (expert streaming, O_DIRECT) against llama.cpp (mmap), in
+# the same run, alternated, median of REPS. Per free-memory level it also
+# measures the O_DIRECT bandwidth of the file (build/iobench, the request size
+# of one expert part, queue depth QD) and prints Sluice's ms/token against the
+# bound bytes-read-per-token / bandwidth, the compute / stall split, and the
+# expert-cache hit rate (random weights route uniformly: a floor).
+#   perf/moe_balloon.sh [MODEL] [FREE...]     default: the 30B file, 4G 2.5G 8G
+# Env: REPS (3), N (Sluice decode tokens, 16), LLAMA_N (8: llama.cpp thrashes),
+#   LLAMA (path to llama-completion; empty = skip), LLAMA_REPS (REPS: llama.cpp runs in the
+#   first LLAMA_REPS reps only), LLAMA_TIMEOUT (s, 900: then SIGINT, on which llama-completion
+#   prints its timings of the tokens so far),
+#   VARIANTS (Sluice runs per rep, "on off" = --moe-pregate on / off, "-" = no
+#   flag), SLUICE_FLAGS (more flags), OUT (result dir, /tmp/moe_balloon),
+#   LOCK (/work/notes/mem.lock: each level runs under `flock LOCK`, released
+#   between levels). Needs build/sluice, build/balloon, build/iobench (make all).
+# Each page-cache copy of MODEL is dropped with posix_fadvise before every run
+# (both engines start cold). Kills only what it started.
+set -u
+B=${BUILD:-build}
+if [ "${1:-}" = __level ]; then
+    shift
+    MODEL=$1; FREE=$2
+    REPS=${REPS:-3}; N=${N:-16}; LLAMA_N=${LLAMA_N:-8}; LLAMA_TIMEOUT=${LLAMA_TIMEOUT:-900}
+    LLAMA_REPS=${LLAMA_REPS:-$REPS}
+    VARIANTS=${VARIANTS:-on off}; QD=${QD:-16}
+    D=$OUT/$FREE
+    mkdir -p "$D"
+    BAL=
+    trap '[ -n "$BAL" ] && kill $BAL 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+    evict() { python3 -c "import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$MODEL"; }
+    avail() { awk '/^MemAvailable/ {printf "%.2f", $2 / 2^20}' /proc/meminfo; }
+    # a fresh balloon for each run: every run starts with FREE available (the
+    # balloon's safety valve gives memory back during a run, and would not re-grow)
+    balloon_up() {
+        : >"$D/ready"
+        "$B/balloon" --leave "$FREE" --floor 384M --ready-fd 3 -q 3>"$D/ready" & BAL=$!
+        while [ ! -s "$D/ready" ]; do
+            sleep 0.2; kill -0 $BAL 2>/dev/null || { echo "balloon died"; exit 1; }
+        done
+    }
+    balloon_down() { kill $BAL 2>/dev/null; wait $BAL 2>/dev/null; BAL=; }
+    # peak RSS of a command (GNU time), in GiB
+    hwm() { awk '/Maximum resident/ { printf "%.2f", $NF / 2^20 }' "$1"; }
+    balloon_up
+    echo "[$FREE] $(date -u +%H:%M:%S) balloon: $(cat "$D/ready"); MemAvailable $(avail) GiB"
+    # expert parts are ~0.9-1.3 MB; one layer's misses are ~15-24 reads in flight
+    "$B/iobench" "$MODEL" --req 1M --qd "$QD" --bytes 2G --reps 3 >"$D/iobench.txt" 2>&1
+    balloon_down
+    bw=$(awk '$1 ~ /^[0-9]/ && NF == 5 { print $3; exit }' "$D/iobench.txt")
+    echo "[$FREE] O_DIRECT bandwidth (1 MiB requests, qd $QD): ${bw:-?} GB/s"
+    P="Once upon a time"
+    r=1
+    while [ $r -le "$REPS" ]; do
+        for v in $VARIANTS; do
+            flag=; [ "$v" != - ] && flag="--moe-pregate $v"
+            evict; balloon_up
+            # shellcheck disable=SC2086
+            /usr/bin/time -v -o "$D/sluice_${v}_$r.time" "$B/sluice" run -m "$MODEL" -p "$P" -n "$N" -t 2 --temp 0 --ignore-eos --json --stats \
+                --no-display-prompt $flag ${SLUICE_FLAGS:-} >"$D/sluice_${v}_$r.out" 2>"$D/sluice_${v}_$r.err"
+            rc=$?; balloon_down
+            echo "[$FREE] rep $r sluice $v: exit $rc $(grep -o '"decode_tok_s":[0-9.]*' "$D/sluice_${v}_$r.err")" \
+                "peak RSS $(hwm "$D/sluice_${v}_$r.time") GiB"
+        done
+        if [ -n "${LLAMA:-}" ] && [ -x "$LLAMA" ] && [ $r -le "$LLAMA_REPS" ]; then
+            evict; balloon_up
+            t0=$(date +%s.%N)
+            /usr/bin/time -v -o "$D/llama_$r.time" timeout -s INT -k 60 "$LLAMA_TIMEOUT" "$LLAMA" -m "$MODEL" -p "$P" -n "$LLAMA_N" -t 2 --temp 0 --ignore-eos \
+                -no-cnv >"$D/llama_$r.out" 2>"$D/llama_$r.err" </dev/null
+            rc=$?; balloon_down
+            echo "[$FREE] rep $r llama.cpp: exit $rc ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-6) s wall," \
+                "peak RSS $(hwm "$D/llama_$r.time") GiB) $(grep 'eval time' "$D/llama_$r.err" | grep -v prompt | sed 's/.*(//')"
+        fi
+        r=$((r + 1))
+    done
+    evict
+    echo "$bw" >"$D/bw"
+    exit 0
+fi
+
+MODEL=${1:-$HOME/.cache/sluice/models/synth-qwen3-30b-a3b-q4_k_m.gguf}
+[ $# -gt 0 ] && shift
+LEVELS=${*:-4G 2.5G 8G}
+export OUT=${OUT:-/tmp/moe_balloon} REPS=${REPS:-3} BUILD=$B
+LOCK=${LOCK:-/work/notes/mem.lock}
+mkdir -p "$OUT"
+for f in $LEVELS; do
+    echo "[$f] waiting for $LOCK ($(date -u +%H:%M:%S))"
+    flock "$LOCK" sh "$0" __level "$MODEL" "$f"
+done
+
+# the table: medians over the reps of each level
+python3 - "$OUT" $LEVELS <<'EOF'
+import json, os, re, statistics, sys
+out, levels = sys.argv[1], sys.argv[2:]
+med = lambda v: statistics.median(v) if v else float('nan')
+print("| free | Sluice | tok/s | llama.cpp tok/s | × | GB/s O_DIRECT | MB read/token | ms/token | bound ms | ratio "
+      "| compute ms | stall ms | expert hit |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for lv in levels:
+    d = os.path.join(out, lv)
+    try: bw = float(open(os.path.join(d, "bw")).read())
+    except Exception: bw = float('nan')
+    ll = []
+    for f in sorted(os.listdir(d)):
+        if f.startswith("llama_") and f.endswith(".err"):
+            m = re.search(r"^(?!.*prompt).*eval time.*?([0-9.]+) tokens per second", open(os.path.join(d, f)).read(), re.M)
+            if m: ll.append(float(m.group(1)))
+    lt = med(ll)
+    variants = sorted({f.split("_")[1] for f in os.listdir(d) if f.startswith("sluice_") and f.endswith(".err")})
+    for v in variants:
+        js = []
+        for f in sorted(os.listdir(d)):
+            if f.startswith("sluice_%s_" % v) and f.endswith(".err"):
+                for line in open(os.path.join(d, f)):
+                    if line.startswith("{\"mode\""): js.append(json.loads(line))
+        if not js: continue
+        g = lambda k: med([j[k] for j in js])
+        tps, byt = g("decode_tok_s"), g("bytes_read_per_token")
+        ms = 1e3 / tps if tps else float('nan')
+        bound = byt / (bw * 1e9) * 1e3
+        print("| %s | %s (n=%d) | %.3f | %s | %s | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.3f |" % (
+            lv, "pregate " + v if v != "-" else "default", len(js), tps,
+            "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, byt / 1e6,
+            ms, bound, ms / bound, g("compute_ms_per_token"), g("stall_ms_per_token"), g("expert_hit_rate")))
+EOF
