@@ -86,7 +86,8 @@ LEVELS=${*:-4G 2.5G 8G}
 export OUT=${OUT:-/tmp/moe_balloon} REPS=${REPS:-3} BUILD=$B
 LOCK=${LOCK:-/work/notes/mem.lock}
 mkdir -p "$OUT"
-for f in $LEVELS; do
+# TABLE_ONLY=1: print the table of an earlier run in OUT
+[ -n "${TABLE_ONLY:-}" ] || for f in $LEVELS; do
     echo "[$f] waiting for $LOCK ($(date -u +%H:%M:%S))"
     flock "$LOCK" sh "$0" __level "$MODEL" "$f"
 done

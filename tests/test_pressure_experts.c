@@ -20,6 +20,17 @@
 #define MOE SL_SHARED_DIR "/models/synth2-qwen3moe-q4_k_m.gguf"
 #define GiB (1ll << 30)
 #define SLOTS 32   /* half of the file's 4 x 16 experts: a 16-token prompt touches every slot */
+/* RSS is exact in a plain build; ASan's own pages move it by a few during a poll */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLACK (64ll << 10)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLACK (64ll << 10)
+#endif
+#endif
+#ifndef SLACK
+#define SLACK 0ll
+#endif
 
 typedef struct fake {
     int64_t avail;
@@ -133,8 +144,8 @@ static void ladder(int io)
     cr_assert_eq(f.ev[0].from, SLOTS);
     cr_assert_eq(f.ev[0].to, SLOTS - step);
     cr_assert_gt(f.ev[0].freed_bytes, 0, "the prompt filled every slot");
-    cr_assert_eq(r0 - r1, f.ev[0].freed_bytes, "RSS %lld -> %lld, rung freed %lld", (long long)r0,
-                 (long long)r1, (long long)f.ev[0].freed_bytes);
+    cr_assert_leq(llabs(r0 - r1 - f.ev[0].freed_bytes), SLACK, "RSS %lld -> %lld, rung freed %lld",
+                  (long long)r0, (long long)r1, (long long)f.ev[0].freed_bytes);
     cr_assert_eq(sl_stream_expert_slots(st, NULL, NULL), SLOTS - step);
     cr_assert_eq(plan_of(m)->n_expert_slots, SLOTS - step);
     steps(s, ref, 3, mi.n_vocab, "one step down");
@@ -152,7 +163,8 @@ static void ladder(int io)
         freed += f.ev[i].freed_bytes;
     }
     cr_assert_eq(f.ev[n - 1].to, k);
-    cr_assert_eq(r0 - r1, freed);
+    cr_assert_leq(llabs(r0 - r1 - freed), SLACK, "RSS %lld -> %lld, rung freed %lld", (long long)r0,
+                  (long long)r1, (long long)freed);
     cr_assert_eq(sl_stream_expert_slots(st, NULL, NULL), k);
     cr_assert_gt(plan_of(m)->expert_bytes_per_token, 0);
     steps(s, ref, 4, mi.n_vocab, "k slots");
