@@ -6,6 +6,7 @@
  * cache shrinks to k slots and grows back, and the policy keeps the experts
  * it values most. SL_HOST_ONLY (reads /proc/self/statm). */
 #include "sl_test.h"
+#include "pressure_testutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -31,31 +32,6 @@
 #ifndef SLACK
 #define SLACK 0ll
 #endif
-
-typedef struct fake {
-    int64_t avail;
-    int n_events;
-    sl_pressure_event ev[64];
-} fake;
-
-static int64_t fake_source(void *ctx) { return ((fake *)ctx)->avail; }
-
-static void record(void *ctx, const sl_pressure_event *e)
-{
-    fake *f = ctx;
-    if (f->n_events < 64) f->ev[f->n_events] = *e;
-    f->n_events++;
-}
-
-static int64_t rss_bytes(void)
-{
-    long long size, rss;
-    FILE *f = fopen("/proc/self/statm", "r");
-    cr_assert_not_null(f);
-    cr_assert_eq(fscanf(f, "%lld %lld", &size, &rss), 2);
-    fclose(f);
-    return rss * sysconf(_SC_PAGESIZE);
-}
 
 static sl_model *open_moe(int io, int policy)
 {
@@ -117,9 +93,9 @@ static void ladder(int io)
     sl_pressure_params p;
     sl_pressure_params_init(&p);
     p.interval_ms = 0;
-    fake f = { .avail = 10 * GiB };
-    p.source = fake_source; p.source_ctx = &f;
-    p.on_step = record; p.step_ctx = &f;
+    pt_fake f = { .avail = 10 * GiB };
+    p.source = pt_fake_source; p.source_ctx = &f;
+    p.on_step = pt_record; p.step_ctx = &f;
     cr_assert_eq(sl_session_set_pressure(s, &p), 0, "%s", sl_session_errmsg(s));
     sl_sampling sp;
     sl_sampling_init(&sp);
@@ -135,9 +111,9 @@ static void ladder(int io)
 
     /* one byte short: one step, the EXPERTS rung first; RSS falls by what it says */
     f.avail = GiB - 1;
-    int64_t r0 = rss_bytes();
+    int64_t r0 = pt_rss_bytes();
     cr_assert_eq(sl_session_pressure_poll(s), 1);
-    int64_t r1 = rss_bytes();
+    int64_t r1 = pt_rss_bytes();
     cr_assert_eq(f.ev[0].rung, SL_RUNG_EXPERTS);
     cr_assert_eq(f.ev[0].dir, -1);
     cr_assert_eq(f.ev[0].status, 0);
@@ -153,9 +129,9 @@ static void ladder(int io)
     /* a deficit of the rest of the pool: the whole rung, down to k slots, and no further */
     f.avail = GiB - (int64_t)(SLOTS - step - k) * (int64_t)plan_of(m)->expert_slot_bytes + 4096;
     f.n_events = 0;
-    r0 = rss_bytes();
+    r0 = pt_rss_bytes();
     int n = sl_session_pressure_poll(s);
-    r1 = rss_bytes();
+    r1 = pt_rss_bytes();
     cr_assert_eq(n, n_steps - 1, "%d steps", n);
     int64_t freed = 0;
     for (int i = 0; i < n; i++) {
