@@ -22,6 +22,8 @@ const char sl_cli_model_opts_help[] =
     "  --max-pinned N         stream mode: pin at most N layers\n"
     "  --mlock                lock resident weights in RAM\n"
     "  --expert-policy P      MoE expert cache eviction: lru | lfu | decay (default decay)\n"
+    "  --moe-pregate on|off   MoE decode: guess layer l+1's experts with its router on layer l's\n"
+    "                         input and read them ahead (default on)\n"
     "  --expert-cache SIZE    MoE: cap the expert cache (default: what the budget leaves)\n"
     "  --no-expert-stream     MoE: stream experts with their layer, not one at a time\n"
     "  --numa local|distribute  weights, slots, KV cache on the compute threads' node, or\n"
@@ -66,6 +68,7 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
                  !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||
                  !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned") ||
                  !strcmp(a, "--expert-policy") || !strcmp(a, "--expert-cache") ||
+                 !strcmp(a, "--moe-pregate") ||
                  !strcmp(a, "--numa");
     if (!strcmp(a, "--mlock")) { o->mp.mlock = true; return 1; }
     if (!strcmp(a, "--no-expert-stream")) { o->mp.expert_stream = SL_EXPERTS_OFF; return 1; }
@@ -95,6 +98,12 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
     }
     if (!strcmp(a, "--expert-policy")) {
         if (sl_stream_policy_parse(v, &o->mp.expert_policy)) goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--moe-pregate")) {
+        if (!strcmp(v, "on")) o->mp.moe_pregate = SL_PREGATE_ON;
+        else if (!strcmp(v, "off")) o->mp.moe_pregate = SL_PREGATE_OFF;
+        else goto bad;
         return 1;
     }
     if (!strcmp(a, "--expert-cache")) {

@@ -200,6 +200,11 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                 fprintf(stderr, " %.2f", h + mi2 ? (double)h / (double)(h + mi2) : 0.0);
         }
         fprintf(stderr, "\n");
+        if (all->pregate_chosen)
+            fprintf(stderr, "experts: pre-gating guessed %.3f of the chosen experts; %llu read ahead, "
+                            "%llu of them used\n",
+                    (double)all->pregate_guessed / (double)all->pregate_chosen,
+                    (unsigned long long)all->expert_prefetched, (unsigned long long)all->expert_prefetch_used);
     }
     if (o->stats)   /* the KV cache: its types, cost per position, context shifts */
         fprintf(stderr, "stats: kv cache %s/%s, %llu bytes per position, %.2f MiB for %d positions; "
@@ -219,14 +224,17 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "\"expert_misses\":%llu,\"expert_bytes_per_token\":%.0f,\"expert_stall_ms_per_token\":%.3f,"
                         "\"n_restored\":%lld,\"restore_ms\":%.3f,"
                         "\"pressure_down\":%lld,\"pressure_up\":%lld,\"pressure_depth\":%d,"
-                        "\"pressure_kv_window\":%d,\"pressure_kv_released\":%llu,\"n_ctx_shift\":%lld}\n",
+                        "\"pressure_kv_window\":%d,\"pressure_kv_released\":%llu,\"n_ctx_shift\":%lld,"
+                        "\"pregate_accuracy\":%.4f,\"expert_prefetched\":%llu,\"expert_prefetch_used\":%llu}\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, (long long)all->n_prompt,
                 all->prompt_ms, ptps, (long long)nd, dms, dtps, all->ttft_ms, comp / per, stall / per,
                 (double)bytes / per, mbps, (unsigned long long)pre->bytes_read, xrate, (unsigned long long)xh,
                 (unsigned long long)xm, (double)xb / per, xs / per, (long long)all->n_restored,
                 all->restore_ms, (long long)all->n_pressure_down, (long long)all->n_pressure_up,
                 all->pressure_depth, all->pressure_kv_window, (unsigned long long)all->pressure_kv_released,
-                (long long)all->n_ctx_shift);
+                (long long)all->n_ctx_shift,
+                all->pregate_chosen ? (double)all->pregate_guessed / (double)all->pregate_chosen : 0.0,
+                (unsigned long long)all->expert_prefetched, (unsigned long long)all->expert_prefetch_used);
 }
 
 /* How a generation ended (when it did not fail). */
@@ -299,8 +307,8 @@ static const char *gen_errmsg(sl_session *s, sl_spec *spec)
 static void on_pressure(void *ctx, const sl_pressure_event *e)
 {
     const gen_opts *o = ctx;
-    static const char *rung[] = { "?", "pins", "slots", "kv_window" };
-    const char *r = e->rung >= 1 && e->rung <= 3 ? rung[e->rung] : rung[0];
+    static const char *rung[] = { "?", "pins", "slots", "kv_window", "experts" };
+    const char *r = e->rung >= 1 && e->rung <= 4 ? rung[e->rung] : rung[0];
     if (o->json)
         fprintf(stderr, "{\"pressure_step\":{\"t_ms\":%.1f,\"dir\":%d,\"rung\":\"%s\",\"from\":%d,\"to\":%d,"
                         "\"avail_bytes\":%lld,\"freed_bytes\":%lld,\"status\":%d}}\n",

@@ -153,6 +153,7 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     if (rc) { sl_forward_free(f); return rc; }
     const char *fz = getenv("SLUICE_FUSE");   /* the A/B switch of the fused decode matvecs */
     f->fuse = !(fz && !strcmp(fz, "0"));
+    f->pg_layer = -1;
     return 0;
 }
 

@@ -71,6 +71,12 @@ typedef struct sl_forward {
     void *moe;
     sl_forward_prof *prof;              /* NULL: not profiling (the session sets it per pass) */
     bool fuse;                          /* decode: q/k/v, gate/up as one pool job each (SLUICE_FUSE=0: off) */
+    /* MoE pre-gating (forward_moe.c): layer l + 1's router on layer l's input
+     * guesses its experts, read ahead while layer l computes */
+    bool pregate;
+    int32_t pg_layer, pg_n;             /* the layer guessed for (-1: none), guesses */
+    int32_t pg_guess[64];
+    uint64_t pg_chosen, pg_right;       /* experts chosen in guessed layers, of them guessed */
 } sl_forward;
 
 /* Op timing: t = sl_forward_prof_begin(f, op); ...; sl_forward_prof_end(f, op, t, bytes).

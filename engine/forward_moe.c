@@ -8,7 +8,16 @@
  * quantized to their vec_dot_type like every other matmul. Experts come from
  * the streamer one (layer, expert) at a time: the batch's union of chosen
  * experts is requested at once (one read batch for those not cached), then
- * each is acquired, multiplied over all its rows and released. */
+ * each is acquired, multiplied over all its rows and released.
+ *
+ * Pre-gating (decode, f->pregate): once layer l's experts are requested,
+ * layer l+1's router runs on layer l's post-attention residual normed with
+ * l+1's ffn_norm, and the experts it ranks first are read ahead
+ * (sl_stream_expert_prefetch) while layer l's experts and l+1's attention
+ * compute. That input is the earliest state with layer l's attention in it:
+ * waiting for l's FFN output would leave the reads no compute to hide behind.
+ * Only guesses: layer l+1 routes on its true input as always, so the logits
+ * do not depend on it. */
 #include "forward_moe.h"
 
 #include <math.h>
@@ -109,6 +118,46 @@ static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
     }
 }
 
+/* Experts layer l+1 gets read ahead (top k by the guessed router logits). */
+#define SL_PREGATE_MARGIN 0
+
+/* Guesses layer l + 1's experts from f->x (layer l's post-attention residual)
+ * and reads them ahead. Only when l + 1's dense part is pinned (its acquire
+ * cannot block); xg and probs of b are free here. */
+static void pregate(sl_forward *f, moe_buf *b, int32_t l)
+{
+    const sl_model_desc *d = f->d;
+    const int32_t E = d->n_embd, NE = d->n_expert, n = d->n_expert_used + SL_PREGATE_MARGIN;
+    f->pg_layer = -1;
+    sl_stream_unit ui;
+    if (l + 1 >= d->n_layer || n > (int32_t)(sizeof f->pg_guess / sizeof f->pg_guess[0]) || n > NE ||
+        sl_stream_unit_info(f->st, l + 1, &ui) || !ui.pinned)
+        return;
+    sl_stream_view v;
+    if (sl_stream_acquire(f->st, l + 1, &v)) return;
+    const sl_stream_tensor *fn = sl_stream_view_find(&v, "ffn_norm.weight");
+    const sl_stream_tensor *gi = sl_stream_view_find(&v, "ffn_gate_inp.weight");
+    int rc = fn && gi ? 0 : SL_ENOENT;
+    if (!rc) {
+        f->k->rmsnorm(b->xg, f->x, fn->data, E, d->rms_eps);
+        rc = moe_mm(f, b->xg, 1, (int)gi->type, gi->data, NE, E, b->probs, NE, gi->name);
+    }
+    (void)sl_stream_release(f->st, l + 1);
+    if (rc) { sl_err_clear(); return; }
+    for (int32_t j = 0; j < n; j++) {   /* top n logits (softmax keeps the order) */
+        int32_t best = -1;
+        for (int32_t e = 0; e < NE; e++) {
+            bool taken = false;
+            for (int32_t i = 0; i < j; i++) taken |= f->pg_guess[i] == e;
+            if (!taken && (best < 0 || b->probs[e] > b->probs[best])) best = e;
+        }
+        f->pg_guess[j] = best;
+    }
+    f->pg_layer = l + 1;
+    f->pg_n = n;
+    if (sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess, n) < 0) sl_err_clear();
+}
+
 /* One expert (or the shared expert when e < 0) over the m gathered rows in
  * b->xg; its down outputs land in b->xg. */
 static int expert_ffn(sl_forward *f, moe_buf *b, int64_t m, int64_t e, const sl_stream_tensor *wg,
@@ -149,6 +198,12 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
         route(d, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
         for (int32_t j = 0; j < K; j++) b.cnt[b.sel[(int64_t)t * K + j] + 1]++;
     }
+    if (n == 1 && f->pg_layer == l) {   /* how good the guess was */
+        for (int32_t j = 0; j < K; j++)
+            for (int32_t i = 0; i < f->pg_n; i++) f->pg_right += f->pg_guess[i] == b.sel[j];
+        f->pg_chosen += (uint64_t)K;
+    }
+    f->pg_layer = -1;
     for (int32_t e = 0; e < NE; e++) b.cnt[e + 1] += b.cnt[e];   /* cnt[e] = start of expert e */
     for (int32_t t = 0; t < n; t++)
         for (int32_t j = 0; j < K; j++) {
@@ -163,6 +218,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
         if (b.cnt[e] - (e ? b.cnt[e - 1] : 0)) b.uni[n_uni++] = e;
     if ((rc = sl_stream_expert_request(f->st, l, b.uni, n_uni)))
         return sl_err_set(rc, "layer %d: %s", l, sl_stream_errmsg(f->st));
+    if (f->pregate && n == 1) pregate(f, &b, l);
     /* each chosen expert once, over all its rows */
     for (int32_t ui = 0; ui < n_uni; ui++) {
         const int32_t e = b.uni[ui];

@@ -1,5 +1,10 @@
 /* Memory-pressure ladder (sluice.h "memory pressure"). The ladder is a list
  * of steps taken one at a time, deepest last:
+ *   EXPERTS    one step per sl_stream_expert_slots step of the expert cache,
+ *              down to n_expert_used slots (MoE files with experts streamed).
+ *              First: a slot's bytes are read again only when its expert is
+ *              routed to (k / n_expert of the tokens under uniform routing),
+ *              a pinned unit's on every token.
  *   PINS       one step per pinned unit (layer or lm-head chunk; last first)
  *   SLOTS      one step per slot above min_slots
  *   KV_WINDOW  one step (session.c sl_session_kv_window: a context shift down to
@@ -29,6 +34,7 @@ struct sl_pressure {
     int32_t slots0;          /* slots when the ladder started */
     int32_t unpinned;        /* PINS steps taken: pins[n_pins - unpinned ..] are streamed */
     int32_t slots;           /* slots in use */
+    int32_t x0, xs, xmin, xstep;   /* expert slots: at the start, in use, floor, per step */
     bool window;             /* KV_WINDOW step taken */
     int64_t window_freed;    /* bytes it gave back (what lifting it may take again) */
     bool busy;               /* a step is running (the KV hook may feed tokens) */
@@ -84,21 +90,40 @@ int sl_pressure_params_init_sized(sl_pressure_params *p, size_t struct_size)
 
 /* ---- steps ------------------------------------------------------------------- */
 
+/* EXPERTS steps between x0 and xs slots (the last one may be short). */
+static int32_t xsteps(const struct sl_pressure *pr, int32_t xs)
+{
+    return pr->xstep > 0 ? (pr->x0 - xs + pr->xstep - 1) / pr->xstep : 0;
+}
+
 static int32_t max_depth(const struct sl_pressure *pr)
 {
     int32_t slots = pr->slots0 > pr->p.min_slots ? pr->slots0 - pr->p.min_slots : 0;
-    return pr->n_pins + slots + 1;
+    return xsteps(pr, pr->xmin) + pr->n_pins + slots + 1;
 }
 
 static int32_t depth(const struct sl_pressure *pr)
 {
-    return pr->unpinned + (pr->slots0 - pr->slots) + pr->window;
+    return xsteps(pr, pr->xs) + pr->unpinned + (pr->slots0 - pr->slots) + pr->window;
+}
+
+/* Expert slots one step up from xs (steps are counted from x0). */
+static int32_t xslots_up(const struct sl_pressure *pr)
+{
+    int32_t n = pr->x0 - (xsteps(pr, pr->xs) - 1) * pr->xstep;
+    return n > pr->x0 ? pr->x0 : n;
 }
 
 static int64_t unit_bytes(sl_stream *st, int32_t u)
 {
     sl_stream_unit ui;
     return sl_stream_unit_info(st, u, &ui) ? 0 : (int64_t)ui.bytes;
+}
+
+static uint64_t expert_slot_bytes(sl_stream *st)
+{
+    const sl_stream_plan *pl = sl_stream_get_plan(st);
+    return pl ? pl->expert_slot_bytes : 0;
 }
 
 static int64_t slot_bytes(sl_stream *st)
@@ -124,6 +149,16 @@ static void emit(sl_session_parts *sp, struct sl_pressure *pr, int dir, int rung
 static int step_down(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr, int64_t avail, int64_t *freed)
 {
     *freed = 0;
+    if (pr->xs > pr->xmin) {
+        int32_t to = pr->x0 - (xsteps(pr, pr->xs) + 1) * pr->xstep, from = pr->xs;
+        if (to < pr->xmin) to = pr->xmin;
+        uint64_t fr = 0;
+        int rc = sl_stream_set_expert_slots(sp->st, to, &fr);
+        if (rc == 0) { pr->xs = to; *freed = (int64_t)fr; }
+        else pr->xmin = pr->x0 = pr->xs;   /* cannot: drop the rung */
+        emit(sp, pr, -1, SL_RUNG_EXPERTS, from, pr->xs, avail, *freed, rc);
+        return 1;
+    }
     if (pr->unpinned < pr->n_pins) {
         int32_t u = pr->pins[pr->n_pins - 1 - pr->unpinned];
         int32_t from = pr->n_pins - pr->unpinned;
@@ -161,6 +196,7 @@ static int64_t up_cost(sl_session_parts *sp, struct sl_pressure *pr)
     if (pr->window) return pr->window_freed;
     if (pr->slots < pr->slots0) return slot_bytes(sp->st);
     if (pr->unpinned > 0) return unit_bytes(sp->st, pr->pins[pr->n_pins - pr->unpinned]);
+    if (pr->xs < pr->x0) return (int64_t)(xslots_up(pr) - pr->xs) * (int64_t)expert_slot_bytes(sp->st);
     return -1;
 }
 
@@ -184,14 +220,20 @@ static void step_up(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr,
         int rc = sl_stream_set_pinned(sp->st, u, true);
         if (rc == 0) pr->unpinned--;
         emit(sp, pr, +1, SL_RUNG_PINS, from, rc ? from : from + 1, avail, rc ? 0 : -unit_bytes(sp->st, u), rc);
+    } else if (pr->xs < pr->x0) {   /* the new slots' pages come back as experts are read in */
+        int32_t from = pr->xs, to = xslots_up(pr);
+        int rc = sl_stream_set_expert_slots(sp->st, to, NULL);
+        if (rc == 0) pr->xs = to;
+        emit(sp, pr, +1, SL_RUNG_EXPERTS, from, pr->xs, avail,
+             rc ? 0 : -(int64_t)(to - from) * (int64_t)expert_slot_bytes(sp->st), rc);
     }
 }
 
 static int32_t level_depth(const struct sl_pressure *pr)
 {
     switch (pr->level) {
-    case SL_PRESSURE_MODERATE: return (pr->n_pins + 1) / 2;
-    case SL_PRESSURE_LOW: return pr->n_pins;
+    case SL_PRESSURE_MODERATE: return xsteps(pr, pr->xmin) + (pr->n_pins + 1) / 2;
+    case SL_PRESSURE_LOW: return xsteps(pr, pr->xmin) + pr->n_pins;
     case SL_PRESSURE_CRITICAL: return max_depth(pr);
     default: return 0;
     }
@@ -254,6 +296,9 @@ int sl_session_set_pressure(sl_session *s, const sl_pressure_params *pp)
     }
     pr->slots0 = pr->slots = streamed ? pl->n_slots : 0;
     if (pr->slots0 < p.min_slots) pr->slots0 = pr->slots = p.min_slots;   /* no SLOTS rung */
+    pr->x0 = pr->xs = sl_stream_expert_slots(sp.st, NULL, &pr->xstep);
+    pr->xmin = pl && pl->n_expert_used > 0 ? pl->n_expert_used : 1;
+    if (pr->xmin > pr->x0) pr->xmin = pr->x0;   /* 0 slots (no expert cache): no EXPERTS rung */
     pr->t0 = now_ms();
     pr->last_poll = -1e300;
     *sp.pressure = pr;

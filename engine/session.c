@@ -165,6 +165,8 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     }
     rc = sl_forward_init(&m->fw, &m->d, m->st, m->k, m->pool, m->n_batch, m->n_ctx);
     if (rc) goto fail;
+    const sl_stream_plan *sp = sl_stream_get_plan(m->st);
+    m->fw.pregate = p.moe_pregate != SL_PREGATE_OFF && sp && sp->experts_split;
     *out = m;
     return 0;
 fail:
@@ -463,6 +465,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     if (s->kv.n_past == 0 || s->refill) { s->first_len = s->kv.n_past + n; s->refill = false; }
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
+    const uint64_t pg_chosen = m->fw.pg_chosen, pg_right = m->fw.pg_right;
     double t0 = now_ms();
     if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
     int32_t past = s->kv.n_past;
@@ -498,6 +501,10 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     s->stats.expert_misses += b.expert_misses - a.expert_misses;
     s->stats.expert_bytes_read += b.expert_bytes_read - a.expert_bytes_read;
     s->stats.expert_stall_ms += b.expert_stall_ms - a.expert_stall_ms;
+    s->stats.expert_prefetched += b.expert_prefetched - a.expert_prefetched;
+    s->stats.expert_prefetch_used += b.expert_prefetch_used - a.expert_prefetch_used;
+    s->stats.pregate_chosen += m->fw.pg_chosen - pg_chosen;
+    s->stats.pregate_guessed += m->fw.pg_right - pg_right;
     return 0;
 }
 

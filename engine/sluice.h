@@ -88,6 +88,7 @@ typedef struct sl_model sl_model;
 typedef struct sl_session sl_session;
 
 /* ---- model -------------------------------------------------------------- */
+enum sl_pregate { SL_PREGATE_AUTO = 0, SL_PREGATE_ON, SL_PREGATE_OFF };   /* moe_pregate */
 typedef struct sl_model_params {
     size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */
     int n_threads;          /* compute threads incl. the caller; 0 = all online CPUs */
@@ -120,6 +121,9 @@ typedef struct sl_model_params {
     int32_t n_layer_mask;
     bool no_head;           /* neither the lm head nor the embedding table is loaded (rows are
                              * still readable): a stage that only runs layers */
+    int moe_pregate;        /* MoE, experts streamed, decode: while layer l computes, layer l+1's
+                             * router on layer l's FFN input guesses l+1's experts and reads them
+                             * ahead (README "Pre-gating"). 0 = default (on), 1 on, 2 off */
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -279,6 +283,10 @@ SL_API int32_t sl_session_keep_prefix(sl_session *s, const int32_t *ids, int n);
  * A ladder the session steps down when free memory runs short during a run,
  * without stopping the generation, and back up (with hysteresis) when memory
  * returns. Rungs, in order:
+ *   EXPERTS   MoE with experts streamed: a smaller expert cache (the slots the
+ *             eviction policy values least go, their pages back to the OS with
+ *             MADV_DONTNEED; sl_stream_set_expert_slots), in steps of an eighth of
+ *             it (at most 64 MiB), down to n_expert_used slots
  *   PINS      stream mode: unpin units (layers, lm-head chunks), last first (streamed
  *             from then on; each returns its buffer at once)
  *   SLOTS     stream mode: fewer streaming slots, down to min_slots
@@ -296,17 +304,17 @@ SL_API int32_t sl_session_keep_prefix(sl_session *s, const int32_t *ids, int n);
  * counted as a shortage where the file exists) before a forward pass, at most
  * every interval_ms; sl_session_pressure_poll polls now. An app can instead (or
  * also) feed levels, e.g. Android's onTrimMemory: RUNNING_MODERATE ->
- * MODERATE (half the pins go), RUNNING_LOW -> LOW (all pins), RUNNING_CRITICAL
+ * MODERATE (the EXPERTS rung and half the pins go), RUNNING_LOW -> LOW (EXPERTS and all pins), RUNNING_CRITICAL
  * and above -> CRITICAL (every rung); NONE lets the ladder climb again.
  * Resident and mmap modes have no PINS/SLOTS rungs (the kernel pages mmap). */
 enum sl_pressure_level { SL_PRESSURE_NONE = 0, SL_PRESSURE_MODERATE, SL_PRESSURE_LOW, SL_PRESSURE_CRITICAL };
-enum sl_pressure_rung { SL_RUNG_PINS = 1, SL_RUNG_SLOTS, SL_RUNG_KV_WINDOW };
+enum sl_pressure_rung { SL_RUNG_PINS = 1, SL_RUNG_SLOTS, SL_RUNG_KV_WINDOW, SL_RUNG_EXPERTS };
 
 typedef struct sl_pressure_event {
     size_t struct_size;
     int dir;                /* -1 stepped down, +1 stepped up */
     int rung;               /* enum sl_pressure_rung */
-    int32_t from, to;       /* pinned layers / slots / KV positions held (down: before and after
+    int32_t from, to;       /* pinned layers / slots / expert slots / KV positions held (down: before and after
                              * the shift; up: the window's cap and n_ctx) */
     int64_t avail_bytes;    /* what the source said (-1 for a fed level) */
     int64_t freed_bytes;    /* bytes given back (negative: taken; KV_WINDOW: resident pages) */
@@ -374,8 +382,13 @@ typedef struct sl_stats {
     int32_t pressure_kv_window;    /* positions the KV_WINDOW rung caps the cache at (sinks +
                                     * emergency_window), 0 when no window is set */
     uint64_t pressure_kv_released; /* resident KV cache bytes that rung gave back to the OS */
-    /* appended after 0.3.0: prefix reuse */
+    /* added in 0.4: prefix reuse */
     int64_t n_reused;       /* positions sl_session_keep_prefix kept instead of recomputing */
+    /* added in 0.4: MoE pre-gating (sl_model_params.moe_pregate) */
+    uint64_t pregate_chosen;       /* experts chosen in layers whose experts were guessed */
+    uint64_t pregate_guessed;      /* of them, guessed (the guess's accuracy: guessed / chosen) */
+    uint64_t expert_prefetched;    /* experts read ahead on a guess (bytes in expert_bytes_read) */
+    uint64_t expert_prefetch_used; /* of them, requested before being evicted */
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

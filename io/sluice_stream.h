@@ -159,6 +159,9 @@ typedef struct sl_stream_stats {
     uint64_t expert_misses;     /* requested experts read from disk */
     uint64_t expert_bytes_read; /* bytes of those reads */
     double   expert_stall_ms;   /* time blocked in sl_stream_expert_acquire */
+    /* added in 0.4: read-ahead (sl_stream_expert_prefetch) */
+    uint64_t expert_prefetched; /* experts read ahead (their bytes are in expert_bytes_read) */
+    uint64_t expert_prefetch_used;   /* of them, requested before being evicted */
 } sl_stream_stats;
 #define SL_STREAM_STATS_MIN_SIZE SL_STRUCT_END(sl_stream_stats, acquires)   /* layout of 0.2.0 */
 
@@ -281,6 +284,13 @@ SL_API int sl_stream_expert_acquire_sized(sl_stream *s, int32_t layer, int32_t e
 static inline int sl_stream_expert_acquire(sl_stream *s, int32_t layer, int32_t expert, sl_stream_view *view)
 { return sl_stream_expert_acquire_sized(s, layer, expert, view, sizeof *view); }
 SL_API int sl_stream_expert_release(sl_stream *s, int32_t layer, int32_t expert);
+/* Read ahead (added in 0.4): start reading those of layer's experts that are
+ * neither cached nor loading, behind the reads a request needs now, into
+ * slots that no request wants (the current request's experts are never
+ * evicted; nothing is started while the current request waits for slots).
+ * A guess: a later request of the expert hits, a wrong one costs only the
+ * read. Returns the reads started (0 without an expert cache), or a status. */
+SL_API int sl_stream_expert_prefetch(sl_stream *s, int32_t layer, const int32_t *experts, int32_t n);
 /* Requests of layer's experts since open / reset that hit / missed the cache. */
 SL_API int sl_stream_expert_layer_stats(const sl_stream *s, int32_t layer, uint64_t *hits,
                                         uint64_t *misses);
@@ -308,6 +318,17 @@ SL_API int sl_stream_set_pinned(sl_stream *s, int32_t unit, bool pinned);
 SL_API int sl_stream_set_slots(sl_stream *s, int32_t n_slots, bool *returned);
 /* Slots the plan started with (set_slots cannot go above it). */
 SL_API int32_t sl_stream_max_slots(const sl_stream *s);
+/* The expert cache's slot pool (added in 0.4). expert_slots: slots in use
+ * (0 without an expert cache); *max_slots: allocated; *step: the pressure
+ * ladder's step. set_expert_slots: use n (1..max) slots. Shrinking waits for
+ * reads in flight, keeps the n experts the eviction policy values most (moved
+ * into the first n slots), and gives the other slots' pages back with
+ * MADV_DONTNEED; *freed: the bytes of them that were resident (RSS drops by
+ * that). Growing adds empty slots (pages come back as they are read into).
+ * SL_EBUSY while an expert is acquired. The plan follows (n_expert_slots,
+ * expected_hit_rate, expert_bytes_per_token). */
+SL_API int32_t sl_stream_expert_slots(const sl_stream *s, int32_t *max_slots, int32_t *step);
+SL_API int sl_stream_set_expert_slots(sl_stream *s, int32_t n_slots, uint64_t *freed);
 
 /* Telemetry since open or the last reset (sl_stream_stats above). */
 SL_API int sl_stream_get_stats_sized(const sl_stream *s, sl_stream_stats *out, size_t size);

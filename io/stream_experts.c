@@ -9,6 +9,10 @@
  * and not yet acquired, held ones and loading ones are never evicted; a miss
  * that finds no slot waits in `pending` and starts when one is released.
  *
+ * The pool is not registered as io_uring fixed buffers: the kernel keeps
+ * registered pages pinned, and the pressure ladder (sl_stream_set_expert_slots)
+ * must be able to give a shrunk pool's pages back with MADV_DONTNEED.
+ *
  * Not split (resident, mmap, or experts streamed with their layer): an
  * expert is a slice of the layer unit's 3-D tensors; the layer must be held. */
 #include "stream_mode.h"
@@ -16,7 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 enum { X_FREE = 0, X_LOADING, X_READY, X_HELD };
 
@@ -34,10 +39,13 @@ typedef struct xslot {
     int buf_index;           /* registered buffer, or -1 */
     sl_io_job job[3];
     sl_stream_tensor t[3];
+    bool pref;               /* read ahead and not requested since */
 } xslot;
 
 struct sl_experts {
     int32_t n_layers, n_expert, n_slots;
+    int32_t max_slots, step;  /* slots allocated; a pressure step (sl_stream_set_expert_slots) */
+    int32_t *rank;           /* [max_slots] scratch of set_expert_slots */
     int policy;
     sl_owned_buf mem;
     xslot *slots;
@@ -47,6 +55,7 @@ struct sl_experts {
     int32_t *pending; int32_t n_pending;   /* keys of the current request without a slot */
     uint64_t *hits, *misses; /* [L] */
     uint64_t bytes;
+    uint64_t prefetched, prefetch_used;
     double stall_ms;
 };
 
@@ -56,14 +65,14 @@ int32_t sl_stream_n_experts(const sl_stream *s) { return s ? s->um.moe.n_expert 
 
 /* ---- the cache ------------------------------------------------------------ */
 
-int sl_experts_create(sl_stream *s, int fixed_base, struct iovec **iov, int *n_iov)
+int sl_experts_create(sl_stream *s)
 {
-    *iov = NULL; *n_iov = 0;
     const sl_unit_moe *mo = &s->um.moe;
     struct sl_experts *X = calloc(1, sizeof *X);
     if (!X) return sl_err_set(SL_ENOMEM, "expert cache: out of memory");
     s->ex = X;
-    X->n_layers = s->um.n_layers; X->n_expert = mo->n_expert; X->n_slots = s->plan.n_expert_slots;
+    X->n_layers = s->um.n_layers; X->n_expert = mo->n_expert;
+    X->n_slots = X->max_slots = s->plan.n_expert_slots;
     /* measured (README "Expert streaming"): decay best or equal on every run */
     X->policy = s->cfg.expert_policy == SL_EVICT_AUTO ? SL_EVICT_DECAY : s->cfg.expert_policy;
     size_t nk = (size_t)X->n_layers * (size_t)X->n_expert;
@@ -73,30 +82,23 @@ int sl_experts_create(sl_stream *s, int fixed_base, struct iovec **iov, int *n_i
     X->pending = calloc((size_t)X->n_expert, sizeof *X->pending);
     X->hits = calloc((size_t)X->n_layers, sizeof *X->hits);
     X->misses = calloc((size_t)X->n_layers, sizeof *X->misses);
+    X->rank = malloc((size_t)X->n_slots * sizeof *X->rank);
     uint64_t sb = mo->slot_bytes, total = sb * (uint64_t)X->n_slots;
     uint8_t *m = sl_owned_alloc(&X->mem, (size_t)total);
-    /* registered chunks of whole slots, each at most SL_MAX_FIXED_BUF */
-    uint64_t per = sb <= SL_MAX_FIXED_BUF ? SL_MAX_FIXED_BUF / sb : 0;
-    int nch = per ? (int)(((uint64_t)X->n_slots + per - 1) / per) : 0;
-    if (nch > 0) *iov = calloc((size_t)nch, sizeof **iov);
-    if (!X->slots || !X->slot_of || !X->freq || !X->pending || !X->hits || !X->misses || !m ||
-        (nch > 0 && !*iov))
+    if (!X->slots || !X->slot_of || !X->freq || !X->pending || !X->hits || !X->misses || !X->rank || !m)
         return sl_err_set(SL_ENOMEM, "expert cache: cannot allocate %d slots of %llu bytes",
                           (int)X->n_slots, (unsigned long long)sb);
+    /* pressure steps: an eighth of the pool, at most 64 MiB, at least a slot */
+    uint64_t step = ((uint64_t)X->n_slots + 7) / 8, cap = (64ull << 20) / sb;
+    if (step > cap) step = cap;
+    X->step = step ? (int32_t)step : 1;
     for (size_t k = 0; k < nk; k++) X->slot_of[k] = -1;
     for (int32_t i = 0; i < X->n_slots; i++) {
         xslot *x = &X->slots[i];
         x->key = -1;
         x->buf = m + (uint64_t)i * sb;
-        x->buf_index = per ? fixed_base + (int)((uint64_t)i / per) : -1;
+        x->buf_index = -1;   /* never registered: see the file's comment */
     }
-    for (int c = 0; c < nch; c++) {
-        uint64_t first = (uint64_t)c * per, n = (uint64_t)X->n_slots - first;
-        if (n > per) n = per;
-        (*iov)[c].iov_base = m + first * sb;
-        (*iov)[c].iov_len = (size_t)(n * sb);
-    }
-    *n_iov = nch;
     return 0;
 }
 
@@ -109,7 +111,7 @@ void sl_experts_destroy(sl_stream *s)
             for (int p = 0; p < 3; p++) sl_loader_wait(s->L, &X->slots[i].job[p]);
     sl_owned_free(&X->mem);
     free(X->slots); free(X->slot_of); free(X->freq); free(X->pending);
-    free(X->hits); free(X->misses);
+    free(X->hits); free(X->misses); free(X->rank);
     free(X);
     s->ex = NULL;
 }
@@ -120,6 +122,8 @@ void sl_experts_get_stats(const sl_stream *s, sl_stream_stats *out)
     for (int32_t l = 0; l < X->n_layers; l++) { out->expert_hits += X->hits[l]; out->expert_misses += X->misses[l]; }
     out->expert_bytes_read = X->bytes;
     out->expert_stall_ms = X->stall_ms;
+    out->expert_prefetched = X->prefetched;
+    out->expert_prefetch_used = X->prefetch_used;
 }
 
 void sl_experts_reset_stats(sl_stream *s)
@@ -128,6 +132,7 @@ void sl_experts_reset_stats(sl_stream *s)
     memset(X->hits, 0, (size_t)X->n_layers * sizeof *X->hits);
     memset(X->misses, 0, (size_t)X->n_layers * sizeof *X->misses);
     X->bytes = 0;
+    X->prefetched = X->prefetch_used = 0;
     X->stall_ms = 0;
 }
 
@@ -173,7 +178,7 @@ static void start_load(sl_stream *s, int32_t i, int32_t key, sl_io_job **jobs)
     struct sl_experts *X = s->ex;
     xslot *x = &X->slots[i];
     if (x->key >= 0) X->slot_of[x->key] = -1;
-    x->key = key; x->state = X_LOADING; x->want = X->gen; x->last = X->gen;
+    x->key = key; x->state = X_LOADING; x->want = X->gen; x->last = X->gen; x->pref = false;
     X->slot_of[key] = i;
     const int32_t l = key / X->n_expert, e = key % X->n_expert;
     uint64_t pos = 0, a = s->align;
@@ -230,6 +235,7 @@ static int cache_request(sl_stream *s, int32_t l, const int32_t *ex, int32_t n)
         int32_t i = X->slot_of[key];
         if (i >= 0) {
             X->hits[l]++;
+            if (X->slots[i].pref) { X->prefetch_used++; X->slots[i].pref = false; }
             X->slots[i].want = X->gen; X->slots[i].last = X->gen;
             continue;
         }
@@ -241,6 +247,27 @@ static int cache_request(sl_stream *s, int32_t l, const int32_t *ex, int32_t n)
     if (nj) sl_loader_submit_front(s->L, jobs, nj);
     if (jobs != stack_jobs) free(jobs);
     return 0;
+}
+
+static int cache_prefetch(sl_stream *s, int32_t l, const int32_t *ex, int32_t n)
+{
+    struct sl_experts *X = s->ex;
+    if (X->n_pending > 0) return 0;   /* the current request waits for slots: they are its */
+    sl_io_job *jobs[3 * 16];
+    int nj = 0, started = 0;
+    for (int32_t j = 0; j < n && nj + 3 <= (int)(sizeof jobs / sizeof jobs[0]); j++) {
+        int32_t key = l * X->n_expert + ex[j];
+        if (X->slot_of[key] >= 0) continue;
+        int32_t i = victim(s);   /* never a slot the current request wants */
+        if (i < 0) break;
+        start_load(s, i, key, jobs + nj);
+        X->slots[i].pref = true;
+        nj += 3;
+        started++;
+    }
+    if (nj) sl_loader_submit_next(s->L, jobs, nj);
+    X->prefetched += (uint64_t)started;
+    return started;
 }
 
 static int cache_acquire(sl_stream *s, int32_t l, int32_t e, sl_stream_view *view)
@@ -307,6 +334,121 @@ static int cache_release(sl_stream *s, int32_t l, int32_t e)
     return 0;
 }
 
+/* ---- the pressure rung: fewer slots ------------------------------------- */
+
+/* Resident bytes of [p, p + len) (whole pages inside it). */
+static uint64_t resident_bytes(uint8_t *p, uint64_t len, uint64_t *beg, uint64_t *end)
+{
+    const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) / pg * pg, b = ((uintptr_t)p + len) / pg * pg;
+    *beg = a; *end = b > a ? b : a;
+    uint64_t n = (*end - *beg) / pg, res = 0;
+    unsigned char vec[4096];
+    for (uint64_t i = 0; i < n; i += sizeof vec) {
+        uint64_t c = n - i < sizeof vec ? n - i : sizeof vec;
+        if (mincore((void *)(*beg + i * pg), (size_t)(c * pg), vec)) return 0;
+        for (uint64_t j = 0; j < c; j++) res += vec[j] & 1;
+    }
+    return res * pg;
+}
+
+static _Thread_local xslot *g_rank_slots;   /* qsort context */
+static _Thread_local const struct sl_experts *g_rank_x;
+
+/* Most valuable first: policy score, then most recent use. */
+static int rank_cmp(const void *pa, const void *pb)
+{
+    const xslot *a = &g_rank_slots[*(const int32_t *)pa], *b = &g_rank_slots[*(const int32_t *)pb];
+    double sa = score(g_rank_x, a), sb = score(g_rank_x, b);
+    if (sa != sb) return sa > sb ? -1 : 1;
+    return a->last > b->last ? -1 : a->last < b->last;
+}
+
+static void plan_slots(sl_stream *s, int32_t n)
+{
+    const sl_unit_moe *mo = &s->um.moe;
+    sl_stream_plan *p = &s->plan;
+    double total = (double)s->um.n_layers * (double)mo->n_expert;
+    p->n_expert_slots = n;
+    p->expected_hit_rate = total > 0 ? (double)n / total : 0;
+    uint64_t per = (uint64_t)((double)mo->n_expert_used * (double)mo->slice_bytes_sum * (1.0 - p->expected_hit_rate));
+    p->streamed_bytes_per_token = p->streamed_bytes_per_token - p->expert_bytes_per_token + per;
+    p->expert_bytes_per_token = per;
+}
+
+int32_t sl_stream_expert_slots(const sl_stream *s, int32_t *max_slots, int32_t *step)
+{
+    const struct sl_experts *X = s ? s->ex : NULL;
+    if (max_slots) *max_slots = X ? X->max_slots : 0;
+    if (step) *step = X ? X->step : 0;
+    return X ? X->n_slots : 0;
+}
+
+int sl_stream_set_expert_slots(sl_stream *s, int32_t n, uint64_t *freed)
+{
+    if (freed) *freed = 0;
+    if (!s) return SL_EINVAL;
+    struct sl_experts *X = s->ex;
+    int rc = 0;
+    if (!X) rc = sl_err_set(SL_ENOSYS, "set_expert_slots: no expert cache (experts not streamed one by one)");
+    else if (n < 1 || n > X->max_slots)
+        rc = sl_err_set(SL_EINVAL, "set_expert_slots: %d outside 1..%d", (int)n, (int)X->max_slots);
+    for (int32_t i = 0; !rc && i < X->n_slots; i++)
+        if (X->slots[i].state == X_HELD)
+            rc = sl_err_set(SL_EBUSY, "set_expert_slots: layer %d expert %d is acquired",
+                            (int)(X->slots[i].key / X->n_expert), (int)(X->slots[i].key % X->n_expert));
+    if (rc) { set_fail(s, rc); return rc; }
+    if (n >= X->n_slots) {   /* grow: the new slots are free; their pages come on first read */
+        X->n_slots = n;
+        plan_slots(s, n);
+        return 0;
+    }
+    /* reads in flight finish first (a read must not land in a page given back) */
+    int32_t nr = 0;
+    for (int32_t i = 0; i < X->n_slots; i++) {
+        xslot *x = &X->slots[i];
+        if (x->state == X_LOADING) {
+            for (int p = 0; p < 3; p++) sl_loader_wait(s->L, &x->job[p]);
+            x->want = 0;
+            settle(s, x);
+        }
+        if (x->state == X_READY) X->rank[nr++] = i;
+    }
+    /* the policy keeps the n most valuable; the rest are evicted */
+    g_rank_slots = X->slots; g_rank_x = X;
+    qsort(X->rank, (size_t)nr, sizeof *X->rank, rank_cmp);
+    for (int32_t r = n; r < nr; r++) {
+        xslot *x = &X->slots[X->rank[r]];
+        X->slot_of[x->key] = -1;
+        x->key = -1; x->state = X_FREE; x->want = 0;
+    }
+    /* survivors past the new end move down into free slots */
+    const uint64_t sb = s->um.moe.slot_bytes;
+    int32_t j = 0;
+    for (int32_t i = n; i < X->n_slots; i++) {
+        xslot *x = &X->slots[i];
+        if (x->state == X_FREE) continue;
+        while (X->slots[j].state != X_FREE) j++;   /* < n: at most n survivors */
+        xslot *y = &X->slots[j];
+        uint8_t *buf = y->buf;
+        int bi = y->buf_index;
+        memcpy(buf, x->buf, (size_t)sb);
+        *y = *x;
+        y->buf = buf; y->buf_index = bi;
+        for (int p = 0; p < 3; p++) y->t[p].data = buf + ((const uint8_t *)x->t[p].data - x->buf);
+        X->slot_of[y->key] = j;
+        x->key = -1; x->state = X_FREE; x->want = 0;
+    }
+    /* pending misses keep waiting for a slot of the smaller pool */
+    uint64_t beg, end;
+    uint64_t res = resident_bytes(X->slots[n].buf, (uint64_t)(X->n_slots - n) * sb, &beg, &end);
+    if (end > beg) (void)madvise((void *)beg, (size_t)(end - beg), MADV_DONTNEED);
+    if (freed) *freed = res;
+    X->n_slots = n;
+    plan_slots(s, n);
+    return 0;
+}
+
 /* ---- not split: slices of the held layer unit ---------------------------- */
 
 static int slice_acquire(sl_stream *s, int32_t l, int32_t e, sl_stream_view *view)
@@ -369,6 +511,17 @@ int sl_stream_expert_request(sl_stream *s, int32_t layer, const int32_t *experts
     if (!rc && s->ex) rc = cache_request(s, layer, experts, n);
     if (rc) set_fail(s, rc);
     return rc;
+}
+
+int sl_stream_expert_prefetch(sl_stream *s, int32_t layer, const int32_t *experts, int32_t n)
+{
+    if (!s) return SL_EINVAL;
+    int rc = 0;
+    if (n < 0 || n > s->um.moe.n_expert || (n > 0 && !experts))
+        rc = sl_err_set(SL_EINVAL, "expert prefetch: %d experts", (int)n);
+    for (int32_t j = 0; !rc && j < n; j++) rc = check(s, layer, experts[j], "expert prefetch");
+    if (rc) { set_fail(s, rc); return rc; }
+    return s->ex ? cache_prefetch(s, layer, experts, n) : 0;
 }
 
 int sl_stream_expert_acquire_sized(sl_stream *s, int32_t layer, int32_t expert, sl_stream_view *view,

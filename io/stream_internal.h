@@ -48,6 +48,7 @@ typedef struct sl_io_job {
     uint64_t next;           /* next offset to hand out */
     uint32_t outstanding;
     bool queued, done;
+    uint8_t prio;            /* queued by submit_front 2, submit_next 1, submit 0 */
     int status;
     char err[256];
     struct sl_io_job *qnext;
@@ -95,6 +96,10 @@ void sl_loader_submit(sl_loader *L, sl_io_job *job);
 /* Jobs needed now (routed experts): queued in order ahead of everything
  * queued, under one lock, so the backend takes them as one batch. */
 void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n);
+/* Jobs wanted soon (read-ahead of experts a guess says a layer will use):
+ * queued behind the submit_front and earlier submit_next jobs still queued,
+ * ahead of the rest. */
+void sl_loader_submit_next(sl_loader *L, sl_io_job *const *jobs, int n);
 /* Waits until job done; returns job->status. */
 int sl_loader_wait(sl_loader *L, sl_io_job *job);
 bool sl_loader_is_done(sl_loader *L, sl_io_job *job);

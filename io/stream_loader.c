@@ -178,7 +178,7 @@ void sl_loader_submit(sl_loader *L, sl_io_job *j)
 {
     pthread_mutex_lock(&L->mu);
     j->next = j->off; j->outstanding = 0; j->status = 0; j->err[0] = 0;
-    j->done = j->len == 0; j->qnext = NULL; j->queued = !j->done;
+    j->done = j->len == 0; j->qnext = NULL; j->queued = !j->done; j->prio = 0;
     if (!j->done) {
         if (L->qtail) L->qtail->qnext = j; else L->qhead = j;
         L->qtail = j;
@@ -187,26 +187,36 @@ void sl_loader_submit(sl_loader *L, sl_io_job *j)
     pthread_mutex_unlock(&L->mu);
 }
 
-void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n)
+/* jobs queued as one run: at the head (prio 2), or behind the queued jobs of
+ * prio >= 1 at the head (prio 1) */
+static void insert_run(sl_loader *L, sl_io_job *const *jobs, int n, uint8_t prio)
 {
+    sl_io_job *after = NULL;
     pthread_mutex_lock(&L->mu);
     sl_io_job *head = NULL, *tail = NULL;
     for (int i = 0; i < n; i++) {
         sl_io_job *j = jobs[i];
         j->next = j->off; j->outstanding = 0; j->status = 0; j->err[0] = 0;
-        j->done = j->len == 0; j->qnext = NULL; j->queued = !j->done;
+        j->done = j->len == 0; j->qnext = NULL; j->queued = !j->done; j->prio = prio;
         if (j->done) continue;
         if (tail) tail->qnext = j; else head = j;
         tail = j;
     }
     if (head) {
-        tail->qnext = L->qhead;
-        if (!L->qhead) L->qtail = tail;
-        L->qhead = head;
+        if (prio < 2)   /* behind the front and earlier next jobs still queued */
+            for (sl_io_job *q = L->qhead; q && q->prio >= prio; q = q->qnext) after = q;
+        sl_io_job **link = after ? &after->qnext : &L->qhead;
+        tail->qnext = *link;
+        if (!*link) L->qtail = tail;
+        *link = head;
         pthread_cond_broadcast(&L->cv_work);
     }
     pthread_mutex_unlock(&L->mu);
 }
+
+void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n) { insert_run(L, jobs, n, 2); }
+
+void sl_loader_submit_next(sl_loader *L, sl_io_job *const *jobs, int n) { insert_run(L, jobs, n, 1); }
 
 int sl_loader_read_now(sl_loader *L, sl_io_job *j, int fd)
 {

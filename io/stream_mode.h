@@ -66,10 +66,9 @@ int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed);
 void sl_stream_job_init(const sl_stream *s, sl_io_job *j, uint8_t *dst, uint64_t abeg, uint64_t aend,
                         uint64_t need_end, int32_t unit, int buf_index);
 /* The expert cache (stream_experts.c), made by the ring mode of a split MoE
- * file. create: allocates the slot pool; iov, n_iov: its registered-buffer
- * chunks, to be the loader's fixed buffers from index fixed_base on (the
- * caller frees the iovec array). destroy: waits for its reads (before the loader goes). */
-int sl_experts_create(sl_stream *s, int fixed_base, struct iovec **iov, int *n_iov);
+ * file. create: allocates the slot pool (plain reads, not fixed buffers).
+ * destroy: waits for its reads (before the loader goes). */
+int sl_experts_create(sl_stream *s);
 void sl_experts_destroy(sl_stream *s);
 void sl_experts_get_stats(const sl_stream *s, sl_stream_stats *out);
 void sl_experts_reset_stats(sl_stream *s);

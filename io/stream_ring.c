@@ -208,19 +208,7 @@ static int ring_open(sl_stream *s)
     }
     int n_fixed = R->slot_bytes <= SL_MAX_FIXED_BUF ? R->n_slots : 0;
     int rc = 0;
-    if (s->um.moe.split) {
-        /* the expert cache's chunks follow the slots as fixed buffers */
-        struct iovec *xiov = NULL;
-        int nx = 0;
-        rc = sl_experts_create(s, n_fixed, &xiov, &nx);
-        struct iovec *all = rc || nx == 0 ? NULL : realloc(iov, (size_t)(n_fixed + nx) * sizeof *iov);
-        if (all) {
-            memcpy(all + n_fixed, xiov, (size_t)nx * sizeof *xiov);
-            iov = all;
-            n_fixed += nx;
-        }
-        free(xiov);
-    }
+    if (s->um.moe.split) rc = sl_experts_create(s);
     if (!rc) rc = sl_stream_make_loader(s, iov, n_fixed);
     free(iov);
     if (rc) return rc;

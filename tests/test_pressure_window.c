@@ -9,6 +9,7 @@
  * lifting the window lets the cache grow past it again without shifts.
  * SL_HOST_ONLY (madvise / mincore figures are the host kernel's). */
 #include "sl_test.h"
+#include "pressure_testutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,21 +25,6 @@
 
 #define MODELS SL_SHARED_DIR "/models"
 #define GiB (1ll << 30)
-
-typedef struct fake {
-    int64_t avail;
-    int n_events;
-    sl_pressure_event ev[8];
-} fake;
-
-static int64_t fake_source(void *ctx) { return ((fake *)ctx)->avail; }
-
-static void record(void *ctx, const sl_pressure_event *e)
-{
-    fake *f = ctx;
-    if (f->n_events < 8) f->ev[f->n_events] = *e;
-    f->n_events++;
-}
 
 /* Resident pages of the whole pages inside [p, p + len). */
 static size_t resident_pages(const void *p, size_t len)
@@ -60,16 +46,6 @@ static size_t kv_resident_pages(const sl_kv *kv)
     size_t rows = 0;
     for (int32_t l = 0; l < kv->n_layer; l++) rows += (size_t)kv->cap[l] * (size_t)kv->n_head_kv;
     return resident_pages(kv->k, rows * kv->row_k) + resident_pages(kv->v, rows * kv->row_v);
-}
-
-static int64_t rss_bytes(void)
-{
-    long long size, rss;
-    FILE *f = fopen("/proc/self/statm", "r");
-    cr_assert_not_null(f);
-    cr_assert_eq(fscanf(f, "%lld %lld", &size, &rss), 2);
-    fclose(f);
-    return rss * sysconf(_SC_PAGESIZE);
 }
 
 /* The reference's explicit context shift, as the session keeps its history. */
@@ -122,12 +98,12 @@ static void run_case(const wcase *c)
     cr_assert_eq(sl_session_set_sampling(a, &sp), 0);
     cr_assert_eq(sl_session_set_sampling(b, &sp), 0);
 
-    fake f = { .avail = 100 * GiB };
+    pt_fake f = { .avail = 100 * GiB };
     sl_pressure_params pp;
     sl_pressure_params_init(&pp);
     pp.interval_ms = 0;
-    pp.source = fake_source; pp.source_ctx = &f;
-    pp.on_step = record; pp.step_ctx = &f;
+    pp.source = pt_fake_source; pp.source_ctx = &f;
+    pp.on_step = pt_record; pp.step_ctx = &f;
     pp.emergency_window = c->window;
     cr_assert_eq(sl_session_set_pressure(a, &pp), 0, "%s", sl_session_errmsg(a));
 
@@ -149,10 +125,10 @@ static void run_case(const wcase *c)
     while (held > c->window) held -= held / 2;
     sl_kv *kva = sl_session_batch_kv(a);
     size_t pages0 = kv_resident_pages(kva);
-    int64_t rss0 = rss_bytes();
+    int64_t rss0 = pt_rss_bytes();
     f.avail = 0;
     cr_assert_eq(sl_session_pressure_poll(a), 1, "%s", sl_session_errmsg(a));
-    int64_t rss1 = rss_bytes();
+    int64_t rss1 = pt_rss_bytes();
     size_t pages1 = kv_resident_pages(kva);
     sl_stats st;
     sl_session_get_stats(a, &st);
@@ -259,12 +235,12 @@ Test(pressure_window, long_feed_and_wide_window, .timeout = 60)
     cr_assert_eq(sl_model_open(&m, MODELS "/stories260K.gguf", &mp), 0, "%s", sl_last_error());
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
-    fake f = { .avail = 0 };
+    pt_fake f = { .avail = 0 };
     sl_pressure_params pp;
     sl_pressure_params_init(&pp);
     pp.interval_ms = 0;
-    pp.source = fake_source; pp.source_ctx = &f;
-    pp.on_step = record; pp.step_ctx = &f;
+    pp.source = pt_fake_source; pp.source_ctx = &f;
+    pp.on_step = pt_record; pp.step_ctx = &f;
     pp.emergency_window = 100;   /* wider than n_ctx: nothing to drop */
     cr_assert_eq(sl_session_set_pressure(s, &pp), 0);
     int32_t ids[40];

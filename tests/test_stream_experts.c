@@ -5,7 +5,8 @@
  * expert and leaves nothing of it cached; a union larger than the cache; the
  * peak-RSS bound; and the engine:
  * bitwise-identical logits between resident and expert-streamed runs of the
- * synth2 MoE models (uring and pread, a cache of k slots).
+ * synth2 MoE models (uring and pread, a cache of k slots), and with
+ * pre-gating on and off (bitwise equal; its accuracy and read-ahead counted).
  * SL_HOST_ONLY: io_uring, O_DIRECT, VmHWM. */
 #include "stream_testutil.h"
 #include "../engine/sluice.h"
@@ -432,3 +433,78 @@ static void bitwise(const char *stem)
 Test(stream_experts, bitwise_qwen3moe, .timeout = 120) { bitwise("synth2-qwen3moe-q4_k_m"); }
 Test(stream_experts, bitwise_qwen2moe, .timeout = 120) { bitwise("synth2-qwen2moe-q4_k_m"); }
 Test(stream_experts, bitwise_mixtral, .timeout = 120) { bitwise("synth2-mixtral-q4_k_m"); }
+
+/* ---- pre-gating: read-ahead on a guess never changes the numbers ---------- */
+
+/* Dense parts pinned (pre-gating needs layer l+1's router without blocking),
+ * a cache of k + 2 slots that thrashes; 8 greedy decode steps after a prompt. */
+static float *pregate_logits(const char *path, int pregate, int io, int n_vocab, sl_stats *st, int *k)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 128; mp.n_batch = 16; mp.n_threads = 2;
+    mp.mode = SL_MODE_STREAM; mp.io = io;
+    mp.moe_pregate = pregate;
+    sl_stream_config c;
+    sl_stream_config_init(&c);
+    c.mode = SL_MODE_STREAM;
+    sl_stream_plan pl;
+    cr_assert_eq(sl_stream_plan_model(path, &c, &pl, NULL, 0), 0, "%s", sl_last_error());
+    mp.expert_cache_bytes = (uint64_t)(pl.n_expert_used + 2) * pl.expert_slot_bytes;
+    sl_model *m;
+    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "%s", sl_last_error());
+    const sl_stream_plan *p = sl_stream_get_plan(sl_model_stream(m));
+    for (int32_t l = 0; l < p->n_layers; l++) {
+        sl_stream_unit ui;
+        cr_assert_eq(sl_stream_unit_info(sl_model_stream(m), l, &ui), 0);
+        cr_assert(ui.pinned, "layer %d's dense part pinned", l);
+    }
+    cr_assert_eq(p->n_expert_slots, p->n_expert_used + 2);
+    *k = p->n_expert_used;
+    uint64_t miss;
+    float *out = logits_of(m, n_vocab, &miss);
+    cr_assert_gt(miss, 0);
+    sl_session *s;   /* logits_of's session is gone: the stats of a second run */
+    cr_assert_eq(sl_session_create(&s, m), 0);
+    int32_t ids[4] = { 5, 42, 7, 9 }, tok = 11;
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 4), 0);
+    for (int i = 0; i < 6; i++) cr_assert_eq(sl_session_feed_tokens(s, &tok, 1), 0, "%s", sl_session_errmsg(s));
+    sl_session_get_stats(s, st);
+    sl_session_destroy(s);
+    sl_model_close(m);
+    return out;
+}
+
+static void pregate_bitwise(const char *stem)
+{
+    char path[512];
+    snprintf(path, sizeof path, MODELS "/%s.gguf", stem);
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    cr_assert_eq(mp.moe_pregate, SL_PREGATE_AUTO);
+    sl_model *r;
+    cr_assert_eq(sl_model_open(&r, path, &mp), 0);
+    sl_model_info mi;
+    sl_model_get_info(r, &mi);
+    sl_model_close(r);
+    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        sl_stats on, off;
+        int k;
+        float *a = pregate_logits(path, SL_PREGATE_ON, io, mi.n_vocab, &on, &k);
+        float *b = pregate_logits(path, SL_PREGATE_OFF, io, mi.n_vocab, &off, &k);
+        cr_assert_eq(memcmp(a, b, sizeof(float) * (size_t)mi.n_vocab * 32), 0,
+                     "%s io %d: logits with pre-gating differ from those without", stem, io);
+        /* 6 decode tokens x (layers - 1) guessed layers x k experts */
+        cr_assert_eq(on.pregate_chosen, 6ull * (uint64_t)(mi.n_layer - 1) * (uint64_t)k);
+        cr_assert_leq(on.pregate_guessed, on.pregate_chosen);
+        cr_assert_gt(on.expert_prefetched, 0, "a k+2-slot cache misses: something was read ahead");
+        cr_assert_leq(on.expert_prefetch_used, on.expert_prefetched);
+        cr_assert_eq(off.pregate_chosen, 0);
+        cr_assert_eq(off.expert_prefetched, 0);
+        free(a);
+        free(b);
+    }
+}
+
+Test(stream_experts, pregate_bitwise_qwen3moe, .timeout = 120) { pregate_bitwise("synth2-qwen3moe-q4_k_m"); }
+Test(stream_experts, pregate_bitwise_mixtral, .timeout = 120) { pregate_bitwise("synth2-mixtral-q4_k_m"); }

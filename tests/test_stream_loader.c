@@ -1,7 +1,8 @@
 /* The streamer's loader (io/stream_loader.c) on its own: a cancelled job ends
  * with SL_ECANCELED, a one-request read on the caller's thread follows the
  * same retry policy and stays out of the stats, a failed start of a forced
- * backend is an error. Portable (pread pool). */
+ * backend is an error, submit_front / submit_next / submit jobs are read in
+ * that order. Portable (pread pool). */
 #include "sl_test.h"
 #include "../gguf/sl_status.h"
 #include "../io/stream_internal.h"
@@ -122,4 +123,57 @@ Test(stream_loader, bad_backend_is_an_error)
     sl_loader *L = (sl_loader *)&lc;
     cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), SL_EINVAL);
     cr_assert_null(L);
+}
+
+typedef struct order { atomic_int calls, go; uint64_t off[16]; } order;
+
+/* the first request waits for go; every request's offset in call order */
+static int64_t order_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+    order *o = ctx;
+    int n = atomic_fetch_add(&o->calls, 1);
+    if (n < 16) o->off[n] = off;
+    while (n == 0 && !atomic_load(&o->go)) usleep(1000);
+    ssize_t r = pread(fd, buf, len, (off_t)off);
+    return r < 0 ? -errno : r;
+}
+
+/* submit_front jobs first (newest first), then submit_next ones in their
+ * order, then plain submits. */
+Test(stream_loader, next_jobs_queue_behind_front_ones)
+{
+    char path[256];
+    int fd = make_file(path, sizeof path);
+    order o = { 0 };
+    sl_loader_cfg lc;
+    memset(&lc, 0, sizeof lc);
+    lc.io = SL_IO_PREAD; lc.fd = fd; lc.align = 1; lc.req_bytes = 4096; lc.n_threads = 1;
+    lc.hook = order_hook; lc.hook_ctx = &o;
+    sl_loader *L;
+    cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), 0, "%s", sl_last_error());
+    uint8_t *buf = calloc(1, FILE_BYTES);
+    enum { BLOCK, N, F, X, F2, X2, NJ };
+    sl_io_job j[NJ];
+    memset(j, 0, sizeof j);
+    for (int i = 0; i < NJ; i++) {
+        j[i].dst = buf + i * 4096; j[i].off = (uint64_t)i * 4096; j[i].len = 4096;
+        j[i].need_end = j[i].off + 4096; j[i].unit = i; j[i].buf_index = -1;
+    }
+    sl_loader_submit(L, &j[BLOCK]);
+    while (atomic_load(&o.calls) == 0) usleep(1000);   /* the one thread is held in the hook */
+    sl_io_job *p;
+    sl_loader_submit(L, &j[N]);
+    p = &j[F]; sl_loader_submit_front(L, &p, 1);
+    p = &j[X]; sl_loader_submit_next(L, &p, 1);
+    p = &j[F2]; sl_loader_submit_front(L, &p, 1);
+    p = &j[X2]; sl_loader_submit_next(L, &p, 1);
+    atomic_store(&o.go, 1);
+    for (int i = 0; i < NJ; i++) cr_assert_eq(sl_loader_wait(L, &j[i]), 0, "%s", j[i].err);
+    const int want[NJ] = { BLOCK, F2, F, X, X2, N };
+    cr_assert_eq(atomic_load(&o.calls), NJ);
+    for (int i = 0; i < NJ; i++) cr_assert_eq(o.off[i], (uint64_t)want[i] * 4096, "read %d", i);
+    sl_loader_destroy(L);
+    free(buf);
+    close(fd);
+    unlink(path);
 }
