@@ -3,7 +3,8 @@
  * IQ2_XS 64 elements per step (below). */
 #include "dot_iqgrid_x86.h"
 
-IQ_LEVEL(sl_dot_fill_iqgrid_avx512_base, avx512)
+static void iqgrid_fill256(sl_kern *k);
+IQ_LEVEL(iqgrid_fill256, avx512)
 
 /* IQ2_XS, 64 elements per step. The 32 sign indices of a super-block become
  * their 32 sign bytes at once (parity bit by two nibble vpshufb lookups), and
@@ -98,7 +99,7 @@ static void gemm_iq2_xs_z(int64_t n, const void *vx, size_t bx, int nx, const vo
 
 void sl_dot_fill_iqgrid_avx512(sl_kern *k)
 {
-    sl_dot_fill_iqgrid_avx512_base(k);
+    iqgrid_fill256(k);
     k->vec_dot[SL_GGML_IQ2_XS] = dot_iq2_xs_z;
     k->gemm[SL_GGML_IQ2_XS] = gemm_iq2_xs_z;
 }
