@@ -284,7 +284,70 @@ ZDOT(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f)
 ZDOT(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f)
 ZDOT(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f)
 
-#define ZSET(k, ID, T) ((k)->vec_dot[ID] = dot_##T##_z, (k)->gemm[ID] = gemm_##T##_z)
+/* ---- prefill panel (matmul with >= SL_PANEL_MIN_ACT activation rows) ----
+ * Unpacking dominates a grid block's cost, so each weight block is unpacked
+ * once per ZP_R rows and dotted with every activation row: the panel holds
+ * the activation blocks as [block][act] (one block column of 64 rows is
+ * ~19 KB, L1-resident while it is swept); per (row, act) the sum is the same
+ * double chain over blocks as vec_dot's, so results equal vec_dot bit for bit. */
+#define ZP_R 4
+
+static size_t zp_panel_bytes(int64_t cols, int64_t n_act)
+{
+    return (size_t)(cols / SL_QKK) * (size_t)n_act * sizeof(sl_block_q8_k);
+}
+
+static size_t zp_scratch_bytes(int64_t n_act) { return (size_t)n_act * ZP_R * sizeof(double); }
+
+static void zp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+{
+    sl_block_q8_k *P = panel;
+    for (int64_t c = 0; c < n_act; c++) {
+        const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)act + (size_t)c * arb);
+        for (int64_t i = 0; i < nb; i++) P[i * n_act + c] = y[i];
+    }
+}
+
+#define ZPANEL(T, BT, DEXPR, MULT)                                                        \
+    static void zp_run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols, \
+                           const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
+    {                                                                                   \
+        const sl_block_q8_k *P = panel;                                                 \
+        double *sum = scratch;                                                          \
+        int64_t nb = cols / SL_QKK;                                                     \
+        for (int64_t r = r0; r < r1; r += ZP_R) {                                       \
+            int nr = r1 - r < ZP_R ? (int)(r1 - r) : ZP_R;                              \
+            memset(sum, 0, (size_t)n_act * ZP_R * sizeof(double));                      \
+            for (int64_t i = 0; i < nb; i++) {                                          \
+                unpz_t u[ZP_R];                                                         \
+                float dx[ZP_R];                                                         \
+                for (int j = 0; j < nr; j++) {                                          \
+                    const BT *x = (const BT *)((const char *)W + (size_t)(r + j) * wrb) + i; \
+                    unpz_##T(x, &u[j]);                                                 \
+                    dx[j] = (DEXPR);                                                    \
+                }                                                                       \
+                const sl_block_q8_k *y = P + i * n_act;                                 \
+                for (int64_t c = 0; c < n_act; c++, y++)                                \
+                    for (int j = 0; j < nr; j++) {                                      \
+                        float dd = dx[j] * y->d;                                        \
+                        sum[c * ZP_R + j] += (double)(dd * (MULT) * (float)isum_z(&u[j], y->qs)); \
+                    }                                                                   \
+            }                                                                           \
+            for (int64_t c = 0; c < n_act; c++)                                         \
+                for (int j = 0; j < nr; j++) Y[c * ldy + r + j] = (float)sum[c * ZP_R + j]; \
+        }                                                                               \
+    }                                                                                   \
+    static const sl_panel zp_##T = { zp_panel_bytes, zp_scratch_bytes, zp_pack, zp_run_##T, SL_QKK };
+
+ZPANEL(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f)
+ZPANEL(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f)
+ZPANEL(iq2_s, sl_block_iq2_s, _cvtsh_ss(x->d), 0.125f)
+ZPANEL(iq3_xxs, sl_block_iq3_xxs, _cvtsh_ss(x->d), 0.25f)
+ZPANEL(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f)
+ZPANEL(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f)
+ZPANEL(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f)
+
+#define ZSET(k, ID, T) ((k)->vec_dot[ID] = dot_##T##_z, (k)->gemm[ID] = gemm_##T##_z, (k)->panel[ID] = &zp_##T)
 
 void sl_dot_fill_iqgrid_avx512(sl_kern *k)
 {
