@@ -20,4 +20,5 @@ X86_IQ4_LEVEL(iq4_fill256_avx512, dot_iq4_nl_avx512, gemm_iq4_nl_avx512, dot_iq4
 #include "dot_x86_iq4z.h"
 
 X86_IQ4Z_LEVEL(sl_dot_fill_iq4_avx512, iq4_fill256_avx512, dot_iq4_nl_z_avx512, gemm_iq4_nl_z_avx512,
-               dot_iq4_xs_z_avx512, gemm_iq4_xs_z_avx512, dot_mxfp4_z_avx512, gemm_mxfp4_z_avx512)
+               dot_iq4_xs_z_avx512, gemm_iq4_xs_z_avx512, dot_mxfp4_z_avx512, gemm_mxfp4_z_avx512,
+               dot_tq1_0_z_avx512, gemm_tq1_0_z_avx512)

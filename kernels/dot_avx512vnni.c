@@ -20,4 +20,5 @@ X86_IQ4_LEVEL(iq4_fill256_avx512vnni, dot_iq4_nl_avx512vnni, gemm_iq4_nl_avx512v
 #include "dot_x86_iq4z.h"
 
 X86_IQ4Z_LEVEL(sl_dot_fill_iq4_avx512vnni, iq4_fill256_avx512vnni, dot_iq4_nl_z_avx512vnni, gemm_iq4_nl_z_avx512vnni,
-               dot_iq4_xs_z_avx512vnni, gemm_iq4_xs_z_avx512vnni, dot_mxfp4_z_avx512vnni, gemm_mxfp4_z_avx512vnni)
+               dot_iq4_xs_z_avx512vnni, gemm_iq4_xs_z_avx512vnni, dot_mxfp4_z_avx512vnni, gemm_mxfp4_z_avx512vnni,
+               dot_tq1_0_z_avx512vnni, gemm_tq1_0_z_avx512vnni)

@@ -1,5 +1,5 @@
 /* 512-bit block kernels of the codebook types (IQ4_XS with Q8_K; IQ4_NL and
- * MXFP4 with Q8_0, two 32-element blocks per step) for the avx512 and
+ * MXFP4 with Q8_0, two 32-element blocks per step) and of TQ1_0 (below), for the avx512 and
  * avx512vnni levels, included after dot_x86_iq4.h by the level files, whose
  * fillers put these over the 256-bit ones (X86_IQ4Z_SET). 64 elements per step:
  * - the 32 nibble bytes of two sub-blocks become 64 indices in element order
@@ -182,6 +182,66 @@ INL __m512 pairz8_nl(const uz_nl8 *u, const sl_block_q8_0 *y, __m512 acc)
     return acc;
 }
 
+/* ---- TQ1_0: base-3 digits, 64 elements per step --------------------------
+ * A byte b holding digits n = 0..4 gives digit n as (v * 3) >> 8 with
+ * v = b * 3^n mod 256 (byte adds), i.e. [v > 85] + [v > 170]: two unsigned
+ * compares into opmasks. Steps: qs[0..31] x (1 | 3), x (9 | 27), then
+ * (qs[0..31] x 81 | qs[32..47] x 1, x 3), then (qs[32..47] x 9, x 27, x 81 |
+ * qh: byte 4n + m = qh[m] x 3^n), each lane in element order. sum (t - 1) y
+ * = sum t y - the block sum of y (bsums), exact in the integer lanes. */
+INL z512 z_mul3(z512 v) { return _mm512_add_epi8(v, _mm512_add_epi8(v, v)); }
+
+INL z512 z_tq1_digits(z512 v)
+{
+    const z512 one = _mm512_set1_epi8(1);
+    z512 d = _mm512_maskz_mov_epi8(_mm512_cmpgt_epu8_mask(v, _mm512_set1_epi8(85)), one);
+    return _mm512_mask_add_epi8(d, _mm512_cmpgt_epu8_mask(v, _mm512_set1_epi8((char)170)), d, one);
+}
+
+INL __m512 z_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, __m512 acc)
+{
+    const z512 a1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x->qs));
+    const z512 A = _mm512_mask_blend_epi64(0xf0, a1, z_mul3(a1));             /* x 1 | x 3 */
+    const z512 B = z_mul3(z_mul3(A));                                        /* x 9 | x 27 */
+    const z512 x1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x->qs + 32)));
+    const z512 x3 = z_mul3(x1), x9 = z_mul3(x3), x27 = z_mul3(x9), x81 = z_mul3(x27);
+    uint32_t qh;
+    memcpy(&qh, x->qh, 4);
+    const z512 h1 = _mm512_set1_epi32((int)qh), h3 = z_mul3(h1), h9 = z_mul3(h3), h27 = z_mul3(h9);
+    z512 C = _mm512_mask_blend_epi32(0x0f00, z_mul3(z_mul3(B)), x1);           /* lanes 0-1: x 81 */
+    C = _mm512_mask_blend_epi32(0xf000, C, x3);
+    z512 D = _mm512_mask_blend_epi32(0x00f0, x9, x27);
+    D = _mm512_mask_blend_epi32(0x0f00, D, x81);
+    D = _mm512_mask_blend_epi32(0x1000, D, h1);
+    D = _mm512_mask_blend_epi32(0x2000, D, h3);
+    D = _mm512_mask_blend_epi32(0x4000, D, h9);
+    D = _mm512_mask_blend_epi32(0x8000, D, h27);
+    z512 i0 = z_dot_u8s8(_mm512_setzero_si512(), z_tq1_digits(A), _mm512_loadu_si512((const void *)y->qs));
+    z512 i1 = z_dot_u8s8(_mm512_setzero_si512(), z_tq1_digits(B), _mm512_loadu_si512((const void *)(y->qs + 64)));
+    i0 = z_dot_u8s8(i0, z_tq1_digits(C), _mm512_loadu_si512((const void *)(y->qs + 128)));
+    i1 = z_dot_u8s8(i1, z_tq1_digits(D), _mm512_loadu_si512((const void *)(y->qs + 192)));
+    z512 ys = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)y->bsums));
+    z512 v = _mm512_sub_epi32(_mm512_add_epi32(i0, i1), ys);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(f16s(x->d) * y->d), acc);
+}
+
+#define X86_IQ4Z_TQ1(DOT, GEMM)                                                         \
+static void DOT(int64_t n, float *s, const void *vx, const void *vy)                    \
+{                                                                                        \
+    const sl_block_tq1_0 *x = vx;                                                        \
+    const sl_block_q8_k *y = vy;                                                         \
+    __m512 acc = _mm512_setzero_ps();                                                    \
+    for (int64_t b = 0; b < n / SL_QKK; b++) acc = z_tq1_0(x + b, y + b, acc);           \
+    *s = _mm512_reduce_add_ps(acc);                                                      \
+}                                                                                        \
+static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy, size_t by, \
+                 int ny, float *s, int64_t lds)                                          \
+{                                                                                        \
+    for (int r = 0; r < nx; r++)                                                         \
+        for (int c = 0; c < ny; c++)                                                     \
+            DOT(n, s + c * lds + r, (const char *)vx + (size_t)r * bx, (const char *)vy + (size_t)c * by); \
+}
+
 /* vec_dot and gemm tile (each weight block unpacked once for the ny rows). */
 #define X86_IQ4Z_XS(DOT, GEMM)                                                          \
 static void DOT(int64_t n, float *s, const void *vx, const void *vy)                    \
@@ -264,15 +324,16 @@ static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy, s
 }
 
 /* A level's 512-bit instances and FILL, which first runs BASE (the 256-bit fill). */
-#define X86_IQ4Z_LEVEL(FILL, BASE, dnl, gnl, dxs, gxs, dmx, gmx)                         \
+#define X86_IQ4Z_LEVEL(FILL, BASE, dnl, gnl, dxs, gxs, dmx, gmx, dt1, gt1)               \
 X86_IQ4Z_NL(iq4_nl, sl_block_iq4_nl, dnl, gnl)                                           \
+X86_IQ4Z_TQ1(dt1, gt1)                                                                   \
 X86_IQ4Z_NL(mxfp4, sl_block_mxfp4, dmx, gmx)                                             \
 X86_IQ4Z_XS(dxs, gxs)                                                                    \
 void FILL(sl_kern *k)                                                                    \
 {                                                                                        \
     BASE(k);                                                                             \
     X86_SET(k, SL_GGML_IQ4_NL, dnl, gnl); X86_SET(k, SL_GGML_IQ4_XS, dxs, gxs);          \
-    X86_SET(k, SL_GGML_MXFP4, dmx, gmx);                                                 \
+    X86_SET(k, SL_GGML_MXFP4, dmx, gmx); X86_SET(k, SL_GGML_TQ1_0, dt1, gt1);            \
 }
 
 #endif
