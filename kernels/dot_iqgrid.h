@@ -24,6 +24,7 @@ void sl_blk_iq1_m(const void *x, const void *y, int64_t i, float *a, float *b, i
 #if defined(__x86_64__) || defined(__i386__)
 void sl_dot_fill_iqgrid_avx2(sl_kern *k);
 void sl_dot_fill_iqgrid_avx512(sl_kern *k);
+void sl_dot_fill_iqgrid_avx512vnni(sl_kern *k);
 #endif
 #if defined(__aarch64__)
 void sl_dot_fill_iqgrid_neon(sl_kern *k);
