@@ -264,39 +264,8 @@ ZINL __m128i hsum4(v512 a0, v512 a1, v512 a2, v512 a3)
 
 /* vec_dot and gemm tile (a weight block unpacked once for its ny rows): the
  * scalar oracle's per-block terms, summed in double in its order. */
-#define ZDOT(T, BT, DEXPR, MULT)                                                          \
-    static void dot_##T##_z(int64_t n, float *s, const void *vx, const void *vy)         \
-    {                                                                                   \
-        const BT *x = vx;                                                               \
-        const sl_block_q8_k *y = vy;                                                    \
-        double sum = 0.0;                                                               \
-        for (int64_t i = 0; i < n / SL_QKK; i++, x++, y++) {                            \
-            unpz_t u;                                                                   \
-            unpz_##T(x, &u);                                                            \
-            float dd = (DEXPR) * y->d;                                                  \
-            sum += (double)(dd * (MULT) * (float)isum_z(&u, y->qs));                    \
-        }                                                                               \
-        *s = (float)sum;                                                                \
-    }                                                                                   \
-    static void gemm_##T##_z(int64_t n, const void *vx, size_t bx, int nx, const void *vy, \
-                             size_t by, int ny, float *s, int64_t lds)                  \
-    {                                                                                   \
-        for (int r = 0; r < nx; r++) {                                                  \
-            double sum[SL_GEMM_MAX] = { 0 };                                            \
-            const BT *x = (const BT *)((const char *)vx + (size_t)r * bx);              \
-            for (int64_t i = 0; i < n / SL_QKK; i++, x++) {                             \
-                unpz_t u;                                                               \
-                unpz_##T(x, &u);                                                        \
-                float dx = (DEXPR);                                                     \
-                for (int c = 0; c < ny; c++) {                                          \
-                    const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)vy + (size_t)c * by) + i; \
-                    float dd = dx * y->d;                                               \
-                    sum[c] += (double)(dd * (MULT) * (float)isum_z(&u, y->qs));         \
-                }                                                                       \
-            }                                                                           \
-            for (int c = 0; c < ny; c++) s[c * lds + r] = (float)sum[c];                \
-        }                                                                               \
-    }
+#define ZDOT(T, BT, DEXPR, MULT) \
+    IQ_GRID_DRIVER(dot_##T##_z, gemm_##T##_z, BT, unpz_t, unpz_##T, isum_z, DEXPR, MULT)
 
 ZDOT(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f)
 ZDOT(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f)
