@@ -31,6 +31,19 @@ void sl_dot_fill_iqgrid_neon(sl_kern *k);
 void sl_dot_fill_iqgrid_dotprod(sl_kern *k);
 #endif
 
+/* The facts every level instantiates its kernels from, once per type:
+ * X(T, ID, BT, DBITS, MULT): T the name suffix, ID the ggml type, BT the
+ * block, DBITS the fp16 bits of the block's d (of block pointer x), MULT the
+ * scale of isum (the scheme above). Each level converts DBITS its own way. */
+#define SL_IQGRID_EACH(X)                                                    \
+    X(iq2_xxs, SL_GGML_IQ2_XXS, sl_block_iq2_xxs, x->d, 0.125f)              \
+    X(iq2_xs, SL_GGML_IQ2_XS, sl_block_iq2_xs, x->d, 0.125f)                 \
+    X(iq2_s, SL_GGML_IQ2_S, sl_block_iq2_s, x->d, 0.125f)                    \
+    X(iq3_xxs, SL_GGML_IQ3_XXS, sl_block_iq3_xxs, x->d, 0.25f)               \
+    X(iq3_s, SL_GGML_IQ3_S, sl_block_iq3_s, x->d, 1.0f)                      \
+    X(iq1_s, SL_GGML_IQ1_S, sl_block_iq1_s, x->d, 0.125f)                    \
+    X(iq1_m, SL_GGML_IQ1_M, sl_block_iq1_m, sl_iq1m_d_bits(x->scales), 0.125f)
+
 /* The drivers of the x86 levels (avx2's dot_iqgrid_x86.h, avx512's
  * dot_iqgrid_z.h), which unpack a block before summing it; NEON sums straight
  * from the block. The scalar oracle's per-block terms, summed in double in

@@ -264,16 +264,9 @@ ZINL __m128i hsum4(v512 a0, v512 a1, v512 a2, v512 a3)
 
 /* vec_dot and gemm tile (a weight block unpacked once for its ny rows): the
  * scalar oracle's per-block terms, summed in double in its order. */
-#define ZDOT(T, BT, DEXPR, MULT) \
-    IQ_GRID_DRIVER(dot_##T##_z, gemm_##T##_z, BT, unpz_t, unpz_##T, isum_z, DEXPR, MULT)
-
-ZDOT(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f)
-ZDOT(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f)
-ZDOT(iq2_s, sl_block_iq2_s, _cvtsh_ss(x->d), 0.125f)
-ZDOT(iq3_xxs, sl_block_iq3_xxs, _cvtsh_ss(x->d), 0.25f)
-ZDOT(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f)
-ZDOT(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f)
-ZDOT(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f)
+#define ZDOT(T, ID, BT, DBITS, MULT) \
+    IQ_GRID_DRIVER(dot_##T##_z, gemm_##T##_z, BT, unpz_t, unpz_##T, isum_z, _cvtsh_ss(DBITS), MULT)
+SL_IQGRID_EACH(ZDOT)
 
 /* ---- prefill panel (matmul with >= SL_PANEL_MIN_ACT activation rows) ----
  * Unpacking dominates a grid block's cost, so each weight block is unpacked
@@ -299,7 +292,7 @@ static void zp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
     }
 }
 
-#define ZPANEL(T, BT, DEXPR, MULT)                                                        \
+#define ZPANEL(T, ID, BT, DBITS, MULT)                                                    \
     static void zp_run_##T(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols, \
                            const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch) \
     {                                                                                   \
@@ -316,7 +309,7 @@ static void zp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
                     if (j >= nr) { memset(&u[j], 0, sizeof u[j]); continue; }           \
                     const BT *x = (const BT *)((const char *)W + (size_t)(r + j) * wrb) + i; \
                     unpz_##T(x, &u[j]);                                                 \
-                    dx[j] = (DEXPR);                                                    \
+                    dx[j] = _cvtsh_ss(DBITS);                                           \
                 }                                                                       \
                 /* per lane j: (float)((dx_j * d_y) * MULT * (float)isum), as vec_dot */ \
                 const __m128 dx4 = _mm_loadu_ps(dx), mult = _mm_set1_ps(MULT);          \
@@ -336,23 +329,10 @@ static void zp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
     }                                                                                   \
     static const sl_panel zp_##T = { zp_panel_bytes, zp_scratch_bytes, zp_pack, zp_run_##T, SL_QKK };
 
-ZPANEL(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f)
-ZPANEL(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f)
-ZPANEL(iq2_s, sl_block_iq2_s, _cvtsh_ss(x->d), 0.125f)
-ZPANEL(iq3_xxs, sl_block_iq3_xxs, _cvtsh_ss(x->d), 0.25f)
-ZPANEL(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f)
-ZPANEL(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f)
-ZPANEL(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f)
+SL_IQGRID_EACH(ZPANEL)
 
-#define ZSET(k, ID, T) ((k)->vec_dot[ID] = dot_##T##_z, (k)->gemm[ID] = gemm_##T##_z, (k)->panel[ID] = &zp_##T)
-
-#define IQZ_FILL(FILL)                                                                    \
-    void FILL(sl_kern *k)                                                               \
-    {                                                                                   \
-        ZSET(k, SL_GGML_IQ2_XXS, iq2_xxs); ZSET(k, SL_GGML_IQ2_XS, iq2_xs);              \
-        ZSET(k, SL_GGML_IQ2_S, iq2_s); ZSET(k, SL_GGML_IQ3_XXS, iq3_xxs);               \
-        ZSET(k, SL_GGML_IQ3_S, iq3_s); ZSET(k, SL_GGML_IQ1_S, iq1_s);                   \
-        ZSET(k, SL_GGML_IQ1_M, iq1_m);                                                  \
-    }
+#define ZSET(T, ID, BT, DBITS, MULT) k->vec_dot[ID] = dot_##T##_z, k->gemm[ID] = gemm_##T##_z, k->panel[ID] = &zp_##T;
+#define IQZ_FILL(FILL) \
+    void FILL(sl_kern *k) { SL_IQGRID_EACH(ZSET) }
 
 #endif
