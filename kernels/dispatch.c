@@ -114,7 +114,7 @@ static void init(void)
             sl_dot_fill_avx512vnni(k);
             sl_dot_fill_iq4_avx512vnni(k);
             sl_gemm_fill_avx512vnni(k);
-            sl_dot_fill_iqgrid_avx512(k);
+            sl_dot_fill_iqgrid_avx512vnni(k);
             break;
 #endif
 #if defined(__aarch64__)

@@ -12,5 +12,13 @@ X86_LEVEL(sl_dot_fill_avx512, dot_q4_k_avx512, gemm_q4_k_avx512, dot_q5_k_avx512
 
 #include "dot_x86_iq4.h"
 
-X86_IQ4_LEVEL(sl_dot_fill_iq4_avx512, dot_iq4_nl_avx512, gemm_iq4_nl_avx512, dot_iq4_xs_avx512, gemm_iq4_xs_avx512,
+static void iq4_fill256_avx512(sl_kern *k);   /* the 256-bit fill, under dot_x86_iq4z.h */
+
+X86_IQ4_LEVEL(iq4_fill256_avx512, dot_iq4_nl_avx512, gemm_iq4_nl_avx512, dot_iq4_xs_avx512, gemm_iq4_xs_avx512,
               dot_mxfp4_avx512, gemm_mxfp4_avx512, dot_tq1_0_avx512, gemm_tq1_0_avx512, dot_tq2_0_avx512, gemm_tq2_0_avx512)
+
+#include "dot_x86_iq4z.h"
+
+X86_IQ4Z_LEVEL(sl_dot_fill_iq4_avx512, iq4_fill256_avx512, dot_iq4_nl_z_avx512, gemm_iq4_nl_z_avx512,
+               dot_iq4_xs_z_avx512, gemm_iq4_xs_z_avx512, dot_mxfp4_z_avx512, gemm_mxfp4_z_avx512,
+               dot_tq1_0_z_avx512, gemm_tq1_0_z_avx512)

@@ -24,10 +24,65 @@ void sl_blk_iq1_m(const void *x, const void *y, int64_t i, float *a, float *b, i
 #if defined(__x86_64__) || defined(__i386__)
 void sl_dot_fill_iqgrid_avx2(sl_kern *k);
 void sl_dot_fill_iqgrid_avx512(sl_kern *k);
+void sl_dot_fill_iqgrid_avx512vnni(sl_kern *k);
 #endif
 #if defined(__aarch64__)
 void sl_dot_fill_iqgrid_neon(sl_kern *k);
 void sl_dot_fill_iqgrid_dotprod(sl_kern *k);
 #endif
+
+/* The facts every level instantiates its kernels from, once per type:
+ * X(T, ID, BT, DBITS, MULT): T the name suffix, ID the ggml type, BT the
+ * block, DBITS the fp16 bits of the block's d (of block pointer x), MULT the
+ * scale of isum (the scheme above). Each level converts DBITS its own way. */
+#define SL_IQGRID_EACH(X)                                                    \
+    X(iq2_xxs, SL_GGML_IQ2_XXS, sl_block_iq2_xxs, x->d, 0.125f)              \
+    X(iq2_xs, SL_GGML_IQ2_XS, sl_block_iq2_xs, x->d, 0.125f)                 \
+    X(iq2_s, SL_GGML_IQ2_S, sl_block_iq2_s, x->d, 0.125f)                    \
+    X(iq3_xxs, SL_GGML_IQ3_XXS, sl_block_iq3_xxs, x->d, 0.25f)               \
+    X(iq3_s, SL_GGML_IQ3_S, sl_block_iq3_s, x->d, 1.0f)                      \
+    X(iq1_s, SL_GGML_IQ1_S, sl_block_iq1_s, x->d, 0.125f)                    \
+    X(iq1_m, SL_GGML_IQ1_M, sl_block_iq1_m, sl_iq1m_d_bits(x->scales), 0.125f)
+
+/* The drivers of the x86 levels (avx2's dot_iqgrid_x86.h, avx512's
+ * dot_iqgrid_z.h), which unpack a block before summing it; NEON sums straight
+ * from the block. The scalar oracle's per-block terms, summed in double in
+ * its order. DOT is the vec_dot; GEMM the gemm tile,
+ * which unpacks a weight row's block once (UNP into a UT) for up to
+ * SL_GEMM_MAX activation rows (same per-pair arithmetic: bit-identical to
+ * DOT). ISUM(&u, q8) is the block's exact integer sum. */
+#define IQ_GRID_DRIVER(DOT, GEMM, BT, UT, UNP, ISUM, DEXPR, MULT)                         \
+    static void DOT(int64_t n, float *s, const void *vx, const void *vy)                \
+    {                                                                                   \
+        const BT *x = vx;                                                               \
+        const sl_block_q8_k *y = vy;                                                    \
+        double sum = 0.0;                                                               \
+        for (int64_t i = 0; i < n / SL_QKK; i++, x++, y++) {                            \
+            UT u;                                                                       \
+            UNP(x, &u);                                                                 \
+            float dd = (DEXPR) * y->d;                                                  \
+            sum += (double)(dd * (MULT) * (float)ISUM(&u, y->qs));                      \
+        }                                                                               \
+        *s = (float)sum;                                                                \
+    }                                                                                   \
+    static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy,      \
+                     size_t by, int ny, float *s, int64_t lds)                          \
+    {                                                                                   \
+        for (int r = 0; r < nx; r++) {                                                  \
+            double sum[SL_GEMM_MAX] = { 0 };                                            \
+            const BT *x = (const BT *)((const char *)vx + (size_t)r * bx);              \
+            for (int64_t i = 0; i < n / SL_QKK; i++, x++) {                             \
+                UT u;                                                                   \
+                UNP(x, &u);                                                             \
+                float dx = (DEXPR);                                                     \
+                for (int c = 0; c < ny; c++) {                                          \
+                    const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)vy + (size_t)c * by) + i; \
+                    float dd = dx * y->d;                                               \
+                    sum[c] += (double)(dd * (MULT) * (float)ISUM(&u, y->qs));           \
+                }                                                                       \
+            }                                                                           \
+            for (int c = 0; c < ny; c++) s[c * lds + r] = (float)sum[c];                \
+        }                                                                               \
+    }
 
 #endif

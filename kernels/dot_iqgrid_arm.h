@@ -176,33 +176,19 @@ INL int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q)
     return vaddvq_s32(acc);
 }
 
-#define IQ_DOT(T, BT, DEXPR, MULT)                                                   \
+#define IQ_DOT(T, ID, BT, DBITS, MULT)                                                   \
     static void FN(dot_##T)(int64_t n, float *s, const void *vx, const void *vy)   \
     {                                                                              \
         const BT *x = vx;                                                          \
         const sl_block_q8_k *y = vy;                                               \
         double sum = 0.0;                                                          \
         for (int64_t i = 0; i < n / SL_QKK; i++, x++, y++) {                       \
-            float dd = (DEXPR) * y->d;                                             \
+            float dd = f16s(DBITS) * y->d;                                         \
             sum += (double)(dd * (MULT) * (float)isum_##T(x, y->qs));              \
         }                                                                          \
         *s = (float)sum;                                                           \
     }
-IQ_DOT(iq2_xxs, sl_block_iq2_xxs, f16s(x->d), 0.125f)
-IQ_DOT(iq2_xs, sl_block_iq2_xs, f16s(x->d), 0.125f)
-IQ_DOT(iq2_s, sl_block_iq2_s, f16s(x->d), 0.125f)
-IQ_DOT(iq3_xxs, sl_block_iq3_xxs, f16s(x->d), 0.25f)
-IQ_DOT(iq3_s, sl_block_iq3_s, f16s(x->d), 1.0f)
-IQ_DOT(iq1_s, sl_block_iq1_s, f16s(x->d), 0.125f)
-IQ_DOT(iq1_m, sl_block_iq1_m, f16s(sl_iq1m_d_bits(x->scales)), 0.125f)
+SL_IQGRID_EACH(IQ_DOT)
 
-void FN(sl_dot_fill_iqgrid)(sl_kern *k)
-{
-    k->vec_dot[SL_GGML_IQ2_XXS] = FN(dot_iq2_xxs);
-    k->vec_dot[SL_GGML_IQ2_XS] = FN(dot_iq2_xs);
-    k->vec_dot[SL_GGML_IQ2_S] = FN(dot_iq2_s);
-    k->vec_dot[SL_GGML_IQ3_XXS] = FN(dot_iq3_xxs);
-    k->vec_dot[SL_GGML_IQ3_S] = FN(dot_iq3_s);
-    k->vec_dot[SL_GGML_IQ1_S] = FN(dot_iq1_s);
-    k->vec_dot[SL_GGML_IQ1_M] = FN(dot_iq1_m);
-}
+#define IQ_SET(T, ID, BT, DBITS, MULT) k->vec_dot[ID] = FN(dot_##T);
+void FN(sl_dot_fill_iqgrid)(sl_kern *k) { SL_IQGRID_EACH(IQ_SET) }

@@ -190,60 +190,14 @@ INL void unp_iq1_m(const sl_block_iq1_m *x, unp_t *u)
     }
 }
 
-/* The drivers: the scalar oracle's per-block terms, summed in double in its
- * order. vec_dot unpacks each block and dots it; the gemm tile unpacks a
- * weight row's block once for up to 4 activation rows (same per-pair
- * arithmetic: bit-identical to vec_dot). */
-#define IQ_DOT(T, BT, DEXPR, MULT, NAME)                                                  \
-    static void dot_##NAME(int64_t n, float *s, const void *vx, const void *vy)         \
-    {                                                                                   \
-        const BT *x = vx;                                                               \
-        const sl_block_q8_k *y = vy;                                                    \
-        double sum = 0.0;                                                               \
-        for (int64_t i = 0; i < n / SL_QKK; i++, x++, y++) {                            \
-            unp_t u;                                                                    \
-            unp_##T(x, &u);                                                             \
-            float dd = (DEXPR) * y->d;                                                  \
-            sum += (double)(dd * (MULT) * (float)isum_unp(&u, y->qs));                  \
-        }                                                                               \
-        *s = (float)sum;                                                                \
-    }                                                                                   \
-    static void gemm_##NAME(int64_t n, const void *vx, size_t bx, int nx, const void *vy, \
-                            size_t by, int ny, float *s, int64_t lds)                   \
-    {                                                                                   \
-        for (int r = 0; r < nx; r++) {                                                  \
-            double sum[SL_GEMM_MAX] = { 0 };                                            \
-            const BT *x = (const BT *)((const char *)vx + (size_t)r * bx);              \
-            for (int64_t i = 0; i < n / SL_QKK; i++, x++) {                             \
-                unp_t u;                                                                \
-                unp_##T(x, &u);                                                         \
-                float dx = (DEXPR);                                                     \
-                for (int c = 0; c < ny; c++) {                                          \
-                    const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)vy + (size_t)c * by) + i; \
-                    float dd = dx * y->d;                                               \
-                    sum[c] += (double)(dd * (MULT) * (float)isum_unp(&u, y->qs));       \
-                }                                                                       \
-            }                                                                           \
-            for (int c = 0; c < ny; c++) s[c * lds + r] = (float)sum[c];                \
-        }                                                                               \
-    }
+/* The drivers (dot_iqgrid.h's IQ_GRID_DRIVER) of this scheme, one per type;
+ * a level is one translation unit, so the static names need no suffix. */
+#define IQ_DOT(T, ID, BT, DBITS, MULT) \
+    IQ_GRID_DRIVER(dot_##T, gemm_##T, BT, unp_t, unp_##T, isum_unp, _cvtsh_ss(DBITS), MULT)
+#define IQ_SET(T, ID, BT, DBITS, MULT) k->vec_dot[ID] = dot_##T, k->gemm[ID] = gemm_##T;
 
-#define IQ_SET(k, ID, NAME) ((k)->vec_dot[ID] = dot_##NAME, (k)->gemm[ID] = gemm_##NAME)
-
-#define IQ_LEVEL(FILL, SUF)                                                             \
-    IQ_DOT(iq2_xxs, sl_block_iq2_xxs, _cvtsh_ss(x->d), 0.125f, iq2_xxs_##SUF)          \
-    IQ_DOT(iq2_xs, sl_block_iq2_xs, _cvtsh_ss(x->d), 0.125f, iq2_xs_##SUF)             \
-    IQ_DOT(iq2_s, sl_block_iq2_s, _cvtsh_ss(x->d), 0.125f, iq2_s_##SUF)                \
-    IQ_DOT(iq3_xxs, sl_block_iq3_xxs, _cvtsh_ss(x->d), 0.25f, iq3_xxs_##SUF)           \
-    IQ_DOT(iq3_s, sl_block_iq3_s, _cvtsh_ss(x->d), 1.0f, iq3_s_##SUF)                  \
-    IQ_DOT(iq1_s, sl_block_iq1_s, _cvtsh_ss(x->d), 0.125f, iq1_s_##SUF)                \
-    IQ_DOT(iq1_m, sl_block_iq1_m, _cvtsh_ss(sl_iq1m_d_bits(x->scales)), 0.125f, iq1_m_##SUF) \
-    void FILL(sl_kern *k)                                                               \
-    {                                                                                   \
-        IQ_SET(k, SL_GGML_IQ2_XXS, iq2_xxs_##SUF); IQ_SET(k, SL_GGML_IQ2_XS, iq2_xs_##SUF); \
-        IQ_SET(k, SL_GGML_IQ2_S, iq2_s_##SUF); IQ_SET(k, SL_GGML_IQ3_XXS, iq3_xxs_##SUF); \
-        IQ_SET(k, SL_GGML_IQ3_S, iq3_s_##SUF); IQ_SET(k, SL_GGML_IQ1_S, iq1_s_##SUF);     \
-        IQ_SET(k, SL_GGML_IQ1_M, iq1_m_##SUF);                                          \
-    }
+#define IQ_LEVEL(FILL)                                                                  \
+    SL_IQGRID_EACH(IQ_DOT)                                                              \
+    void FILL(sl_kern *k) { SL_IQGRID_EACH(IQ_SET) }
 
 #endif

@@ -52,6 +52,14 @@ static inline const int *kr_f16_fields(int t)
     }
 }
 
+/* IQ1_M has no f16 field: its d is the f16 bits in the top nibbles of the 4 scale words. */
+static inline void kr_put_iq1m_d(uint8_t *blk, float v)
+{
+    sl_f16 h = sl_f32_to_f16(v);
+    uint8_t *sc = blk + 48;
+    for (int k = 0; k < 4; k++) sc[2 * k + 1] = (uint8_t)((sc[2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 15) << 4));
+}
+
 /* rows x n weights of type t, contiguous; caller frees. */
 static inline void *kr_weights(int t, int64_t rows, int64_t n, uint64_t *seed)
 {
@@ -74,12 +82,7 @@ static inline void *kr_weights(int t, int64_t rows, int64_t n, uint64_t *seed)
         if (t == SL_GGML_MXFP4)      /* E8M0 scale 2^(e-128): keep it in 2^-16 .. 2^-1 */
             for (size_t b = 0; b < total / bb; b++) w[b * bb] = (uint8_t)(112 + kr_next(seed) % 16);
         if (t == SL_GGML_IQ1_M)          /* a finite d: f16 bits in 4 top nibbles */
-            for (size_t b = 0; b < total / bb; b++) {
-                sl_f16 h = sl_f32_to_f16(kr_unif(seed) * 0.05f);
-                uint8_t *sc = w + b * bb + 48;
-                for (int k = 0; k < 4; k++)
-                    sc[2 * k + 1] = (uint8_t)((sc[2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 15) << 4));
-            }
+            for (size_t b = 0; b < total / bb; b++) kr_put_iq1m_d(w + b * bb, kr_unif(seed) * 0.05f);
     }
     return w;
 }

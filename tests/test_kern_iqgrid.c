@@ -114,3 +114,40 @@ Test(kern_iqgrid, golden_dots_every_level)
     }
     free(act);
 }
+
+/* matmul (the gemm tiles below SL_PANEL_MIN_ACT activation rows, the panel
+ * at and above it where a level has one) equals vec_dot bit for bit: both
+ * take the same per-block terms in the same double order. Row tails of the
+ * panel's 4-row groups, pool and no pool. */
+Test(kern_iqgrid, matmul_equals_vec_dot_bitwise)
+{
+    static const int64_t shapes[][3] = { { 7, 3, 4 }, { 13, 2, SL_PANEL_MIN_ACT }, { 18, 1, 21 } };
+    sl_pool *p = NULL;
+    cr_assert_eq(sl_pool_create(&p, 2), 0);
+    uint64_t seed = 99;
+    const sl_kern *sc = sl_kern_for(SL_ISA_SCALAR);
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k) continue;
+        for (int i = 0; i < NT; i++)
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+                int t = k_types[i].type;
+                int64_t rows = shapes[s][0], n = 256 * shapes[s][1], n_act = shapes[s][2];
+                uint8_t *W = kr_weights(t, rows, n, &seed), *A = kr_act(sc, t, n_act, n, &seed);
+                float *Y = malloc((size_t)(rows * n_act) * sizeof *Y);
+                cr_assert(W && A && Y);
+                cr_assert_eq(sl_kern_matmul(k, s & 1 ? p : NULL, t, W, rows, n, A, n_act, Y, rows), 0);
+                size_t rb = sl_gguf_row_bytes(t, n), ab = sl_kern_act_bytes(t, n, 1);
+                for (int64_t c = 0; c < n_act; c++)
+                    for (int64_t r = 0; r < rows; r++) {
+                        float v;
+                        k->vec_dot[t](n, &v, W + (size_t)r * rb, A + (size_t)c * ab);
+                        cr_assert(memcmp(&v, &Y[c * rows + r], 4) == 0, "%s %s rows %lld n_act %lld: [%lld][%lld] %.9g vs vec_dot %.9g",
+                                  k->name, k_types[i].name, (long long)rows, (long long)n_act, (long long)c,
+                                  (long long)r, Y[c * rows + r], v);
+                    }
+                free(W); free(A); free(Y);
+            }
+    }
+    sl_pool_destroy(p);
+}

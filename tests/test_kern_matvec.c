@@ -96,6 +96,8 @@ Test(kern_matvec, panel_extreme_fields)
                 const int *f = kr_f16_fields(t);
                 for (size_t b = 0; b < rb * rows / bb; b++)
                     for (int j = 0; f[j] >= 0; j++) kr_put_f16(W + b * bb + (size_t)f[j], (b & 1) ? 0.01f : -0.02f);
+                if (t == SL_GGML_IQ1_M)
+                    for (size_t b = 0; b < rb * rows / bb; b++) kr_put_iq1m_d(W + b * bb, (b & 1) ? 0.01f : -0.02f);
                 cr_assert_eq(sl_kern_matmul(k, NULL, t, W, rows, cols, A, n_act, Y, rows), 0);
                 for (int64_t i = 0; i < n_act; i++)
                     for (int64_t r = 0; r < rows; r++) {
