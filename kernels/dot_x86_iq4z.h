@@ -323,6 +323,12 @@ static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy, s
     }                                                                                    \
 }
 
+/* The 512-bit gemm takes up to SL_GEMM_MAX rows and has no few-row tile: the
+ * 256-bit wide tile BASE set would round differently from this vec_dot, so it
+ * is cleared and matvec goes through this gemm (bit for bit its vec_dot). */
+#define X86_SET_Z(k, ID, DOT, GEMM) \
+    ((k)->vec_dot[ID] = (DOT), (k)->gemm[ID] = (GEMM), (k)->gemm_wide[ID] = NULL)
+
 /* A level's 512-bit instances and FILL, which first runs BASE (the 256-bit fill). */
 #define X86_IQ4Z_LEVEL(FILL, BASE, dnl, gnl, dxs, gxs, dmx, gmx, dt1, gt1)               \
 X86_IQ4Z_NL(iq4_nl, sl_block_iq4_nl, dnl, gnl)                                           \
@@ -332,8 +338,8 @@ X86_IQ4Z_XS(dxs, gxs)                                                           
 void FILL(sl_kern *k)                                                                    \
 {                                                                                        \
     BASE(k);                                                                             \
-    X86_SET(k, SL_GGML_IQ4_NL, dnl, gnl); X86_SET(k, SL_GGML_IQ4_XS, dxs, gxs);          \
-    X86_SET(k, SL_GGML_MXFP4, dmx, gmx); X86_SET(k, SL_GGML_TQ1_0, dt1, gt1);            \
+    X86_SET_Z(k, SL_GGML_IQ4_NL, dnl, gnl); X86_SET_Z(k, SL_GGML_IQ4_XS, dxs, gxs);      \
+    X86_SET_Z(k, SL_GGML_MXFP4, dmx, gmx); X86_SET_Z(k, SL_GGML_TQ1_0, dt1, gt1);        \
 }
 
 #endif
