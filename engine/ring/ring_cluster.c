@@ -239,21 +239,33 @@ int sl_ring_cluster_parse(sl_ring_cluster *c, const char *text, size_t len, cons
         rc = parse_device(&x, d, i, base_dir, &c->dev[i], model_reserve);
     if (!rc) c->n_dev = i;
     if (!rc && c->n_dev > 1 && !c->link_bps) rc = bad(&x, "link", "bytes_per_s is needed for more than one device");
-    /* every type the model uses must have a rate where it runs */
-    for (int m = 0; m < c->n_dev && !rc; m++)
-        for (int t = 0; t < SL_RING_NTYPE && !rc; t++) {
-            int need = t != SL_GGML_F32 && (c->model.layer_bytes[t] > 0 || (m == 0 && c->model.head_bytes[t] > 0));
-            if (need && !(c->dev[m].matvec_bps[t] >= MIN_RATE)) {
-                char w[128];
-                snprintf(w, sizeof w, "devices[%d] (%s).matvec", m, c->dev[m].name);
-                char msg[96];
-                snprintf(msg, sizeof msg, "no rate for %s, which the model uses", sl_gguf_type_name((uint32_t)t));
-                rc = bad(&x, w, msg);
-            }
-        }
+    int m_bad, t_bad;
+    if (!rc && sl_ring_cluster_missing_rate(c, &m_bad, &t_bad)) {
+        char w[128];
+        snprintf(w, sizeof w, "devices[%d] (%s).matvec", m_bad, c->dev[m_bad].name);
+        char msg[96];
+        snprintf(msg, sizeof msg, "no rate for %s, which the model uses", sl_gguf_type_name((uint32_t)t_bad));
+        rc = bad(&x, w, msg);
+    }
     sl_json_free(&j);
     if (rc) memset(c, 0, sizeof *c);
     return rc;
+}
+
+/* Every type the model uses must have a matvec rate on the devices that run it
+ * (device 0 also runs the head); f32 goes at memory bandwidth. */
+bool sl_ring_cluster_missing_rate(const sl_ring_cluster *c, int *dev, int *type)
+{
+    for (int m = 0; m < c->n_dev; m++)
+        for (int t = 0; t < SL_RING_NTYPE; t++) {
+            bool need = t != SL_GGML_F32 && (c->model.layer_bytes[t] > 0 || (m == 0 && c->model.head_bytes[t] > 0));
+            if (need && !(c->dev[m].matvec_bps[t] >= MIN_RATE)) {
+                *dev = m;
+                *type = t;
+                return true;
+            }
+        }
+    return false;
 }
 
 int sl_ring_cluster_load(sl_ring_cluster *c, const char *path, const sl_ring_model *model, double model_reserve)

@@ -5,6 +5,7 @@
  * resident and the streaming branch of ring_plan.h's model, which is exact:
  * streaming never beats residency where residency fits. */
 #include "ring_plan.h"
+#include "../../gguf/gguf_type.h"
 #include "../../gguf/sl_internal.h"
 #include "../../gguf/sl_status.h"
 
@@ -125,6 +126,13 @@ int sl_ring_plan_solve(const sl_ring_cluster *c, sl_ring_plan *p)
     memset(p, 0, sizeof *p);
     p->n_dev = c->n_dev;
     p->t_s = -1;
+    /* a cost without a rate is infinite, and GLPK aborts the process on such a
+     * bound: refuse it here (gathered profiles skip the file parser's check) */
+    int m_bad, t_bad;
+    if (sl_ring_cluster_missing_rate(c, &m_bad, &t_bad))
+        return sl_err_set(SL_EINVAL, "ring: device %d (%s) has no matvec rate for %s, which the model uses "
+                          "(add it to the \"matvec\" of that device's profile or of cluster.json)", m_bad,
+                          c->dev[m_bad].name, sl_gguf_type_name((uint32_t)t_bad));
     glp_term_out(GLP_OFF);
     int L = c->model.n_layers;
     for (int k = 1; k <= L; k++) {

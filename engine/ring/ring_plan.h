@@ -23,6 +23,7 @@
 #ifndef SL_RING_PLAN_H
 #define SL_RING_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -90,6 +91,9 @@ typedef struct sl_ring_plan {
 int sl_ring_cluster_parse(sl_ring_cluster *c, const char *text, size_t len, const char *what,
                           const char *base_dir, const sl_ring_model *model, double model_reserve);
 int sl_ring_cluster_load(sl_ring_cluster *c, const char *path, const sl_ring_model *model, double model_reserve);
+/* True when a device lacks the matvec rate of a type the model uses there (the
+ * first such device and type in *dev, *type): the planner cannot cost it. */
+bool sl_ring_cluster_missing_rate(const sl_ring_cluster *c, int *dev, int *type);
 
 /* A device's disk, memory and matvec rates from a `sluice profile` JSON (those not set in d). */
 int sl_ring_device_read_profile(sl_ring_device *d, const char *path);

@@ -38,6 +38,22 @@ static const struct { const char *c; int n; const char *args; } run_cases[] = {
     { "same", 2, "synth2-qwen3moe-q4_k_m 2,2" },                /* MoE */
     { "streams", 2, "synth2-qwen3moe-q4_k_m 1,1 --max-pinned 0 --ring-budgets 48M,32M" },
     { "same", 2, "synth2-qwen3-q4_k_m auto --mem-budget 64M" },   /* profiles gathered, ILPs */
+    /* every other golden model: architectures, quant types, layer counts */
+    { "same", 2, "TinyStories-656K-Q8_0 1,1" },
+    { "same", 1, "llama-2-tiny-random 1" },                     /* one layer */
+    { "same", 2, "stories260K 3,2" },                           /* 5 layers, unequal windows */
+    { "same", 2, "synth-tiny-q2_k 1,1" },
+    { "same", 2, "synth-tiny-q4_0 1,1" },
+    { "same", 2, "synth-tiny-q8_0 1,1" },
+    { "same", 2, "synth-tiny-qwen2-q4_k 1,1" },
+    { "same", 3, "synth2-gemma3-q4_k_m 1,1,1" },                /* sliding-window rings */
+    { "streams", 2, "synth2-gemma3-q4_k_m 1,2 --max-pinned 0 --ring-budgets 48M,40M" },
+    { "same", 2, "synth2-phi3-q4_k_m 1,1" },                    /* fused qkv, gate|up */
+    { "streams", 2, "synth2-phi3-q4_k_m 1,1 --max-pinned 0 --ring-budgets 48M,40M" },
+    { "same", 2, "synth2-mixtral-q4_k_m 1,1" },
+    { "same", 2, "synth2-qwen2moe-q4_k_m 1,1" },                /* shared expert */
+    { "same", 2, "iq/synth2-llama-iq2_xs 1,1" },
+    { "same", 2, "iq/synth2-llama-iq4_xs 1,1" },
 };
 
 /* One test, the cases in turn: run as parallel tests, Criterion's own runner reports a

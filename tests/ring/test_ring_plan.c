@@ -153,6 +153,28 @@ Test(ring_plan, hand_computed)
     cr_assert_not_null(strstr(sl_last_error(), "device 1"), "%s", sl_last_error());
 }
 
+/* A gathered cluster (`run --ring auto`) skips the file parser: a device whose
+ * profile lacks a type the model uses is refused by name, before GLPK (which
+ * would abort the process on the infinite cost). */
+Test(ring_plan, missing_rate_refused)
+{
+    sl_ring_cluster c;
+    random_cluster(&c, 3, 12);
+    c.model.layer_bytes[SL_GGML_Q4_0] = 50e6;
+    for (int d = 0; d < 3; d++) c.dev[d].matvec_bps[SL_GGML_Q4_0] = d == 1 ? 0 : 5e9;
+    sl_ring_plan p;
+    cr_assert_eq(sl_ring_plan_solve(&c, &p), SL_EINVAL);
+    cr_assert_not_null(strstr(sl_last_error(), "device 1 (r1) has no matvec rate for q4_0"), "%s", sl_last_error());
+    int m, t;
+    cr_assert(sl_ring_cluster_missing_rate(&c, &m, &t));
+    cr_assert_eq(m, 1);
+    cr_assert_eq(t, SL_GGML_Q4_0);
+    c.dev[1].matvec_bps[SL_GGML_Q4_0] = 5e9;
+    cr_assert_not(sl_ring_cluster_missing_rate(&c, &m, &t));
+    int rc = sl_ring_plan_solve(&c, &p);
+    cr_assert(rc == 0 || rc == SL_ERANGE, "%d %s", rc, sl_last_error());
+}
+
 Test(ring_plan, windows_layout)
 {
     sl_ring_plan p;
