@@ -90,6 +90,21 @@ static int find(const sl_stream_view *v, int32_t l, const char *suffix, const sl
     return 0;
 }
 
+/* The k largest of p[0..n) in sel, largest first (k <= n <= 512: repeated scan;
+ * ties keep the lower index). */
+static void top_k(const float *p, int n, int k, int32_t *sel)
+{
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int e = 0; e < n; e++) {
+            bool taken = false;
+            for (int i = 0; i < j; i++) taken |= sel[i] == e;
+            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+        }
+        sel[j] = best;
+    }
+}
+
 /* Softmax of one token's router logits in place, then its top k. */
 static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
 {
@@ -100,16 +115,8 @@ static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
     for (int e = 0; e < NE; e++) { p[e] = expf(p[e] - mx); sum += p[e]; }
     const float inv = (float)(1.0 / sum);
     for (int e = 0; e < NE; e++) p[e] *= inv;
-    for (int j = 0; j < K; j++) {   /* k <= n_expert <= 512: selection by repeated scan */
-        int best = -1;
-        for (int e = 0; e < NE; e++) {
-            bool taken = false;
-            for (int i = 0; i < j; i++) taken |= sel[i] == e;
-            if (!taken && (best < 0 || p[e] > p[best])) best = e;
-        }
-        sel[j] = best;
-        w[j] = p[best];
-    }
+    top_k(p, NE, K, sel);
+    for (int j = 0; j < K; j++) w[j] = p[sel[j]];
     if (d->expert_weights_norm) {
         float s = 0;
         for (int j = 0; j < K; j++) s += w[j];
@@ -118,16 +125,13 @@ static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
     }
 }
 
-/* Experts layer l+1 gets read ahead (top k by the guessed router logits). */
-#define SL_PREGATE_MARGIN 0
-
 /* Guesses layer l + 1's experts from f->x (layer l's post-attention residual)
  * and reads them ahead. Only when l + 1's dense part is pinned (its acquire
  * cannot block); xg and probs of b are free here. */
 static void pregate(sl_forward *f, moe_buf *b, int32_t l)
 {
     const sl_model_desc *d = f->d;
-    const int32_t E = d->n_embd, NE = d->n_expert, n = d->n_expert_used + SL_PREGATE_MARGIN;
+    const int32_t E = d->n_embd, NE = d->n_expert, n = d->n_expert_used;   /* read ahead: its top k */
     f->pg_layer = -1;
     sl_stream_unit ui;
     if (l + 1 >= d->n_layer || n > (int32_t)(sizeof f->pg_guess / sizeof f->pg_guess[0]) || n > NE ||
@@ -144,15 +148,7 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     }
     (void)sl_stream_release(f->st, l + 1);
     if (rc) { sl_err_clear(); return; }
-    for (int32_t j = 0; j < n; j++) {   /* top n logits (softmax keeps the order) */
-        int32_t best = -1;
-        for (int32_t e = 0; e < NE; e++) {
-            bool taken = false;
-            for (int32_t i = 0; i < j; i++) taken |= f->pg_guess[i] == e;
-            if (!taken && (best < 0 || b->probs[e] > b->probs[best])) best = e;
-        }
-        f->pg_guess[j] = best;
-    }
+    top_k(b->probs, NE, n, f->pg_guess);   /* on the logits: softmax keeps the order */
     f->pg_layer = l + 1;
     f->pg_n = n;
     if (sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess, n) < 0) sl_err_clear();
