@@ -79,6 +79,7 @@ static inline void fin_dmin(__m256i isum, __m256i msum, __m256 dv, float yd, acc
 
 /* ---- block kernels: one block of x with one block of y ---------------- */
 
+#ifndef SL_X86_KQ_Z   /* the 512-bit level has its own q4_K / q6_K unpacks (dot_x86_vnni.h) */
 /* Split kernels: unp_T() does the x-only work once per weight block,
  * pair_T() the per-activation-row work (two independent integer chains);
  * the q4_K / q6_K pairs are the variant headers'. */
@@ -109,6 +110,8 @@ INL __m256i unp_q4_k_base(const sl_block_q4_k *x, u_q4_k *u)
     return s16x2;
 }
 
+#endif
+
 INL void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
     uint32_t sc[2], mn[2];
@@ -135,6 +138,7 @@ INL void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_t *acc)
     acc->b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dm), acc->b);
 }
 
+#ifndef SL_X86_KQ_Z
 /* q6_K: q + 32 (0..63) times y; 32 * sum(sc * bsums) goes to acc->b. */
 typedef struct { __m256i q[8], sc[8], sc2[4], sc16; __m256 dv; } u_q6_k;
 
@@ -161,6 +165,8 @@ INL void unp_q6_k_base(const sl_block_q6_k *x, u_q6_k *u)
     float d = f16s(x->d);
     u->dv = dmin_vec(d, 32.0f * d);
 }
+
+#endif
 
 /* q3_K: q + 4 (0..7) x y scaled by the signed 6-bit scales; 4 * sum(sc * bsums) to b. */
 INL __m128i q3k_scales8(const sl_block_q3_k *x)

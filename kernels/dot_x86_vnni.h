@@ -20,6 +20,7 @@ static inline __m256i dot_u8s8(__m256i acc, __m256i a, __m256i b)
     return _mm256_dpbusd_epi32(acc, a, b);
 }
 
+#define SL_X86_KQ_Z 1   /* q4_K / q6_K below, 512 bits wide */
 #include "dot_x86.h"
 
 /* Two chunks dotted with vpdpbusd (lanes stay below 2^15: at most 4 products
@@ -51,43 +52,120 @@ INL void pair_dot2(const __m256i q[8], const __m256i sc2[4], __m256i bw, __m256 
     fin_dmin(_mm256_add_epi32(i0, i1), _mm256_madd_epi16(loadu(y->bsums), bw), dv, y->d, acc);
 }
 
+/* q4_K and q6_K, 512 bits: a zmm holds chunks 2j | 2j+1 (256 elements in
+ * four zmm), so each activation zmm is one contiguous 64-byte load. Integer
+ * lanes are rearranged once per block (fold_z) into exactly the eight
+ * int32 sums the 256-bit scheme forms (lane l: chunk parity l/2 & 1, element
+ * group l & 1 | (l & 4) >> 1); integer sums are exact in any order, so the
+ * float steps and results are bit for bit those of the other x86 levels. */
+typedef struct { __m512i q[4], w[2]; } zq_t;
+
+/* Chunks 2j | 2j+1 x their activations, packed to words (per 128-bit lane:
+ * chunk 2j or 2j+1, elements 16 i .. 16 i + 15 of q[a] then q[b]) and
+ * scaled with one vpdpwssd. */
+static inline __m512i dot2z(__m512i acc, __m512i qa, __m512i qb, const int8_t *ya, const int8_t *yb, __m512i w)
+{
+    __m512i pa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qa, _mm512_loadu_si512(ya));
+    __m512i pb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qb, _mm512_loadu_si512(yb));
+    return _mm512_dpwssd_epi32(acc, _mm512_packs_epi32(pa, pb), w);
+}
+
+/* The 16 lanes of two dot2z steps -> 8: lane l + lane l + 8. Not the
+ * 256-bit scheme's eight sums, but fin_dmin adds lanes l and l + 2 of each
+ * 128-bit half next, and both schemes' sums agree there (an integer sum does
+ * not depend on its order): lanes 4i and 4i + 1 get 8 elements of every chunk
+ * with their scales. */
+static inline __m256i fold_z(__m512i r)
+{
+    return _mm256_add_epi32(_mm512_castsi512_si256(r), _mm512_extracti64x4_epi64(r, 1));
+}
+
+INL __m256i zq_superblock(const zq_t *z, const sl_block_q8_k *y)
+{
+    __m512i r = dot2z(_mm512_setzero_si512(), z->q[0], z->q[1], y->qs, y->qs + 64, z->w[0]);
+    r = dot2z(r, z->q[2], z->q[3], y->qs + 128, y->qs + 192, z->w[1]);
+    return fold_z(r);
+}
+
+/* Word-scale indices of dot2z step s: 128-bit lane i takes sub-block sb x4
+ * then sb' x4 (its packed words: chunk 2j then 2j + 2 of the step).
+ * Rows: q4_K (32-element sub-blocks: sb = 4s + i/2, sb' = sb + 2) steps 0, 1;
+ * q6_K (16-element sub-blocks: sb = 8s + i, sb' = sb + 4) steps 0, 1. */
+static const short zq_sidx[4][32] __attribute__((aligned(64))) = {
+    {0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3},
+    {4, 4, 4, 4, 6, 6, 6, 6, 4, 4, 4, 4, 6, 6, 6, 6, 5, 5, 5, 5, 7, 7, 7, 7, 5, 5, 5, 5, 7, 7, 7, 7},
+    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5, 2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
+    {8, 8, 8, 8, 12, 12, 12, 12, 9, 9, 9, 9, 13, 13, 13, 13, 10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
+};
+
+static inline __m512i zq_scales(__m512i s16, int row)
+{
+    return _mm512_permutexvar_epi16(_mm512_load_si512(zq_sidx[row]), s16);
+}
+
+typedef struct { zq_t z; __m256i m16; __m256 dv; } u_q4_k;
+
+INL void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
+{
+    uint32_t sc[2], mn[2];
+    sl_q4k_scales8(x->scales, sc, mn);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    UNROLL
+    for (int p = 0; p < 4; p++) {   /* qs[32p..] low nibbles: chunk 2p, high: 2p + 1 */
+        __m512i q = _mm512_broadcast_i64x4(loadu(x->qs + 32 * p));
+        u->z.q[p] = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xffff0000u, q, 4), m4);
+    }
+    __m512i s16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(
+        _mm_cvtsi64_si128((long long)(((uint64_t)sc[1] << 32) | sc[0]))));
+    u->z.w[0] = zq_scales(s16, 0);
+    u->z.w[1] = zq_scales(s16, 1);
+    __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
+    u->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+    u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
+}
+
+INL void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    fin_dmin(zq_superblock(&u->z, y), _mm256_madd_epi16(loadu(y->bsums), u->m16), u->dv, y->d, acc);
+}
+
+/* q6_K: q + 32 (0..63) times y; 32 * sum(sc * bsums) goes to the min lanes. */
+typedef struct { zq_t z; __m256i sc16; __m256 dv; } u_q6_k;
+
+INL void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    /* chunk 4h + k: ql[64h + 32 (k & 1)] nibble k >> 1, qh[32h] bits 2k, 2k + 1 */
+    const __m512i sh01 = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0), sh23 = _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4);
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m512i L = _mm512_loadu_si512(x->ql + 64 * h);
+        __m512i H = _mm512_broadcast_i64x4(loadu(x->qh + 32 * h));
+        __m512i h01 = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi64(H, sh01), 4), m30);
+        __m512i h23 = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi64(H, sh23), 4), m30);
+        u->z.q[2 * h] = _mm512_ternarylogic_epi32(L, m4, h01, 0xea);              /* (L & 15) | h */
+        u->z.q[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(L, 4), m4, h23, 0xea);
+    }
+    __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    __m512i s16 = _mm512_castsi256_si512(sc16);
+    u->z.w[0] = zq_scales(s16, 2);
+    u->z.w[1] = zq_scales(s16, 3);
+    u->sc16 = sc16;
+    float d = f16s(x->d);
+    u->dv = dmin_vec(d, 32.0f * d);
+}
+
+INL void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
+{
+    fin_dmin(zq_superblock(&u->z, y), _mm256_madd_epi16(loadu(y->bsums), u->sc16), u->dv, y->d, acc);
+}
+
 /* Word scales for dot2_scaled over chunks k = 2m, 2m+1 of 16-element
  * sub-blocks (chunk k holds sub-blocks 2k | 2k+1 in its low | high half). */
 static inline __m256i sc2_sub16(__m256i sc16, int m)
 {
     short a = (short)(4 * m), b = (short)(4 * m + 2), c = (short)(4 * m + 1), d = (short)(4 * m + 3);
     return _mm256_permutexvar_epi16(_mm256_set_epi16(d, d, d, d, c, c, c, c, b, b, b, b, a, a, a, a), sc16);
-}
-
-/* Same for 32-element sub-blocks 2p (chunk a) and 2p+1 (chunk b), words 0..7 */
-static inline __m256i sc2_sub32(__m256i s16x2, int p)
-{
-    short a = (short)(2 * p), b = (short)(2 * p + 1);
-    return _mm256_permutexvar_epi16(_mm256_set_epi16(b, b, b, b, a, a, a, a, b, b, b, b, a, a, a, a), s16x2);
-}
-
-INL void unp_q4_k(const sl_block_q4_k *x, u_q4_k *u)
-{
-    __m256i s16x2 = unp_q4_k_base(x, u);
-    UNROLL
-    for (int p = 0; p < 4; p++) u->sc2[p] = sc2_sub32(s16x2, p);
-}
-
-INL void pair_q4_k(const u_q4_k *u, const sl_block_q8_k *y, acc_t *acc)
-{
-    pair_dot2(u->q, u->sc2, u->m16, u->dv, y, acc);
-}
-
-INL void unp_q6_k(const sl_block_q6_k *x, u_q6_k *u)
-{
-    unp_q6_k_base(x, u);
-    UNROLL
-    for (int m = 0; m < 4; m++) u->sc2[m] = sc2_sub16(u->sc16, m);
-}
-
-INL void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc)
-{
-    pair_dot2(u->q, u->sc2, u->sc16, u->dv, y, acc);
 }
 
 /* q2_K: 2-bit q (0..3) x y scaled by the low nibbles; mins via bsums. */
