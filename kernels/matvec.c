@@ -5,6 +5,7 @@
  * SL_GEMM_WIDE with the few-row tile gemm_wide). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ struct mm_job {
     int64_t rows, cols, n_act, ldy;
     const char *act;
     float *Y;
+    _Atomic int64_t *next;     /* few-row path: next row block to take */
 };
 
 /* Thread ith's share of the rows, in multiples of 4 so tiles stay whole. */
@@ -81,9 +83,15 @@ static void mm_worker(void *ctx, int ith, int nth)
     int tn = SL_GEMM_MAX;
     if (j->k->gemm_wide[j->wtype]) { g = j->k->gemm_wide[j->wtype]; tn = SL_GEMM_WIDE; }
     int64_t rb = (int64_t)(SL_MM_BLOCK_BYTES / j->wrb);
-    if (rb < 1) rb = 1;
-    for (int64_t b0 = r0; b0 < r1; b0 += rb) {
-        int64_t b1 = b0 + rb < r1 ? b0 + rb : r1;
+    rb = rb < 4 ? 4 : rb / 4 * 4;
+    /* Blocks are taken from a shared counter, not split in advance: this
+     * path is compute-bound, and a vCPU that runs slower (a busy SMT
+     * sibling on a shared host: 1.3x here) would leave the other waiting.
+     * Which thread computes a row does not change its result. */
+    for (;;) {
+        int64_t b0 = atomic_fetch_add_explicit(j->next, rb, memory_order_relaxed);
+        if (b0 >= j->rows) break;
+        int64_t b1 = b0 + rb < j->rows ? b0 + rb : j->rows;
         for (int64_t i = 0; i < j->n_act; i += tn) {
             int ny = j->n_act - i < tn ? (int)(j->n_act - i) : tn;
             const char *a = j->act + (size_t)i * j->arb;
@@ -93,7 +101,7 @@ static void mm_worker(void *ctx, int ith, int nth)
                 /* the first tile reads W from memory: ask for the next row
                  * while this one computes (the tile's compute per byte is
                  * too high for the hardware prefetcher to stay ahead) */
-                if (i == 0 && r + 1 < r1)
+                if (i == 0 && r + 1 < b1)
                     for (size_t o = 0; o < j->wrb; o += 64) __builtin_prefetch(w + j->wrb + o, 0, 3);
                 if (g) {
                     g(j->cols, w, j->wrb, 1, a, j->arb, ny, y, j->ldy);
@@ -195,16 +203,22 @@ struct pn_job {
     char *scratch;           /* thread ith at ith * per */
     size_t per;
     float *Y;
+    int64_t chunk;           /* rows per take (a multiple of 8) */
+    _Atomic int64_t *next;   /* next row to take */
 };
 
 static void pn_worker(void *ctx, int ith, int nth)
 {
     const struct pn_job *j = ctx;
-    int64_t units = (j->rows + 7) / 8, a = units * ith / nth, b = units * (ith + 1) / nth;
-    int64_t r0 = a * 8 < j->rows ? a * 8 : j->rows, r1 = b * 8 < j->rows ? b * 8 : j->rows;
-    if (r0 < r1)
+    (void)nth;
+    /* row chunks from a shared counter, as the few-row path (mm_worker) */
+    for (;;) {
+        int64_t r0 = atomic_fetch_add_explicit(j->next, j->chunk, memory_order_relaxed);
+        if (r0 >= j->rows) break;
+        int64_t r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
         j->pn->run(j->W, j->wrb, r0, r1, j->cols, j->panel, j->n_act, j->Y, j->ldy,
                    j->scratch + (size_t)ith * j->per);
+    }
 }
 
 size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_act, int n_threads)
@@ -235,9 +249,14 @@ static int panel_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, 
     if (!mem) return 1;
     size_t arb = sl_kern_act_bytes(wtype, cols, 1);
     pn->pack(act, arb, n_act, cols / pn->block, mem);
+    /* ~16 chunks per thread: small enough to even out a slower thread,
+     * large enough that a chunk's panel sweep dwarfs the atomic */
+    int64_t chunk = (rows / (16 * (int64_t)nth) + 7) / 8 * 8;
+    _Atomic int64_t next = 0;
     struct pn_job j = {
         .pn = pn, .W = W, .wrb = sl_gguf_row_bytes(wtype, cols), .rows = rows, .cols = cols,
         .n_act = n_act, .ldy = ldy, .panel = mem, .scratch = mem + pb, .per = per, .Y = Y,
+        .chunk = chunk < 8 ? 8 : chunk, .next = &next,
     };
     if (nth > 1 && rows >= 16) sl_pool_run(p, pn_worker, &j);
     else pn_worker(&j, 0, 1);
@@ -268,10 +287,11 @@ int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
     if (n_act < 0 || (n_act > 1 && ldy < rows)) return -EINVAL;
     if (rows == 0 || n_act == 0) return 0;
     if (n_act > 1 && panel_matmul(k, p, wtype, W, rows, cols, act, n_act, Y, ldy) == 0) return 0;
+    _Atomic int64_t next = 0;
     struct mm_job j = {
         .k = k, .wtype = wtype, .W = W, .wrb = sl_gguf_row_bytes(wtype, cols),
         .arb = sl_kern_act_bytes(wtype, cols, 1), .rows = rows, .cols = cols,
-        .n_act = n_act, .ldy = ldy, .act = act, .Y = Y,
+        .n_act = n_act, .ldy = ldy, .act = act, .Y = Y, .next = &next,
     };
     int nth = sl_pool_n_threads(p);
     if (nth > 1 && rows >= 8) sl_pool_run(p, mm_worker, &j);
