@@ -12,6 +12,7 @@ static void *worker(void *arg)
 {
     sl_loader *L = arg;
     sl_io_req r;
+    (void)pthread_setname_np(pthread_self(), "sl-pread");
     while (sl_loader_take(L, &r, true))
         while (sl_loader_result(L, &r, sl_loader_read(L, &r))) { }
     return NULL;

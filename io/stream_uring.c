@@ -135,6 +135,7 @@ static int ring_init(uring_state *U)
 static void *uring_thread(void *arg)
 {
     uring_state *U = arg;
+    (void)pthread_setname_np(pthread_self(), "sl-io");   /* for top -H, perf */
     int rc = ring_init(U);
     pthread_mutex_lock(&U->mu);
     U->init_rc = rc; U->init_done = true;

@@ -85,6 +85,7 @@ static void *worker(void *varg)
     sl_pool *p = arg->p;
     int ith = arg->ith;
     free(arg);
+    (void)pthread_setname_np(pthread_self(), "sl-pool");   /* for top -H, perf */
     uint32_t seen = 0;
     for (;;) {
         uint32_t g = spin_while_eq(&p->gen, seen);
