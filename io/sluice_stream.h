@@ -284,6 +284,11 @@ SL_API int sl_stream_expert_acquire_sized(sl_stream *s, int32_t layer, int32_t e
 static inline int sl_stream_expert_acquire(sl_stream *s, int32_t layer, int32_t expert, sl_stream_view *view)
 { return sl_stream_expert_acquire_sized(s, layer, expert, view, sizeof *view); }
 SL_API int sl_stream_expert_release(sl_stream *s, int32_t layer, int32_t expert);
+/* Added in 0.5: 1 if acquiring (layer, expert) now would not wait for a read
+ * (cached, or its reads are done; always with experts not split), 0 if it
+ * would (loading, or not requested), else a status. Never blocks: the engine
+ * computes the experts already in RAM while the others load. */
+SL_API int sl_stream_expert_ready(sl_stream *s, int32_t layer, int32_t expert);
 /* Read ahead (added in 0.4): start reading those of layer's experts that are
  * neither cached nor loading, behind the reads a request needs now, into
  * slots that no request wants (the current request's experts are never

@@ -554,6 +554,21 @@ int sl_stream_expert_release(sl_stream *s, int32_t layer, int32_t expert)
     return rc;
 }
 
+int sl_stream_expert_ready(sl_stream *s, int32_t layer, int32_t expert)
+{
+    if (!s) return SL_EINVAL;
+    int rc = check(s, layer, expert, "expert ready");
+    if (rc) { set_fail(s, rc); return rc; }
+    struct sl_experts *X = s->ex;
+    if (!X) return 1;
+    int32_t i = X->slot_of[layer * X->n_expert + expert];
+    if (i < 0) return 0;
+    xslot *x = &X->slots[i];
+    if (x->state != X_LOADING) return 1;
+    for (int p = 0; p < 3; p++) if (!sl_loader_is_done(s->L, &x->job[p])) return 0;
+    return 1;
+}
+
 int sl_stream_expert_layer_stats(const sl_stream *s, int32_t layer, uint64_t *hits, uint64_t *misses)
 {
     if (!s || !hits || !misses || layer < 0 || layer >= s->um.n_layers) return SL_EINVAL;

@@ -93,8 +93,8 @@ int sl_kern_matvec(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
  * input): part i computes y[r] = dot(W row r, act) like sl_kern_matvec, bit
  * for bit. The threads split the parts' weight bytes evenly (not rows: parts
  * may mix types of different row sizes), each streaming its contiguous runs.
- * At most SL_MV_MAX_PARTS parts. */
-#define SL_MV_MAX_PARTS 4
+ * At most SL_MV_MAX_PARTS parts (MoE decode: 8 experts' gate and up). */
+#define SL_MV_MAX_PARTS 16
 typedef struct sl_mv_part {
     int wtype;
     const void *W;

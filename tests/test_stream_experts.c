@@ -508,3 +508,73 @@ static void pregate_bitwise(const char *stem)
 
 Test(stream_experts, pregate_bitwise_qwen3moe, .timeout = 120) { pregate_bitwise("synth2-qwen3moe-q4_k_m"); }
 Test(stream_experts, pregate_bitwise_mixtral, .timeout = 120) { pregate_bitwise("synth2-mixtral-q4_k_m"); }
+
+/* ---- decode's grouped experts (two pool jobs per group) ------------------- */
+
+/* SLUICE_FUSE=0 (read at open) runs each expert's three matvecs on their own;
+ * the grouped path must give the same logits bit for bit, resident and with
+ * the smallest cache (the group of experts still loading is the second). */
+static void grouped_bitwise(const char *stem)
+{
+    char path[512];
+    snprintf(path, sizeof path, MODELS "/%s.gguf", stem);
+    for (int mode = 0; mode < 2; mode++) {
+        float *v[2];
+        int n_vocab = 0;
+        for (int fuse = 0; fuse < 2; fuse++) {
+            if (fuse) unsetenv("SLUICE_FUSE");
+            else setenv("SLUICE_FUSE", "0", 1);
+            sl_model *m = open_model(path, mode ? SL_MODE_STREAM : SL_MODE_RESIDENT, SL_IO_AUTO);
+            sl_model_info mi;
+            sl_model_get_info(m, &mi);
+            n_vocab = mi.n_vocab;
+            uint64_t miss;
+            v[fuse] = logits_of(m, n_vocab, &miss);
+            if (mode) cr_assert_gt(miss, 0);
+            sl_model_close(m);
+        }
+        unsetenv("SLUICE_FUSE");
+        for (int i = 0; i < 32; i++)
+            cr_assert_eq(memcmp(v[0] + (size_t)i * (size_t)n_vocab, v[1] + (size_t)i * (size_t)n_vocab,
+                                sizeof(float) * (size_t)n_vocab), 0,
+                         "%s %s: logits of position %d differ between grouped and per-expert decode", stem,
+                         mode ? "stream" : "resident", i);
+        free(v[0]);
+        free(v[1]);
+    }
+}
+
+Test(stream_experts, grouped_decode_bitwise_qwen3moe, .timeout = 120) { grouped_bitwise("synth2-qwen3moe-q4_k_m"); }
+Test(stream_experts, grouped_decode_bitwise_qwen2moe, .timeout = 120) { grouped_bitwise("synth2-qwen2moe-q4_k_m"); }
+Test(stream_experts, grouped_decode_bitwise_mixtral, .timeout = 120) { grouped_bitwise("synth2-mixtral-q4_k_m"); }
+
+/* sl_stream_expert_ready: never blocks, 1 once the reads are done. */
+Test(stream_experts, ready_reports_loaded_experts)
+{
+    char path[1100];
+    make_moe(path, sizeof path, "ready", &small_moe);
+    sl_stream_config c;
+    cfg_stream(&c, SL_IO_PREAD);
+    c.expert_cache_bytes = 1;   /* k slots: experts are split off */
+    sl_stream *s;
+    open_ok(&s, path, &c);
+    cr_assert(sl_stream_get_plan(s)->experts_split);
+    int32_t e[2] = { 3, 9 };
+    cr_assert_eq(sl_stream_expert_ready(s, 1, 3), 0, "not requested: acquiring it would read");
+    cr_assert_eq(sl_stream_expert_request(s, 1, e, 2), 0, "%s", sl_stream_errmsg(s));
+    sl_stream_view v;
+    cr_assert_eq(sl_stream_expert_acquire(s, 1, 3, &v), 0, "%s", sl_stream_errmsg(s));
+    cr_assert_eq(sl_stream_expert_ready(s, 1, 3), 1, "held");
+    cr_assert_eq(sl_stream_expert_release(s, 1, 3), 0);
+    cr_assert_eq(sl_stream_expert_ready(s, 1, 3), 1, "cached");
+    int r = 0;
+    for (int i = 0; i < 2000 && (r = sl_stream_expert_ready(s, 1, 9)) == 0; i++) usleep(1000);
+    cr_assert_eq(r, 1, "a requested expert's reads finish");
+    cr_assert_eq(sl_stream_expert_acquire(s, 1, 9, &v), 0);
+    cr_assert_eq(sl_stream_expert_release(s, 1, 9), 0);
+    cr_assert_lt(sl_stream_expert_ready(s, 99, 0), 0, "layer out of range");
+    cr_assert_lt(sl_stream_expert_ready(s, 1, -1), 0, "expert out of range");
+    cr_assert_lt(sl_stream_expert_ready(NULL, 1, 1), 0);
+    sl_stream_close(s);
+    unlink(path);
+}
