@@ -17,7 +17,7 @@
 /* MAJOR is the SONAME (libsluice.so.MAJOR): it changes only when a binary
  * built against an older release of the same MAJOR could break. */
 #define SLUICE_VERSION_MAJOR 0
-#define SLUICE_VERSION_MINOR 4
+#define SLUICE_VERSION_MINOR 5
 #define SLUICE_VERSION_PATCH 0
 #define SLUICE_VERSION_NUMBER \
     (SLUICE_VERSION_MAJOR * 10000 + SLUICE_VERSION_MINOR * 100 + SLUICE_VERSION_PATCH)
@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-/* The library's version at run time ("0.4.0") and as SLUICE_VERSION_NUMBER
+/* The library's version at run time ("0.5.0") and as SLUICE_VERSION_NUMBER
  * (compare with the macros to see which header a program was built with). */
 SL_API const char *sl_version(void);
 SL_API int sl_version_number(void);

@@ -15,5 +15,5 @@ __all__ = ["Model", "Session", "Stream", "Unit", "Tensor", "SluiceError", "MODES
 
 
 def version():
-    """The library's version at run time ("0.4.0")."""
+    """The library's version at run time ("0.5.0")."""
     return _cdll.sl_version().decode()
