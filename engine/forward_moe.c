@@ -189,7 +189,7 @@ static int expert_ffn(sl_forward *f, moe_buf *b, int64_t m, int64_t e, const sl_
 #define SL_MOE_GROUP (SL_MV_MAX_PARTS / 2)
 #define A64Z(x) (((x) + 63) & ~(size_t)63)
 
-/* Slot j of ids[i] in token 0's choice (decode: its row in ys). */
+/* Slot of expert e in token 0's choice (decode: its row in ys). */
 static int32_t slot_of(const moe_buf *b, int32_t K, int32_t e)
 {
     int32_t j = 0;
@@ -201,6 +201,8 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
 {
     const int32_t E = f->d->n_embd, K = f->d->n_expert_used;
     sl_stream_view ev[SL_MOE_GROUP];
+    int32_t slot[SL_MOE_GROUP];   /* each expert's slot in token 0's choice: its row in ys */
+    for (int32_t i = 0; i < ng; i++) slot[i] = slot_of(b, K, ids[i]);
     int32_t held = 0;
     int rc = 0;
     while (held < ng && !rc) {
@@ -245,8 +247,7 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
             f->k->silu_mul(g, g, b->u + (int64_t)i * FF, FF);
             sl_kern_quantize_act(f->k, td, g, FF, 1, dact + (size_t)i * da);
             parts[i] = (sl_mv_part){ .wtype = td, .W = ev[i].tensors[2].data, .rows = E, .cols = FF,
-                                     .act = dact + (size_t)i * da,
-                                     .y = b->ys + (int64_t)slot_of(b, K, ids[i]) * E };
+                                     .act = dact + (size_t)i * da, .y = b->ys + (int64_t)slot[i] * E };
         }
         if (!rc && (rc = sl_kern_matvec_multi(f->k, f->pool, parts, ng)))
             rc = sl_err_set(rc, "layer %d: the experts' down matvec failed", (int)l);
@@ -257,9 +258,8 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
     }
     if (rc) return rc;
     for (int32_t i = 0; i < ng; i++) {
-        const int32_t j = slot_of(b, K, ids[i]);
-        const float w = b->w[j];
-        float *y = b->ys + (int64_t)j * E;
+        const float w = b->w[slot[i]];
+        float *y = b->ys + (int64_t)slot[i] * E;
         for (int32_t c = 0; c < E; c++) y[c] = y[c] * w;
     }
     return 0;

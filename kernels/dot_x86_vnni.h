@@ -33,8 +33,8 @@ static inline __m256i dot2_scaled(__m256i acc, __m256i xa, __m256i ya, __m256i x
     return _mm256_dpwssd_epi32(acc, _mm256_packs_epi32(pa, pb), w);
 }
 
-/* One superblock: chunks 2m, 2m+1 with their word-pair scales sc2[m] in two
- * independent chains; the min / offset sum bsums . bw goes with fin_dmin. */
+/* One superblock (q2_K, q3_K): chunks 2m, 2m+1 with their word-pair scales
+ * sc2[m] in two independent chains; the min / offset terms are the caller's. */
 INL void dot2_superblock(const __m256i q[8], const __m256i sc2[4], const sl_block_q8_k *y,
                          __m256i *i0, __m256i *i1)
 {
@@ -44,20 +44,11 @@ INL void dot2_superblock(const __m256i q[8], const __m256i sc2[4], const sl_bloc
     *i1 = dot2_scaled(*i1, q[6], loadu(y->qs + 192), q[7], loadu(y->qs + 224), sc2[3]);
 }
 
-INL void pair_dot2(const __m256i q[8], const __m256i sc2[4], __m256i bw, __m256 dv,
-                   const sl_block_q8_k *y, acc_t *acc)
-{
-    __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-    dot2_superblock(q, sc2, y, &i0, &i1);
-    fin_dmin(_mm256_add_epi32(i0, i1), _mm256_madd_epi16(loadu(y->bsums), bw), dv, y->d, acc);
-}
-
 /* q4_K and q6_K, 512 bits: a zmm holds chunks 2j | 2j+1 (256 elements in
- * four zmm), so each activation zmm is one contiguous 64-byte load. Integer
- * lanes are rearranged once per block (fold_z) into exactly the eight
- * int32 sums the 256-bit scheme forms (lane l: chunk parity l/2 & 1, element
- * group l & 1 | (l & 4) >> 1); integer sums are exact in any order, so the
- * float steps and results are bit for bit those of the other x86 levels. */
+ * four zmm), so each activation zmm is one contiguous 64-byte load. The 16
+ * integer lanes are folded once per block (fold_z) so that fin_dmin converts
+ * the same integer sums as with this level's former 256-bit pairs (integer
+ * sums are exact in any order): results are bit for bit unchanged. */
 typedef struct { __m512i q[4], w[2]; } zq_t;
 
 /* Chunks 2j | 2j+1 x their activations, packed to words (per 128-bit lane:

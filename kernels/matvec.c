@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ struct mm_job {
     _Atomic int64_t *next;     /* few-row path: next row block to take */
 };
 
-/* Thread ith's share of the rows, in multiples of 4 so tiles stay whole. */
+/* Decode: thread ith's share of the rows, in multiples of 4. */
 static void share(int64_t rows, int ith, int nth, int64_t *r0, int64_t *r1)
 {
     int64_t units = (rows + 3) / 4;
@@ -52,14 +53,26 @@ static void share(int64_t rows, int ith, int nth, int64_t *r0, int64_t *r1)
     *r1 = b * 4 < rows ? b * 4 : rows;
 }
 
+/* Compute-bound paths take rows [r0, r1) in chunks from a shared counter
+ * instead of fixed shares: a vCPU that runs slower (a busy SMT sibling on a
+ * shared host: 1.3x here) would leave the other waiting. Which thread
+ * computes a row does not change its result. false: no rows left. */
+static bool take_rows(_Atomic int64_t *next, int64_t chunk, int64_t rows, int64_t *r0, int64_t *r1)
+{
+    *r0 = atomic_fetch_add_explicit(next, chunk, memory_order_relaxed);
+    if (*r0 >= rows) return false;
+    *r1 = *r0 + chunk < rows ? *r0 + chunk : rows;
+    return true;
+}
+
 static void mm_worker(void *ctx, int ith, int nth)
 {
     const struct mm_job *j = ctx;
-    int64_t r0, r1;
-    share(j->rows, ith, nth, &r0, &r1);
     sl_gemm_fn g = j->k->gemm[j->wtype];
     sl_vec_dot_fn dot = j->k->vec_dot[j->wtype];
+    int64_t r0, r1;
     if (j->n_act == 1) {
+        share(j->rows, ith, nth, &r0, &r1);
         /* Decode: one linear pass over this thread's contiguous rows (the
          * pattern the hardware prefetchers follow best; interleaving 4 rows
          * measured far lower GB/s), each row requested in one burst of
@@ -84,14 +97,8 @@ static void mm_worker(void *ctx, int ith, int nth)
     if (j->k->gemm_wide[j->wtype]) { g = j->k->gemm_wide[j->wtype]; tn = SL_GEMM_WIDE; }
     int64_t rb = (int64_t)(SL_MM_BLOCK_BYTES / j->wrb);
     rb = rb < 4 ? 4 : rb / 4 * 4;
-    /* Blocks are taken from a shared counter, not split in advance: this
-     * path is compute-bound, and a vCPU that runs slower (a busy SMT
-     * sibling on a shared host: 1.3x here) would leave the other waiting.
-     * Which thread computes a row does not change its result. */
-    for (;;) {
-        int64_t b0 = atomic_fetch_add_explicit(j->next, rb, memory_order_relaxed);
-        if (b0 >= j->rows) break;
-        int64_t b1 = b0 + rb < j->rows ? b0 + rb : j->rows;
+    int64_t b0, b1;
+    while (take_rows(j->next, rb, j->rows, &b0, &b1))
         for (int64_t i = 0; i < j->n_act; i += tn) {
             int ny = j->n_act - i < tn ? (int)(j->n_act - i) : tn;
             const char *a = j->act + (size_t)i * j->arb;
@@ -111,7 +118,6 @@ static void mm_worker(void *ctx, int ith, int nth)
                 }
             }
         }
-    }
 }
 
 /* ---- several matvecs in one job, split by bytes ------------------------- */
@@ -211,14 +217,10 @@ static void pn_worker(void *ctx, int ith, int nth)
 {
     const struct pn_job *j = ctx;
     (void)nth;
-    /* row chunks from a shared counter, as the few-row path (mm_worker) */
-    for (;;) {
-        int64_t r0 = atomic_fetch_add_explicit(j->next, j->chunk, memory_order_relaxed);
-        if (r0 >= j->rows) break;
-        int64_t r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+    int64_t r0, r1;
+    while (take_rows(j->next, j->chunk, j->rows, &r0, &r1))
         j->pn->run(j->W, j->wrb, r0, r1, j->cols, j->panel, j->n_act, j->Y, j->ldy,
                    j->scratch + (size_t)ith * j->per);
-    }
 }
 
 size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_act, int n_threads)
