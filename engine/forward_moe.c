@@ -187,7 +187,12 @@ static int expert_ffn(sl_forward *f, moe_buf *b, int64_t m, int64_t e, const sl_
  * experts_group returns 1 (nothing done) when f->act cannot hold the
  * group's quantized inputs: the caller then runs the per-expert loop. */
 #define SL_MOE_GROUP (SL_MV_MAX_PARTS / 2)
-#define A64Z(x) (((x) + 63) & ~(size_t)63)
+
+/* dst[c] = src[c] * w: an expert's output row weighted into ys (in place or not). */
+static void weigh(float *dst, const float *src, float w, int32_t n)
+{
+    for (int32_t c = 0; c < n; c++) dst[c] = src[c] * w;
+}
 
 /* Slot of expert e in token 0's choice (decode: its row in ys). */
 static int32_t slot_of(const moe_buf *b, int32_t K, int32_t e)
@@ -223,10 +228,10 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
         const bool same = sl_quant_vec_dot_type(tu) == sl_quant_vec_dot_type(tg);
         ua = same ? 0 : sl_kern_act_bytes(tu, E, 1);
         da = sl_kern_act_bytes(td, FF, 1);
-        uact = same ? gact : gact + A64Z(ga);
-        dact = gact + A64Z(ga) + A64Z(ua);
+        uact = same ? gact : gact + A64(ga);
+        dact = gact + A64(ga) + A64(ua);
         if (ga == 0 || da == 0 || (!same && ua == 0) ||
-            A64Z(ga) + A64Z(ua) + (size_t)ng * da > f->act_bytes)
+            A64(ga) + A64(ua) + (size_t)ng * da > f->act_bytes)
             rc = 1;
     }
     if (!rc) {
@@ -258,9 +263,8 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
     }
     if (rc) return rc;
     for (int32_t i = 0; i < ng; i++) {
-        const float w = b->w[slot[i]];
         float *y = b->ys + (int64_t)slot[i] * E;
-        for (int32_t c = 0; c < E; c++) y[c] = y[c] * w;
+        weigh(y, y, b->w[slot[i]], E);
     }
     return 0;
 }
@@ -268,6 +272,7 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
 /* 0: done; 1: not taken (the per-expert loop runs); < 0: a status. */
 static int experts_decode(sl_forward *f, moe_buf *b, int32_t l, int32_t n_uni)
 {
+    /* g and u hold n_batch rows of n_ff_exp: a group needs SL_MOE_GROUP */
     if (!f->fuse || f->d->n_ff_exp <= 0 || f->n_batch < SL_MOE_GROUP || n_uni > 64) return 1;
     int32_t ready[64], later[64], nr = 0, nl = 0;
     for (int32_t i = 0; i < n_uni; i++) {
@@ -340,9 +345,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
         if (rr) return sl_err_set(rr, "%s", sl_stream_errmsg(f->st));
         for (int32_t i = 0; i < m; i++) {
             const int32_t ts = b.rows[r0 + i];
-            const float w = b.w[ts], *y = b.xg + (int64_t)i * E;
-            float *dst = b.ys + (int64_t)ts * E;
-            for (int32_t c = 0; c < E; c++) dst[c] = y[c] * w;
+            weigh(b.ys + (int64_t)ts * E, b.xg + (int64_t)i * E, b.w[ts], E);
         }
     }
     /* terms added in slot order (decreasing weight) */
