@@ -162,7 +162,16 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
     return 0;
 }
 
-static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, const sl_stats *pre)
+/* The streamer's counters (NULL-safe: resident and mmap models have none). */
+static void stream_stats(sl_model *m, sl_stream_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    sl_stream *st = sl_model_stream(m);
+    if (st) (void)sl_stream_get_stats(st, out);
+}
+
+static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, const sl_stats *pre,
+                          const sl_stream_stats *spre)   /* NULL: no decode-only window */
 {
     sl_model_info mi;
     sl_model_get_info(m, &mi);
@@ -185,6 +194,15 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                         "I/O stall %.2f ms, read %.2f MB (%.1f MB/s); prompt read %.2f MB\n",
                 sl_stream_mode_name(mi.mode), sl_stream_io_name(mi.io), mi.n_threads, mi.isa, comp / per, stall / per,
                 (double)bytes / 1e6 / per, mbps, (double)pre->bytes_read / 1e6);
+    sl_stream_stats snow;
+    stream_stats(m, &snow);
+    double busy = spre ? snow.io_busy_ms - spre->io_busy_ms : 0;
+    uint64_t sbytes = spre ? snow.bytes_read - spre->bytes_read : 0;
+    /* how much of decode had reads in flight, and their rate then: a disk
+     * idle between reads is time a deeper read-ahead could win back */
+    if (o->stats && dms > 0 && busy > 0)
+        fprintf(stderr, "stats: disk busy %.1f%% of decode (reads in flight), %.1f MB/s while busy\n",
+                100.0 * busy / dms, (double)sbytes / 1e6 / (busy / 1e3));
     uint64_t xh = all->expert_hits - pre->expert_hits, xm = all->expert_misses - pre->expert_misses;
     uint64_t xb = all->expert_bytes_read - pre->expert_bytes_read;
     double xs = all->expert_stall_ms - pre->expert_stall_ms;
@@ -409,7 +427,9 @@ static int run_main(int argc, char **argv)
     }
     if (!o.no_display_prompt) { fputs(o.prompt, stdout); fflush(stdout); }
     sl_stats pre, all;
+    sl_stream_stats spre;
     sl_session_get_stats(s, &pre);
+    stream_stats(m, &spre);
     if (o.profile && sl_session_set_profile(s, true)) {
         fprintf(stderr, "sluice run: %s\n", sl_session_errmsg(s));
         goto out;
@@ -422,7 +442,7 @@ static int run_main(int argc, char **argv)
     putchar('\n');
     fflush(stdout);
     sl_session_get_stats(s, &all);
-    print_summary(&o, m, &all, &pre);
+    print_summary(&o, m, &all, &pre, &spre);
     sl_profile prof;
     if (o.profile && sl_session_get_profile(s, &prof) == 0) sl_cli_print_profile(stderr, &prof, o.json);
     save_cache(&o, s, "sluice run");
@@ -592,7 +612,7 @@ static int chat_main(int argc, char **argv)
         sl_stats all, zero;
         memset(&zero, 0, sizeof zero);
         sl_session_get_stats(s, &all);
-        print_summary(&o, m, &all, &zero);
+        print_summary(&o, m, &all, &zero, NULL);
         sl_cli_spec_print_stats(spec, o.json);
     }
     sl_profile prof;

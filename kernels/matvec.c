@@ -42,21 +42,14 @@ struct mm_job {
     const char *act;
     float *Y;
     _Atomic int64_t *next;     /* few-row path: next row block to take */
+    _Atomic uint64_t *nextb;   /* decode: next byte of W to take */
 };
 
-/* Decode: thread ith's share of the rows, in multiples of 4. */
-static void share(int64_t rows, int ith, int nth, int64_t *r0, int64_t *r1)
-{
-    int64_t units = (rows + 3) / 4;
-    int64_t a = units * ith / nth, b = units * (ith + 1) / nth;
-    *r0 = a * 4 < rows ? a * 4 : rows;
-    *r1 = b * 4 < rows ? b * 4 : rows;
-}
-
-/* Compute-bound paths take rows [r0, r1) in chunks from a shared counter
- * instead of fixed shares: a vCPU that runs slower (a busy SMT sibling on a
- * shared host: 1.3x here) would leave the other waiting. Which thread
- * computes a row does not change its result. false: no rows left. */
+/* Every path takes rows [r0, r1) in chunks from a shared counter instead of
+ * fixed shares: a vCPU that runs slower (a busy SMT sibling on a shared
+ * host: 1.3x here; a host that steals a vCPU for a while) would leave the
+ * other waiting at the end of each op. Which thread computes a row does not
+ * change its result. false: no rows left. */
 static bool take_rows(_Atomic int64_t *next, int64_t chunk, int64_t rows, int64_t *r0, int64_t *r1)
 {
     *r0 = atomic_fetch_add_explicit(next, chunk, memory_order_relaxed);
@@ -65,6 +58,42 @@ static bool take_rows(_Atomic int64_t *next, int64_t chunk, int64_t rows, int64_
     return true;
 }
 
+/* Decode of rows [r0, r1): one linear pass (the pattern the hardware
+ * prefetchers follow best), each row requested in one burst of prefetches
+ * just before it is read, for memory-level parallelism. */
+static void mv_rows(sl_vec_dot_fn dot, int64_t cols, const char *W, size_t wrb, int64_t r0,
+                    int64_t r1, const void *act, float *y)
+{
+    const char *w = W + (size_t)r0 * wrb, *end = W + (size_t)r1 * wrb;
+    const char *pf = w;
+    for (int64_t r = r0; r < r1; r++, w += wrb) {
+        for (const char *e = w + wrb; pf < e && pf < end; pf += 64) __builtin_prefetch(pf, 0, 3);
+        dot(cols, y + r, w, act);
+    }
+}
+
+/* Decode takes guided chunks: a share of what is left (1/(2 nth)), so the
+ * last takes are short and the threads finish together; at least `unit`
+ * bytes (a long linear run for the prefetchers; the atomic is noise). */
+static bool take_bytes(_Atomic uint64_t *next, uint64_t total, uint64_t unit, int nth,
+                       uint64_t *b0, uint64_t *b1)
+{
+    uint64_t cur = atomic_load_explicit(next, memory_order_relaxed);
+    for (;;) {
+        if (cur >= total) return false;
+        uint64_t c = (total - cur) / (2u * (uint64_t)nth);
+        c = c < unit ? unit : c;
+        uint64_t end = total - cur > c ? cur + c : total;
+        if (atomic_compare_exchange_weak_explicit(next, &cur, end, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *b0 = cur; *b1 = end;
+            return true;
+        }
+    }
+}
+
+#define MV_UNIT (32u << 10)
+
 static void mm_worker(void *ctx, int ith, int nth)
 {
     const struct mm_job *j = ctx;
@@ -72,16 +101,13 @@ static void mm_worker(void *ctx, int ith, int nth)
     sl_vec_dot_fn dot = j->k->vec_dot[j->wtype];
     int64_t r0, r1;
     if (j->n_act == 1) {
-        share(j->rows, ith, nth, &r0, &r1);
-        /* Decode: one linear pass over this thread's contiguous rows (the
-         * pattern the hardware prefetchers follow best; interleaving 4 rows
-         * measured far lower GB/s), each row requested in one burst of
-         * prefetches just before it is read, for memory-level parallelism. */
-        const char *w = j->W + (size_t)r0 * j->wrb, *end = j->W + (size_t)r1 * j->wrb;
-        const char *pf = w;
-        for (int64_t r = r0; r < r1; r++, w += j->wrb) {
-            for (const char *e = w + j->wrb; pf < e && pf < end; pf += 64) __builtin_prefetch(pf, 0, 3);
-            dot(j->cols, j->Y + r, w, j->act);
+        (void)ith;
+        /* in rows: a take of b bytes is the rows starting in it */
+        uint64_t b0, b1, total = (uint64_t)j->rows * j->wrb;
+        while (take_bytes(j->nextb, total, MV_UNIT, nth, &b0, &b1)) {
+            r0 = (int64_t)((b0 + j->wrb - 1) / j->wrb);
+            r1 = (int64_t)((b1 + j->wrb - 1) / j->wrb);
+            if (r0 < r1) mv_rows(dot, j->cols, j->W, j->wrb, r0, r1, j->act, j->Y);
         }
         return;
     }
@@ -128,6 +154,7 @@ struct mv_multi_job {
     size_t wrb[SL_MV_MAX_PARTS];
     uint64_t off[SL_MV_MAX_PARTS + 1];   /* byte offset of each part in the whole */
     int n;
+    _Atomic uint64_t next;               /* next byte of the whole to take */
 };
 
 /* First row of part i at or after the whole's byte b: rows split at the
@@ -141,22 +168,15 @@ static int64_t part_row(const struct mv_multi_job *j, int i, uint64_t b)
 
 static void mv_multi_worker(void *ctx, int ith, int nth)
 {
-    const struct mv_multi_job *j = ctx;
-    uint64_t total = j->off[j->n];
-    /* total < 2^53 bytes and nth <= 1024 (sl_pool_create): no overflow */
-    uint64_t b0 = total * (uint64_t)ith / (uint64_t)nth, b1 = total * (uint64_t)(ith + 1) / (uint64_t)nth;
-    for (int i = 0; i < j->n; i++) {
-        int64_t r0 = part_row(j, i, b0), r1 = part_row(j, i, b1);
-        if (r0 >= r1) continue;
-        const sl_mv_part *pt = &j->parts[i];
-        sl_vec_dot_fn dot = j->k->vec_dot[pt->wtype];
-        const size_t wrb = j->wrb[i];
-        /* as mm_worker's decode loop: a prefetch burst per row, just ahead */
-        const char *w = (const char *)pt->W + (size_t)r0 * wrb, *end = (const char *)pt->W + (size_t)r1 * wrb;
-        const char *pf = w;
-        for (int64_t r = r0; r < r1; r++, w += wrb) {
-            for (const char *e = w + wrb; pf < e && pf < end; pf += 64) __builtin_prefetch(pf, 0, 3);
-            dot(pt->cols, pt->y + r, w, pt->act);
+    struct mv_multi_job *j = ctx;
+    (void)ith;
+    uint64_t b0, b1;
+    while (take_bytes(&j->next, j->off[j->n], MV_UNIT, nth, &b0, &b1)) {
+        for (int i = 0; i < j->n; i++) {
+            int64_t r0 = part_row(j, i, b0), r1 = part_row(j, i, b1);
+            if (r0 < r1)
+                mv_rows(j->k->vec_dot[j->parts[i].wtype], j->parts[i].cols, j->parts[i].W,
+                        j->wrb[i], r0, r1, j->parts[i].act, j->parts[i].y);
         }
     }
 }
@@ -290,10 +310,11 @@ int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
     if (rows == 0 || n_act == 0) return 0;
     if (n_act > 1 && panel_matmul(k, p, wtype, W, rows, cols, act, n_act, Y, ldy) == 0) return 0;
     _Atomic int64_t next = 0;
+    _Atomic uint64_t nextb = 0;
     struct mm_job j = {
         .k = k, .wtype = wtype, .W = W, .wrb = sl_gguf_row_bytes(wtype, cols),
         .arb = sl_kern_act_bytes(wtype, cols, 1), .rows = rows, .cols = cols,
-        .n_act = n_act, .ldy = ldy, .act = act, .Y = Y, .next = &next,
+        .n_act = n_act, .ldy = ldy, .act = act, .Y = Y, .next = &next, .nextb = &nextb,
     };
     int nth = sl_pool_n_threads(p);
     if (nth > 1 && rows >= 8) sl_pool_run(p, mm_worker, &j);

@@ -84,7 +84,7 @@ static int split_list(char *s, char **items, int max)
     return n;
 }
 
-/* ---- profile.json (optional): req size, queue depth, memory bandwidth ------------ */
+/* ---- profile.json (optional): read request size and queue depth ---------------- */
 static double json_num(const char *text, const char *key)
 {
     char pat[80];
@@ -93,7 +93,7 @@ static double json_num(const char *text, const char *key)
     return p ? strtod(p + strlen(pat), NULL) : 0;
 }
 
-static void read_profile(uint32_t *req, int *qd, double *mem_bw)
+static void read_profile(uint32_t *req, int *qd)
 {
     char path[4200], dir[4096];
     snprintf(path, sizeof path, "%s/profile.json", perf_cache_dir(dir, sizeof dir));
@@ -103,10 +103,9 @@ static void read_profile(uint32_t *req, int *qd, double *mem_bw)
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    double r = json_num(buf, "req_bytes"), q = json_num(buf, "queue_depth"), m = json_num(buf, "mem_bytes_per_s");
+    double r = json_num(buf, "req_bytes"), q = json_num(buf, "queue_depth");
     if (r >= 4096 && r <= (64 << 20)) *req = (uint32_t)r;
     if (q >= 1 && q <= 256) *qd = (int)q;
-    if (m > 0) *mem_bw = m;
 }
 
 /* ---- balloon -------------------------------------------------------------------- */
@@ -498,7 +497,7 @@ typedef struct bench_bounds {
 static int measure_bounds(const bench_opts *o, const bench_runner *rn, bench_bounds *bb)
 {
     bb->req = 1u << 20; bb->qd = 8; bb->mem_bw = 0;
-    read_profile(&bb->req, &bb->qd, &bb->mem_bw);
+    read_profile(&bb->req, &bb->qd);
     if (o->req) bb->req = (uint32_t)o->req;
     if (o->qd) bb->qd = o->qd;
     perf_disk_result dr;
@@ -519,7 +518,9 @@ static int measure_bounds(const bench_opts *o, const bench_runner *rn, bench_bou
     }
     bb->disk_bw = dr.bytes_per_s;
     bb->weight_bytes = we - wb;
-    if (bb->mem_bw <= 0) {
+    /* memory too is measured in this run, never taken from the profile: on a
+     * shared machine it moves by 1.5x from one hour to the next */
+    {
         int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
         size_t mb = 256u << 20;
         void *buf = malloc(mb);

@@ -128,6 +128,8 @@ Test(kern_matvec, equals_vec_dot_every_level)
         {9, 2, 6}, {11, 1, 8}, {6, 3, 2}, {5, 2, 3},
         /* panel GEMM edges: row tails, > 64-row blocks, K over one chunk, lanes > 16 */
         {70, 9, 33}, {19, 67, 10}, {8, 1, 16},
+        /* decode over several guided takes (>= 32 KiB each), odd row count */
+        {1531, 2, 1}, {3001, 1, 1}, {2049, 3, 1},
     };
     for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
         const sl_kern *k = sl_kern_for(isa);
@@ -192,7 +194,9 @@ Test(kern_matvec, scratch_bound_covers_panels)
 Test(kern_matvec, multi_equals_vec_dot)
 {
     static const int mtypes[] = { SL_GGML_Q4_K, SL_GGML_Q6_K, SL_GGML_Q8_0, SL_GGML_Q4_K };
-    static const int64_t mrows[][4] = { { 1, 1, 1, 1 }, { 37, 5, 0, 11 }, { 64, 16, 16, 3 }, { 3, 129, 7, 0 } };
+    static const int64_t mrows[][4] = { { 1, 1, 1, 1 }, { 37, 5, 0, 11 }, { 64, 16, 16, 3 }, { 3, 129, 7, 0 },
+                                        /* several guided takes, boundaries inside parts */
+                                        { 1001, 517, 1203, 0 } };
     const int64_t cols = 512;
     uint64_t seed = 4242;
     for (int nth = 1; nth <= 3; nth++) {

@@ -375,6 +375,17 @@ Test(cli, run_and_chat)
     /* golden text_once greedy_text starts like this (its first 5 steps are binding) */
     cr_assert_not_null(strstr(out, "Once upon a time, there was a little girl"), "%s", out);
     cr_assert_not_null(strstr(out, "decode: 64 tokens"), "%s", out);
+    /* streamed under the smallest budget: every layer is read each token, and
+     * --stats says how much of decode the disk was busy */
+    rc = sluice_cmd("run -m " S260 " --mode stream --mem-budget 3300K -p Once -n 8 --temp 0 -t 2 --stats", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    const char *busy = strstr(out, "stats: disk busy ");
+    cr_assert_not_null(busy, "%s", out);
+    double pct = strtod(busy + strlen("stats: disk busy "), NULL);
+    cr_assert(pct > 0, "busy share %g%%: %s", pct, out);   /* read-ahead past the last token may add a little */
+    rc = sluice_cmd("run -m " S260 " --mode resident -p Once -n 8 --temp 0 -t 2 --stats", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_null(strstr(out, "disk busy"), "nothing read while decoding resident: %s", out);
     rc = sluice_cmd("chat -m " S260 " --chat-template chatml -n 8 --seed 1 -t 2 --stats < /dev/null", out, sizeof out);
     cr_assert_eq(rc, 0, "%s", out);
     char in[64], cmd[512];
