@@ -135,36 +135,50 @@ static int32_t keep_top_k(sl_cand *c, int32_t n, int32_t k)
     return k;
 }
 
+/* The repetition penalty of one logit (as llama.cpp). */
+static float penalize(float l, float pen) { return l > 0 ? l / pen : l * pen; }
+
 int32_t sl_sampler_dist(sl_sampler *s, const float *logits, const int32_t *hist, int32_t n_hist,
                         double *sum_out)
 {
     const sl_sampling *p = &s->p;
     const int32_t n = s->n_vocab;
     sl_cand *c = s->cand;
-    for (int32_t i = 0; i < n; i++) { c[i].logit = logits[i]; c[i].id = i; }
-
-    /* repetition penalty over the distinct tokens of the last n (as llama.cpp) */
-    if (p->repeat_penalty != 1.0f && p->repeat_penalty > 0 && n_hist > 0) {
-        int32_t w = p->repeat_last_n < 0 || p->repeat_last_n > n_hist ? n_hist : p->repeat_last_n;
-        for (int32_t j = n_hist - w; j < n_hist; j++) {
-            int32_t id = hist[j];
-            if (id < 0 || id >= n || s->seen[id]) continue;
-            s->seen[id] = 1;
-            c[id].logit = c[id].logit > 0 ? c[id].logit / p->repeat_penalty
-                                          : c[id].logit * p->repeat_penalty;
-        }
+    /* repetition penalty over the distinct tokens of the last n (as llama.cpp):
+     * they are marked in seen[] for the time of this call */
+    const bool pen = p->repeat_penalty != 1.0f && p->repeat_penalty > 0 && n_hist > 0;
+    int32_t w = 0;
+    if (pen) {
+        w = p->repeat_last_n < 0 || p->repeat_last_n > n_hist ? n_hist : p->repeat_last_n;
         for (int32_t j = n_hist - w; j < n_hist; j++)
-            if (hist[j] >= 0 && hist[j] < n) s->seen[hist[j]] = 0;
+            if (hist[j] >= 0 && hist[j] < n) s->seen[hist[j]] = 1;
     }
 
     if (!(p->temp > 0)) {
+        /* greedy: the first largest (penalized) logit, read in place - no
+         * candidate copy, which cost ~1 ms a token at a 128k vocabulary */
         int32_t best = 0;
-        for (int32_t i = 1; i < n; i++)
-            if (c[i].logit > c[best].logit) best = i;
-        c[0] = c[best];
+        float bv = pen && s->seen[0] ? penalize(logits[0], p->repeat_penalty) : logits[0];
+        for (int32_t i = 1; i < n; i++) {
+            float v = pen && s->seen[i] ? penalize(logits[i], p->repeat_penalty) : logits[i];
+            if (v > bv) { bv = v; best = i; }
+        }
+        for (int32_t j = n_hist - w; j < n_hist; j++)
+            if (hist[j] >= 0 && hist[j] < n) s->seen[hist[j]] = 0;
+        c[0].logit = bv; c[0].id = best;
         s->prob[0] = 1;
         *sum_out = 1;
         return 1;
+    }
+
+    for (int32_t i = 0; i < n; i++) { c[i].logit = logits[i]; c[i].id = i; }
+    if (pen) {
+        for (int32_t j = n_hist - w; j < n_hist; j++) {
+            int32_t id = hist[j];
+            if (id < 0 || id >= n || !s->seen[id]) continue;
+            s->seen[id] = 0;          /* each distinct id once */
+            c[id].logit = penalize(c[id].logit, p->repeat_penalty);
+        }
     }
 
     int32_t m = keep_top_k(c, n, p->top_k > 0 ? p->top_k : n);

@@ -95,20 +95,20 @@ static void init(void)
         switch (i) {
 #if defined(__x86_64__) || defined(__i386__)
         case SL_ISA_AVX2:
-            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
+            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k); sl_act_fill_avx2(k);
             sl_dot_fill_iq4_avx2(k);
             sl_gemm_fill_avx2(k);
             sl_dot_fill_iqgrid_avx2(k);
             break;
         case SL_ISA_AVX512:
-            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
+            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k); sl_act_fill_avx2(k);
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_dot_fill_iq4_avx512(k);
             sl_gemm_fill_avx2(k);
             sl_dot_fill_iqgrid_avx512(k);
             break;
         case SL_ISA_AVX512VNNI:
-            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k);
+            sl_dot_fill_avx2(k); sl_ops_fill_avx2(k); sl_act_fill_avx2(k);
             sl_gemm_fill_avx2(k);
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_dot_fill_avx512vnni(k);

@@ -15,6 +15,7 @@ void sl_ops_fill_scalar(sl_kern *k);
 #if defined(__x86_64__) || defined(__i386__)
 void sl_dot_fill_avx2(sl_kern *k);
 void sl_ops_fill_avx2(sl_kern *k);
+void sl_act_fill_avx2(sl_kern *k);   /* also for the avx512 levels */
 void sl_gemm_fill_avx2(sl_kern *k);        /* prefill panel GEMM (avx2 and avx512) */
 void sl_dot_fill_avx512(sl_kern *k);
 void sl_ops_fill_avx512(sl_kern *k);

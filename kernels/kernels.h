@@ -69,6 +69,9 @@ typedef struct sl_kern {
      * F16 table (g rounded to F16, entry rounded to F16); g >= 10 gives g,
      * g <= -10 gives 0 (gemma3's GeGLU) */
     void (*gelu_mul)(float *y, const float *g, const float *u, int64_t n);
+    /* f32 -> Q8_K blocks (n a multiple of 256), bytes equal to
+     * sl_quant_row_q8_k's; NULL: that scalar function */
+    void (*quantize_q8_k)(const float *x, void *y, int64_t n);
 } sl_kern;
 
 /* Best level for this CPU, or the one SLUICE_ISA names (NULL + errno-style

@@ -24,10 +24,13 @@ size_t sl_kern_act_bytes(int wtype, int64_t cols, int64_t n_rows)
 void sl_kern_quantize_act(const sl_kern *k, int wtype, const float *x, int64_t cols,
                           int64_t n_rows, void *act)
 {
-    (void)k;
     size_t rb = sl_kern_act_bytes(wtype, cols, 1);
     if (rb == 0) return;
     int vdt = sl_quant_vec_dot_type(wtype);
+    if (vdt == SL_GGML_Q8_K && k && k->quantize_q8_k) {
+        for (int64_t r = 0; r < n_rows; r++) k->quantize_q8_k(x + r * cols, (char *)act + (size_t)r * rb, cols);
+        return;
+    }
     /* rb != 0: cols is a whole number of vdt blocks, so this cannot fail */
     for (int64_t r = 0; r < n_rows; r++)
         (void)sl_quant_quantize_row(vdt, x + r * cols, (char *)act + (size_t)r * rb, cols);

@@ -23,6 +23,7 @@
 #include "sl_test.h"
 #include "../kernels/kern_internal.h"
 #include "../kernels/ops_internal.h"
+#include "../quant/quant.h"
 
 #define U (1.0 / 16777216.0)
 #define CANARY 12345.678f
@@ -330,4 +331,62 @@ Test(kern_ops, f32_to_f16)
         }
     }
     free(x); free(y);
+}
+
+/* The Q8_K activation quantizer of every level that has one: bytes equal to
+ * the scalar sl_quant_row_q8_k (d, qs and bsums), on random rows of any
+ * scale and on the edges - an all-zero block, the largest magnitude twice
+ * with both signs (the first gives the sign), halves after scaling (ties to
+ * even), -0, subnormals, inf and NaN. */
+Test(kern_ops, quantize_q8_k)
+{
+    enum { NB = 3, N = NB * SL_QKK };
+    float *x = fbuf(N);
+    sl_block_q8_k want[NB], got[NB];
+    int tested = 0;
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k || !k->quantize_q8_k) continue;
+        tested++;
+        for (int t = 0; t < 400; t++) {
+            float sc = powf(10.0f, frand(-6, 6));
+            for (int i = 0; i < N; i++) x[i] = frand(-1, 1) * sc;
+            int blk = (int)(rnd32() % NB), at = blk * SL_QKK;
+            switch (t % 8) {
+            case 0: for (int i = 0; i < SL_QKK; i++) x[at + i] = (i & 1) ? -0.0f : 0.0f; break;
+            case 1: x[at + (int)(rnd32() % 128)] = 2 * sc; x[at + 128 + (int)(rnd32() % 128)] = -2 * sc; break;
+            case 2: x[at + (int)(rnd32() % 128)] = -2 * sc; x[at + 128 + (int)(rnd32() % 128)] = 2 * sc; break;
+            case 3:   /* max -127: iscale 1, so k + 0.5 are exact ties */
+                for (int i = 0; i < SL_QKK; i++) x[at + i] = (float)((int)(rnd32() % 253) - 126) + 0.5f * (float)(rnd32() & 1);
+                x[at + (int)(rnd32() % SL_QKK)] = -127.0f;
+                break;
+            case 4: for (int i = 0; i < SL_QKK; i++) x[at + i] = frand(-1, 1) * 1e-40f; break;
+            case 5: x[at + (int)(rnd32() % SL_QKK)] = (rnd32() & 1) ? INFINITY : -INFINITY; break;
+            case 6: x[at + (int)(rnd32() % SL_QKK)] = NAN; break;
+            default: {   /* both signs of the largest magnitude in one 8-element run */
+                int c = at + 8 * (int)(rnd32() % 32), a = (int)(rnd32() % 7), b = a + 1 + (int)(rnd32() % (unsigned)(7 - a));
+                float s = (rnd32() & 1) ? 2 * sc : -2 * sc;
+                x[c + a] = s; x[c + b] = -s;
+                break;
+            }
+            }
+            memset(want, 0x5a, sizeof want);
+            memset(got, 0xa5, sizeof got);
+            sl_quant_row_q8_k(x, want, N);
+            k->quantize_q8_k(x, got, N);
+            for (int b = 0; b < NB; b++)
+                cr_assert(memcmp(&want[b].d, &got[b].d, sizeof want[b].d) == 0 &&
+                              memcmp(want[b].qs, got[b].qs, sizeof want[b].qs) == 0 &&
+                              memcmp(want[b].bsums, got[b].bsums, sizeof want[b].bsums) == 0,
+                          "%s case %d block %d: d %.9g vs %.9g, qs[0] %d vs %d", k->name, t % 8, b,
+                          (double)got[b].d, (double)want[b].d, got[b].qs[0], want[b].qs[0]);
+        }
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) cr_assert_gt(tested, 0, "no level with a Q8_K quantizer");
+#else
+    (void)tested;
+#endif
+    free(x);
 }

@@ -180,5 +180,16 @@ Test(sampler, repetition_penalty)
     p.repeat_last_n = -1;
     s.p = p;
     cr_assert_eq(sl_sampler_sample(&s, l3, h5, 3), 0);   /* 1.818 > 1.7 */
+    /* the sampling path (temp > 0, top-k 1) penalizes the same way, once per id,
+     * and leaves no mark behind for the next call */
+    float l4[3] = { 2.0f, 1.9f, 1.7f };
+    int32_t h6[4] = { 0, 0, 1, 0 };
+    p.temp = 1.0f; p.top_k = 1; p.top_p = 1; p.min_p = 0; p.repeat_penalty = 1.2f;
+    s.p = p; s.n_vocab = 3;
+    cr_assert_eq(sl_sampler_sample(&s, l4, h6, 4), 2);   /* 1.667, 1.583 < 1.7 */
+    cr_assert_eq(sl_sampler_sample(&s, l4, NULL, 0), 0);
+    p.temp = 0; s.p = p;
+    cr_assert_eq(sl_sampler_sample(&s, l4, h6, 4), 2);
+    cr_assert_eq(sl_sampler_sample(&s, l4, NULL, 0), 0);
     sl_sampler_free(&s);
 }
