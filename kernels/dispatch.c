@@ -3,7 +3,8 @@
  * implements, so a level never has a NULL where scalar has a kernel.
  * x86: cpuid feature bits plus xgetbv (the OS must save the YMM/ZMM state).
  * aarch64: getauxval(AT_HWCAP) ASIMD / ASIMDDP. SLUICE_ISA forces a level;
- * SLUICE_WIDE=0 leaves the few-row tiles out (A/B runs). */
+ * SLUICE_WIDE=0 leaves the few-row tiles and panels out, SLUICE_WIDE=tile
+ * the few-row panels only (A/B runs). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -84,7 +85,7 @@ static void init(void)
 {
     avail = detect();
     const char *w = getenv("SLUICE_WIDE");
-    int no_wide = w && !strcmp(w, "0");
+    int no_wide = w && !strcmp(w, "0"), no_wpanel = w && !strcmp(w, "tile");
     for (int i = 0; i < SL_ISA_COUNT; i++) {
         sl_kern *k = &tables[i];
         k->isa = i;
@@ -114,6 +115,7 @@ static void init(void)
             sl_dot_fill_avx512vnni(k);
             sl_dot_fill_iq4_avx512vnni(k);
             sl_gemm_fill_avx512vnni(k);
+            sl_wide_fill_avx512vnni(k);
             sl_dot_fill_iqgrid_avx512vnni(k);
             break;
 #endif
@@ -134,6 +136,8 @@ static void init(void)
         }
         if (no_wide)      /* SLUICE_WIDE=0: the 4-row tiles only (A/B runs) */
             memset(k->gemm_wide, 0, sizeof k->gemm_wide);
+        if (no_wide || no_wpanel)   /* SLUICE_WIDE=tile: the 8-row tiles, no few-row panel */
+            memset(k->wpanel, 0, sizeof k->wpanel);
         best_isa = i;     /* levels are ordered: the last available one is best */
     }
 }

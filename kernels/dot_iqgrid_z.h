@@ -327,7 +327,7 @@ static void zp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
                 for (int j = 0; j < nr; j++) Y[c * ldy + r + j] = (float)sum[c * ZP_R + j]; \
         }                                                                               \
     }                                                                                   \
-    static const sl_panel zp_##T = { zp_panel_bytes, zp_scratch_bytes, zp_pack, zp_run_##T, SL_QKK };
+    static const sl_panel zp_##T = { zp_panel_bytes, zp_scratch_bytes, zp_pack, zp_run_##T, SL_QKK, 0, 0 };
 
 SL_IQGRID_EACH(ZPANEL)
 

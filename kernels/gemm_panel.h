@@ -233,16 +233,16 @@ static size_t scratch_lg(int64_t n_act)
            * NR * LANES * sizeof(float);
 }
 
-static const sl_panel pn_q4_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q4_k, 256 };
-static const sl_panel pn_q5_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q5_k, 256 };
-static const sl_panel pn_q6_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q6_k, 256 };
-static const sl_panel pn_q3_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q3_k, 256 };
-static const sl_panel pn_q2_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q2_k, 256 };
+static const sl_panel pn_q4_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q4_k, 256, 0, 0 };
+static const sl_panel pn_q5_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q5_k, 256, 0, 0 };
+static const sl_panel pn_q6_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q6_k, 256, 0, 0 };
+static const sl_panel pn_q3_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q3_k, 256, 0, 0 };
+static const sl_panel pn_q2_k = { panel_bytes_kq, scratch_kq, kq_pack, run_q2_k, 256, 0, 0 };
 #ifndef PANEL_NO_Q8_0
-static const sl_panel pn_q8_0 = { panel_bytes_lg, scratch_lg, pack_q8_0, run_q8_0, 32 };
+static const sl_panel pn_q8_0 = { panel_bytes_lg, scratch_lg, pack_q8_0, run_q8_0, 32, 0, 0 };
 #endif
-static const sl_panel pn_q4_0 = { panel_bytes_lg, scratch_lg, pack_q4_0, run_q4_0, 32 };
-static const sl_panel pn_q5_0 = { panel_bytes_lg, scratch_lg, pack_q5_0, run_q5_0, 32 };
+static const sl_panel pn_q4_0 = { panel_bytes_lg, scratch_lg, pack_q4_0, run_q4_0, 32, 0, 0 };
+static const sl_panel pn_q5_0 = { panel_bytes_lg, scratch_lg, pack_q5_0, run_q5_0, 32, 0, 0 };
 
 static void panel_fill(sl_kern *k)
 {

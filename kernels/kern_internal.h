@@ -21,6 +21,7 @@ void sl_dot_fill_avx512(sl_kern *k);
 void sl_ops_fill_avx512(sl_kern *k);
 void sl_dot_fill_avx512vnni(sl_kern *k);   /* may reuse avx512 ops */
 void sl_gemm_fill_avx512vnni(sl_kern *k);  /* prefill panel GEMM */
+void sl_wide_fill_avx512vnni(sl_kern *k);  /* few-row panel (q4_K) */
 void sl_dot_fill_iq4_avx2(sl_kern *k);     /* IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0 */
 void sl_dot_fill_iq4_avx512(sl_kern *k);
 void sl_dot_fill_iq4_avx512vnni(sl_kern *k);
@@ -37,7 +38,9 @@ void sl_gemm_fill_dotprod(sl_kern *k);     /* prefill panel GEMM */
  * levels that set sl_kern.panel[type]): pack() transposes the activation
  * rows once per call into panel_bytes(); run() computes Y rows [r0, r1)
  * for all of them with scratch_bytes(n_act) of private scratch per thread.
- * Results agree with vec_dot within the float rounding bound of the tests. */
+ * Results agree with vec_dot within the float rounding bound of the tests.
+ * The few-row panels (sl_kern.wpanel, min_act .. max_act rows, below
+ * SL_PANEL_MIN_ACT) have the same interface and give vec_dot's bits. */
 typedef struct sl_panel {
     size_t (*panel_bytes)(int64_t cols, int64_t n_act);
     size_t (*scratch_bytes)(int64_t n_act);
@@ -45,6 +48,7 @@ typedef struct sl_panel {
     void (*run)(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,
                 const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch);
     int block;               /* elements per block: nb = cols / block */
+    int min_act, max_act;    /* few-row panels: the row counts they are used for */
 } sl_panel;
 
 /* Scalar block kernel of the oracle: block i of x with block i of y gives the

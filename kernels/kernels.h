@@ -55,6 +55,8 @@ typedef struct sl_kern {
     sl_gemm_fn gemm[SL_GGML_TYPE_COUNT];                /* NULL: matvec/matmul loop vec_dot */
     sl_gemm_fn gemm_wide[SL_GGML_TYPE_COUNT];           /* ny <= SL_GEMM_WIDE; NULL: gemm */
     const struct sl_panel *panel[SL_GGML_TYPE_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */
+    const struct sl_panel *wpanel[SL_GGML_TYPE_COUNT];  /* internal few-row panel, bit for bit
+                                                           vec_dot's; NULL: gemm_wide */
     /* y = x / sqrt(mean(x^2) + eps) * w */
     void (*rmsnorm)(float *y, const float *x, const float *w, int64_t n, float eps);
     /* In place over n_head heads of head_dim: rotate the first n_rot dims of
@@ -113,7 +115,9 @@ int sl_kern_matvec_multi(const sl_kern *k, sl_pool *p, const sl_mv_part *parts, 
  * n_act x cols bytes (plus per-thread tiles) that is kept per calling thread,
  * grown on demand and freed when that thread exits; if it cannot be
  * allocated the per-pair tiles run instead. Panel results equal vec_dot's
- * within float rounding (same integer sums, another summation order). */
+ * within float rounding (same integer sums, another summation order).
+ * Below 10 rows every result is vec_dot's bit for bit; types with a
+ * few-row panel (avx512vnni: q4_K, 3..8 rows) keep such a buffer too. */
 int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                    int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy);
 /* Upper bound of the per-thread buffer sl_kern_matmul keeps for n_act rows of

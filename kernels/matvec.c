@@ -2,7 +2,9 @@
  * split over the pool by weight-row ranges (each thread streams its own part
  * of W exactly once). Tiles use the level's gemm kernel when it has one
  * (a weight block unpacked once for SL_GEMM_MAX activation rows, or
- * SL_GEMM_WIDE with the few-row tile gemm_wide). */
+ * SL_GEMM_WIDE with the few-row tile gemm_wide), or a panel: the prefill
+ * one from SL_PANEL_MIN_ACT rows, a few-row one (wpanel) where the level has
+ * it for the type and row count. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -249,10 +251,10 @@ static void pn_worker(void *ctx, int ith, int nth)
 size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_act, int n_threads)
 {
     size_t best = 0;
-    if (!k || cols <= 0 || n_act < SL_PANEL_MIN_ACT || n_threads < 1) return 0;
+    if (!k || cols <= 0 || n_act < 2 || n_threads < 1) return 0;
     for (int t = 0; t < SL_GGML_TYPE_COUNT; t++) {
-        const sl_panel *pn = k->panel[t];
-        if (!pn) continue;
+        const sl_panel *pn = n_act >= SL_PANEL_MIN_ACT ? k->panel[t] : k->wpanel[t];
+        if (!pn || (n_act < SL_PANEL_MIN_ACT && (n_act < pn->min_act || n_act > pn->max_act))) continue;
         int64_t c = (cols + pn->block - 1) / pn->block * pn->block;
         size_t b = up64(pn->panel_bytes(c, n_act)) + (size_t)n_threads * up64(pn->scratch_bytes(n_act));
         if (b > best) best = b;
@@ -260,14 +262,16 @@ size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_ac
     return best;
 }
 
-/* 0: done; 1: not taken (no panel kernel, batch too small, or no memory). */
+/* 0: done; 1: not taken (no panel kernel for this row count, or no memory).
+ * From SL_PANEL_MIN_ACT rows the prefill panel (it computes 16 activation
+ * rows at a time: at 8 rows it only matched the per-pair tiles, q4_K, 1
+ * thread; from 12 it won by 1.5x+), below that the few-row panel. */
 static int panel_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                         int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy)
 {
-    const sl_panel *pn = k->panel[wtype];
-    /* the panel computes 16 activation rows at a time: at 8 rows it only
-     * matched the per-pair tiles (q4_K, 1 thread), from 12 it won by 1.5x+ */
-    if (!pn || n_act < SL_PANEL_MIN_ACT) return 1;    /* cols: a block multiple (check) */
+    const sl_panel *pn = n_act >= SL_PANEL_MIN_ACT ? k->panel[wtype] : k->wpanel[wtype];
+    if (!pn || (n_act < SL_PANEL_MIN_ACT && (n_act < pn->min_act || n_act > pn->max_act)))
+        return 1;         /* cols: a block multiple (check) */
     int nth = sl_pool_n_threads(p);
     size_t pb = up64(pn->panel_bytes(cols, n_act)), per = up64(pn->scratch_bytes(n_act));
     char *mem = scratch_get(pb + (size_t)nth * per);

@@ -117,6 +117,65 @@ Test(kern_matvec, panel_extreme_fields)
     }
 }
 
+/* The few-row panels (sl_kern.wpanel) keep vec_dot's bits through int16
+ * word pairs (vpdpbusd lanes of up to 8 products, packed two to a dword):
+ * their bounds are tightest with every weight field at a corner and
+ * activations at -128 (a row of equal values quantizes to -128 throughout)
+ * or alternating -128 / 127. */
+Test(kern_matvec, few_row_panel_extreme_fields)
+{
+    static const uint8_t pats[] = { 0x00, 0xff, 0x55, 0xaa, 0x80, 0x7f };
+    static const int64_t rows = 24, acts[] = { 3, 5, 8 };
+    int ran = 0;
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k) continue;
+        for (int ti = 0; ti < NTYPES; ti++) {
+            int t = types[ti];
+            if (!k->wpanel[t]) continue;
+            int64_t cols = 3 * sl_gguf_block_elems(t);
+            size_t rb = sl_gguf_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
+            size_t bb = (size_t)sl_gguf_block_bytes(t);
+            uint8_t *W = malloc(rb * rows), *A = malloc(ab * 8);
+            float *x = malloc((size_t)(cols * 8) * sizeof *x), *Y = malloc((size_t)(rows * 8) * sizeof *Y);
+            cr_assert(W && A && x && Y);
+            uint64_t seed = 99;
+            for (int64_t i = 0; i < 8; i++)
+                for (int64_t c = 0; c < cols; c++) {
+                    float v = i % 4 == 0 ? 1.0f : i % 4 == 1 ? -1.0f : i % 4 == 2 ? ((c & 1) ? -1.0f : 1.0f)
+                            : (float)((int64_t)(kr_next(&seed) % 255) - 127);
+                    x[i * cols + c] = v;
+                }
+            sl_kern_quantize_act(k, t, x, cols, 8, A);
+            for (size_t pi = 0; pi < sizeof pats; pi++) {
+                memset(W, pats[pi], rb * rows);
+                const int *f = kr_f16_fields(t);
+                for (size_t b = 0; b < rb * rows / bb; b++)
+                    for (int j = 0; f[j] >= 0; j++) kr_put_f16(W + b * bb + (size_t)f[j], (b & 1) ? 0.01f : -0.02f);
+                for (size_t ai = 0; ai < sizeof acts / sizeof *acts; ai++) {
+                    int64_t n_act = acts[ai];
+                    if (n_act < k->wpanel[t]->min_act || n_act > k->wpanel[t]->max_act) continue;
+                    cr_assert_eq(sl_kern_matmul(k, NULL, t, W, rows, cols, A, n_act, Y, rows), 0);
+                    for (int64_t i = 0; i < n_act; i++)
+                        for (int64_t r = 0; r < rows; r++) {
+                            float s;
+                            k->vec_dot[t](cols, &s, W + (size_t)r * rb, A + (size_t)i * ab);
+                            cr_assert(memcmp(&s, &Y[i * rows + r], 4) == 0,
+                                      "%s %s pattern 0x%02x n_act %lld act %lld row %lld: %.9g vs vec_dot %.9g",
+                                      k->name, sl_gguf_type_name(t), pats[pi], (long long)n_act,
+                                      (long long)i, (long long)r, Y[i * rows + r], s);
+                        }
+                    ran++;
+                }
+            }
+            free(W); free(A); free(x); free(Y);
+        }
+    }
+#if defined(__x86_64__)
+    if (sl_kern_for(SL_ISA_AVX512VNNI)) cr_assert_gt(ran, 0, "the avx512vnni few-row panels ran");
+#endif
+}
+
 Test(kern_matvec, equals_vec_dot_every_level)
 {
     sl_pool *p = NULL;
@@ -175,7 +234,17 @@ Test(kern_matvec, scratch_bound_covers_panels)
     for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
         const sl_kern *k = sl_kern_for(isa);
         if (!k) continue;
-        cr_assert_eq(sl_kern_matmul_scratch_bound(k, 4096, SL_PANEL_MIN_ACT - 1, 2), 0);
+        cr_assert_eq(sl_kern_matmul_scratch_bound(k, 4096, 1, 2), 0);
+        int any_w = 0;
+        for (int t = 0; t < SL_GGML_TYPE_COUNT; t++) any_w |= k->wpanel[t] != NULL;
+        if (!any_w) cr_assert_eq(sl_kern_matmul_scratch_bound(k, 4096, SL_PANEL_MIN_ACT - 1, 2), 0);
+        for (int t = 0; t < SL_GGML_TYPE_COUNT; t++)
+            for (int64_t n = k->wpanel[t] ? k->wpanel[t]->min_act : 0; k->wpanel[t] && n <= k->wpanel[t]->max_act; n++) {
+                const sl_panel *pn = k->wpanel[t];
+                size_t need = pn->panel_bytes(4096, n) + 2 * pn->scratch_bytes(n);
+                cr_assert_geq(sl_kern_matmul_scratch_bound(k, 4096, n, 2), need, "%s few-row type %d n %lld",
+                              k->name, t, (long long)n);
+            }
         for (int t = 0; t < SL_GGML_TYPE_COUNT; t++) {
             const sl_panel *pn = k->panel[t];
             if (!pn) continue;

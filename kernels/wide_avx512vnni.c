@@ -1,0 +1,204 @@
+/* Few-row panel of the avx512vnni level for q4_K (batched decode,
+ * speculative verification: 3..8 activation rows), bit for bit vec_dot's.
+ *
+ * The gemm_wide tiles pair each unpacked weight block with each row exactly
+ * as vec_dot does: per pair 4 vpdpbusd, 2 packs, 2 vpdpwssd, a fold, the
+ * min terms and the float finish. Here the rows are transposed once per
+ * call into quads: a zmm holds 4 rows x the 4 integer partials vec_dot keeps
+ * per block (its partial j sums the elements with (e mod 32) / 8 = j). A
+ * 128-bit weight pattern (one dword of each partial) in every 128-bit lane
+ * then feeds 4 rows per vpdpbusd, and one vpdpwssd per 64 elements applies
+ * the sub-block scales: ~2.6 instead of ~7 multiply-port ops per pair.
+ * (q6_K the same way measured no faster than its tile: it keeps the tile.)
+ *
+ * Why the bits stay vec_dot's: the integer partials are the same exact
+ * sums (any order), converted the same way, multiplied by the same product
+ * d_x * d_y and added with one FMA per block into the same lane of the
+ * same accumulator; red_q4_k() finishes each row. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "dot_x86_vnni.h"
+
+#define WQ 2           /* row quads per panel: up to 8 rows */
+
+/* One superblock of up to WQ quads of activation rows (lane 4r + c of a
+ * quad vector belongs to row 4q + r). */
+typedef struct {
+    int8_t qs[8][2][WQ][64];  /* [32-element span m][u][q]: lane 4r + j = qs[32m + 8j + 4u ..+3] */
+    float yd[WQ][16];         /* lane 4r + c: d of the row */
+    int32_t s4[WQ][16];       /* min sums, lane 4r + l (l = 2h + t): (S[4h+t], S[4h+t+2]),
+                                 S[k] the sum over 32-element sub-block k */
+} wp_blk;
+_Static_assert(sizeof(wp_blk) % 64 == 0, "quad vectors stay 64-byte aligned");
+
+static size_t wp_panel_bytes(int64_t cols, int64_t n_act)
+{
+    (void)n_act;
+    return (size_t)(cols / SL_QKK) * sizeof(wp_blk);
+}
+
+static size_t wp_scratch_bytes(int64_t n_act)
+{
+    (void)n_act;
+    return 0;
+}
+
+static inline int32_t wp_pair(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
+
+static void wp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
+{
+    wp_blk *P = panel;
+    memset(P, 0, (size_t)nb * sizeof *P);      /* rows past n_act: d = 0, sums 0 */
+    for (int64_t i = 0; i < n_act; i++) {
+        const sl_block_q8_k *y = (const sl_block_q8_k *)((const char *)act + (size_t)i * arb);
+        int q = (int)(i / 4), r = (int)(i % 4);
+        for (int64_t b = 0; b < nb; b++) {
+            const sl_block_q8_k *yb = y + b;
+            wp_blk *p = P + b;
+            for (int m = 0; m < 8; m++)
+                for (int u = 0; u < 2; u++)
+                    for (int j = 0; j < 4; j++)
+                        memcpy(&p->qs[m][u][q][16 * r + 4 * j], yb->qs + 32 * m + 8 * j + 4 * u, 4);
+            const int16_t *bs = yb->bsums;
+            for (int l = 0; l < 4; l++) {
+                int h = l >> 1, t = l & 1, k = 4 * h + t;
+                p->yd[q][4 * r + l] = yb->d;
+                p->s4[q][4 * r + l] = wp_pair(bs[2 * k] + bs[2 * k + 1], bs[2 * k + 4] + bs[2 * k + 5]);
+            }
+        }
+    }
+}
+
+/* One weight superblock in registers: for each 32-element span m the two
+ * value patterns u = 0, 1 (dwords 2j + u of the span, j = 0..3) in every
+ * 128-bit lane (one vpermd each), and the per-span scale words (low word
+ * of each dword, 0 above). */
+typedef struct { __m512i z[4], sw[4], mw; float d, ndm; } wp_w;
+
+/* vpermd indices of pattern (m & 1, u): dword 8 (m & 1) + 2j + u of z[m / 2] */
+static const int32_t wp_pidx[2][2][16] __attribute__((aligned(64))) = {
+    {{0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6}, {1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7}},
+    {{8, 10, 12, 14, 8, 10, 12, 14, 8, 10, 12, 14, 8, 10, 12, 14},
+     {9, 11, 13, 15, 9, 11, 13, 15, 9, 11, 13, 15, 9, 11, 13, 15}},
+};
+
+/* Low words of a's dwords | low words of b's above them (both fit int16). */
+static inline __m512i wp_words(__m512i a, __m512i b)
+{
+    return _mm512_mask_blend_epi16(0xaaaaaaaau, a, _mm512_slli_epi32(b, 16));
+}
+
+static inline __m512i wp_pat(const wp_w *w, int m, int u)
+{
+    return _mm512_permutexvar_epi32(_mm512_load_si512(wp_pidx[m & 1][u]), w->z[m >> 1]);
+}
+
+static inline __attribute__((always_inline)) void wp_prep_q4_k(const sl_block_q4_k *x, wp_w *o)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    UNROLL for (int p = 0; p < 4; p++) {
+        __m512i v = _mm512_broadcast_i64x4(loadu(x->qs + 32 * p));
+        o->z[p] = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xffff0000u, v, 4), m4);
+    }
+    uint32_t sc[2], mn[2];
+    sl_q4k_scales8(x->scales, sc, mn);
+    __m512i s16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(
+        _mm_cvtsi64_si128((long long)(((uint64_t)sc[1] << 32) | sc[0]))));
+    __m512i m16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(
+        _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]))));
+    /* spans 2k, 2k + 1 share a vpdpwssd: word pair (sc[2k], sc[2k+1]) */
+    UNROLL for (int k = 0; k < 4; k++)
+        o->sw[k] = _mm512_permutexvar_epi16(_mm512_set1_epi32(2 * k | (2 * k + 1) << 16), s16);
+    /* lane l = 2h + t: (m[4h+t], m[4h+t+2]) */
+    const __m512i midx = _mm512_set_epi16(7, 5, 6, 4, 3, 1, 2, 0, 7, 5, 6, 4, 3, 1, 2, 0,
+                                          7, 5, 6, 4, 3, 1, 2, 0, 7, 5, 6, 4, 3, 1, 2, 0);
+    o->mw = _mm512_permutexvar_epi16(midx, m16);
+    o->d = f16s(x->d);
+    o->ndm = -f16s(x->dmin);
+}
+
+/* Final lanes of one row in vec_dot's accumulator order:
+ * (P0, P1, M00, M01, P2, P3, M10, M11); red_T() of that is the dot. */
+static inline __m256 wp_row_acc(const float *fp, const float *fm)
+{
+    return _mm256_setr_ps(fp[0], fp[1], fm[0], fm[1], fp[2], fp[3], fm[2], fm[3]);
+}
+
+/* One weight row against NQ quads of the panel. A span's 8-element groups
+ * give 8 products per lane (<= 8 * 15 * 128 < 2^15), so both u patterns
+ * share one vpdpbusd chain; spans 2k and 2k + 1 then go in as one word pair
+ * against their two 6-bit scales (one vpdpwssd per 64 elements). Min terms:
+ * S[k] m[k] + S[k+2] m[k+2] per lane. */
+static inline __attribute__((always_inline)) void
+wp_row(const int NQ, const sl_block_q4_k *x, int64_t nb, const wp_blk *P, float *out)
+{
+    __m512 fp[WQ], fm[WQ];
+    UNROLL for (int q = 0; q < NQ; q++) fp[q] = fm[q] = _mm512_setzero_ps();
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t b = 0; b < nb; b++) {
+        {   /* one weight superblock */
+            wp_w wv, *w = &wv;
+            wp_prep_q4_k(x + b, w);
+            const wp_blk *pb = P + b;
+            __m512i ps[WQ][2], lo[WQ];
+            UNROLL for (int q = 0; q < NQ; q++) ps[q][0] = ps[q][1] = zero;
+            UNROLL for (int m = 0; m < 8; m++) {
+                __m512i w0 = wp_pat(w, m, 0), w1 = wp_pat(w, m, 1);
+                UNROLL for (int q = 0; q < NQ; q++) {
+                    __m512i a = _mm512_dpbusd_epi32(zero, w0, _mm512_load_si512(pb->qs[m][0][q]));
+                    a = _mm512_dpbusd_epi32(a, w1, _mm512_load_si512(pb->qs[m][1][q]));
+                    /* span 2k | span 2k + 1 as one word pair */
+                    if (m & 1) ps[q][(m >> 1) & 1] = _mm512_dpwssd_epi32(ps[q][(m >> 1) & 1], wp_words(lo[q], a), w->sw[m >> 1]);
+                    else lo[q] = a;
+                }
+            }
+            __m512 d = _mm512_set1_ps(w->d), ndm = _mm512_set1_ps(w->ndm);
+            UNROLL for (int q = 0; q < NQ; q++) {
+                __m512i ms = _mm512_dpwssd_epi32(zero, _mm512_load_si512(pb->s4[q]), w->mw);
+                __m512 yd = _mm512_load_ps(pb->yd[q]);
+                fp[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ps[q][0], ps[q][1])),
+                                        _mm512_mul_ps(d, yd), fp[q]);
+                fm[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(ndm, yd), fm[q]);
+            }
+        }
+    }
+    UNROLL for (int q = 0; q < NQ; q++) {
+        float a[16], c[16];
+        _mm512_storeu_ps(a, fp[q]);
+        _mm512_storeu_ps(c, fm[q]);
+        UNROLL for (int r = 0; r < 4; r++) {
+            acc_t acc = { wp_row_acc(a + 4 * r, c + 4 * r), _mm256_setzero_ps(), 0.0f };
+            out[4 * q + r] = red_q4_k(&acc);
+        }
+    }
+}
+
+/* Rows [r0, r1) against the whole panel; the next weight row is prefetched
+ * while this one computes (the hardware prefetcher falls behind at this
+ * compute per byte; prefetching 2 or 3 rows ahead measured no better). */
+static void wp_run_q4_k(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,
+                        const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch)
+{
+    (void)scratch;
+    int64_t nb = cols / SL_QKK;
+    float out[4 * WQ];
+    for (int64_t r = r0; r < r1; r++) {
+        const char *w = (const char *)W + (size_t)r * wrb;
+        if (r + 1 < r1)
+            for (size_t o = 0; o < wrb; o += 64) __builtin_prefetch(w + wrb + o, 0, 3);
+        if (n_act <= 4) wp_row(1, (const sl_block_q4_k *)w, nb, panel, out);
+        else wp_row(2, (const sl_block_q4_k *)w, nb, panel, out);
+        for (int64_t i = 0; i < n_act; i++) Y[i * ldy + r] = out[i];
+    }
+}
+
+/* Rows 3..8 (kbench -n, 2 threads, from RAM, against the 8-row tiles: 8 rows
+ * 1.3-1.7x, 4 rows 0.9-1.2x, 3 rows 1.2-1.7x, 2 rows 0.7-0.8x). Three quads
+ * (9 rows) spilled registers and lost to the tiles. */
+static const sl_panel wp_q4_k = { wp_panel_bytes, wp_scratch_bytes, wp_pack, wp_run_q4_k, SL_QKK, 3, 4 * WQ };
+
+void sl_wide_fill_avx512vnni(sl_kern *k)
+{
+    k->wpanel[SL_GGML_Q4_K] = &wp_q4_k;
+}
