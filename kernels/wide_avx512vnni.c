@@ -1,5 +1,5 @@
 /* Few-row panel of the avx512vnni level for q4_K (batched decode,
- * speculative verification: 3..8 activation rows), bit for bit vec_dot's.
+ * speculative verification: 3..9 activation rows), bit for bit vec_dot's.
  *
  * The gemm_wide tiles pair each unpacked weight block with each row exactly
  * as vec_dot does: per pair 4 vpdpbusd, 2 packs, 2 vpdpwssd, a fold, the
@@ -8,7 +8,8 @@
  * per block (its partial j sums the elements with (e mod 32) / 8 = j). A
  * 128-bit weight pattern (one dword of each partial) in every 128-bit lane
  * then feeds 4 rows per vpdpbusd, and one vpdpwssd per 64 elements applies
- * the sub-block scales: ~2.6 instead of ~7 multiply-port ops per pair.
+ * two sub-block scales: ~5 integer multiply ops per (weight block, row)
+ * pair instead of 7, and none of the tile's packs, folds and shuffles.
  * (q6_K the same way measured no faster than its tile: it keeps the tile.)
  *
  * Why the bits stay vec_dot's: the integer partials are the same exact
@@ -20,7 +21,7 @@
 
 #include "dot_x86_vnni.h"
 
-#define WQ 2           /* row quads per panel: up to 8 rows */
+#define WQ 3           /* row quads per panel: up to 12 rows */
 
 /* One superblock of up to WQ quads of activation rows (lane 4r + c of a
  * quad vector belongs to row 4q + r). */
@@ -125,18 +126,24 @@ static inline __m256 wp_row_acc(const float *fp, const float *fm)
     return _mm256_setr_ps(fp[0], fp[1], fm[0], fm[1], fp[2], fp[3], fm[2], fm[3]);
 }
 
-/* One weight row against NQ quads of the panel. A span's 8-element groups
- * give 8 products per lane (<= 8 * 15 * 128 < 2^15), so both u patterns
- * share one vpdpbusd chain; spans 2k and 2k + 1 then go in as one word pair
- * against their two 6-bit scales (one vpdpwssd per 64 elements). Min terms:
- * S[k] m[k] + S[k+2] m[k+2] per lane. */
+/* Superblocks [b0, b1) of one weight row against NQ quads of the panel,
+ * into the row's float accumulators acc (fp then fm, [2][WQ][16]; zero on
+ * the row's first chunk). A span's 8-element groups give 8 products per
+ * lane (<= 8 * 15 * 128 < 2^15), so both u patterns share one vpdpbusd
+ * chain; spans 2k and 2k + 1 then go in as one word pair against their two
+ * 6-bit scales (one vpdpwssd per 64 elements). Min terms: S[k] m[k] +
+ * S[k+2] m[k+2] per lane. Blocks are added in order, so chunking a row
+ * keeps vec_dot's order. */
 static inline __attribute__((always_inline)) void
-wp_row(const int NQ, const sl_block_q4_k *x, int64_t nb, const wp_blk *P, float *out)
+wp_chunk(const int NQ, const sl_block_q4_k *x, int64_t b0, int64_t b1, const wp_blk *P, float *acc, int first)
 {
     __m512 fp[WQ], fm[WQ];
-    UNROLL for (int q = 0; q < NQ; q++) fp[q] = fm[q] = _mm512_setzero_ps();
+    UNROLL for (int q = 0; q < NQ; q++) {
+        fp[q] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + 16 * q);
+        fm[q] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + 16 * (WQ + q));
+    }
     const __m512i zero = _mm512_setzero_si512();
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         {   /* one weight superblock */
             wp_w wv, *w = &wv;
             wp_prep_q4_k(x + b, w);
@@ -164,39 +171,58 @@ wp_row(const int NQ, const sl_block_q4_k *x, int64_t nb, const wp_blk *P, float 
         }
     }
     UNROLL for (int q = 0; q < NQ; q++) {
-        float a[16], c[16];
-        _mm512_storeu_ps(a, fp[q]);
-        _mm512_storeu_ps(c, fm[q]);
-        UNROLL for (int r = 0; r < 4; r++) {
-            acc_t acc = { wp_row_acc(a + 4 * r, c + 4 * r), _mm256_setzero_ps(), 0.0f };
-            out[4 * q + r] = red_q4_k(&acc);
-        }
+        _mm512_store_ps(acc + 16 * q, fp[q]);
+        _mm512_store_ps(acc + 16 * (WQ + q), fm[q]);
     }
 }
 
-/* Rows [r0, r1) against the whole panel; the next weight row is prefetched
- * while this one computes (the hardware prefetcher falls behind at this
- * compute per byte; prefetching 2 or 3 rows ahead measured no better). */
+/* A row's accumulators to its n dots, in vec_dot's lane order:
+ * (P0, P1, M00, M01, P2, P3, M10, M11) per row, then red_q4_k. */
+static void wp_finish(const float *acc, int64_t n, float *Y, int64_t ldy)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float *a = acc + 16 * (i / 4) + 4 * (i % 4), *c = acc + 16 * (WQ + i / 4) + 4 * (i % 4);
+        acc_t t = { wp_row_acc(a, c), _mm256_setzero_ps(), 0.0f };
+        Y[i * ldy] = red_q4_k(&t);
+    }
+}
+
+/* Rows [r0, r1) against the whole panel, WP_RB weight rows at a time over
+ * K chunks of WP_KC superblocks, so the chunk of the panel they sweep stays
+ * in L1 (a whole 14336-column panel is 129 KiB: swept once per row from L2
+ * it held the down projections to ~10 GB/s) and three quads fit too. Each
+ * chunk prefetches the same chunk of the next row block. */
+#define WP_RB 4
+#define WP_KC 4
 static void wp_run_q4_k(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,
                         const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch)
 {
     (void)scratch;
     int64_t nb = cols / SL_QKK;
-    float out[4 * WQ];
-    for (int64_t r = r0; r < r1; r++) {
-        const char *w = (const char *)W + (size_t)r * wrb;
-        if (r + 1 < r1)
-            for (size_t o = 0; o < wrb; o += 64) __builtin_prefetch(w + wrb + o, 0, 3);
-        if (n_act <= 4) wp_row(1, (const sl_block_q4_k *)w, nb, panel, out);
-        else wp_row(2, (const sl_block_q4_k *)w, nb, panel, out);
-        for (int64_t i = 0; i < n_act; i++) Y[i * ldy + r] = out[i];
+    float acc[WP_RB][2 * WQ * 16] __attribute__((aligned(64)));
+    for (int64_t rb = r0; rb < r1; rb += WP_RB) {
+        int nr = r1 - rb < WP_RB ? (int)(r1 - rb) : WP_RB;
+        for (int64_t b0 = 0; b0 < nb; b0 += WP_KC) {
+            int64_t b1 = nb - b0 < WP_KC ? nb : b0 + WP_KC;
+            for (int i = 0; i < nr; i++) {
+                const char *w = (const char *)W + (size_t)(rb + i) * wrb;
+                if (rb + WP_RB + i < r1)
+                    for (size_t o = (size_t)b0 * sizeof(sl_block_q4_k); o < (size_t)b1 * sizeof(sl_block_q4_k); o += 64)
+                        __builtin_prefetch(w + (size_t)WP_RB * wrb + o, 0, 3);
+                const sl_block_q4_k *x = (const sl_block_q4_k *)w;
+                if (n_act <= 4) wp_chunk(1, x, b0, b1, panel, acc[i], b0 == 0);
+                else if (n_act <= 8) wp_chunk(2, x, b0, b1, panel, acc[i], b0 == 0);
+                else wp_chunk(3, x, b0, b1, panel, acc[i], b0 == 0);
+            }
+        }
+        for (int i = 0; i < nr; i++) wp_finish(acc[i], n_act, Y + rb + i, ldy);
     }
 }
 
-/* Rows 3..8 (kbench -n, 2 threads, from RAM, against the 8-row tiles: 8 rows
- * 1.3-1.7x, 4 rows 0.9-1.2x, 3 rows 1.2-1.7x, 2 rows 0.7-0.8x). Three quads
- * (9 rows) spilled registers and lost to the tiles. */
-static const sl_panel wp_q4_k = { wp_panel_bytes, wp_scratch_bytes, wp_pack, wp_run_q4_k, SL_QKK, 3, 4 * WQ };
+/* Rows 3..9 (kbench -n, 2 threads, from RAM, against the 8-row tiles: see
+ * perf/results/2026-11-25-s9-fewrow-panel.md); 2 rows lost to the tiles. */
+static const sl_panel wp_q4_k = { wp_panel_bytes, wp_scratch_bytes, wp_pack, wp_run_q4_k, SL_QKK, 3,
+                                  SL_PANEL_MIN_ACT - 1 };
 
 void sl_wide_fill_avx512vnni(sl_kern *k)
 {

@@ -189,6 +189,8 @@ Test(kern_matvec, equals_vec_dot_every_level)
         {70, 9, 33}, {19, 67, 10}, {8, 1, 16},
         /* decode over several guided takes (>= 32 KiB each), odd row count */
         {1531, 2, 1}, {3001, 1, 1}, {2049, 3, 1},
+        /* few-row panel: K chunks with a tail, row blocks with a tail, 1..3 quads */
+        {22, 9, 7}, {21, 5, 9}, {37, 6, 3}, {18, 13, 8},
     };
     for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
         const sl_kern *k = sl_kern_for(isa);
