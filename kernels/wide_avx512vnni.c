@@ -71,10 +71,10 @@ static void wp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
     }
 }
 
-/* One weight superblock in registers: for each 32-element span m the two
- * value patterns u = 0, 1 (dwords 2j + u of the span, j = 0..3) in every
- * 128-bit lane (one vpermd each), and the per-span scale words (low word
- * of each dword, 0 above). */
+/* One weight superblock in registers: its values in element order (the
+ * patterns of span m, u = dwords 2j + u of the span in every 128-bit lane,
+ * are one vpermd each: wp_pat), the scale word pairs (sc[2k], sc[2k+1]) of
+ * span pairs, the min word pairs of the min terms, d and -dmin. */
 typedef struct { __m512i z[4], sw[4], mw; float d, ndm; } wp_w;
 
 /* vpermd indices of pattern (m & 1, u): dword 8 (m & 1) + 2j + u of z[m / 2] */
