@@ -11,8 +11,40 @@
 
 #include <glpk.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
+
+/* GLPK calls abort() once its error hook returns (a failed internal
+ * assertion, an invalid argument). The hook jumps back into
+ * sl_ring_plan_solve instead, which frees the thread's GLPK environment
+ * (every GLPK object of the thread goes with it) and returns an error with
+ * the text GLPK wrote, kept by the terminal hook (which also keeps GLPK
+ * from printing). Thread-local: GLPK's environment is per thread. */
+static _Thread_local struct {
+    jmp_buf jb;
+    char text[256];
+} glpk_guard;
+
+static int glpk_text(void *info, const char *s)
+{
+    (void)info;
+    size_t have = strlen(glpk_guard.text), add = strlen(s);
+    if (have + add >= sizeof glpk_guard.text) {   /* keep the tail: the error is written last */
+        size_t keep = add >= sizeof glpk_guard.text ? 0 : sizeof glpk_guard.text - 1 - add;
+        memmove(glpk_guard.text, glpk_guard.text + have - keep, keep);
+        have = keep;
+        if (add >= sizeof glpk_guard.text) { s += add - (sizeof glpk_guard.text - 1); add = sizeof glpk_guard.text - 1; }
+    }
+    memcpy(glpk_guard.text + have, s, add + 1);
+    return 1;                                     /* nothing reaches the terminal */
+}
+
+static void glpk_error(void *info)
+{
+    (void)info;
+    longjmp(glpk_guard.jb, 1);
+}
 
 static double max3(double a, double b, double c)
 {
@@ -121,19 +153,41 @@ static int solve_k(const sl_ring_cluster *c, int k, int *w)
     return out;
 }
 
+static int solve_all(const sl_ring_cluster *c, sl_ring_plan *p);
+
 int sl_ring_plan_solve(const sl_ring_cluster *c, sl_ring_plan *p)
 {
     memset(p, 0, sizeof *p);
     p->n_dev = c->n_dev;
     p->t_s = -1;
-    /* a cost without a rate is infinite, and GLPK aborts the process on such a
-     * bound: refuse it here (gathered profiles skip the file parser's check) */
+    /* a cost without a rate is infinite, and GLPK stops on such a bound:
+     * refuse it by name here (gathered profiles skip the file parser's check) */
     int m_bad, t_bad;
     if (sl_ring_cluster_missing_rate(c, &m_bad, &t_bad))
         return sl_err_set(SL_EINVAL, "ring: device %d (%s) has no matvec rate for %s, which the model uses "
                           "(add it to the \"matvec\" of that device's profile or of cluster.json)", m_bad,
                           c->dev[m_bad].name, sl_gguf_type_name((uint32_t)t_bad));
+    glpk_guard.text[0] = 0;
+    if (setjmp(glpk_guard.jb)) {
+        glp_free_env();
+        char *t = glpk_guard.text;
+        for (char *q = t; *q; q++) if (*q == '\n') *q = ' ';
+        return sl_err_set(SL_ERANGE, "ring: GLPK stopped on an internal error (%s); the cluster's "
+                          "figures are probably out of range", t[0] ? t : "no message");
+    }
+    glp_term_out(GLP_ON);
+    glp_term_hook(glpk_text, NULL);
+    glp_error_hook(glpk_error, NULL);
+    int rc = solve_all(c, p);
+    glp_error_hook(NULL, NULL);
+    glp_term_hook(NULL, NULL);
     glp_term_out(GLP_OFF);
+    return rc;
+}
+
+/* Every valid round count k through its ILP; the best k wins. */
+static int solve_all(const sl_ring_cluster *c, sl_ring_plan *p)
+{
     int L = c->model.n_layers;
     for (int k = 1; k <= L; k++) {
         if (L % k || L / k < c->n_dev) continue;

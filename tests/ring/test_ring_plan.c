@@ -155,7 +155,7 @@ Test(ring_plan, hand_computed)
 
 /* A gathered cluster (`run --ring auto`) skips the file parser: a device whose
  * profile lacks a type the model uses is refused by name, before GLPK (which
- * would abort the process on the infinite cost). */
+ * would stop on the infinite cost: glpk_error_returned). */
 Test(ring_plan, missing_rate_refused)
 {
     sl_ring_cluster c;
@@ -173,6 +173,31 @@ Test(ring_plan, missing_rate_refused)
     cr_assert_not(sl_ring_cluster_missing_rate(&c, &m, &t));
     int rc = sl_ring_plan_solve(&c, &p);
     cr_assert(rc == 0 || rc == SL_ERANGE, "%d %s", rc, sl_last_error());
+}
+
+/* Figures no file parser passes (a zero memory rate, a NaN budget, an
+ * infinite latency) make GLPK stop on an internal error, after which it
+ * calls abort(). The planner returns it as an error carrying GLPK's text,
+ * prints nothing, and plans again afterwards. */
+Test(ring_plan, glpk_error_returned)
+{
+    sl_ring_cluster c;
+    sl_ring_plan p;
+    for (int v = 0; v < 3; v++) {
+        random_cluster(&c, 3, 12);
+        for (int d = 0; d < 3; d++) c.dev[d].budget = 1e12;
+        if (v == 0) c.dev[1].mem_bps = 0;
+        else if (v == 1) c.dev[1].budget = NAN;
+        else c.link_latency_s = INFINITY;
+        int rc = sl_ring_plan_solve(&c, &p);
+        cr_assert_eq(rc, SL_ERANGE, "variant %d: %d %s", v, rc, sl_last_error());
+        cr_assert_not_null(strstr(sl_last_error(), "GLPK stopped on an internal error ("), "%s", sl_last_error());
+        cr_assert_not_null(strstr(sl_last_error(), "Error detected in file"), "GLPK's own text: %s", sl_last_error());
+        random_cluster(&c, 3, 12);
+        for (int d = 0; d < 3; d++) c.dev[d].budget = 1e12;     /* everything fits */
+        cr_assert_eq(sl_ring_plan_solve(&c, &p), 0, "after variant %d: %s", v, sl_last_error());
+        cr_assert_gt(p.k, 0);
+    }
 }
 
 Test(ring_plan, windows_layout)
