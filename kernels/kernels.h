@@ -117,7 +117,7 @@ int sl_kern_matvec_multi(const sl_kern *k, sl_pool *p, const sl_mv_part *parts, 
  * allocated the per-pair tiles run instead. Panel results equal vec_dot's
  * within float rounding (same integer sums, another summation order).
  * Below 10 rows every result is vec_dot's bit for bit; types with a
- * few-row panel (avx512vnni: q4_K, 3..9 rows) keep such a buffer too. */
+ * few-row panel (avx512vnni: q4_K, q6_K, 3..9 rows) keep such a buffer too. */
 int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                    int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy);
 /* Upper bound of the per-thread buffer sl_kern_matmul keeps for n_act rows of

@@ -1,21 +1,23 @@
-/* Few-row panel of the avx512vnni level for q4_K (batched decode,
- * speculative verification: 3..9 activation rows), bit for bit vec_dot's.
+/* Few-row panel of the avx512vnni level for q4_K and q6_K (batched
+ * decode, speculative verification: 3..9 activation rows), bit for bit
+ * vec_dot's.
  *
  * The gemm_wide tiles pair each unpacked weight block with each row exactly
  * as vec_dot does: per pair 4 vpdpbusd, 2 packs, 2 vpdpwssd, a fold, the
  * min terms and the float finish. Here the rows are transposed once per
  * call into quads: a zmm holds 4 rows x the 4 integer partials vec_dot keeps
- * per block (its partial j sums the elements with (e mod 32) / 8 = j). A
- * 128-bit weight pattern (one dword of each partial) in every 128-bit lane
- * then feeds 4 rows per vpdpbusd, and one vpdpwssd per 64 elements applies
- * two sub-block scales: ~5 integer multiply ops per (weight block, row)
- * pair instead of 7, and none of the tile's packs, folds and shuffles.
- * (q6_K the same way measured no faster than its tile: it keeps the tile.)
+ * per block (its partial j sums the elements with (e mod 32) / 8 = j; q4_K
+ * and q6_K share that layout). A 128-bit weight pattern (one dword of each
+ * partial) in every 128-bit lane then feeds 4 rows per vpdpbusd, and one
+ * vpdpwssd per 64 (q4_K) or 32 (q6_K) elements applies the sub-block
+ * scales: ~5-6 integer multiply ops per (weight block, row) pair instead of
+ * 7, and none of the tile's packs, folds and shuffles.
  *
  * Why the bits stay vec_dot's: the integer partials are the same exact
  * sums (any order), converted the same way, multiplied by the same product
  * d_x * d_y and added with one FMA per block into the same lane of the
- * same accumulator; red_q4_k() finishes each row. */
+ * same accumulator; the type's reduction (DEF_RED's, the same for both)
+ * finishes each row. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -28,8 +30,10 @@
 typedef struct {
     int8_t qs[8][2][WQ][64];  /* [32-element span m][u][q]: lane 4r + j = qs[32m + 8j + 4u ..+3] */
     float yd[WQ][16];         /* lane 4r + c: d of the row */
-    int32_t s4[WQ][16];       /* min sums, lane 4r + l (l = 2h + t): (S[4h+t], S[4h+t+2]),
+    int32_t s4[WQ][16];       /* q4_K min sums, lane 4r + l (l = 2h + t): (S[4h+t], S[4h+t+2]),
                                  S[k] the sum over 32-element sub-block k */
+    int32_t s6[2][WQ][16];    /* q6_K: (b[8h+2t], b[8h+2t+1]) and (b[8h+2t+4], b[8h+2t+5]),
+                                 b the 16-element block sums */
 } wp_blk;
 _Static_assert(sizeof(wp_blk) % 64 == 0, "quad vectors stay 64-byte aligned");
 
@@ -66,6 +70,8 @@ static void wp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
                 int h = l >> 1, t = l & 1, k = 4 * h + t;
                 p->yd[q][4 * r + l] = yb->d;
                 p->s4[q][4 * r + l] = wp_pair(bs[2 * k] + bs[2 * k + 1], bs[2 * k + 4] + bs[2 * k + 5]);
+                p->s6[0][q][4 * r + l] = wp_pair(bs[8 * h + 2 * t], bs[8 * h + 2 * t + 1]);
+                p->s6[1][q][4 * r + l] = wp_pair(bs[8 * h + 2 * t + 4], bs[8 * h + 2 * t + 5]);
             }
         }
     }
@@ -75,7 +81,7 @@ static void wp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
  * patterns of span m, u = dwords 2j + u of the span in every 128-bit lane,
  * are one vpermd each: wp_pat), the scale word pairs (sc[2k], sc[2k+1]) of
  * span pairs, the min word pairs of the min terms, d and -dmin. */
-typedef struct { __m512i z[4], sw[4], mw; float d, ndm; } wp_w;
+typedef struct { __m512i z[4], sw[8], mw, mw2; float d, ndm; } wp_w;   /* q4_K: sw[0..3], no mw2 */
 
 /* vpermd indices of pattern (m & 1, u): dword 8 (m & 1) + 2j + u of z[m / 2] */
 static const int32_t wp_pidx[2][2][16] __attribute__((aligned(64))) = {
@@ -119,6 +125,29 @@ static inline __attribute__((always_inline)) void wp_prep_q4_k(const sl_block_q4
     o->ndm = -f16s(x->dmin);
 }
 
+/* q6_K: q + 32 (0..63) in element order (dot_x86_vnni.h's unpack); span m's
+ * scale words: lanes j = 0, 1 take sub-block 2m, j = 2, 3 sub-block 2m + 1,
+ * in both words (u = 0 | u = 1 share it); min terms 32 sc b as q4_K's mins. */
+static inline __attribute__((always_inline)) void wp_prep_q6_k(const sl_block_q6_k *x, wp_w *o)
+{
+    u_q6_k u;
+    unp_q6_k(x, &u);
+    UNROLL for (int p = 0; p < 4; p++) o->z[p] = u.z.q[p];
+    __m512i s16 = _mm512_castsi256_si512(u.sc16);
+    const __m512i sidx = _mm512_set_epi16(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0,
+                                          1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
+    UNROLL for (int m = 0; m < 8; m++)
+        o->sw[m] = _mm512_permutexvar_epi16(_mm512_add_epi16(sidx, _mm512_set1_epi16((short)(2 * m))), s16);
+    /* lane l = 2h + t: (sc[8h+2t], sc[8h+2t+1]) and (sc[8h+2t+4], sc[8h+2t+5]) */
+    const __m512i aidx = _mm512_set_epi16(11, 10, 9, 8, 3, 2, 1, 0, 11, 10, 9, 8, 3, 2, 1, 0,
+                                          11, 10, 9, 8, 3, 2, 1, 0, 11, 10, 9, 8, 3, 2, 1, 0);
+    o->mw = _mm512_permutexvar_epi16(aidx, s16);
+    o->mw2 = _mm512_permutexvar_epi16(_mm512_add_epi16(aidx, _mm512_set1_epi16(4)), s16);
+    float d = f16s(x->d);
+    o->d = d;
+    o->ndm = -(32.0f * d);
+}
+
 /* Final lanes of one row in vec_dot's accumulator order:
  * (P0, P1, M00, M01, P2, P3, M10, M11); red_T() of that is the dot. */
 static inline __m256 wp_row_acc(const float *fp, const float *fm)
@@ -135,7 +164,7 @@ static inline __m256 wp_row_acc(const float *fp, const float *fm)
  * S[k+2] m[k+2] per lane. Blocks are added in order, so chunking a row
  * keeps vec_dot's order. */
 static inline __attribute__((always_inline)) void
-wp_chunk(const int NQ, const sl_block_q4_k *x, int64_t b0, int64_t b1, const wp_blk *P, float *acc, int first)
+wp_chunk(const int Q6, const int NQ, const void *x, int64_t b0, int64_t b1, const wp_blk *P, float *acc, int first)
 {
     __m512 fp[WQ], fm[WQ];
     UNROLL for (int q = 0; q < NQ; q++) {
@@ -146,7 +175,8 @@ wp_chunk(const int NQ, const sl_block_q4_k *x, int64_t b0, int64_t b1, const wp_
     for (int64_t b = b0; b < b1; b++) {
         {   /* one weight superblock */
             wp_w wv, *w = &wv;
-            wp_prep_q4_k(x + b, w);
+            if (Q6) wp_prep_q6_k((const sl_block_q6_k *)x + b, w);
+            else wp_prep_q4_k((const sl_block_q4_k *)x + b, w);
             const wp_blk *pb = P + b;
             __m512i ps[WQ][2], lo[WQ];
             UNROLL for (int q = 0; q < NQ; q++) ps[q][0] = ps[q][1] = zero;
@@ -154,6 +184,11 @@ wp_chunk(const int NQ, const sl_block_q4_k *x, int64_t b0, int64_t b1, const wp_
                 __m512i w0 = wp_pat(w, m, 0), w1 = wp_pat(w, m, 1);
                 UNROLL for (int q = 0; q < NQ; q++) {
                     __m512i a = _mm512_dpbusd_epi32(zero, w0, _mm512_load_si512(pb->qs[m][0][q]));
+                    if (Q6) {   /* 4 products of <= 63 * 128 per lane: u = 0 | u = 1 as one word pair */
+                        __m512i c = _mm512_dpbusd_epi32(zero, w1, _mm512_load_si512(pb->qs[m][1][q]));
+                        ps[q][m & 1] = _mm512_dpwssd_epi32(ps[q][m & 1], wp_words(a, c), w->sw[m]);
+                        continue;
+                    }
                     a = _mm512_dpbusd_epi32(a, w1, _mm512_load_si512(pb->qs[m][1][q]));
                     /* span 2k | span 2k + 1 as one word pair */
                     if (m & 1) ps[q][(m >> 1) & 1] = _mm512_dpwssd_epi32(ps[q][(m >> 1) & 1], wp_words(lo[q], a), w->sw[m >> 1]);
@@ -162,7 +197,9 @@ wp_chunk(const int NQ, const sl_block_q4_k *x, int64_t b0, int64_t b1, const wp_
             }
             __m512 d = _mm512_set1_ps(w->d), ndm = _mm512_set1_ps(w->ndm);
             UNROLL for (int q = 0; q < NQ; q++) {
-                __m512i ms = _mm512_dpwssd_epi32(zero, _mm512_load_si512(pb->s4[q]), w->mw);
+                __m512i ms = Q6 ? _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, _mm512_load_si512(pb->s6[0][q]), w->mw),
+                                                      _mm512_load_si512(pb->s6[1][q]), w->mw2)
+                                : _mm512_dpwssd_epi32(zero, _mm512_load_si512(pb->s4[q]), w->mw);
                 __m512 yd = _mm512_load_ps(pb->yd[q]);
                 fp[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ps[q][0], ps[q][1])),
                                         _mm512_mul_ps(d, yd), fp[q]);
@@ -177,7 +214,8 @@ wp_chunk(const int NQ, const sl_block_q4_k *x, int64_t b0, int64_t b1, const wp_
 }
 
 /* A row's accumulators to its n dots, in vec_dot's lane order:
- * (P0, P1, M00, M01, P2, P3, M10, M11) per row, then red_q4_k. */
+ * (P0, P1, M00, M01, P2, P3, M10, M11) per row, then the reduction
+ * (red_q4_k; red_q6_k is the same DEF_RED). */
 static void wp_finish(const float *acc, int64_t n, float *Y, int64_t ldy)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -194,11 +232,12 @@ static void wp_finish(const float *acc, int64_t n, float *Y, int64_t ldy)
  * chunk prefetches the same chunk of the next row block. */
 #define WP_RB 4
 #define WP_KC 4
-static void wp_run_q4_k(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,
-                        const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch)
+static inline __attribute__((always_inline)) void
+wp_run(const int Q6, const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols, const void *panel,
+       int64_t n_act, float *Y, int64_t ldy)
 {
-    (void)scratch;
     int64_t nb = cols / SL_QKK;
+    const size_t bb = Q6 ? sizeof(sl_block_q6_k) : sizeof(sl_block_q4_k);
     float acc[WP_RB][2 * WQ * 16] __attribute__((aligned(64)));
     for (int64_t rb = r0; rb < r1; rb += WP_RB) {
         int nr = r1 - rb < WP_RB ? (int)(r1 - rb) : WP_RB;
@@ -207,24 +246,43 @@ static void wp_run_q4_k(const void *W, size_t wrb, int64_t r0, int64_t r1, int64
             for (int i = 0; i < nr; i++) {
                 const char *w = (const char *)W + (size_t)(rb + i) * wrb;
                 if (rb + WP_RB + i < r1)
-                    for (size_t o = (size_t)b0 * sizeof(sl_block_q4_k); o < (size_t)b1 * sizeof(sl_block_q4_k); o += 64)
+                    for (size_t o = (size_t)b0 * bb; o < (size_t)b1 * bb; o += 64)
                         __builtin_prefetch(w + (size_t)WP_RB * wrb + o, 0, 3);
-                const sl_block_q4_k *x = (const sl_block_q4_k *)w;
-                if (n_act <= 4) wp_chunk(1, x, b0, b1, panel, acc[i], b0 == 0);
-                else if (n_act <= 8) wp_chunk(2, x, b0, b1, panel, acc[i], b0 == 0);
-                else wp_chunk(3, x, b0, b1, panel, acc[i], b0 == 0);
+                if (n_act <= 4) wp_chunk(Q6, 1, w, b0, b1, panel, acc[i], b0 == 0);
+                else if (n_act <= 8) wp_chunk(Q6, 2, w, b0, b1, panel, acc[i], b0 == 0);
+                else wp_chunk(Q6, 3, w, b0, b1, panel, acc[i], b0 == 0);
             }
         }
         for (int i = 0; i < nr; i++) wp_finish(acc[i], n_act, Y + rb + i, ldy);
     }
 }
 
+static void wp_run_q4_k(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,
+                        const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch)
+{
+    (void)scratch;
+    wp_run(0, W, wrb, r0, r1, cols, panel, n_act, Y, ldy);
+}
+
+static void wp_run_q6_k(const void *W, size_t wrb, int64_t r0, int64_t r1, int64_t cols,
+                        const void *panel, int64_t n_act, float *Y, int64_t ldy, void *scratch)
+{
+    (void)scratch;
+    wp_run(1, W, wrb, r0, r1, cols, panel, n_act, Y, ldy);
+}
+
 /* Rows 3..9 (kbench -n, 2 threads, from RAM, against the 8-row tiles: see
- * perf/results/2026-11-25-s9-fewrow-panel.md); 2 rows lost to the tiles. */
+ * perf/results/2026-11-25-s9-fewrow-panel.md); 2 rows lost to the tiles.
+ * q6_K in L2 only matches its tile; from RAM it wins once the panel chunk
+ * stays in L1 (8 rows 1.4-1.5x). */
 static const sl_panel wp_q4_k = { wp_panel_bytes, wp_scratch_bytes, wp_pack, wp_run_q4_k, SL_QKK, 3,
+                                  SL_PANEL_MIN_ACT - 1 };
+
+static const sl_panel wp_q6_k = { wp_panel_bytes, wp_scratch_bytes, wp_pack, wp_run_q6_k, SL_QKK, 3,
                                   SL_PANEL_MIN_ACT - 1 };
 
 void sl_wide_fill_avx512vnni(sl_kern *k)
 {
     k->wpanel[SL_GGML_Q4_K] = &wp_q4_k;
+    k->wpanel[SL_GGML_Q6_K] = &wp_q6_k;
 }
