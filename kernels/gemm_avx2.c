@@ -52,10 +52,10 @@ static inline void k4_meta(const uint8_t *s12, kq_meta *m)
     sl_q4k_scales8(s12, sc, mn);
     for (int j = 0; j < 8; j++) {
         int s = (int)((sc[j / 4] >> (8 * (j % 4))) & 0xff);
-        m->scw[j] = pair16(s, s);
+        m->scw[j] = sl_pair16(s, s);
     }
     for (int p = 0; p < 4; p++)
-        m->mn[p] = pair16((int)((mn[p / 2] >> (16 * (p % 2))) & 0xff), (int)((mn[p / 2] >> (16 * (p % 2) + 8)) & 0xff));
+        m->mn[p] = sl_pair16((int)((mn[p / 2] >> (16 * (p % 2))) & 0xff), (int)((mn[p / 2] >> (16 * (p % 2) + 8)) & 0xff));
 }
 
 /* q6_K: q + 32 (0..63); the offset 32 * sc goes through the block sums */
@@ -63,8 +63,8 @@ static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q6_k *x = vx;
     x86_q6k_values(x, q);
-    for (int s = 0; s < 16; s++) m->scw[s] = pair16(x->scales[s], x->scales[s]);
-    for (int p = 0; p < 8; p++) m->mn[p] = pair16(32 * x->scales[2 * p], 32 * x->scales[2 * p + 1]);
+    for (int s = 0; s < 16; s++) m->scw[s] = sl_pair16(x->scales[s], x->scales[s]);
+    for (int p = 0; p < 8; p++) m->mn[p] = sl_pair16(32 * x->scales[2 * p], 32 * x->scales[2 * p + 1]);
     m->d = m->dm = f16s(x->d);
 }
 
@@ -86,8 +86,8 @@ static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
     sl_q3k_words(x->scales, w);
     int sc[16];
     for (int s = 0; s < 16; s++) sc[s] = (int)((w[s / 4] >> (8 * (s % 4))) & 0xff) - 32;
-    for (int s = 0; s < 16; s++) m->scw[s] = pair16(sc[s], sc[s]);
-    for (int p = 0; p < 8; p++) m->mn[p] = pair16(4 * sc[2 * p], 4 * sc[2 * p + 1]);
+    for (int s = 0; s < 16; s++) m->scw[s] = sl_pair16(sc[s], sc[s]);
+    for (int p = 0; p < 8; p++) m->mn[p] = sl_pair16(4 * sc[2 * p], 4 * sc[2 * p + 1]);
     m->d = m->dm = f16s(x->d);
 }
 
@@ -100,8 +100,8 @@ static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
         __m256i v = ld(x->qs + 32 * h);
         for (int k = 0; k < 4; k++) st(q + 128 * h + 32 * k, _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3));
     }
-    for (int s = 0; s < 16; s++) m->scw[s] = pair16(x->scales[s] & 15, x->scales[s] & 15);
-    for (int p = 0; p < 8; p++) m->mn[p] = pair16(x->scales[2 * p] >> 4, x->scales[2 * p + 1] >> 4);
+    for (int s = 0; s < 16; s++) m->scw[s] = sl_pair16(x->scales[s] & 15, x->scales[s] & 15);
+    for (int p = 0; p < 8; p++) m->mn[p] = sl_pair16(x->scales[2 * p] >> 4, x->scales[2 * p + 1] >> 4);
     m->d = f16s(x->d);
     m->dm = f16s(x->dmin);
 }

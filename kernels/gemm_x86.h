@@ -58,16 +58,14 @@ static inline void x86_q6k_values(const sl_block_q6_k *x, uint8_t *q)
     }
 }
 
-static inline int32_t pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
-
 /* One activation row's q8_K block sums as word pairs (one lane; lanes int32
  * apart): bs16[p] = (bsums 2p, 2p+1), bs32[p] over the 32-element sub-blocks
  * 2p, 2p+1 (|sum of 32| <= 4096: fits int16). */
 static inline void x86_bsum_pairs(const int16_t *bs, int32_t *bs16, int32_t *bs32, int lanes)
 {
-    for (int p = 0; p < 8; p++) bs16[p * lanes] = pair16(bs[2 * p], bs[2 * p + 1]);
+    for (int p = 0; p < 8; p++) bs16[p * lanes] = sl_pair16(bs[2 * p], bs[2 * p + 1]);
     for (int p = 0; p < 4; p++)
-        bs32[p * lanes] = pair16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
+        bs32[p * lanes] = sl_pair16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
 }
 
 static inline void k4_meta(const uint8_t *s12, kq_meta *m);

@@ -80,6 +80,10 @@ static inline float sl_ft_get(const void *p, int64_t i, int ft)
     return sl_bf16_to_f32(((const sl_bf16 *)p)[i]);
 }
 
+/* Two int16 as one dword (lo in the low word): the word pairs vpdpwssd /
+ * vpmaddwd multiply (the x86 panel GEMMs). */
+static inline int32_t sl_pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
+
 /* The 16 q3_K 6-bit scales, biased by +32 (subtract 32 for the value), 4 per
  * 32-bit word in sub-block order. */
 static inline void sl_q3k_words(const uint8_t *s12, uint32_t w[4])

@@ -248,13 +248,23 @@ static void pn_worker(void *ctx, int ith, int nth)
                    j->scratch + (size_t)ith * j->per);
 }
 
+/* The panel matmul runs for n_act rows of wtype: the prefill one from
+ * SL_PANEL_MIN_ACT rows, below that the few-row one where the level has it
+ * for this row count; NULL: the tiles. */
+static const sl_panel *pick_panel(const sl_kern *k, int wtype, int64_t n_act)
+{
+    if (n_act >= SL_PANEL_MIN_ACT) return k->panel[wtype];
+    const sl_panel *pn = k->wpanel[wtype];
+    return pn && n_act >= pn->min_act && n_act <= pn->max_act ? pn : NULL;
+}
+
 size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_act, int n_threads)
 {
     size_t best = 0;
     if (!k || cols <= 0 || n_act < 2 || n_threads < 1) return 0;
     for (int t = 0; t < SL_GGML_TYPE_COUNT; t++) {
-        const sl_panel *pn = n_act >= SL_PANEL_MIN_ACT ? k->panel[t] : k->wpanel[t];
-        if (!pn || (n_act < SL_PANEL_MIN_ACT && (n_act < pn->min_act || n_act > pn->max_act))) continue;
+        const sl_panel *pn = pick_panel(k, t, n_act);
+        if (!pn) continue;
         int64_t c = (cols + pn->block - 1) / pn->block * pn->block;
         size_t b = up64(pn->panel_bytes(c, n_act)) + (size_t)n_threads * up64(pn->scratch_bytes(n_act));
         if (b > best) best = b;
@@ -269,9 +279,8 @@ size_t sl_kern_matmul_scratch_bound(const sl_kern *k, int64_t cols, int64_t n_ac
 static int panel_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows,
                         int64_t cols, const void *act, int64_t n_act, float *Y, int64_t ldy)
 {
-    const sl_panel *pn = n_act >= SL_PANEL_MIN_ACT ? k->panel[wtype] : k->wpanel[wtype];
-    if (!pn || (n_act < SL_PANEL_MIN_ACT && (n_act < pn->min_act || n_act > pn->max_act)))
-        return 1;         /* cols: a block multiple (check) */
+    const sl_panel *pn = pick_panel(k, wtype, n_act);
+    if (!pn) return 1;    /* cols: a block multiple (check) */
     int nth = sl_pool_n_threads(p);
     size_t pb = up64(pn->panel_bytes(cols, n_act)), per = up64(pn->scratch_bytes(n_act));
     char *mem = scratch_get(pb + (size_t)nth * per);

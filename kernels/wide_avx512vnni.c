@@ -49,8 +49,6 @@ static size_t wp_scratch_bytes(int64_t n_act)
     return 0;
 }
 
-static inline int32_t wp_pair(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
-
 static void wp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void *panel)
 {
     wp_blk *P = panel;
@@ -69,9 +67,9 @@ static void wp_pack(const void *act, size_t arb, int64_t n_act, int64_t nb, void
             for (int l = 0; l < 4; l++) {
                 int h = l >> 1, t = l & 1, k = 4 * h + t;
                 p->yd[q][4 * r + l] = yb->d;
-                p->s4[q][4 * r + l] = wp_pair(bs[2 * k] + bs[2 * k + 1], bs[2 * k + 4] + bs[2 * k + 5]);
-                p->s6[0][q][4 * r + l] = wp_pair(bs[8 * h + 2 * t], bs[8 * h + 2 * t + 1]);
-                p->s6[1][q][4 * r + l] = wp_pair(bs[8 * h + 2 * t + 4], bs[8 * h + 2 * t + 5]);
+                p->s4[q][4 * r + l] = sl_pair16(bs[2 * k] + bs[2 * k + 1], bs[2 * k + 4] + bs[2 * k + 5]);
+                p->s6[0][q][4 * r + l] = sl_pair16(bs[8 * h + 2 * t], bs[8 * h + 2 * t + 1]);
+                p->s6[1][q][4 * r + l] = sl_pair16(bs[8 * h + 2 * t + 4], bs[8 * h + 2 * t + 5]);
             }
         }
     }
@@ -103,11 +101,9 @@ static inline __m512i wp_pat(const wp_w *w, int m, int u)
 
 static inline __attribute__((always_inline)) void wp_prep_q4_k(const sl_block_q4_k *x, wp_w *o)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    UNROLL for (int p = 0; p < 4; p++) {
-        __m512i v = _mm512_broadcast_i64x4(loadu(x->qs + 32 * p));
-        o->z[p] = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xffff0000u, v, 4), m4);
-    }
+    u_q4_k u;                 /* its values (element order); the rest is dead and dropped */
+    unp_q4_k(x, &u);
+    UNROLL for (int p = 0; p < 4; p++) o->z[p] = u.z.q[p];
     uint32_t sc[2], mn[2];
     sl_q4k_scales8(x->scales, sc, mn);
     __m512i s16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(

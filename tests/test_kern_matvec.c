@@ -68,6 +68,19 @@ static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_
     free(W); free(A); free(Y); free(y1);
 }
 
+/* Weights of type t, n bytes: every byte pat, the block scales (f16
+ * fields) alternating 0.01 / -0.02 so the float part stays finite. */
+static void fill_pattern(uint8_t *W, int t, size_t n, uint8_t pat)
+{
+    size_t bb = (size_t)sl_gguf_block_bytes(t);
+    memset(W, pat, n);
+    const int *f = kr_f16_fields(t);
+    for (size_t b = 0; b < n / bb; b++)
+        for (int j = 0; f[j] >= 0; j++) kr_put_f16(W + b * bb + (size_t)f[j], (b & 1) ? 0.01f : -0.02f);
+    if (t == SL_GGML_IQ1_M)
+        for (size_t b = 0; b < n / bb; b++) kr_put_iq1m_d(W + b * bb, (b & 1) ? 0.01f : -0.02f);
+}
+
 /* The panel kernels fold scales and offsets into u8 / s8 weights and int16
  * block sums; their range arguments are tightest at the format's corners
  * (q3_K: (q - 4) * sc = 128 when every bit is 0). Uniform byte patterns put
@@ -84,7 +97,6 @@ Test(kern_matvec, panel_extreme_fields)
             if (!k->panel[t]) continue;
             int64_t cols = 2 * sl_gguf_block_elems(t) * (sl_gguf_block_elems(t) == 32 ? 8 : 1);
             size_t rb = sl_gguf_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
-            size_t bb = (size_t)sl_gguf_block_bytes(t);
             uint8_t *W = malloc(rb * rows), *A = malloc(ab * n_act);
             float *x = malloc((size_t)(cols * n_act) * sizeof *x), *Y = malloc((size_t)(rows * n_act) * sizeof *Y);
             cr_assert(W && A && x && Y);
@@ -92,12 +104,7 @@ Test(kern_matvec, panel_extreme_fields)
                 x[i] = (i % cols == (i / cols) % cols) ? -2.0f : ((i / cols) & 1 ? 1.0f : -1.0f);
             sl_kern_quantize_act(k, t, x, cols, n_act, A);
             for (size_t pi = 0; pi < sizeof pats; pi++) {
-                memset(W, pats[pi], rb * rows);
-                const int *f = kr_f16_fields(t);
-                for (size_t b = 0; b < rb * rows / bb; b++)
-                    for (int j = 0; f[j] >= 0; j++) kr_put_f16(W + b * bb + (size_t)f[j], (b & 1) ? 0.01f : -0.02f);
-                if (t == SL_GGML_IQ1_M)
-                    for (size_t b = 0; b < rb * rows / bb; b++) kr_put_iq1m_d(W + b * bb, (b & 1) ? 0.01f : -0.02f);
+                fill_pattern(W, t, rb * rows, pats[pi]);
                 cr_assert_eq(sl_kern_matmul(k, NULL, t, W, rows, cols, A, n_act, Y, rows), 0);
                 for (int64_t i = 0; i < n_act; i++)
                     for (int64_t r = 0; r < rows; r++) {
@@ -135,7 +142,6 @@ Test(kern_matvec, few_row_panel_extreme_fields)
             if (!k->wpanel[t]) continue;
             int64_t cols = 3 * sl_gguf_block_elems(t);
             size_t rb = sl_gguf_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
-            size_t bb = (size_t)sl_gguf_block_bytes(t);
             uint8_t *W = malloc(rb * rows), *A = malloc(ab * 8);
             float *x = malloc((size_t)(cols * 8) * sizeof *x), *Y = malloc((size_t)(rows * 8) * sizeof *Y);
             cr_assert(W && A && x && Y);
@@ -148,10 +154,7 @@ Test(kern_matvec, few_row_panel_extreme_fields)
                 }
             sl_kern_quantize_act(k, t, x, cols, 8, A);
             for (size_t pi = 0; pi < sizeof pats; pi++) {
-                memset(W, pats[pi], rb * rows);
-                const int *f = kr_f16_fields(t);
-                for (size_t b = 0; b < rb * rows / bb; b++)
-                    for (int j = 0; f[j] >= 0; j++) kr_put_f16(W + b * bb + (size_t)f[j], (b & 1) ? 0.01f : -0.02f);
+                fill_pattern(W, t, rb * rows, pats[pi]);
                 for (size_t ai = 0; ai < sizeof acts / sizeof *acts; ai++) {
                     int64_t n_act = acts[ai];
                     if (n_act < k->wpanel[t]->min_act || n_act > k->wpanel[t]->max_act) continue;

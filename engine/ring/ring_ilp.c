@@ -29,15 +29,9 @@ static _Thread_local struct {
 static int glpk_text(void *info, const char *s)
 {
     (void)info;
-    size_t have = strlen(glpk_guard.text), add = strlen(s);
-    if (have + add >= sizeof glpk_guard.text) {   /* keep the tail: the error is written last */
-        size_t keep = add >= sizeof glpk_guard.text ? 0 : sizeof glpk_guard.text - 1 - add;
-        memmove(glpk_guard.text, glpk_guard.text + have - keep, keep);
-        have = keep;
-        if (add >= sizeof glpk_guard.text) { s += add - (sizeof glpk_guard.text - 1); add = sizeof glpk_guard.text - 1; }
-    }
-    memcpy(glpk_guard.text + have, s, add + 1);
-    return 1;                                     /* nothing reaches the terminal */
+    size_t have = strlen(glpk_guard.text);   /* msg_lev is off: only an error writes */
+    snprintf(glpk_guard.text + have, sizeof glpk_guard.text - have, "%s", s);
+    return 1;                                 /* nothing reaches the terminal */
 }
 
 static void glpk_error(void *info)
