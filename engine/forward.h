@@ -77,6 +77,9 @@ typedef struct sl_forward {
     int32_t pg_layer, pg_n;             /* the layer guessed for (-1: none), guesses */
     int32_t pg_guess[64];
     uint64_t pg_chosen, pg_right;       /* experts chosen in guessed layers, of them guessed */
+    /* how often the guess of rank i was among the chosen, decayed per guessed
+     * layer: pg_hit[i] / pg_seen is rank i's precision */
+    float pg_hit[64], pg_seen;
 } sl_forward;
 
 /* Op timing: t = sl_forward_prof_begin(f, op); ...; sl_forward_prof_end(f, op, t, bytes).

@@ -17,7 +17,10 @@
  * compute. That input is the earliest state with layer l's attention in it:
  * waiting for l's FFN output would leave the reads no compute to hide behind.
  * Only guesses: layer l+1 routes on its true input as always, so the logits
- * do not depend on it. */
+ * do not depend on it. Only the leading ranks of the guess whose measured
+ * precision is at least SL_PREGATE_PRECISION are read: when the disk is the
+ * bottleneck a wrong guess costs its whole read, a right one only hides a
+ * latency. */
 #include "forward_moe.h"
 
 #include <math.h>
@@ -28,6 +31,16 @@
 #include "../quant/quant.h"
 
 #define A64(x) (((x) + 63) & ~(uint64_t)63)
+
+/* Pre-gating reads a guess of rank i ahead while that rank was among the
+ * chosen experts at least this often (its hits and guesses decayed by
+ * SL_PREGATE_DECAY per guessed layer, ~2 tokens of a 48-layer model; both
+ * start at 1, so every rank is read until measured). 30B-A3B on a disk-bound
+ * run (perf/results/2026-11-25-s10-moe-readahead.md): ranks 1-3 were right
+ * 91-95% of the time, 4: 85%, 5: 79%, 6: 70%, 7-8: 52%; reading the top 3-4
+ * decoded 1.2x faster than all 8. */
+#define SL_PREGATE_PRECISION 0.85f
+#define SL_PREGATE_DECAY 0.99f
 
 /* The scratch, carved in this order from f->moe. */
 typedef struct moe_buf {
@@ -125,13 +138,32 @@ static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
     }
 }
 
+int32_t sl_forward_moe_pregate_depth(const float *hit, float seen, int32_t k)
+{
+    int32_t r = 0;
+    while (r < k && hit[r] + 1.0f >= SL_PREGATE_PRECISION * (seen + 1.0f)) r++;
+    return r;
+}
+
+void sl_forward_moe_pregate_learn(float *hit, float *seen, const int32_t *guess, int32_t n_guess,
+                                  const int32_t *chosen, int32_t k, uint64_t *n_right)
+{
+    *seen = *seen * SL_PREGATE_DECAY + 1.0f;
+    for (int32_t i = 0; i < n_guess; i++) {
+        int h = 0;
+        for (int32_t j = 0; j < k; j++) h |= guess[i] == chosen[j];
+        hit[i] = hit[i] * SL_PREGATE_DECAY + (float)h;
+        *n_right += (uint64_t)h;
+    }
+}
+
 /* Guesses layer l + 1's experts from f->x (layer l's post-attention residual)
  * and reads them ahead. Only when l + 1's dense part is pinned (its acquire
  * cannot block); xg and probs of b are free here. */
 static void pregate(sl_forward *f, moe_buf *b, int32_t l)
 {
     const sl_model_desc *d = f->d;
-    const int32_t E = d->n_embd, NE = d->n_expert, n = d->n_expert_used;   /* read ahead: its top k */
+    const int32_t E = d->n_embd, NE = d->n_expert, n = d->n_expert_used;   /* guess: its top k */
     f->pg_layer = -1;
     sl_stream_unit ui;
     if (l + 1 >= d->n_layer || n > (int32_t)(sizeof f->pg_guess / sizeof f->pg_guess[0]) || n > NE ||
@@ -151,7 +183,8 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     top_k(b->probs, NE, n, f->pg_guess);   /* on the logits: softmax keeps the order */
     f->pg_layer = l + 1;
     f->pg_n = n;
-    if (sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess, n) < 0) sl_err_clear();
+    const int32_t r = sl_forward_moe_pregate_depth(f->pg_hit, f->pg_seen, n);
+    if (r && sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess, r) < 0) sl_err_clear();
 }
 
 /* One expert (or the shared expert when e < 0) over the m gathered rows in
@@ -307,9 +340,8 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
         route(d, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
         for (int32_t j = 0; j < K; j++) b.cnt[b.sel[(int64_t)t * K + j] + 1]++;
     }
-    if (n == 1 && f->pg_layer == l) {   /* how good the guess was */
-        for (int32_t j = 0; j < K; j++)
-            for (int32_t i = 0; i < f->pg_n; i++) f->pg_right += f->pg_guess[i] == b.sel[j];
+    if (n == 1 && f->pg_layer == l) {   /* how good the guess was, rank by rank */
+        sl_forward_moe_pregate_learn(f->pg_hit, &f->pg_seen, f->pg_guess, f->pg_n, b.sel, K, &f->pg_right);
         f->pg_chosen += (uint64_t)K;
     }
     f->pg_layer = -1;

@@ -18,4 +18,12 @@ uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch);
  * sl_forward_moe_arena_bytes; v is layer l's stream view. */
 int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n);
 
+/* Pre-gating's read-ahead depth: how many leading ranks of a k-expert guess
+ * to read, those whose measured precision (hit[i] / seen, both decayed, a
+ * prior of one right guess) is at least SL_PREGATE_PRECISION. */
+int32_t sl_forward_moe_pregate_depth(const float *hit, float seen, int32_t k);
+/* Learns from one guessed layer: rank i of guess was among the k chosen. */
+void sl_forward_moe_pregate_learn(float *hit, float *seen, const int32_t *guess, int32_t n_guess,
+                                  const int32_t *chosen, int32_t k, uint64_t *n_right);
+
 #endif

@@ -22,6 +22,12 @@ struct iovec;
  * thread; 64 MiB in flight keeps the disk busy while it waits for a CPU.
  * `sluice run` 8B Q4_K, 2.5G budget, -t 2: QD 8 1.19 s/token, QD 32 0.90 */
 #define SL_DEFAULT_QD 32
+/* read-ahead (submit_next) requests start only while fewer than this many
+ * are in flight: the device serves its queue in parallel, so a miss queued
+ * behind 16-20 guessed expert reads finished with them. 30B-A3B, 3.2G budget
+ * (2026-11-25, perf/results/2026-11-25-s10-moe-readahead.md): the disk went
+ * from 90% to 97% busy; 4 and 8 alike */
+#define SL_READAHEAD_QD 8
 /* pread pool: one request in flight per thread (4: 1.84 GB/s, 8: 2.74) */
 #define SL_DEFAULT_IO_THREADS 8
 #define SL_MAX_RETRIES 64
@@ -98,7 +104,8 @@ void sl_loader_submit(sl_loader *L, sl_io_job *job);
 void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n);
 /* Jobs wanted soon (read-ahead of experts a guess says a layer will use):
  * queued behind the submit_front and earlier submit_next jobs still queued,
- * ahead of the rest. */
+ * ahead of the rest; handed out only while fewer than SL_READAHEAD_QD
+ * requests are in flight. */
 void sl_loader_submit_next(sl_loader *L, sl_io_job *const *jobs, int n);
 /* Waits until job done; returns job->status. */
 int sl_loader_wait(sl_loader *L, sl_io_job *job);

@@ -1,5 +1,9 @@
 /* The loader: a FIFO of read jobs cut into requests of req_bytes, served by
- * a backend (io_uring thread or pread pool) picked from a const table. Retry
+ * a backend (io_uring thread or pread pool) picked from a const table. Jobs
+ * queued by submit_front (needed now) and submit_next (read-ahead) go first;
+ * read-ahead is handed out only while fewer than SL_READAHEAD_QD requests are
+ * in flight, so a device that serves its queue in parallel does not make the
+ * reads needed now share it with a deep backlog of guesses. Retry
  * and error policy lives here so every backend behaves the same: short reads
  * and EAGAIN/EINTR are resubmitted, anything else fails the job with a message
  * naming the unit, file offset, length and errno. A job is "done" only when
@@ -83,6 +87,8 @@ static bool take_locked(sl_loader *L, sl_io_req *r)
         sl_io_job *j = L->qhead;
         uint64_t end = j->off + j->len;
         if (j->status != 0 || j->next >= end) { job_pop(L); continue; }
+        /* read-ahead waits while SL_READAHEAD_QD requests are in flight */
+        if (j->prio == 1 && L->active >= SL_READAHEAD_QD) return false;
         uint64_t n = end - j->next;
         if (n > L->cfg.req_bytes) n = L->cfg.req_bytes;
         r->job = j; r->fd = L->cfg.fd; r->off = j->next; r->len = n; r->tries = 0;
@@ -169,6 +175,9 @@ bool sl_loader_result(sl_loader *L, sl_io_req *r, int64_t res)
                  again ? ", retries exhausted" : "");
     }
     if (r->counted && --L->active == 0) L->st.busy_ms += sl_now_ms() - L->busy_t0;
+    /* pool threads may be blocked on read-ahead held back by the cap */
+    if (r->counted && L->qhead && L->qhead->prio == 1 && L->active == SL_READAHEAD_QD - 1)
+        pthread_cond_broadcast(&L->cv_work);
     finish_locked(L, j);
     pthread_mutex_unlock(&L->mu);
     return false;

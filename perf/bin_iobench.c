@@ -5,8 +5,16 @@
  * before every run (O_DIRECT bypasses it anyway; buffered runs need it).
  *
  *   iobench FILE [--io uring|pread] [--req LIST] [--qd LIST] [--bytes N] [--reps N]
- *               [--chunk BYTES] [--no-direct]
- * LIST: comma-separated, sizes accept K/M suffixes. Prints the median GB/s. */
+ *               [--chunk BYTES] [--no-direct] [--experts]
+ * LIST: comma-separated, sizes accept K/M suffixes. Prints the median GB/s.
+ *
+ * --experts (an MoE GGUF): instead of the file in order, the reads a token of
+ * expert streaming makes with no cache hit: per layer, k distinct experts
+ * drawn uniformly (seeded), each as its three slices (one read each, widened
+ * to the O_DIRECT alignment) into huge-page slots that are not registered,
+ * as in the expert cache. The rate the disk gives these sizes and offsets
+ * (a Qwen3-30B-A3B slice is 864 KiB or 1.23 MiB) is the bound of an
+ * expert-streamed token; --req is ignored (the streamer's 2 MiB requests). */
 #include "../engine/cli.h"
 #include "../io/stream_internal.h"
 #include "perf.h"
@@ -36,22 +44,143 @@ static int parse_list(const char *s, uint64_t *out, int max)
     return n;
 }
 
+/* xorshift64*: the expert draw, the same for every run */
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s >> 12; *s ^= *s << 25; *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+#define XB_SLOTS 64   /* expert slots cycled through (a read waits for its slot's previous one) */
+
+/* The --experts pattern: GB/s of one pass of `limit` bytes at queue depth qd. */
+static int experts_pass(int fd, const sl_unit_map *um, uint32_t align, int io, int qd, uint64_t limit,
+                        uint8_t *pool, uint64_t slot_bytes, double *gbs)
+{
+    sl_loader_cfg lc;
+    memset(&lc, 0, sizeof lc);
+    lc.io = io; lc.fd = fd; lc.direct = true; lc.align = align;
+    lc.req_bytes = SL_DEFAULT_REQ_BYTES; lc.queue_depth = qd;   /* as the streamer cuts them */ lc.n_threads = qd;
+    sl_loader *L;
+    if (sl_loader_create(&L, &lc, NULL, 0) != 0) { fprintf(stderr, "iobench: %s\n", sl_last_error()); return 1; }
+    const int32_t NL = um->n_layers, NE = um->moe.n_expert, K = um->moe.n_expert_used;
+    static sl_io_job jobs[XB_SLOTS][3];
+    static bool busy[XB_SLOTS];
+    memset(busy, 0, sizeof busy);
+    uint64_t seed = 0x9e3779b97f4a7c15ull, done = 0;
+    int slot = 0, bad = 0;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    double t0 = sl_now_ms();
+    for (int32_t l = 0; done < limit; l = (l + 1) % NL) {
+        int32_t pick[64];
+        for (int32_t j = 0; j < K && done < limit; j++) {
+            int32_t e;
+            bool dup;
+            do {   /* k distinct experts of this layer */
+                e = (int32_t)(rnd(&seed) % (uint64_t)NE);
+                dup = false;
+                for (int32_t i = 0; i < j; i++) dup |= pick[i] == e;
+            } while (dup);
+            pick[j] = e;
+            if (busy[slot])
+                for (int p = 0; p < 3; p++) bad |= sl_loader_wait(L, &jobs[slot][p]) != 0;
+            uint64_t pos = 0;
+            for (int p = 0; p < 3; p++) {
+                uint64_t off, len;
+                sl_unit_map_expert_range(um, l, e, p, &off, &len);
+                uint64_t abeg = off / align * align, aend = (off + len + align - 1) / align * align;
+                sl_io_job *jb = &jobs[slot][p];
+                memset(jb, 0, sizeof *jb);
+                jb->dst = pool + (uint64_t)slot * slot_bytes + pos; jb->off = abeg; jb->len = aend - abeg;
+                jb->need_end = off + len; jb->buf_index = -1; jb->unit = l;
+                sl_loader_submit(L, jb);
+                pos += um->moe.part_cap[p];
+                done += aend - abeg;
+            }
+            busy[slot] = true;
+            slot = (slot + 1) % XB_SLOTS;
+        }
+    }
+    for (int i = 0; i < XB_SLOTS; i++)
+        if (busy[i]) for (int p = 0; p < 3; p++) bad |= sl_loader_wait(L, &jobs[i][p]) != 0;
+    double dt = (sl_now_ms() - t0) / 1e3;
+    sl_loader_destroy(L);
+    if (bad) { fprintf(stderr, "iobench: read failed\n"); return 1; }
+    *gbs = (double)done / dt / 1e9;
+    return 0;
+}
+
+/* --experts: the grid over qd of the expert-read pattern. */
+static int experts_bench(const char *path, int io, const uint64_t *qds, int n_qd, uint64_t limit, int reps)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (fd < 0) { fprintf(stderr, "iobench: %s: %s\n", path, strerror(errno)); return 1; }
+    struct stat st;
+    fstat(fd, &st);
+    uint32_t align = sl_dio_align(fd, (uint64_t)st.st_size);
+    sl_gguf *g = NULL;
+    sl_unit_map um;
+    int rc = sl_gguf_open_path(&g, path);
+    if (rc == 0) rc = sl_unit_map_init(&um, g, align ? align : 1, true);
+    if (rc) { fprintf(stderr, "iobench: %s: %s\n", path, sl_last_error()); if (g) sl_gguf_close(g); close(fd); return 1; }
+    if (!align || um.moe.n_expert <= 0 || um.moe.n_expert_used <= 0 || um.moe.n_expert_used > 64 ||
+        um.moe.n_expert_used > um.moe.n_expert) {
+        fprintf(stderr, "iobench: --experts: %s\n", align ? "not an MoE file with routed experts" : "O_DIRECT refused");
+        sl_unit_map_free(&um); sl_gguf_close(g); close(fd);
+        return 1;
+    }
+    if (!limit) limit = 2ull << 30;
+    size_t ml; void *mb;
+    uint64_t slot_bytes = um.moe.slot_bytes;
+    uint8_t *pool = sl_buf_alloc((size_t)(slot_bytes * XB_SLOTS), &ml, &mb);
+    if (!pool) { fprintf(stderr, "iobench: cannot allocate the expert slots\n"); return 1; }
+    memset(pool, 0, (size_t)(slot_bytes * XB_SLOTS));   /* fault the huge pages in before timing */
+    printf("# iobench %s --experts: %d of %d experts per layer drawn uniformly, three slices each "
+           "(%llu + %llu + %llu bytes in layer 0), %.2f GB per run, %s, O_DIRECT, align %u, median of %d\n",
+           path, (int)um.moe.n_expert_used, (int)um.moe.n_expert,
+           (unsigned long long)(um.moe.exps[0][0]->nbytes / um.moe.exps[0][0]->ne[2]),
+           (unsigned long long)(um.moe.exps[0][1]->nbytes / um.moe.exps[0][1]->ne[2]),
+           (unsigned long long)(um.moe.exps[0][2]->nbytes / um.moe.exps[0][2]->ne[2]),
+           (double)limit / 1e9, sl_stream_io_name(io), align, reps);
+    printf("%10s %4s %10s %10s %10s\n", "req", "qd", "GB/s", "min", "max");
+    double best = 0; uint64_t best_qd = 0;
+    int bad = 0;
+    for (int qi = 0; qi < n_qd && !bad; qi++) {
+        double gbs[100];
+        for (int r = 0; r < reps && !bad; r++)
+            bad = experts_pass(fd, &um, align, io, (int)qds[qi], limit, pool, slot_bytes, &gbs[r]);
+        if (bad) break;
+        perf_sort(gbs, reps);
+        double med = gbs[reps / 2];
+        printf("%10s %4llu %10.3f %10.3f %10.3f\n", "experts", (unsigned long long)qds[qi], med, gbs[0], gbs[reps - 1]);
+        fflush(stdout);
+        if (med > best) { best = med; best_qd = qds[qi]; }
+    }
+    if (!bad) printf("# best: experts x qd %llu: %.3f GB/s\n", (unsigned long long)best_qd, best);
+    sl_buf_free(mb, ml);
+    sl_unit_map_free(&um);
+    sl_gguf_close(g);
+    close(fd);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: iobench FILE [--io uring|pread] [--req 256K,1M,4M] [--qd 1,2,4,8,16]\n"
-                        "               [--bytes N] [--reps 3] [--chunk 64M] [--no-direct]\n");
+                        "               [--bytes N] [--reps 3] [--chunk 64M] [--no-direct] [--experts]\n");
         return 2;
     }
     const char *path = argv[1];
     int io = SL_IO_URING, reps = 3;
-    bool direct = true;
+    bool direct = true, experts = false;
     uint64_t reqs[16] = { 256 << 10, 1 << 20, 4 << 20 }, qds[16] = { 1, 2, 4, 8, 16 };
     int n_req = 3, n_qd = 5;
     uint64_t limit = 0, chunk = 64ull << 20;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--no-direct")) { direct = false; continue; }
+        if (!strcmp(a, "--experts")) { experts = true; continue; }
         i++;
         if (!strcmp(a, "--io")) {
             if (sl_stream_io_parse(v, &io)) { fprintf(stderr, "iobench: bad --io '%s'\n", v); return 2; }
@@ -63,6 +192,10 @@ int main(int argc, char **argv)
         else { fprintf(stderr, "iobench: unknown option %s\n", a); return 2; }
     }
     if (reps < 1 || reps > 99) reps = 3;
+    if (experts) {
+        if (!direct) { fprintf(stderr, "iobench: --experts reads with O_DIRECT only\n"); return 2; }
+        return experts_bench(path, io, qds, n_qd, limit, reps);
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
     if (fd < 0) { fprintf(stderr, "iobench: %s: %s\n", path, strerror(errno)); return 1; }
     struct stat st;

@@ -3,10 +3,14 @@
 # decoded with 2 threads while a balloon leaves FREE bytes of memory
 # available, Sluice (expert streaming, O_DIRECT) against llama.cpp (mmap), in
 # the same run, alternated, median of REPS. Per free-memory level it also
-# measures the O_DIRECT bandwidth of the file (build/iobench, the request size
-# of one expert part, queue depth QD) and prints Sluice's ms/token against the
-# bound bytes-read-per-token / bandwidth, the compute / stall split, and the
-# expert-cache hit rate (random weights route uniformly: a floor).
+# measures the O_DIRECT bandwidth of the file twice, before and after its runs
+# (the mean is the level's figure), as build/iobench reads it in two ways:
+# in order in 1 MiB requests at queue depth QD, and in the expert pattern
+# (`iobench --experts`: k uniformly drawn experts per layer, each slice one
+# read, as a token with no cache hit reads them). It prints Sluice's ms/token
+# against both bounds, bytes-read-per-token / bandwidth, the compute / stall
+# split, and the expert-cache hit rate (random weights route uniformly: a
+# floor).
 #   perf/moe_balloon.sh [MODEL] [FREE...]     default: the 30B file, 4G 2.5G 8G
 # Env: REPS (3), N (Sluice decode tokens, 16), LLAMA_N (8: llama.cpp thrashes),
 #   LLAMA (path to llama-completion; empty = skip), LLAMA_REPS (REPS: llama.cpp runs in the
@@ -57,9 +61,14 @@ if [ "${1:-}" = __level ]; then
     hwm() { awk '/Maximum resident/ { printf "%.2f", $NF / 2^20 }' "$1"; }
     echo "[$FREE] $(date -u +%H:%M:%S) balloon: $(cat "$D/ready"); MemAvailable $(avail) GiB"
     # expert parts are ~0.9-1.3 MB; one layer's misses are ~15-24 reads in flight
-    "$B/iobench" "$MODEL" --req 1M --qd "$QD" --bytes 2G --reps 3 >"$D/iobench.txt" 2>&1
-    bw=$(awk '$1 ~ /^[0-9]/ && NF == 5 { print $3; exit }' "$D/iobench.txt")
-    echo "[$FREE] O_DIRECT bandwidth (1 MiB requests, qd $QD): ${bw:-?} GB/s"
+    iob() {   # $1: tag; the in-order and the expert-pattern GB/s
+        "$B/iobench" "$MODEL" --req 1M --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_$1.txt" 2>&1
+        "$B/iobench" "$MODEL" --experts --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_x$1.txt" 2>&1
+        echo "[$FREE] O_DIRECT bandwidth $1 (qd $QD): in order, 1 MiB requests" \
+            "$(awk '$1 ~ /^[0-9]/ && NF == 5 { print $3; exit }' "$D/iobench_$1.txt") GB/s;" \
+            "expert pattern $(awk '$1 == "experts" && NF == 5 { print $3; exit }' "$D/iobench_x$1.txt") GB/s"
+    }
+    iob before
     P="Once upon a time"
     r=1
     while [ $r -le "$REPS" ]; do
@@ -85,9 +94,12 @@ if [ "${1:-}" = __level ]; then
         fi
         r=$((r + 1))
     done
+    iob after
     evict
     kill $BAL 2>/dev/null; wait $BAL 2>/dev/null; BAL=
-    echo "$bw" >"$D/bw"
+    mean() { cat "$@" | awk '($1 ~ /^[0-9]/ || $1 == "experts") && NF == 5 { s += $3; n++ } END { if (n) printf "%.3f", s / n }'; }
+    mean "$D/iobench_before.txt" "$D/iobench_after.txt" >"$D/bw"
+    mean "$D/iobench_xbefore.txt" "$D/iobench_xafter.txt" >"$D/xbw"
     exit 0
 fi
 
@@ -110,14 +122,17 @@ python3 - "$OUT" $LEVELS <<'EOF'
 import json, os, re, statistics, sys
 out, levels = sys.argv[1], sys.argv[2:]
 med = lambda v: statistics.median(v) if v else float('nan')
-print("| free | Sluice | tok/s | llama.cpp tok/s | × | GB/s O_DIRECT | MB read/token | ms/token | bound ms | ratio "
+print("| free | Sluice | tok/s | llama.cpp tok/s | × | GB/s O_DIRECT in order / expert pattern | MB read/token "
+      "| ms/token | bound ms in order / experts | ratio in order / experts "
       "| compute ms | stall ms | expert hit | pregate guess | prefetched used |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for lv in levels:
     d = os.path.join(out, lv)
     if not os.path.isdir(d): continue
-    try: bw = float(open(os.path.join(d, "bw")).read())
-    except Exception: bw = float('nan')
+    def rd(name):
+        try: return float(open(os.path.join(d, name)).read())
+        except Exception: return float('nan')
+    bw, xbw = rd("bw"), rd("xbw")
     ll = []
     for f in sorted(os.listdir(d)):
         if f.startswith("llama_") and f.endswith(".err"):
@@ -135,13 +150,13 @@ for lv in levels:
         g = lambda k: med([j[k] for j in js])
         tps, byt = g("decode_tok_s"), g("bytes_read_per_token")
         ms = 1e3 / tps if tps else float('nan')
-        bound = byt / (bw * 1e9) * 1e3
+        bound, xbound = byt / (bw * 1e9) * 1e3, byt / (xbw * 1e9) * 1e3
         pf = med([j["expert_prefetch_used"] / j["expert_prefetched"] for j in js if j.get("expert_prefetched")])
-        print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
+        print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f / %.2f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
             lv, "pregate " + v if v != "-" else "default (pregate on)", len(js), tps,
             min(j["decode_tok_s"] for j in js), max(j["decode_tok_s"] for j in js),
-            "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, byt / 1e6,
-            ms, bound, ms / bound, g("compute_ms_per_token"), g("stall_ms_per_token"), g("expert_hit_rate"),
+            "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, xbw, byt / 1e6,
+            ms, bound, xbound, ms / bound, ms / xbound, g("compute_ms_per_token"), g("stall_ms_per_token"), g("expert_hit_rate"),
             "%.3f" % g("pregate_accuracy") if any(j.get("pregate_accuracy") for j in js) else "—",
             "%.3f" % pf if pf == pf else "—"))
 EOF

@@ -10,6 +10,7 @@
  * SL_HOST_ONLY: io_uring, O_DIRECT, VmHWM. */
 #include "stream_testutil.h"
 #include "../engine/sluice.h"
+#include "../engine/forward_moe.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -504,6 +505,36 @@ static void pregate_bitwise(const char *stem)
         free(a);
         free(b);
     }
+}
+
+/* The read-ahead depth: every rank until measured, then the leading ranks
+ * right at least 85% of the time; it follows a change of precision. */
+Test(stream_experts, pregate_depth_follows_precision)
+{
+    float hit[8] = { 0 }, seen = 0;
+    uint64_t right = 0;
+    const int32_t guess[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    cr_assert_eq(sl_forward_moe_pregate_depth(hit, seen, 8), 8, "unmeasured ranks are read");
+    /* ranks 0-2 always chosen, rank 3 in 4 of 5 layers, the rest never */
+    for (int i = 0; i < 500; i++) {
+        int32_t chosen[8] = { 0, 1, 2, i % 5 ? 3 : 20, 21, 22, 23, 24 };
+        sl_forward_moe_pregate_learn(hit, &seen, guess, 8, chosen, 8, &right);
+    }
+    cr_assert_eq(right, 500 * 3 + 400);
+    cr_assert_eq(sl_forward_moe_pregate_depth(hit, seen, 8), 3, "an 80%% rank is not read");
+    /* rank 3 now in 19 of 20 layers: read again, rank 4 (never) still not */
+    for (int i = 0; i < 500; i++) {
+        int32_t chosen[8] = { 0, 1, 2, i % 20 ? 3 : 20, 21, 22, 23, 24 };
+        sl_forward_moe_pregate_learn(hit, &seen, guess, 8, chosen, 8, &right);
+    }
+    cr_assert_eq(sl_forward_moe_pregate_depth(hit, seen, 8), 4);
+    /* a leading rank that stops being right stops the read-ahead there */
+    for (int i = 0; i < 500; i++) {
+        int32_t chosen[8] = { 30, 1, 2, 3, 4, 5, 6, 7 };
+        sl_forward_moe_pregate_learn(hit, &seen, guess, 8, chosen, 8, &right);
+    }
+    cr_assert_eq(sl_forward_moe_pregate_depth(hit, seen, 8), 0);
+    cr_assert_eq(sl_forward_moe_pregate_depth(hit, seen, 0), 0);
 }
 
 Test(stream_experts, pregate_bitwise_qwen3moe, .timeout = 120) { pregate_bitwise("synth2-qwen3moe-q4_k_m"); }

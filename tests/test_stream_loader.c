@@ -2,7 +2,9 @@
  * with SL_ECANCELED, a one-request read on the caller's thread follows the
  * same retry policy and stays out of the stats, a failed start of a forced
  * backend is an error, submit_front / submit_next / submit jobs are read in
- * that order. Portable (pread pool). */
+ * that order, read-ahead (submit_next) never has more than SL_READAHEAD_QD
+ * requests in flight and does not hold back the reads needed now. Portable
+ * (pread pool). */
 #include "sl_test.h"
 #include "../gguf/sl_status.h"
 #include "../io/stream_internal.h"
@@ -172,6 +174,64 @@ Test(stream_loader, next_jobs_queue_behind_front_ones)
     const int want[NJ] = { BLOCK, F2, F, X, X2, N };
     cr_assert_eq(atomic_load(&o.calls), NJ);
     for (int i = 0; i < NJ; i++) cr_assert_eq(o.off[i], (uint64_t)want[i] * 4096, "read %d", i);
+    sl_loader_destroy(L);
+    free(buf);
+    close(fd);
+    unlink(path);
+}
+
+typedef struct conc { atomic_int cur, peak; } conc;
+
+/* 2 ms per request; the peak number of requests in the hook at once */
+static int64_t conc_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+    conc *c = ctx;
+    int now = atomic_fetch_add(&c->cur, 1) + 1, p = atomic_load(&c->peak);
+    while (now > p && !atomic_compare_exchange_weak(&c->peak, &p, now)) { }
+    usleep(2000);
+    ssize_t r = pread(fd, buf, len, (off_t)off);
+    atomic_fetch_sub(&c->cur, 1);
+    return r < 0 ? -errno : r;
+}
+
+/* 64 requests of read-ahead on 16 threads stay within the cap; reads needed
+ * now start beside them at once and finish first; plain jobs use every thread. */
+Test(stream_loader, read_ahead_is_capped)
+{
+    char path[256];
+    int fd = make_file(path, sizeof path);
+    conc c = { 0 };
+    sl_loader_cfg lc;
+    memset(&lc, 0, sizeof lc);
+    lc.io = SL_IO_PREAD; lc.fd = fd; lc.align = 1; lc.req_bytes = 4096; lc.n_threads = 16;
+    lc.hook = conc_hook; lc.hook_ctx = &c;
+    sl_loader *L;
+    cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), 0, "%s", sl_last_error());
+    uint8_t *buf = calloc(1, FILE_BYTES);
+    sl_io_job ahead, now, plain;
+    memset(&ahead, 0, sizeof ahead);
+    ahead.dst = buf; ahead.off = 0; ahead.len = 64 * 4096; ahead.need_end = ahead.len; ahead.unit = 1;
+    ahead.buf_index = -1;
+    now = ahead;
+    now.dst = buf + ahead.len; now.off = ahead.len; now.len = 4 * 4096; now.need_end = now.off + now.len;
+    now.unit = 2;
+    sl_io_job *p = &ahead;
+    sl_loader_submit_next(L, &p, 1);   /* ~16 ms at 8 in flight */
+    usleep(3000);
+    p = &now;
+    sl_loader_submit_front(L, &p, 1);
+    cr_assert_eq(sl_loader_wait(L, &now), 0, "%s", now.err);
+    cr_assert_not(sl_loader_is_done(L, &ahead), "the needed reads waited for the read-ahead");
+    cr_assert_eq(sl_loader_wait(L, &ahead), 0, "%s", ahead.err);
+    cr_assert_leq(atomic_load(&c.peak), SL_READAHEAD_QD + 4, "peak %d", atomic_load(&c.peak));
+    cr_assert_geq(atomic_load(&c.peak), SL_READAHEAD_QD, "peak %d", atomic_load(&c.peak));
+    for (uint32_t i = 0; i < 68 * 4096; i++) cr_assert_eq(buf[i], (uint8_t)(i * 7 + (i >> 8)), "byte %u", i);
+    /* plain jobs are not capped */
+    atomic_store(&c.peak, 0);
+    plain = ahead;
+    sl_loader_submit(L, &plain);
+    cr_assert_eq(sl_loader_wait(L, &plain), 0, "%s", plain.err);
+    cr_assert_gt(atomic_load(&c.peak), SL_READAHEAD_QD, "peak %d", atomic_load(&c.peak));
     sl_loader_destroy(L);
     free(buf);
     close(fd);
