@@ -12,7 +12,8 @@
 # split, and the expert-cache hit rate (random weights route uniformly: a
 # floor).
 #   perf/moe_balloon.sh [MODEL] [FREE...]     default: the 30B file, 4G 2.5G 8G
-# Env: REPS (3), N (Sluice decode tokens, 16), LLAMA_N (8: llama.cpp thrashes),
+# Env: REPS (3), N (Sluice decode tokens, 16), WARMUP (1 Sluice run first, not counted),
+#   LLAMA_N (8: llama.cpp thrashes),
 #   LLAMA (path to llama-completion; empty = skip), LLAMA_REPS (REPS: llama.cpp runs in the
 #   first LLAMA_REPS reps only), LLAMA_TIMEOUT (s, 900: then SIGINT, on which llama-completion
 #   prints its timings of the tokens so far), LLAMA_FLAGS ("--no-warmup -nr": llama.cpp's
@@ -70,6 +71,19 @@ if [ "${1:-}" = __level ]; then
     }
     iob before
     P="Once upon a time"
+    # WARMUP (1): Sluice runs not counted, first after the balloon fills. On a
+    # VM the first touch of guest memory the host has not backed (or took back
+    # when the balloon of the level before freed it) costs ~1.3 s per GB: the
+    # first run's expert slots paid it inside decode (30B-A3B at 8 GiB: 1.7-1.9
+    # against 3.5 tok/s the run after; perf/results/2026-11-25-s10-moe-readahead.md)
+    w=0
+    while [ $w -lt "${WARMUP:-1}" ]; do
+        evict; settle
+        "$B/sluice" run -m "$MODEL" -p "$P" -n "$N" -t 2 --temp 0 --ignore-eos --json --stats --no-display-prompt \
+            ${SLUICE_FLAGS:-} >/dev/null 2>"$D/warmup_$w.err"
+        echo "[$FREE] warm-up $w (not counted): $(grep -o '"decode_tok_s":[0-9.]*' "$D/warmup_$w.err")"
+        w=$((w + 1))
+    done
     r=1
     while [ $r -le "$REPS" ]; do
         for v in $VARIANTS; do

@@ -44,17 +44,20 @@ static int64_t slow_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
     return r < 0 ? -errno : r;
 }
 
-static sl_loader *loader(int fd, slow *h)
+/* A pread pool of n threads, 4 KiB requests, every read through hook. */
+static sl_loader *hooked(int fd, int n, sl_stream_read_hook hook, void *ctx)
 {
     sl_loader_cfg lc;
     memset(&lc, 0, sizeof lc);
-    lc.io = SL_IO_PREAD; lc.fd = fd; lc.align = 1; lc.req_bytes = 4096; lc.n_threads = 2;
-    lc.hook = slow_hook; lc.hook_ctx = h;
+    lc.io = SL_IO_PREAD; lc.fd = fd; lc.align = 1; lc.req_bytes = 4096; lc.n_threads = n;
+    lc.hook = hook; lc.hook_ctx = ctx;
     sl_loader *L;
     cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), 0, "%s", sl_last_error());
     cr_assert_eq(sl_loader_backend(L), SL_IO_PREAD);
     return L;
 }
+
+static sl_loader *loader(int fd, slow *h) { return hooked(fd, 2, slow_hook, h); }
 
 Test(stream_loader, cancelled_job_ends_with_ecanceled)
 {
@@ -147,12 +150,7 @@ Test(stream_loader, next_jobs_queue_behind_front_ones)
     char path[256];
     int fd = make_file(path, sizeof path);
     order o = { 0 };
-    sl_loader_cfg lc;
-    memset(&lc, 0, sizeof lc);
-    lc.io = SL_IO_PREAD; lc.fd = fd; lc.align = 1; lc.req_bytes = 4096; lc.n_threads = 1;
-    lc.hook = order_hook; lc.hook_ctx = &o;
-    sl_loader *L;
-    cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), 0, "%s", sl_last_error());
+    sl_loader *L = hooked(fd, 1, order_hook, &o);
     uint8_t *buf = calloc(1, FILE_BYTES);
     enum { BLOCK, N, F, X, F2, X2, NJ };
     sl_io_job j[NJ];
@@ -201,12 +199,7 @@ Test(stream_loader, read_ahead_is_capped)
     char path[256];
     int fd = make_file(path, sizeof path);
     conc c = { 0 };
-    sl_loader_cfg lc;
-    memset(&lc, 0, sizeof lc);
-    lc.io = SL_IO_PREAD; lc.fd = fd; lc.align = 1; lc.req_bytes = 4096; lc.n_threads = 16;
-    lc.hook = conc_hook; lc.hook_ctx = &c;
-    sl_loader *L;
-    cr_assert_eq(sl_loader_create(&L, &lc, NULL, 0), 0, "%s", sl_last_error());
+    sl_loader *L = hooked(fd, 16, conc_hook, &c);
     uint8_t *buf = calloc(1, FILE_BYTES);
     sl_io_job ahead, now, plain;
     memset(&ahead, 0, sizeof ahead);
