@@ -42,6 +42,10 @@ struct iovec;
 
 /* ---- loader (stream_loader.c) ------------------------------------------- */
 
+/* Queue order of the loader's jobs, highest first: submit_front, submit_next
+ * (read-ahead, capped at SL_READAHEAD_QD in flight), submit. */
+enum sl_io_prio { SL_PRIO_PLAIN = 0, SL_PRIO_NEXT, SL_PRIO_FRONT };
+
 /* One contiguous file range read into dst. Widened to the direct-I/O
  * alignment by the caller; reads past need_end may come back short (EOF). */
 typedef struct sl_io_job {
@@ -54,7 +58,7 @@ typedef struct sl_io_job {
     uint64_t next;           /* next offset to hand out */
     uint32_t outstanding;
     bool queued, done;
-    uint8_t prio;            /* queued by submit_front 2, submit_next 1, submit 0 */
+    uint8_t prio;            /* enum sl_io_prio: how it was queued */
     int status;
     char err[256];
     struct sl_io_job *qnext;

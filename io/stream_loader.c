@@ -88,7 +88,7 @@ static bool take_locked(sl_loader *L, sl_io_req *r)
         uint64_t end = j->off + j->len;
         if (j->status != 0 || j->next >= end) { job_pop(L); continue; }
         /* read-ahead waits while SL_READAHEAD_QD requests are in flight */
-        if (j->prio == 1 && L->active >= SL_READAHEAD_QD) return false;
+        if (j->prio == SL_PRIO_NEXT && L->active >= SL_READAHEAD_QD) return false;
         uint64_t n = end - j->next;
         if (n > L->cfg.req_bytes) n = L->cfg.req_bytes;
         r->job = j; r->fd = L->cfg.fd; r->off = j->next; r->len = n; r->tries = 0;
@@ -176,7 +176,7 @@ bool sl_loader_result(sl_loader *L, sl_io_req *r, int64_t res)
     }
     if (r->counted && --L->active == 0) L->st.busy_ms += sl_now_ms() - L->busy_t0;
     /* pool threads may be blocked on read-ahead held back by the cap */
-    if (r->counted && L->qhead && L->qhead->prio == 1 && L->active == SL_READAHEAD_QD - 1)
+    if (r->counted && L->qhead && L->qhead->prio == SL_PRIO_NEXT && L->active == SL_READAHEAD_QD - 1)
         pthread_cond_broadcast(&L->cv_work);
     finish_locked(L, j);
     pthread_mutex_unlock(&L->mu);
@@ -187,7 +187,7 @@ void sl_loader_submit(sl_loader *L, sl_io_job *j)
 {
     pthread_mutex_lock(&L->mu);
     j->next = j->off; j->outstanding = 0; j->status = 0; j->err[0] = 0;
-    j->done = j->len == 0; j->qnext = NULL; j->queued = !j->done; j->prio = 0;
+    j->done = j->len == 0; j->qnext = NULL; j->queued = !j->done; j->prio = SL_PRIO_PLAIN;
     if (!j->done) {
         if (L->qtail) L->qtail->qnext = j; else L->qhead = j;
         L->qtail = j;
@@ -196,8 +196,8 @@ void sl_loader_submit(sl_loader *L, sl_io_job *j)
     pthread_mutex_unlock(&L->mu);
 }
 
-/* jobs queued as one run: at the head (prio 2), or behind the queued jobs of
- * prio >= 1 at the head (prio 1) */
+/* jobs queued as one run: at the head (SL_PRIO_FRONT), or behind the queued
+ * jobs of the same or a higher prio at the head (SL_PRIO_NEXT) */
 static void insert_run(sl_loader *L, sl_io_job *const *jobs, int n, uint8_t prio)
 {
     sl_io_job *after = NULL;
@@ -212,7 +212,7 @@ static void insert_run(sl_loader *L, sl_io_job *const *jobs, int n, uint8_t prio
         tail = j;
     }
     if (head) {
-        if (prio < 2)   /* behind the front and earlier next jobs still queued */
+        if (prio < SL_PRIO_FRONT)   /* behind the front and earlier next jobs still queued */
             for (sl_io_job *q = L->qhead; q && q->prio >= prio; q = q->qnext) after = q;
         sl_io_job **link = after ? &after->qnext : &L->qhead;
         tail->qnext = *link;
@@ -223,9 +223,9 @@ static void insert_run(sl_loader *L, sl_io_job *const *jobs, int n, uint8_t prio
     pthread_mutex_unlock(&L->mu);
 }
 
-void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n) { insert_run(L, jobs, n, 2); }
+void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n) { insert_run(L, jobs, n, SL_PRIO_FRONT); }
 
-void sl_loader_submit_next(sl_loader *L, sl_io_job *const *jobs, int n) { insert_run(L, jobs, n, 1); }
+void sl_loader_submit_next(sl_loader *L, sl_io_job *const *jobs, int n) { insert_run(L, jobs, n, SL_PRIO_NEXT); }
 
 int sl_loader_read_now(sl_loader *L, sl_io_job *j, int fd)
 {

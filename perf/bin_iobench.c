@@ -60,7 +60,8 @@ static int experts_pass(int fd, const sl_unit_map *um, uint32_t align, int io, i
     sl_loader_cfg lc;
     memset(&lc, 0, sizeof lc);
     lc.io = io; lc.fd = fd; lc.direct = true; lc.align = align;
-    lc.req_bytes = SL_DEFAULT_REQ_BYTES; lc.queue_depth = qd;   /* as the streamer cuts them */ lc.n_threads = qd;
+    lc.req_bytes = SL_DEFAULT_REQ_BYTES;   /* as the streamer cuts them */
+    lc.queue_depth = qd; lc.n_threads = qd;
     sl_loader *L;
     if (sl_loader_create(&L, &lc, NULL, 0) != 0) { fprintf(stderr, "iobench: %s\n", sl_last_error()); return 1; }
     const int32_t NL = um->n_layers, NE = um->moe.n_expert, K = um->moe.n_expert_used;
@@ -133,15 +134,19 @@ static int experts_bench(const char *path, int io, const uint64_t *qds, int n_qd
     size_t ml; void *mb;
     uint64_t slot_bytes = um.moe.slot_bytes;
     uint8_t *pool = sl_buf_alloc((size_t)(slot_bytes * XB_SLOTS), &ml, &mb);
-    if (!pool) { fprintf(stderr, "iobench: cannot allocate the expert slots\n"); return 1; }
+    if (!pool) {
+        fprintf(stderr, "iobench: cannot allocate the expert slots\n");
+        sl_unit_map_free(&um); sl_gguf_close(g); close(fd);
+        return 1;
+    }
     memset(pool, 0, (size_t)(slot_bytes * XB_SLOTS));   /* fault the huge pages in before timing */
+    uint64_t off, len[3];
+    for (int p = 0; p < 3; p++) sl_unit_map_expert_range(&um, 0, 0, p, &off, &len[p]);
     printf("# iobench %s --experts: %d of %d experts per layer drawn uniformly, three slices each "
            "(%llu + %llu + %llu bytes in layer 0), %.2f GB per run, %s, O_DIRECT, align %u, median of %d\n",
-           path, (int)um.moe.n_expert_used, (int)um.moe.n_expert,
-           (unsigned long long)(um.moe.exps[0][0]->nbytes / um.moe.exps[0][0]->ne[2]),
-           (unsigned long long)(um.moe.exps[0][1]->nbytes / um.moe.exps[0][1]->ne[2]),
-           (unsigned long long)(um.moe.exps[0][2]->nbytes / um.moe.exps[0][2]->ne[2]),
-           (double)limit / 1e9, sl_stream_io_name(io), align, reps);
+           path, (int)um.moe.n_expert_used, (int)um.moe.n_expert, (unsigned long long)len[0],
+           (unsigned long long)len[1], (unsigned long long)len[2], (double)limit / 1e9,
+           sl_stream_io_name(io), align, reps);
     printf("%10s %4s %10s %10s %10s\n", "req", "qd", "GB/s", "min", "max");
     double best = 0; uint64_t best_qd = 0;
     int bad = 0;
