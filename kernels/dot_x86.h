@@ -345,6 +345,25 @@ static void DOT(int64_t n, float *s, const void *vx, const void *vy)            
         pair_##T(&u, y + b, &acc);                                                       \
     }                                                                                    \
     *s = red_##T(&acc);                                                                  \
+}                                                                                        \
+/* DOT with pf[0, pfn) prefetched to L2, spread over the blocks: the same     \
+ * arithmetic in the same order, so bit-identical to DOT */                             \
+static void DOT##_pf(int64_t n, float *s, const void *vx, const void *vy,               \
+                     const void *pf, size_t pfn)                                        \
+{                                                                                        \
+    const xb_##T *x = vx;                                                                \
+    const yb_##T *y = vy;                                                                \
+    int64_t nb = n / be_##T;                                                             \
+    const char *p = pf, *pe = p + pfn;                                                   \
+    size_t per = nb ? (pfn / 64 + (size_t)nb) / (size_t)nb * 64 : 0;                     \
+    acc_t acc = {_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};                        \
+    DU for (int64_t b = 0; b < nb; b++) {                                                \
+        for (const char *e = p + per; p < e && p < pe; p += 64) __builtin_prefetch(p, 0, 2); \
+        u_##T u;                                                                         \
+        unp_##T(x + b, &u);                                                              \
+        pair_##T(&u, y + b, &acc);                                                       \
+    }                                                                                    \
+    *s = red_##T(&acc);                                                                  \
 }
 
 /* q2_K / q3_K decode: two blocks per iteration measured 1-2% faster (more
@@ -352,7 +371,8 @@ static void DOT(int64_t n, float *s, const void *vx, const void *vy)            
 #define DU2 _Pragma("GCC unroll 2")
 
 #define X86_SET(k, ID, DOT, GEMM) \
-    ((k)->vec_dot[ID] = (DOT), (k)->gemm[ID] = (GEMM), (k)->gemm_wide[ID] = (wide_##GEMM))
+    ((k)->vec_dot[ID] = (DOT), (k)->vec_dot_pf[ID] = (DOT##_pf), (k)->gemm[ID] = (GEMM), \
+     (k)->gemm_wide[ID] = (wide_##GEMM))
 
 /* A level's kernels: its table filler FILL (sl_dot_fill_<level>, declared
  * in kern_internal.h), then the vec_dot and gemm names of q4_K, q5_K, q6_K,

@@ -327,7 +327,7 @@ static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy, s
  * 256-bit wide tile BASE set would round differently from this vec_dot, so it
  * is cleared and matvec goes through this gemm (bit for bit its vec_dot). */
 #define X86_SET_Z(k, ID, DOT, GEMM) \
-    ((k)->vec_dot[ID] = (DOT), (k)->gemm[ID] = (GEMM), (k)->gemm_wide[ID] = NULL)
+    ((k)->vec_dot[ID] = (DOT), (k)->vec_dot_pf[ID] = NULL, (k)->gemm[ID] = (GEMM), (k)->gemm_wide[ID] = NULL)
 
 /* A level's 512-bit instances and FILL, which first runs BASE (the 256-bit fill). */
 #define X86_IQ4Z_LEVEL(FILL, BASE, dnl, gnl, dxs, gxs, dmx, gmx, dt1, gt1)               \

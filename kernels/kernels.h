@@ -37,6 +37,11 @@ void sl_pool_set_tag(sl_pool *p, int tag);
 /* s = dot(n elements of weight row x, activation row y in vec_dot_type). */
 typedef void (*sl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
+/* vec_dot that also prefetches pf[0, pfn) into L2, a few lines per block
+ * (decode: the next rows while this one computes); bit-identical to vec_dot. */
+typedef void (*sl_vec_dot_pf_fn)(int64_t n, float *s, const void *x, const void *y,
+                                 const void *pf, size_t pfn);
+
 /* Tile of dots sharing loads: s[i*lds + j] = dot(x row j, y row i) for
  * j < nx, i < ny (1 <= nx, ny <= SL_GEMM_MAX); x rows bx bytes apart, y rows
  * by bytes apart. Each result is bit-identical to vec_dot on that pair. */
@@ -52,6 +57,9 @@ typedef struct sl_kern {
     int isa;
     const char *name;
     sl_vec_dot_fn vec_dot[SL_GGML_TYPE_COUNT];          /* NULL: type not supported */
+    sl_vec_dot_pf_fn vec_dot_pf[SL_GGML_TYPE_COUNT];    /* NULL: decode prefetches per row; a
+                                                           fill that sets vec_dot[t] sets or
+                                                           clears it (test_kern_dot checks) */
     sl_gemm_fn gemm[SL_GGML_TYPE_COUNT];                /* NULL: matvec/matmul loop vec_dot */
     sl_gemm_fn gemm_wide[SL_GGML_TYPE_COUNT];           /* ny <= SL_GEMM_WIDE; NULL: gemm */
     const struct sl_panel *panel[SL_GGML_TYPE_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */

@@ -67,19 +67,38 @@ static bool take_rows(_Atomic int64_t *next, int64_t chunk, int64_t rows, int64_
  * prefetchers follow best), each row requested in one burst of prefetches
  * just before it is read, for memory-level parallelism. The burst goes to L2
  * (locality 2, prefetcht1): a long row in L1 evicted the activation it is
- * dotted with (kbench, 2 threads, 4096 x 14336 as the 8B's ffn_down: q4_K
- * 60-61% -> 69-73% of the memory read rate, q6_K 61-68% -> 68-78%; the
- * 14336 x 4096 shape unchanged at 94-99%). NEON keeps L1 (not measured). */
+ * dotted with. NEON keeps L1 (not measured).
+ * A row longer than MV_BURST_MAX (an 8B's ffn_down: 14336 columns, 8-12 KB)
+ * in one burst stalls the core. Where the level has a prefetching vec_dot,
+ * such a row's dot instead requests the next row, a few lines per block
+ * (only the first row of a take is one burst). kbench -s 4096x14336 from
+ * RAM, 2 threads, 3 rounds: q4_K and q6_K 64-70% of the memory read rate
+ * with bursts, 88-94% spread. Short rows keep the burst: 14336 x 4096
+ * (2.3-3.4 KB rows) 90-99% with bursts, 79-94% spread; in the 8B's decode
+ * profile spreading them too cost 10-25% on gate/up, q/k/v and o. */
 #if defined(__x86_64__)
 #define MV_PF_LOCALITY 2
 #else
 #define MV_PF_LOCALITY 3
 #endif
-static void mv_rows(sl_vec_dot_fn dot, int64_t cols, const char *W, size_t wrb, int64_t r0,
-                    int64_t r1, const void *act, float *y)
+#define MV_BURST_MAX (4u << 10)
+static void mv_rows(const sl_kern *k, int wtype, int64_t cols, const char *W, size_t wrb,
+                    int64_t r0, int64_t r1, const void *act, float *y)
 {
+    sl_vec_dot_fn dot = k->vec_dot[wtype];
+    sl_vec_dot_pf_fn dpf = k->vec_dot_pf[wtype];
     const char *w = W + (size_t)r0 * wrb, *end = W + (size_t)r1 * wrb;
     const char *pf = w;
+    if (dpf && wrb > MV_BURST_MAX) {
+        for (const char *e = w + wrb; pf < e; pf += 64) __builtin_prefetch(pf, 0, MV_PF_LOCALITY);
+        for (int64_t r = r0; r < r1; r++, w += wrb) {
+            const char *next = r + 1 < r1 ? w + 2 * wrb : end;
+            size_t n = next > pf ? (size_t)(next - pf) : 0;
+            dpf(cols, y + r, w, act, pf, n);
+            pf += n;
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; r++, w += wrb) {
         for (const char *e = w + wrb; pf < e && pf < end; pf += 64) __builtin_prefetch(pf, 0, MV_PF_LOCALITY);
         dot(cols, y + r, w, act);
@@ -121,7 +140,7 @@ static void mm_worker(void *ctx, int ith, int nth)
         while (take_bytes(j->nextb, total, MV_UNIT, nth, &b0, &b1)) {
             r0 = (int64_t)((b0 + j->wrb - 1) / j->wrb);
             r1 = (int64_t)((b1 + j->wrb - 1) / j->wrb);
-            if (r0 < r1) mv_rows(dot, j->cols, j->W, j->wrb, r0, r1, j->act, j->Y);
+            if (r0 < r1) mv_rows(j->k, j->wtype, j->cols, j->W, j->wrb, r0, r1, j->act, j->Y);
         }
         return;
     }
@@ -189,7 +208,7 @@ static void mv_multi_worker(void *ctx, int ith, int nth)
         for (int i = 0; i < j->n; i++) {
             int64_t r0 = part_row(j, i, b0), r1 = part_row(j, i, b1);
             if (r0 < r1)
-                mv_rows(j->k->vec_dot[j->parts[i].wtype], j->parts[i].cols, j->parts[i].W,
+                mv_rows(j->k, j->parts[i].wtype, j->parts[i].cols, j->parts[i].W,
                         j->wrb[i], r0, r1, j->parts[i].act, j->parts[i].y);
         }
     }

@@ -19,21 +19,23 @@
  * cost one pass whatever the rows; with -c in L2, best of the repetitions;
  * with -t 1 timed in thread CPU time).
  * Usage: kbench [-t threads] [-r reps] [-m MiB of weights per type] [-b MiB buffer]
- *               [-T type,type,...] [-c] [-n rows,rows,...] (SLUICE_ISA picks the kernel level). */
+ *               [-T type,type,...] [-c] [-n rows,rows,...] [-s ROWSxCOLS]
+ *               (SLUICE_ISA picks the kernel level). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
 #include "../kernels/kernels.h"
 
-#define ROWS 14336
-#define COLS 4096
+/* the matvec shape: 14336 x 4096 (an 8B's ffn_gate/up) unless -s ROWSxCOLS */
+static int ROWS = 14336, COLS = 4096;
 #define BATCH 64
 
 /* -n with one thread times the calling thread's CPU time instead: on a
@@ -65,6 +67,20 @@ static uint64_t rng(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* Weights and the read buffer on 2 MiB pages, as the engine's resident and
+ * streamed weights (sl_buf_alloc): with 4 KiB pages the hardware prefetchers
+ * stop at every page and the figures are not the engine's. */
+static void *huge_alloc(size_t n)
+{
+    void *p = NULL;
+    size_t a = (size_t)2 << 20;
+    if (posix_memalign(&p, a, (n + a - 1) / a * a) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, (n + a - 1) / a * a, MADV_HUGEPAGE);
+#endif
+    return p;
 }
 
 /* ---- read bandwidth ------------------------------------------------------ */
@@ -155,7 +171,8 @@ static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
 }
 
 /* -c: matvec and 64-row matmul on a matrix small enough to stay in L2. */
-#define CROWS 256
+/* rows of the in-cache matrix: 256 x 4096 elements (q4_K 576 KiB) whatever COLS is */
+#define CROWS (256 * 4096 / COLS > 8 ? 256 * 4096 / COLS : 8)
 static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntypes, int reps,
                     const float *xf, float *Y)
 {
@@ -195,7 +212,7 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
 }
 
 /* -n: few-row matmuls against the matvec, per type; weights cycled through
- * nmat matrices (>> L3) or, with -c, one 256-row matrix in L2. */
+ * nmat matrices (>> L3) or, with -c, one CROWS-row matrix in L2. */
 #define MAXN 32
 static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntypes, int reps,
                     const int *ns, int nn, size_t wmib, int in_l2, const float *xf, float *Y)
@@ -216,7 +233,7 @@ static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntype
         int nmat = in_l2 ? 1 : (int)(((wmib << 20) + mb - 1) / mb);
         if (nmat < 1) nmat = 1;
         int inner = in_l2 ? 50 : 1;
-        uint8_t *W = malloc(mb * (size_t)nmat);
+        uint8_t *W = huge_alloc(mb * (size_t)nmat);
         void *act = malloc(sl_kern_act_bytes(t, COLS, MAXN));
         if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
         fill_weights(t, W, mb * (size_t)nmat, &seed);
@@ -289,6 +306,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) wmib = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "-b") && i + 1 < argc) bmib = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "-c")) cache_only = 1;
+        else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+            char *e = NULL;
+            long r = strtol(argv[++i], &e, 10), c = e && *e == 'x' ? strtol(e + 1, &e, 10) : 0;
+            if (!e || *e || r < 1 || r > (1 << 20) || c < 256 || c > (1 << 20) || c % 256) {
+                fprintf(stderr, "kbench: -s ROWSxCOLS, COLS a multiple of 256\n");
+                return 2;
+            }
+            ROWS = (int)r;
+            COLS = (int)c;
+        }
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
             for (char *tok = strtok(argv[++i], ","); tok && nn < 16; tok = strtok(NULL, ",")) {
                 ns[nn] = atoi(tok);
@@ -305,7 +332,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-m MiB weights/type] "
-                            "[-b MiB read buffer] [-T q4_K,q6_K,...] [-c] [-n rows,rows,...]\n");
+                            "[-b MiB read buffer] [-T q4_K,q6_K,...] [-c] [-n rows,rows,...] [-s ROWSxCOLS]\n");
             return 2;
         }
     }
@@ -320,7 +347,7 @@ int main(int argc, char **argv)
 
     printf("kbench: kernels %s, %d threads, %s of %d reps\n", k->name, nth, cache_only ? "best" : "medians", reps);
     size_t blen = bmib << 20;
-    uint8_t *bbuf = aligned_alloc(4096, blen);
+    uint8_t *bbuf = huge_alloc(blen);
     sl_pool *pool = NULL, *pool1 = NULL;
     if (!bbuf) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
     for (size_t i = 0; i < blen; i += 8) { uint64_t v = i * 0x9e37ull; memcpy(bbuf + i, &v, 8); }
@@ -373,7 +400,7 @@ int main(int argc, char **argv)
         size_t mb = sl_gguf_row_bytes(t, COLS) * ROWS;
         int nmat = (int)(((wmib << 20) + mb - 1) / mb);
         if (nmat < 2) nmat = 2;
-        uint8_t *W = malloc(mb * (size_t)nmat);
+        uint8_t *W = huge_alloc(mb * (size_t)nmat);
         void *act = malloc(sl_kern_act_bytes(t, COLS, BATCH));
         if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
         fill_weights(t, W, mb * (size_t)nmat, &seed);

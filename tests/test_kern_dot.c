@@ -134,6 +134,46 @@ static const struct { const char *name, *vdt; int type; } gold[] = {
     {"tq1_0", "q8_k", SL_GGML_TQ1_0}, {"tq2_0", "q8_k", SL_GGML_TQ2_0},
 };
 
+/* The prefetching vec_dot (decode's long rows) is vec_dot with prefetches
+ * added: bit for bit its result, whatever range it prefetches (none, part of
+ * a block's worth, more lines than blocks, the row itself). */
+Test(kern_dot, prefetching_dot_equals_vec_dot)
+{
+    uint64_t seed = 99;
+    int seen = 0;
+    for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
+        const sl_kern *k = sl_kern_for(isa);
+        if (!k) continue;
+        for (int ti = 0; ti < NTYPES; ti++) {
+            int t = types[ti];
+            if (!k->vec_dot_pf[t]) continue;
+            seen++;
+            int be = sl_gguf_block_elems(t);
+            for (int64_t nbk = 1; nbk <= 40; nbk += 13) {
+                int64_t n = nbk * (be == 1 ? 37 : be);
+                uint8_t *W = kr_weights(t, 2, n, &seed);
+                uint8_t *A = kr_act(k, t, 1, n, &seed);
+                size_t rb = sl_gguf_row_bytes(t, n);
+                cr_assert(W && A);
+                float e, s;
+                k->vec_dot[t](n, &e, W, A);
+                const size_t pfn[] = { 0, 64, 100, rb, 2 * rb, 64 * (size_t)nbk * 9 };
+                for (size_t i = 0; i < sizeof pfn / sizeof *pfn; i++) {
+                    const void *pf = pfn[i] <= rb ? (const void *)(W + rb) : (const void *)W;
+                    k->vec_dot_pf[t](n, &s, W, A, pf, pfn[i] <= 2 * rb ? pfn[i] : 2 * rb);
+                    cr_assert(memcmp(&e, &s, 4) == 0, "%s %s n=%lld pfn=%zu: %.9g vs vec_dot %.9g",
+                              k->name, sl_gguf_type_name(t), (long long)n, pfn[i], s, e);
+                }
+                free(W);
+                free(A);
+            }
+        }
+    }
+#if defined(__x86_64__)
+    if (sl_kern_for(SL_ISA_AVX2)) cr_assert_gt(seen, 0);
+#endif
+}
+
 Test(kern_dot, golden_dots_every_level)
 {
     float *actf = sl_test_golden_quant("act.f32", GCOLS * sizeof(float));

@@ -194,6 +194,8 @@ Test(kern_matvec, equals_vec_dot_every_level)
         {1531, 2, 1}, {3001, 1, 1}, {2049, 3, 1},
         /* few-row panel: K chunks with a tail, row blocks with a tail, 1..3 quads */
         {22, 9, 7}, {21, 5, 9}, {37, 6, 3}, {18, 13, 8},
+        /* decode rows over 4 KiB for every type (the dot prefetches the next row) */
+        {17, 250, 1}, {90, 250, 1},
     };
     for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
         const sl_kern *k = sl_kern_for(isa);
@@ -270,8 +272,9 @@ Test(kern_matvec, multi_equals_vec_dot)
     static const int mtypes[] = { SL_GGML_Q4_K, SL_GGML_Q6_K, SL_GGML_Q8_0, SL_GGML_Q4_K };
     static const int64_t mrows[][4] = { { 1, 1, 1, 1 }, { 37, 5, 0, 11 }, { 64, 16, 16, 3 }, { 3, 129, 7, 0 },
                                         /* several guided takes, boundaries inside parts */
-                                        { 1001, 517, 1203, 0 } };
-    const int64_t cols = 512;
+                                        { 1001, 517, 1203, 0 },
+                                        /* at 8192 columns: rows over 4 KiB (prefetching dot) */
+                                        { 40, 9, 23, 5 } };
     uint64_t seed = 4242;
     for (int nth = 1; nth <= 3; nth++) {
         sl_pool *p = NULL;
@@ -280,6 +283,7 @@ Test(kern_matvec, multi_equals_vec_dot)
             const sl_kern *k = sl_kern_for(isa);
             if (!k) continue;
             for (size_t s = 0; s < sizeof mrows / sizeof *mrows; s++) {
+                const int64_t cols = s + 1 < sizeof mrows / sizeof *mrows ? 512 : 8192;
                 for (int np = 1; np <= 4; np++) {
                     sl_mv_part parts[4];
                     uint8_t *W[4], *A[4];
@@ -312,7 +316,7 @@ Test(kern_matvec, multi_equals_vec_dot)
         sl_pool_destroy(p);
     }
     const sl_kern *k = sl_kern_best();
-    sl_mv_part bad = { .wtype = SL_GGML_Q4_K, .W = NULL, .rows = 1, .cols = cols };
+    sl_mv_part bad = { .wtype = SL_GGML_Q4_K, .W = NULL, .rows = 1, .cols = 512 };
     cr_assert_eq(sl_kern_matvec_multi(k, NULL, &bad, 1), -EINVAL);
     cr_assert_eq(sl_kern_matvec_multi(k, NULL, &bad, 0), -EINVAL);
     cr_assert_eq(sl_kern_matvec_multi(k, NULL, &bad, SL_MV_MAX_PARTS + 1), -EINVAL);
