@@ -70,7 +70,7 @@ LIB_SRCS := $(filter-out engine/cli%.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS)))
 ifneq ($(IS_X86),)
 LIB_SRCS := $(filter-out %_neon.c %_dotprod.c,$(LIB_SRCS))
 else
-LIB_SRCS := $(filter-out %_avx2.c %_avx512.c %_avx512vnni.c,$(LIB_SRCS))
+LIB_SRCS := $(filter-out %_avx2.c %_avx512.c %_avx512vnni.c %_avx512vbmi.c,$(LIB_SRCS))
 endif
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
@@ -113,6 +113,7 @@ lib: $(STATIC_LIB) $(SHARED_LIB)
 $(BUILD)/obj/%_avx2.o: ISAFLAGS = -mavx2 -mfma -mf16c -mbmi2
 $(BUILD)/obj/%_avx512.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c -mbmi2
 $(BUILD)/obj/%_avx512vnni.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c -mbmi2
+$(BUILD)/obj/%_avx512vbmi.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni -mavx512vbmi -mgfni -mavx2 -mfma -mf16c -mbmi2
 $(BUILD)/obj/%_dotprod.o: ISAFLAGS = -march=armv8.2-a+dotprod
 
 $(BUILD)/obj/%.o: %.c

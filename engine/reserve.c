@@ -41,7 +41,7 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     if (rc)
         return sl_err_set(rc == -ENOSYS ? SL_ENOSYS : SL_EINVAL, "SLUICE_ISA=%s: %s",
                           getenv("SLUICE_ISA"), rc == -ENOSYS ? "not available on this CPU"
-                          : "unknown level (scalar, avx2, avx512, avx512vnni, neon, dotprod)");
+                          : "unknown level (scalar, avx2, avx512, avx512vnni, avx512vbmi, neon, dotprod)");
     int32_t max_k = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
     if (d->q_dim > max_k) max_k = d->q_dim;
     if (d->n_ff_exp > max_k) max_k = d->n_ff_exp;       /* MoE expert widths */

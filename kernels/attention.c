@@ -115,7 +115,8 @@ static sl_attn_item_fn pick_item(int isa)
 #if defined(__x86_64__) || defined(__i386__)
     case SL_ISA_AVX2: return sl_attn_item_avx2;
     case SL_ISA_AVX512:
-    case SL_ISA_AVX512VNNI: return sl_attn_item_avx512;
+    case SL_ISA_AVX512VNNI:
+    case SL_ISA_AVX512VBMI: return sl_attn_item_avx512;
 #endif
 #if defined(__aarch64__)
     case SL_ISA_NEON:
@@ -131,7 +132,8 @@ static sl_attn_item_fn pick_item_q(int isa)
 #if defined(__x86_64__) || defined(__i386__)
     case SL_ISA_AVX2: return sl_attn_item_q_avx2;
     case SL_ISA_AVX512:
-    case SL_ISA_AVX512VNNI: return sl_attn_item_q_avx512;
+    case SL_ISA_AVX512VNNI:
+    case SL_ISA_AVX512VBMI: return sl_attn_item_q_avx512;
 #endif
 #if defined(__aarch64__)
     case SL_ISA_NEON:

@@ -27,7 +27,7 @@
 #endif
 
 static const char *const isa_names[SL_ISA_COUNT] = {
-    "scalar", "avx2", "avx512", "avx512vnni", "neon", "dotprod"
+    "scalar", "avx2", "avx512", "avx512vnni", "avx512vbmi", "neon", "dotprod"
 };
 
 const char *sl_isa_name(int isa)
@@ -58,12 +58,13 @@ static unsigned detect(void)
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return m;
     int avx2 = (b >> 5) & 1, bmi2 = (b >> 8) & 1;
     int f512 = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
-    int vnni = (c >> 11) & 1;
+    int vnni = (c >> 11) & 1, vbmi = (c >> 1) & 1, gfni = (c >> 8) & 1;
     if (avx2 && fma && f16c && bmi2) {
         m |= 1u << SL_ISA_AVX2;
         if (f512 && dq && bw && vl && (xcr0 & 0xe0) == 0xe0) {  /* opmask + ZMM state */
             m |= 1u << SL_ISA_AVX512;
             if (vnni) m |= 1u << SL_ISA_AVX512VNNI;
+            if (vnni && vbmi && gfni) m |= 1u << SL_ISA_AVX512VBMI;
         }
     }
 #elif defined(__aarch64__)
@@ -109,10 +110,12 @@ static void init(void)
             sl_dot_fill_iqgrid_avx512(k);
             break;
         case SL_ISA_AVX512VNNI:
+        case SL_ISA_AVX512VBMI:
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k); sl_act_fill_avx2(k);
             sl_gemm_fill_avx2(k);
             sl_dot_fill_avx512(k); sl_ops_fill_avx512(k);
             sl_dot_fill_avx512vnni(k);
+            if (i == SL_ISA_AVX512VBMI) sl_dot_fill_avx512vbmi(k);   /* q4_K..q8_0 again */
             sl_dot_fill_iq4_avx512vnni(k);
             sl_gemm_fill_avx512vnni(k);
             sl_wide_fill_avx512vnni(k);

@@ -66,6 +66,17 @@ static inline __m256 dmin_vec(float d, float dmin)
     return _mm256_set_ps(-dmin, -dmin, d, d, -dmin, -dmin, d, d);
 }
 
+/* dmin_vec from a block's adjacent f16 pair (d, dmin): one convert of the
+ * broadcast pair, a lane permute and a sign flip instead of two scalar
+ * converts and a vector build; the same values bit for bit. */
+static inline __m256 dmin_vec_h(const sl_f16 *dd)
+{
+    uint32_t w;
+    memcpy(&w, dd, 4);
+    __m256 t = _mm256_cvtph_ps(_mm_set1_epi32((int)w));         /* d, dmin, d, dmin, ... */
+    return _mm256_xor_ps(_mm256_permute_ps(t, 0x50), _mm256_set_ps(-0.0f, -0.0f, 0, 0, -0.0f, -0.0f, 0, 0));
+}
+
 /* acc += d_y * (d * isum - dmin * msum) with one convert and one FMA: both
  * integer vectors are folded into one (isum pairs | msum pairs per 128-bit
  * half). A folded lane covers 64 elements: below 2^24, so converted exactly,
@@ -106,7 +117,7 @@ INL __m256i unp_q4_k_base(const sl_block_q4_k *x, u_q4_k *u)
         u->sc[j] = _mm256_shuffle_epi8(s16x2, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
     __m128i m8 = _mm_cvtsi64_si128((long long)(((uint64_t)mn[1] << 32) | mn[0]));
     u->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    u->dv = dmin_vec(f16s(x->d), f16s(x->dmin));
+    u->dv = dmin_vec_h(&x->d);
     return s16x2;
 }
 

@@ -20,6 +20,7 @@ void sl_gemm_fill_avx2(sl_kern *k);        /* prefill panel GEMM (avx2 and avx51
 void sl_dot_fill_avx512(sl_kern *k);
 void sl_ops_fill_avx512(sl_kern *k);
 void sl_dot_fill_avx512vnni(sl_kern *k);   /* may reuse avx512 ops */
+void sl_dot_fill_avx512vbmi(sl_kern *k);   /* over avx512vnni's: the X86_LEVEL types */
 void sl_gemm_fill_avx512vnni(sl_kern *k);  /* prefill panel GEMM */
 void sl_wide_fill_avx512vnni(sl_kern *k);  /* few-row panel (q4_K, q6_K) */
 void sl_dot_fill_iq4_avx2(sl_kern *k);     /* IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0 */

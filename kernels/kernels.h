@@ -1,11 +1,12 @@
 /* Quantized dot/matvec/matmul, attention and the float ops of the forward
  * pass, in scalar C (the oracle) and hand-written SIMD (AVX2+FMA, AVX-512
- * [+VNNI], NEON [+dotprod]), behind one table of entry points per ISA level
+ * [+VNNI [+VBMI, GFNI]], NEON [+dotprod]), behind one table of entry points per ISA level
  * (sl_kern). Each op's driver is written once and instantiated per level in
  * a file named for it (ops_avx2.c, dot_avx512vnni.c, gemm_dotprod.c, ...),
  * built with the level's -m flags over that level's primitives; the level
  * is picked at run time from cpuid / AT_HWCAP, and SLUICE_ISA=
- * scalar|avx2|avx512|avx512vnni|neon|dotprod forces one (tests cover all).
+ * scalar|avx2|avx512|avx512vnni|avx512vbmi|neon|dotprod forces one (tests
+ * cover all).
  * Depends on quant/ only. Failures return negative errno values (== SL_E*). */
 #ifndef SL_KERNELS_H
 #define SL_KERNELS_H
@@ -16,6 +17,7 @@
 
 enum sl_isa {
     SL_ISA_SCALAR = 0, SL_ISA_AVX2, SL_ISA_AVX512, SL_ISA_AVX512VNNI,
+    SL_ISA_AVX512VBMI,   /* avx512vnni + VBMI + GFNI (Ice Lake, Zen 4 on) */
     SL_ISA_NEON, SL_ISA_DOTPROD, SL_ISA_COUNT
 };
 

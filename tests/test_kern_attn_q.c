@@ -33,7 +33,7 @@ static int get_levels(const sl_kern **lv)
 {
     int n = 0;
     for (int isa = 0; isa < SL_ISA_COUNT; isa++)
-        if (isa != SL_ISA_AVX512VNNI && isa != SL_ISA_DOTPROD && sl_kern_for(isa))
+        if (isa != SL_ISA_AVX512VNNI && isa != SL_ISA_AVX512VBMI && isa != SL_ISA_DOTPROD && sl_kern_for(isa))
             lv[n++] = sl_kern_for(isa);
     return n;
 }

@@ -174,6 +174,38 @@ Test(kern_dot, prefetching_dot_equals_vec_dot)
 #endif
 }
 
+/* avx512vbmi is avx512vnni with another q4_K unpack (GFNI nibbles, VBMI
+ * scale words) producing the same bytes: every type bit for bit that level's. */
+Test(kern_dot, avx512vbmi_equals_avx512vnni)
+{
+    const sl_kern *a = sl_kern_for(SL_ISA_AVX512VNNI), *b = sl_kern_for(SL_ISA_AVX512VBMI);
+    if (!b) {
+        cr_log_info("avx512vbmi not available here");
+        return;
+    }
+    cr_assert_not_null(a);
+    uint64_t seed = 4711;
+    for (int ti = 0; ti < NTYPES; ti++) {
+        int t = types[ti];
+        int be = sl_gguf_block_elems(t);
+        for (int64_t nbk = 1; nbk <= 33; nbk += 8) {
+            int64_t n = nbk * (be == 1 ? 37 : be);
+            uint8_t *W = kr_weights(t, 4, n, &seed);
+            uint8_t *A = kr_act(a, t, 1, n, &seed);
+            cr_assert(W && A);
+            for (int r = 0; r < 4; r++) {
+                float x, y;
+                a->vec_dot[t](n, &x, W + (size_t)r * sl_gguf_row_bytes(t, n), A);
+                b->vec_dot[t](n, &y, W + (size_t)r * sl_gguf_row_bytes(t, n), A);
+                cr_assert(memcmp(&x, &y, 4) == 0, "%s n=%lld row %d: avx512vbmi %.9g vs avx512vnni %.9g",
+                          sl_gguf_type_name(t), (long long)n, r, y, x);
+            }
+            free(W);
+            free(A);
+        }
+    }
+}
+
 Test(kern_dot, golden_dots_every_level)
 {
     float *actf = sl_test_golden_quant("act.f32", GCOLS * sizeof(float));
