@@ -89,7 +89,7 @@ static const short zq_sidx[4][32] __attribute__((aligned(64))) = {
     {8, 8, 8, 8, 12, 12, 12, 12, 9, 9, 9, 9, 13, 13, 13, 13, 10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
 };
 
-#if defined(__AVX512VBMI__)
+#if defined(__GFNI__) && defined(__AVX512VBMI__)
 /* zq_sidx rows 0, 1 as byte indices into the 8 scale bytes: word k's low
  * byte takes scale zq_sidx[row][k], its high byte is masked to zero. */
 static const char zq_bidx[2][64] __attribute__((aligned(64))) = {
