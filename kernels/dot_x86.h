@@ -344,23 +344,11 @@ static void wide_##GEMM(int64_t n, const void *vx, size_t bx, int nx,           
     default: tile_##T(1, 5, nb, x, bx, y, by, s, lds); break;                            \
     }                                                                                    \
 }                                                                                        \
-static void DOT(int64_t n, float *s, const void *vx, const void *vy)                    \
-{                                                                                        \
-    const xb_##T *x = vx;                                                                \
-    const yb_##T *y = vy;                                                                \
-    int64_t nb = n / be_##T;                                                             \
-    acc_t acc = {_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};                        \
-    DU for (int64_t b = 0; b < nb; b++) {                                                \
-        u_##T u;                                                                         \
-        unp_##T(x + b, &u);                                                              \
-        pair_##T(&u, y + b, &acc);                                                       \
-    }                                                                                    \
-    *s = red_##T(&acc);                                                                  \
-}                                                                                        \
-/* DOT with pf[0, pfn) prefetched to L2, spread over the blocks: the same     \
- * arithmetic in the same order, so bit-identical to DOT */                             \
-static void DOT##_pf(int64_t n, float *s, const void *vx, const void *vy,               \
-                     const void *pf, size_t pfn)                                        \
+/* DOT##_pf is DOT with pf[0, pfn) prefetched to L2, spread over the blocks:  \
+ * the same arithmetic in the same order, so bit-identical to DOT, which is    \
+ * its pfn = 0 case (inlined, the prefetch loop folds away) */                        \
+static inline __attribute__((always_inline)) void                                       \
+DOT##_body(int64_t n, float *s, const void *vx, const void *vy, const void *pf, size_t pfn) \
 {                                                                                        \
     const xb_##T *x = vx;                                                                \
     const yb_##T *y = vy;                                                                \
@@ -375,6 +363,15 @@ static void DOT##_pf(int64_t n, float *s, const void *vx, const void *vy,       
         pair_##T(&u, y + b, &acc);                                                       \
     }                                                                                    \
     *s = red_##T(&acc);                                                                  \
+}                                                                                        \
+static void DOT(int64_t n, float *s, const void *vx, const void *vy)                    \
+{                                                                                        \
+    DOT##_body(n, s, vx, vy, vx, 0);                                                     \
+}                                                                                        \
+static void DOT##_pf(int64_t n, float *s, const void *vx, const void *vy,               \
+                     const void *pf, size_t pfn)                                        \
+{                                                                                        \
+    DOT##_body(n, s, vx, vy, pf, pfn);                                                   \
 }
 
 /* q2_K / q3_K decode: two blocks per iteration measured 1-2% faster (more

@@ -27,12 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
 #include "../kernels/kernels.h"
+#include "../io/stream_internal.h"   /* sl_buf_alloc: 2 MiB pages, as the engine's weights */
 
 /* the matvec shape: 14336 x 4096 (an 8B's ffn_gate/up) unless -s ROWSxCOLS */
 static int ROWS = 14336, COLS = 4096;
@@ -67,20 +67,6 @@ static uint64_t rng(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-/* Weights and the read buffer on 2 MiB pages, as the engine's resident and
- * streamed weights (sl_buf_alloc): with 4 KiB pages the hardware prefetchers
- * stop at every page and the figures are not the engine's. */
-static void *huge_alloc(size_t n)
-{
-    void *p = NULL;
-    size_t a = (size_t)2 << 20;
-    if (posix_memalign(&p, a, (n + a - 1) / a * a) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, (n + a - 1) / a * a, MADV_HUGEPAGE);
-#endif
-    return p;
 }
 
 /* ---- read bandwidth ------------------------------------------------------ */
@@ -233,7 +219,9 @@ static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntype
         int nmat = in_l2 ? 1 : (int)(((wmib << 20) + mb - 1) / mb);
         if (nmat < 1) nmat = 1;
         int inner = in_l2 ? 50 : 1;
-        uint8_t *W = huge_alloc(mb * (size_t)nmat);
+        size_t wml;
+        void *wmap;
+        uint8_t *W = sl_buf_alloc(mb * (size_t)nmat, &wml, &wmap);
         void *act = malloc(sl_kern_act_bytes(t, COLS, MAXN));
         if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
         fill_weights(t, W, mb * (size_t)nmat, &seed);
@@ -274,7 +262,7 @@ static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntype
         }
         printf("\n");
         fflush(stdout);
-        free(W);
+        sl_buf_free(wmap, wml);
         free(act);
     }
     printf("(rows/s counted per weight row: matvec = rows of W per second; 'x mv' ideal = n)\n");
@@ -347,7 +335,9 @@ int main(int argc, char **argv)
 
     printf("kbench: kernels %s, %d threads, %s of %d reps\n", k->name, nth, cache_only ? "best" : "medians", reps);
     size_t blen = bmib << 20;
-    uint8_t *bbuf = huge_alloc(blen);
+    size_t bml;
+    void *bmap;
+    uint8_t *bbuf = sl_buf_alloc(blen, &bml, &bmap);
     sl_pool *pool = NULL, *pool1 = NULL;
     if (!bbuf) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
     for (size_t i = 0; i < blen; i += 8) { uint64_t v = i * 0x9e37ull; memcpy(bbuf + i, &v, 8); }
@@ -361,7 +351,7 @@ int main(int argc, char **argv)
         if (!x || !y) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
         for (size_t i = 0; i < (size_t)MAXN * COLS; i++) x[i] = (float)(int)(rng(&xs) % 2001 - 1000) * 1e-3f;
         rc = few_rows(k, pool, types, ntypes, reps, ns, nn, wmib, cache_only, x, y);
-        free(x); free(y); free(bbuf);
+        free(x); free(y); sl_buf_free(bmap, bml);
         sl_pool_destroy(pool);
         sl_pool_destroy(pool1);
         return rc;
@@ -372,7 +362,7 @@ int main(int argc, char **argv)
         if (!x || !y) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
         for (size_t i = 0; i < (size_t)BATCH * COLS; i++) x[i] = (float)(int)(rng(&xs) % 2001 - 1000) * 1e-3f;
         rc = in_cache(k, pool, types, ntypes, reps, x, y);
-        free(x); free(y); free(bbuf);
+        free(x); free(y); sl_buf_free(bmap, bml);
         sl_pool_destroy(pool);
         sl_pool_destroy(pool1);
         return rc;
@@ -400,7 +390,9 @@ int main(int argc, char **argv)
         size_t mb = sl_gguf_row_bytes(t, COLS) * ROWS;
         int nmat = (int)(((wmib << 20) + mb - 1) / mb);
         if (nmat < 2) nmat = 2;
-        uint8_t *W = huge_alloc(mb * (size_t)nmat);
+        size_t wml;
+        void *wmap;
+        uint8_t *W = sl_buf_alloc(mb * (size_t)nmat, &wml, &wmap);
         void *act = malloc(sl_kern_act_bytes(t, COLS, BATCH));
         if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
         fill_weights(t, W, mb * (size_t)nmat, &seed);
@@ -438,14 +430,14 @@ int main(int argc, char **argv)
                sl_gguf_type_name(t), (double)mb / 1048576.0, nmat, bwnow, gbs, 100.0 * pct_med, mv_rows,
                2.0 * ROWS * COLS * BATCH / tmm / 1e9, mm_rows, mv_rows, rat_med);
         fflush(stdout);
-        free(W);
+        sl_buf_free(wmap, wml);
         free(act);
     }
     printf("\nmv rows/s = activation rows per second through one %dx%d matrix (matvec: 1 row per pass)\n",
            ROWS, COLS);
     sl_pool_destroy(pool);
     sl_pool_destroy(pool1);
-    free(bbuf);
+    sl_buf_free(bmap, bml);
     free(xf);
     free(Y);
     return 0;
