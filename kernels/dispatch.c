@@ -87,9 +87,16 @@ static void init(void)
     avail = detect();
     const char *w = getenv("SLUICE_WIDE");
     int no_wide = w && !strcmp(w, "0"), no_wpanel = w && !strcmp(w, "tile");
+    /* SLUICE_MV_BURST=BYTES: rows up to BYTES decode with one prefetch burst
+     * each (A/B runs; 4096 was the default until session 12) */
+    const char *mb = getenv("SLUICE_MV_BURST");
+    char *mb_end = NULL;
+    unsigned long long mbv = mb && *mb ? strtoull(mb, &mb_end, 10) : 0;
+    size_t burst_max = mb_end && *mb_end == '\0' ? (size_t)mbv : 0;
     for (int i = 0; i < SL_ISA_COUNT; i++) {
         sl_kern *k = &tables[i];
         k->isa = i;
+        k->mv_burst_max = burst_max;
         k->name = isa_names[i];
         if (!(avail & (1u << i))) continue;
         sl_dot_fill_scalar(k);

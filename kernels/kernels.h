@@ -62,6 +62,9 @@ typedef struct sl_kern {
     sl_vec_dot_pf_fn vec_dot_pf[SL_GGML_TYPE_COUNT];    /* NULL: decode prefetches per row; a
                                                            fill that sets vec_dot[t] sets or
                                                            clears it (test_kern_dot checks) */
+    size_t mv_burst_max;   /* decode: a row of more bytes has the next row prefetched from
+                              inside its dot where vec_dot_pf exists, a shorter one is one
+                              burst of prefetches (0: every row spread; SLUICE_MV_BURST) */
     sl_gemm_fn gemm[SL_GGML_TYPE_COUNT];                /* NULL: matvec/matmul loop vec_dot */
     sl_gemm_fn gemm_wide[SL_GGML_TYPE_COUNT];           /* ny <= SL_GEMM_WIDE; NULL: gemm */
     const struct sl_panel *panel[SL_GGML_TYPE_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */

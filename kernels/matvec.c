@@ -64,24 +64,23 @@ static bool take_rows(_Atomic int64_t *next, int64_t chunk, int64_t rows, int64_
 }
 
 /* Decode of rows [r0, r1): one linear pass (the pattern the hardware
- * prefetchers follow best), each row requested in one burst of prefetches
- * just before it is read, for memory-level parallelism. The burst goes to L2
- * (locality 2, prefetcht1): a long row in L1 evicted the activation it is
- * dotted with. NEON keeps L1 (not measured).
- * A row longer than MV_BURST_MAX (an 8B's ffn_down: 14336 columns, 8-12 KB)
- * in one burst stalls the core. Where the level has a prefetching vec_dot,
- * such a row's dot instead requests the next row, a few lines per block
- * (only the first row of a take is one burst). kbench -s 4096x14336 from
- * RAM, 2 threads, 3 rounds: q4_K and q6_K 64-70% of the memory read rate
- * with bursts, 88-94% spread. Short rows keep the burst: 14336 x 4096
- * (2.3-3.4 KB rows) 90-99% with bursts, 79-94% spread; in the 8B's decode
- * profile spreading them too cost 10-25% on gate/up, q/k/v and o. */
+ * prefetchers follow best), the rows requested ahead by software prefetches
+ * into L2 (locality 2, prefetcht1: a long row in L1 evicted the activation
+ * it is dotted with; NEON keeps L1, not measured). Where the level has a
+ * prefetching vec_dot, each row's dot requests the next row, a few lines
+ * per block (only a take's first row is one burst); elsewhere, and for rows
+ * up to k->mv_burst_max bytes, each row is one burst just before its dot.
+ * Bursts stall the core: 126-184 lines at once for an 8B's ffn_down row
+ * (kbench 4096x14336 q4_K/q6_K 64-70% of the read rate with bursts, 88-94%
+ * spread, Zen 4), and on Zen 5 even the 36-54 lines of a 4096-column row
+ * (kbench 14336x4096 q4_K 86-91% -> 100%, q6_K 75-76% -> 100%; 8B decode
+ * 9.3-9.4 -> 10.2-13.6 tok/s). Session 11 saw 4096-column rows measure
+ * worse spread on Zen 4 (one noisy pair), hence the knob. */
 #if defined(__x86_64__)
 #define MV_PF_LOCALITY 2
 #else
 #define MV_PF_LOCALITY 3
 #endif
-#define MV_BURST_MAX (4u << 10)
 static void mv_rows(const sl_kern *k, int wtype, int64_t cols, const char *W, size_t wrb,
                     int64_t r0, int64_t r1, const void *act, float *y)
 {
@@ -89,7 +88,7 @@ static void mv_rows(const sl_kern *k, int wtype, int64_t cols, const char *W, si
     sl_vec_dot_pf_fn dpf = k->vec_dot_pf[wtype];
     const char *w = W + (size_t)r0 * wrb, *end = W + (size_t)r1 * wrb;
     const char *pf = w;
-    if (dpf && wrb > MV_BURST_MAX) {
+    if (dpf && wrb > k->mv_burst_max) {
         for (const char *e = w + wrb; pf < e; pf += 64) __builtin_prefetch(pf, 0, MV_PF_LOCALITY);
         for (int64_t r = r0; r < r1; r++, w += wrb) {
             const char *next = r + 1 < r1 ? w + 2 * wrb : end;

@@ -200,12 +200,20 @@ Test(kern_matvec, equals_vec_dot_every_level)
     for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
         const sl_kern *k = sl_kern_for(isa);
         if (!k) continue;
-        for (int ti = 0; ti < NTYPES; ti++) {
-            int t = types[ti];
-            int be = sl_gguf_block_elems(t);
-            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-                int64_t cols = shapes[s][1] * (be == 1 ? 37 : be);
-                check_type(k, s & 1 ? p : NULL, t, shapes[s][0], cols, shapes[s][2], &seed);
+        /* decode's prefetch: every row spread (the default), rows up to 4 KiB
+         * one burst each, bursts only */
+        static const size_t bursts[] = { 0, 4096, SIZE_MAX };
+        for (size_t bi = 0; bi < sizeof bursts / sizeof *bursts; bi++) {
+            sl_kern kc = *k;
+            kc.mv_burst_max = bursts[bi];
+            for (int ti = 0; ti < NTYPES; ti++) {
+                int t = types[ti];
+                int be = sl_gguf_block_elems(t);
+                for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+                    if (bi > 0 && shapes[s][2] != 1) continue;   /* the others do not decode */
+                    int64_t cols = shapes[s][1] * (be == 1 ? 37 : be);
+                    check_type(&kc, s & 1 ? p : NULL, t, shapes[s][0], cols, shapes[s][2], &seed);
+                }
             }
         }
     }
@@ -280,8 +288,11 @@ Test(kern_matvec, multi_equals_vec_dot)
         sl_pool *p = NULL;
         cr_assert_eq(sl_pool_create(&p, nth), 0);
         for (int isa = 0; isa < SL_ISA_COUNT; isa++) {
-            const sl_kern *k = sl_kern_for(isa);
-            if (!k) continue;
+            const sl_kern *kl = sl_kern_for(isa);
+            if (!kl) continue;
+            sl_kern kc = *kl;
+            kc.mv_burst_max = isa & 1 ? SIZE_MAX : 0;   /* both prefetch forms over the levels */
+            const sl_kern *k = &kc;
             for (size_t s = 0; s < sizeof mrows / sizeof *mrows; s++) {
                 const int64_t cols = s + 1 < sizeof mrows / sizeof *mrows ? 512 : 8192;
                 for (int np = 1; np <= 4; np++) {
