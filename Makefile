@@ -202,6 +202,7 @@ check: all $(TEST_BINS) bindings $(BUILD)/java/test/JniTest.class
 	  sh tests/bind/check.sh || fail=1; \
 	echo "== tests/serve/run.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/serve/run.sh || fail=1; \
 	echo "== tests/perf_compare_check.sh"; sh tests/perf_compare_check.sh || fail=1; \
+	echo "== tests/perf_moe_check.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/perf_moe_check.sh || fail=1; \
 	echo "== tests/install_check.sh"; \
 	MAKE="$(MAKE)" CC="$(CC)" SAN="$(SAN)" SHARED="$(SHARED)" sh tests/install_check.sh || fail=1; \
 	exit $$fail

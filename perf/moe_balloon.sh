@@ -4,11 +4,14 @@
 # available, Sluice (expert streaming, O_DIRECT) against llama.cpp (mmap), in
 # the same run, alternated, median of REPS. Per free-memory level it also
 # measures the O_DIRECT bandwidth of the file twice, before and after its runs
-# (the mean is the level's figure), as build/iobench reads it in two ways:
-# in order in 1 MiB requests at queue depth QD, and in the expert pattern
+# (the mean is the level's figure), as build/iobench reads it in three ways:
+# in order in 1 MiB requests at queue depth QD; in the expert pattern
 # (`iobench --experts`: k uniformly drawn experts per layer, each slice one
-# read, as a token with no cache hit reads them). It prints Sluice's ms/token
-# against both bounds, bytes-read-per-token / bandwidth, the compute / stall
+# read, as a token with no cache hit reads them) into 64 slots; and the same
+# into as many slots as the engine's expert cache has at that level (`sluice
+# plan` under the balloon): the memory the engine's reads land in (on the
+# 2026-11 VM 640-800 slots read 0-7% slower than 64). It prints Sluice's ms/token
+# against the three bounds, bytes-read-per-token / bandwidth, the compute / stall
 # split, and the expert-cache hit rate (random weights route uniformly: a
 # floor).
 #   perf/moe_balloon.sh [MODEL] [FREE...]     default: the 30B file, 4G 2.5G 8G
@@ -62,12 +65,18 @@ if [ "${1:-}" = __level ]; then
     hwm() { awk '/Maximum resident/ { printf "%.2f", $NF / 2^20 }' "$1"; }
     echo "[$FREE] $(date -u +%H:%M:%S) balloon: $(cat "$D/ready"); MemAvailable $(avail) GiB"
     # expert parts are ~0.9-1.3 MB; one layer's misses are ~15-24 reads in flight
+    # the expert cache's slots at this level, as the runs will plan them
+    SLOTS=$("$B/sluice" plan -m "$MODEL" ${SLUICE_FLAGS:-} 2>/dev/null | awk '/^expert cache/ { print $3; exit }')
+    case "$SLOTS" in ''|*[!0-9]*) SLOTS=64 ;; esac
+    echo "$SLOTS" >"$D/slots"
     iob() {   # $1: tag; the in-order and the expert-pattern GB/s
         "$B/iobench" "$MODEL" --req 1M --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_$1.txt" 2>&1
         "$B/iobench" "$MODEL" --experts --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_x$1.txt" 2>&1
+        "$B/iobench" "$MODEL" --experts --slots "$SLOTS" --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_s$1.txt" 2>&1
         echo "[$FREE] O_DIRECT bandwidth $1 (qd $QD): in order, 1 MiB requests" \
             "$(awk '$1 ~ /^[0-9]/ && NF == 5 { print $3; exit }' "$D/iobench_$1.txt") GB/s;" \
-            "expert pattern $(awk '$1 == "experts" && NF == 5 { print $3; exit }' "$D/iobench_x$1.txt") GB/s"
+            "expert pattern $(awk '$1 == "experts" && NF == 5 { print $3; exit }' "$D/iobench_x$1.txt") GB/s;" \
+            "into $SLOTS slots $(awk '$1 == "experts" && NF == 5 { print $3; exit }' "$D/iobench_s$1.txt") GB/s"
     }
     iob before
     P="Once upon a time"
@@ -114,6 +123,7 @@ if [ "${1:-}" = __level ]; then
     mean() { cat "$@" | awk '($1 ~ /^[0-9]/ || $1 == "experts") && NF == 5 { s += $3; n++ } END { if (n) printf "%.3f", s / n }'; }
     mean "$D/iobench_before.txt" "$D/iobench_after.txt" >"$D/bw"
     mean "$D/iobench_xbefore.txt" "$D/iobench_xafter.txt" >"$D/xbw"
+    mean "$D/iobench_sbefore.txt" "$D/iobench_safter.txt" >"$D/sbw"
     exit 0
 fi
 
@@ -136,8 +146,8 @@ python3 - "$OUT" $LEVELS <<'EOF'
 import json, os, re, statistics, sys
 out, levels = sys.argv[1], sys.argv[2:]
 med = lambda v: statistics.median(v) if v else float('nan')
-print("| free | Sluice | tok/s | llama.cpp tok/s | × | GB/s O_DIRECT in order / expert pattern | MB read/token "
-      "| ms/token | bound ms in order / experts | ratio in order / experts "
+print("| free | Sluice | tok/s | llama.cpp tok/s | × | GB/s O_DIRECT in order / expert pattern / into the cache's slots "
+      "| MB read/token | ms/token | bound ms in order / experts / slots | ratio in order / experts / slots "
       "| compute ms | stall ms | expert hit | pregate guess | prefetched used |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for lv in levels:
@@ -146,7 +156,7 @@ for lv in levels:
     def rd(name):
         try: return float(open(os.path.join(d, name)).read())
         except Exception: return float('nan')
-    bw, xbw = rd("bw"), rd("xbw")
+    bw, xbw, sbw, slots = rd("bw"), rd("xbw"), rd("sbw"), rd("slots")
     ll = []
     for f in sorted(os.listdir(d)):
         if f.startswith("llama_") and f.endswith(".err"):
@@ -164,13 +174,14 @@ for lv in levels:
         g = lambda k: med([j[k] for j in js])
         tps, byt = g("decode_tok_s"), g("bytes_read_per_token")
         ms = 1e3 / tps if tps else float('nan')
-        bound, xbound = byt / (bw * 1e9) * 1e3, byt / (xbw * 1e9) * 1e3
+        bound, xbound, sbound = (byt / (b * 1e9) * 1e3 for b in (bw, xbw, sbw))
         pf = med([j["expert_prefetch_used"] / j["expert_prefetched"] for j in js if j.get("expert_prefetched")])
-        print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f / %.2f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
+        print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f / %.2f / %.2f (%.0f slots) | %.0f | %.0f | %.0f / %.0f / %.0f | %.2f / %.2f / %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
             lv, "pregate " + v if v != "-" else "default (pregate on)", len(js), tps,
             min(j["decode_tok_s"] for j in js), max(j["decode_tok_s"] for j in js),
-            "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, xbw, byt / 1e6,
-            ms, bound, xbound, ms / bound, ms / xbound, g("compute_ms_per_token"), g("stall_ms_per_token"), g("expert_hit_rate"),
+            "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, xbw, sbw, slots,
+            byt / 1e6, ms, bound, xbound, sbound, ms / bound, ms / xbound, ms / sbound,
+            g("compute_ms_per_token"), g("stall_ms_per_token"), g("expert_hit_rate"),
             "%.3f" % g("pregate_accuracy") if any(j.get("pregate_accuracy") for j in js) else "—",
             "%.3f" % pf if pf == pf else "—"))
 EOF
