@@ -191,7 +191,7 @@ int main(int argc, char **argv)
     }
     const char *path = argv[1];
     int io = SL_IO_URING, reps = 3, n_slots = XB_SLOTS;
-    bool direct = true, experts = false;
+    bool direct = true, experts = false, slots_set = false;
     uint64_t reqs[16] = { 256 << 10, 1 << 20, 4 << 20 }, qds[16] = { 1, 2, 4, 8, 16 };
     int n_req = 3, n_qd = 5;
     uint64_t limit = 0, chunk = 64ull << 20;
@@ -215,11 +215,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             n_slots = (int)n;
+            slots_set = true;
         }
         else { fprintf(stderr, "iobench: unknown option %s\n", a); return 2; }
     }
     if (reps < 1 || reps > 99) reps = 3;
-    if (n_slots != XB_SLOTS && !experts) { fprintf(stderr, "iobench: --slots goes with --experts\n"); return 2; }
+    if (slots_set && !experts) { fprintf(stderr, "iobench: --slots goes with --experts\n"); return 2; }
     if (experts) {
         if (!direct) { fprintf(stderr, "iobench: --experts reads with O_DIRECT only\n"); return 2; }
         return experts_bench(path, io, qds, n_qd, limit, reps, n_slots);

@@ -64,19 +64,21 @@ if [ "${1:-}" = __level ]; then
     # peak RSS of a command (GNU time), in GiB
     hwm() { awk '/Maximum resident/ { printf "%.2f", $NF / 2^20 }' "$1"; }
     echo "[$FREE] $(date -u +%H:%M:%S) balloon: $(cat "$D/ready"); MemAvailable $(avail) GiB"
-    # expert parts are ~0.9-1.3 MB; one layer's misses are ~15-24 reads in flight
     # the expert cache's slots at this level, as the runs will plan them
     SLOTS=$("$B/sluice" plan -m "$MODEL" ${SLUICE_FLAGS:-} 2>/dev/null | awk '/^expert cache/ { print $3; exit }')
     case "$SLOTS" in ''|*[!0-9]*) SLOTS=64 ;; esac
     echo "$SLOTS" >"$D/slots"
+    # an iobench report's GB/s rows (in order: "1024K ..."; --experts: "experts ...")
+    rows() { awk '($1 ~ /^[0-9]/ || $1 == "experts") && NF == 5 { print $3 }' "$@"; }
+    # expert parts are ~0.9-1.3 MB; one layer's misses are ~15-24 reads in flight
     iob() {   # $1: tag; the in-order and the expert-pattern GB/s
         "$B/iobench" "$MODEL" --req 1M --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_$1.txt" 2>&1
         "$B/iobench" "$MODEL" --experts --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_x$1.txt" 2>&1
         "$B/iobench" "$MODEL" --experts --slots "$SLOTS" --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_s$1.txt" 2>&1
         echo "[$FREE] O_DIRECT bandwidth $1 (qd $QD): in order, 1 MiB requests" \
-            "$(awk '$1 ~ /^[0-9]/ && NF == 5 { print $3; exit }' "$D/iobench_$1.txt") GB/s;" \
-            "expert pattern $(awk '$1 == "experts" && NF == 5 { print $3; exit }' "$D/iobench_x$1.txt") GB/s;" \
-            "into $SLOTS slots $(awk '$1 == "experts" && NF == 5 { print $3; exit }' "$D/iobench_s$1.txt") GB/s"
+            "$(rows "$D/iobench_$1.txt" | head -n1) GB/s;" \
+            "expert pattern $(rows "$D/iobench_x$1.txt" | head -n1) GB/s;" \
+            "into $SLOTS slots $(rows "$D/iobench_s$1.txt" | head -n1) GB/s"
     }
     iob before
     P="Once upon a time"
@@ -120,7 +122,7 @@ if [ "${1:-}" = __level ]; then
     iob after
     evict
     kill $BAL 2>/dev/null; wait $BAL 2>/dev/null; BAL=
-    mean() { cat "$@" | awk '($1 ~ /^[0-9]/ || $1 == "experts") && NF == 5 { s += $3; n++ } END { if (n) printf "%.3f", s / n }'; }
+    mean() { rows "$@" | awk '{ s += $1; n++ } END { if (n) printf "%.3f", s / n }'; }
     mean "$D/iobench_before.txt" "$D/iobench_after.txt" >"$D/bw"
     mean "$D/iobench_xbefore.txt" "$D/iobench_xafter.txt" >"$D/xbw"
     mean "$D/iobench_sbefore.txt" "$D/iobench_safter.txt" >"$D/sbw"
