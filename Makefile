@@ -2,16 +2,16 @@
 #   build/                 host build        build-asan/   ASan+UBSan build
 #   build-<cross>/         cross build       build-fuzz/   libFuzzer targets
 # Source layout rules (so new files need no Makefile edit):
-#   gguf/ quant/ kernels/ io/ engine/ *.c  -> libsluice.{a,so}   (except engine/cli*.c)
+#   gguf/ gguf/base/ quant/ kernels/ io/ engine/ engine/tok/ engine/arch/ *.c -> libsluice.{a,so}
 #   *_avx2.c *_avx512.c *_avx512vnni.c      -> x86 only, own -m flags
 #   *_neon.c *_dotprod.c                   -> aarch64 only
-#   engine/cli*.c perf/*.c                 -> the `sluice` command (perf/bin_X.c -> build/X)
+#   engine/cli/*.c perf/*.c                -> the `sluice` command (perf/bin_X.c -> build/X)
 #   io/examples/*.c                        -> build/examples/* (use only io/sluice_stream.h)
 #   tests/test_*.c                         -> one Criterion binary each; a file that
 #                                             contains SL_HOST_ONLY is not cross-built
 #   engine/bindings/jni/*.c                -> libsluice_jni.so (links libsluice; not in it)
 #   engine/bindings/jni/java/sluice/*.java -> sluice.jar; Python (ctypes) needs no build
-#   engine/ring/*.c                        -> the `sluice` binary, host builds with GLPK only
+#   engine/cli/ring/*.c                    -> the `sluice` binary, host builds with GLPK only
 #                                             (ring_mpi_*.c: and Open MPI)
 #                                             (its own block below; tests/ring/ likewise)
 
@@ -27,8 +27,8 @@ endif
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 PREFIX  ?= /usr/local
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
-# One source for the version: gguf/sl_api.h (SLUICE_VERSION_*); MAJOR is the SONAME.
-sl_ver   = $(shell sed -n 's/^\#define SLUICE_VERSION_$(1) *\([0-9][0-9]*\).*/\1/p' gguf/sl_api.h)
+# One source for the version: gguf/base/sl_api.h (SLUICE_VERSION_*); MAJOR is the SONAME.
+sl_ver   = $(shell sed -n 's/^\#define SLUICE_VERSION_$(1) *\([0-9][0-9]*\).*/\1/p' gguf/base/sl_api.h)
 SOMAJOR := $(call sl_ver,MAJOR)
 VERSION := $(SOMAJOR).$(call sl_ver,MINOR).$(call sl_ver,PATCH)
 
@@ -38,9 +38,9 @@ IS_ARM  := $(filter aarch64 arm64,$(SL_ARCH))
 
 OPT     ?= -O2
 # -fvisibility=hidden: libsluice.so exports only what the public headers mark SL_API.
-# -Igguf: the public headers include "sl_api.h" by bare name (installed side by side).
+# -Igguf/base: the public headers include "sl_api.h" by bare name (installed side by side).
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
-               -fvisibility=hidden -Igguf \
+               -fvisibility=hidden -Igguf/base \
                -ffp-contract=off -pthread -MMD -MP -DSL_SHARED_DIR='"$(SHARED)"'
 CFLAGS  ?=
 ALL_CFLAGS = $(CFLAGS_BASE) $(SAN) $(CFLAGS)
@@ -65,8 +65,8 @@ LDLIBS  += -lnuma
 endif
 endif
 
-LIB_DIRS := gguf quant kernels io engine
-LIB_SRCS := $(filter-out engine/cli%.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
+LIB_DIRS := gguf gguf/base quant kernels io engine engine/tok engine/arch
+LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS)))
 ifneq ($(IS_X86),)
 LIB_SRCS := $(filter-out %_neon.c %_dotprod.c,$(LIB_SRCS))
 else
@@ -74,17 +74,17 @@ LIB_SRCS := $(filter-out %_avx2.c %_avx512.c %_avx512vnni.c %_avx512vbmi.c,$(LIB
 endif
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
-CLI_SRCS := $(wildcard engine/cli*.c) $(filter-out perf/bin_%.c,$(wildcard perf/*.c))
+CLI_SRCS := $(wildcard engine/cli/*.c) $(filter-out perf/bin_%.c,$(wildcard perf/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 
-# ---- sluice serve (engine/serve/*.c): libmicrohttpd + cJSON, linked into the command only ----
+# ---- sluice serve (engine/cli/serve/*.c): libmicrohttpd + cJSON, linked into the command only ----
 # Host builds where both headers are installed (make deps); elsewhere `sluice serve` says so.
 ifeq ($(CROSS),)
 ifeq ($(words $(wildcard /usr/include/microhttpd.h /usr/include/cjson/cJSON.h)),2)
-SERVE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard engine/serve/*.c))
+SERVE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard engine/cli/serve/*.c))
 CLI_OBJS += $(SERVE_OBJS)
 $(BUILD)/sluice: LDLIBS += -lmicrohttpd -lcjson
-$(BUILD)/obj/engine/cli_serve.o: ALL_CFLAGS += -DSL_HAVE_SERVE=1
+$(BUILD)/obj/engine/cli/cli_serve.o: ALL_CFLAGS += -DSL_HAVE_SERVE=1
 endif
 endif
 PERF_BINS := $(patsubst perf/bin_%.c,$(BUILD)/%,$(wildcard perf/bin_*.c))
@@ -97,7 +97,7 @@ PORT_TEST_BINS := $(PORT_TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(filter-out tests/test_% tests/fuzz_% tests/mini_runner.c,$(wildcard tests/*.c))
 
 # Installed under include/sluice/ (flat); everything else is library-internal.
-PUBLIC_HEADERS := engine/sluice.h io/sluice_stream.h gguf/gguf.h gguf/gguf_type.h gguf/sl_status.h gguf/sl_api.h
+PUBLIC_HEADERS := engine/sluice.h io/sluice_stream.h gguf/gguf.h gguf/gguf_type.h gguf/base/sl_status.h gguf/base/sl_api.h
 
 STATIC_LIB := $(BUILD)/libsluice.a
 SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
@@ -135,8 +135,8 @@ $(BUILD)/sluice: $(CLI_OBJS) $(STATIC_LIB)
 	$(CC) $(SAN) $(EXE_LDFLAGS) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(LDLIBS)
 
 # Standalone perf tools link only the helpers that register no `sluice` subcommand
-# (the other perf/*.c need engine/cli_main.c's table and main).
-$(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(BUILD)/obj/perf/perf_util.o $(BUILD)/obj/engine/cli_size.o $(STATIC_LIB)
+# (the other perf/*.c need engine/cli/cli_main.c's table and main).
+$(BUILD)/%: $(BUILD)/obj/perf/bin_%.o $(BUILD)/obj/perf/perf_util.o $(BUILD)/obj/engine/cli/cli_size.o $(STATIC_LIB)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 # Examples include the public headers by bare name, as an installed program does.
@@ -256,13 +256,12 @@ android: deps
 	[ $$fail -eq 0 ] && echo "android: PASS" || { echo "android: FAIL"; exit 1; }
 
 # ---- fuzzing ------------------------------------------------------------
-FUZZ_SRCS := gguf/gguf_read.c gguf/sl_status.c $(filter-out gguf/gguf_write%.c,$(wildcard gguf/*.c))
 fuzz: deps
 	@$(MAKE) --no-print-directory build-fuzz/fuzz_gguf
-build-fuzz/fuzz_gguf: tests/fuzz_gguf.c $(wildcard gguf/*.c gguf/*.h)
+build-fuzz/fuzz_gguf: tests/fuzz_gguf.c $(wildcard gguf/*.c gguf/*.h gguf/base/*.c gguf/base/*.h)
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=undefined -o $@ tests/fuzz_gguf.c $(sort $(wildcard gguf/*.c))
+	  -fno-sanitize-recover=undefined -Igguf/base -o $@ tests/fuzz_gguf.c $(sort $(wildcard gguf/*.c gguf/base/*.c))
 
 FUZZ_SECONDS ?= 60
 fuzz-smoke: fuzz
@@ -279,27 +278,27 @@ fuzz-smoke: fuzz
 bench: all
 	@BUILD=$(BUILD) perf/run_bench.sh
 
-# ---- piped ring (engine/ring/, issue 15): host builds only, each part when its library is here ----
+# ---- piped ring (engine/cli/ring/): host builds only, each part when its library is here ----
 # The planner (`sluice plan --ring`) needs GLPK. None of it is in libsluice: it links into the
 # `sluice` binary and its own tests, so the library, its install check and the cross builds
 # never depend on it.
 ifeq ($(CROSS),)
 RING_GLPK := $(wildcard /usr/include/glpk.h)
 endif
-RING_PLAN_SRCS := engine/ring/ring_json.c engine/ring/ring_cluster.c engine/ring/ring_cost.c \
-                  engine/ring/ring_ilp.c engine/ring/ring_model.c engine/ring/cli_ring_plan.c
+RING_PLAN_SRCS := $(addprefix engine/cli/ring/,ring_json.c ring_cluster.c ring_cost.c ring_ilp.c \
+                  ring_model.c cli_ring_plan.c)
 RING_PLAN_OBJS := $(RING_PLAN_SRCS:%.c=$(BUILD)/obj/%.o)
 ifneq ($(RING_GLPK),)
 CLI_OBJS += $(RING_PLAN_OBJS)
 $(BUILD)/sluice: $(RING_PLAN_OBJS)
 $(BUILD)/sluice: LDLIBS += -lglpk
-$(BUILD)/obj/engine/cli_plan.o: ALL_CFLAGS += -DSL_HAVE_RING_PLAN=1
+$(BUILD)/obj/engine/cli/cli_plan.o: ALL_CFLAGS += -DSL_HAVE_RING_PLAN=1
 RING_TEST_BINS := $(BUILD)/tests/ring/test_ring_plan
 $(BUILD)/obj/tests/ring/%.o: ALL_CFLAGS += -DSL_BUILD_DIR='"$(BUILD)"'
 $(BUILD)/tests/ring/test_ring_plan: $(BUILD)/obj/tests/ring/test_ring_plan.o $(filter-out %/cli_ring_plan.o,$(RING_PLAN_OBJS)) $(STATIC_LIB) | $(BUILD)/sluice
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ -lcriterion -lglpk $(LDLIBS)
-# Open MPI: `mpirun -np N sluice ring-profile` and `sluice run --ring` (engine/ring/ring_mpi_*.c),
+# Open MPI: `mpirun -np N sluice ring-profile` and `sluice run --ring` (engine/cli/ring/ring_mpi_*.c),
 # and their test, which runs mpirun on loopback through tests/ring/ring_mpi.sh.
 ifeq ($(CROSS),)
 MPICC ?= mpicc
@@ -308,11 +307,11 @@ endif
 ifneq ($(RING_MPI),)
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile)
 MPI_LIBS := $(shell $(MPICC) --showme:link)
-RING_MPI_SRCS := $(wildcard engine/ring/ring_mpi_*.c)
+RING_MPI_SRCS := $(wildcard engine/cli/ring/ring_mpi_*.c)
 RING_MPI_OBJS := $(RING_MPI_SRCS:%.c=$(BUILD)/obj/%.o)
 $(RING_MPI_OBJS): ALL_CFLAGS += $(MPI_CFLAGS)
 CLI_OBJS += $(RING_MPI_OBJS)
-$(BUILD)/obj/engine/cli_run.o: ALL_CFLAGS += -DSL_HAVE_RING_RUN=1
+$(BUILD)/obj/engine/cli/cli_run.o: ALL_CFLAGS += -DSL_HAVE_RING_RUN=1
 $(BUILD)/sluice: $(RING_MPI_OBJS)
 $(BUILD)/sluice: LDLIBS += $(MPI_LIBS)
 RING_TEST_BINS += $(BUILD)/tests/ring/test_ring_mpi
@@ -332,8 +331,8 @@ endif
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
         libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config \
         default-jdk-headless python3 python3-numpy
-DEPS += libopenmpi-dev openmpi-bin libglpk-dev   # engine/ring/: Open MPI (sluice ring-profile), GLPK (the ring planner's ILPs)
-DEPS += libmicrohttpd-dev libcjson-dev   # sluice serve (engine/serve/)
+DEPS += libopenmpi-dev openmpi-bin libglpk-dev   # engine/cli/ring/: Open MPI (sluice ring-profile), GLPK (the ring planner's ILPs)
+DEPS += libmicrohttpd-dev libcjson-dev   # sluice serve (engine/cli/serve/)
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	  grep -q 'install ok installed' || echo $$p; done); \

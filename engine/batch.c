@@ -8,10 +8,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "../io/sluice_stream.h"
 #include "forward.h"
 #include "session_batch.h"
+#include "../gguf/base/sl_platform.h"
 
 struct sl_batch {
     sl_model *m;
@@ -25,12 +26,6 @@ struct sl_batch {
     char err[512];
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static int batch_fail(sl_batch *b, int rc)
 {
@@ -138,9 +133,9 @@ static int pass(sl_batch *b, int32_t i0, int32_t n, const int32_t *tokens)
         b->fw->prof = prof;
         sl_pool_set_profile(b->fw->pool, prof->thread_ns, SL_PROF_STRIDE);
     }
-    double t0 = now_ms();
+    double t0 = sl_now_ms();
     int rc = sl_forward_run_batch(b->fw, b->rows, n, b->logits);
-    double ms = now_ms() - t0;
+    double ms = sl_now_ms() - t0;
     if (prof) {
         sl_pool_set_profile(b->fw->pool, NULL, 0);
         b->fw->prof = NULL;

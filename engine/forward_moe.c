@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "../quant/quant.h"
 
 #define A64(x) (((x) + 63) & ~(uint64_t)63)

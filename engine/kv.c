@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 int sl_kv_type_check(int t, int32_t head_dim, const char *what)
 {

@@ -9,7 +9,7 @@
  * move (bytes copied). */
 #include <string.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "forward.h"
 
 int sl_kv_shift(sl_kv *kv, const sl_kern *k, int32_t n_keep, int32_t n_discard, const sl_kv_rope *r,

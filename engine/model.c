@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../quant/quant.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 /* True if the kernels can multiply with weights of this type. */
 static bool matrix_type_ok(uint32_t type)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 /* phi3: LongRoPE factor tensors, their switch-over context and attention factor. */
 static int phi3_keys(sl_model_desc *d, const sl_gguf *g)

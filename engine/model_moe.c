@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../quant/quant.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 #define SL_MAX_EXPERTS 512   /* llama.cpp's limit; keeps per-token routing scratch small */
 

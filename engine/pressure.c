@@ -21,9 +21,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "../io/sluice_stream.h"
 #include "session_parts.h"
+#include "../gguf/base/sl_platform.h"
 
 struct sl_pressure {
     sl_pressure_params p;
@@ -40,12 +41,6 @@ struct sl_pressure {
     bool busy;               /* a step is running (the KV hook may feed tokens) */
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* ---- sources ---------------------------------------------------------------- */
 
@@ -141,7 +136,7 @@ static void emit(sl_session_parts *sp, struct sl_pressure *pr, int dir, int rung
     }
     sp->stats->pressure_depth = depth(pr);
     if (!pr->p.on_step) return;
-    sl_pressure_event e = { sizeof e, dir, rung, from, to, avail, freed, status, now_ms() - pr->t0 };
+    sl_pressure_event e = { sizeof e, dir, rung, from, to, avail, freed, status, sl_now_ms() - pr->t0 };
     pr->p.on_step(pr->p.step_ctx, &e);
 }
 
@@ -299,7 +294,7 @@ int sl_session_set_pressure(sl_session *s, const sl_pressure_params *pp)
     pr->x0 = pr->xs = sl_stream_expert_slots(sp.st, NULL, &pr->xstep);
     pr->xmin = pl && pl->n_expert_used > 0 ? pl->n_expert_used : 1;
     if (pr->xmin > pr->x0) pr->xmin = pr->x0;   /* 0 slots (no expert cache): no EXPERTS rung */
-    pr->t0 = now_ms();
+    pr->t0 = sl_now_ms();
     pr->last_poll = -1e300;
     *sp.pressure = pr;
     return 0;
@@ -340,7 +335,7 @@ static int adjust(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr, i
 static int poll_now(sl_session *s, sl_session_parts *sp, struct sl_pressure *pr)
 {
     pr->busy = true;
-    pr->last_poll = now_ms();
+    pr->last_poll = sl_now_ms();
     bool psi_short;
     int64_t avail = source_bytes(pr, &psi_short);
     int steps = adjust(s, sp, pr, avail, psi_short);
@@ -385,6 +380,6 @@ void sl_pressure_tick(sl_session *s)
     sl_session_parts_get(s, &sp);
     struct sl_pressure *pr = *sp.pressure;
     if (!pr || pr->busy || pr->p.interval_ms <= 0) return;
-    if (now_ms() - pr->last_poll < pr->p.interval_ms) return;
+    if (sl_now_ms() - pr->last_poll < pr->p.interval_ms) return;
     poll_now(s, &sp, pr);
 }

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "../gguf/gguf.h"
-#include "../gguf/sl_status.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_status.h"
+#include "../gguf/base/sl_internal.h"
 #include "forward.h"
 #include "kv.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 int sl_sampling_init_sized(sl_sampling *s, size_t struct_size)
 {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../gguf/gguf.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "../io/sluice_stream.h"
 #include "../io/stream_numa.h"
 #include "../kernels/kernels.h"
@@ -20,7 +20,8 @@
 #include "reserve.h"
 #include "sampler.h"
 #include "session_parts.h"
-#include "tokenizer.h"
+#include "tok/tokenizer.h"
+#include "../gguf/base/sl_platform.h"
 
 #define SL_MSG 512
 
@@ -72,12 +73,6 @@ struct sl_session {
     double prof_fwd_ms;
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static int model_fail(sl_model *m, int rc)
 {
@@ -466,7 +461,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
     const uint64_t pg_chosen = m->fw.pg_chosen, pg_right = m->fw.pg_right;
-    double t0 = now_ms();
+    double t0 = sl_now_ms();
     if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
     int32_t past = s->kv.n_past;
     if (s->fresh_len > past) s->fresh_len = past;   /* rows from past on are rewritten */
@@ -476,7 +471,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
         sl_pool_set_profile(m->pool, s->prof.thread_ns, SL_PROF_STRIDE);
     }
     rc = sl_forward_run(&m->fw, &s->kv, ids, n, mode, logits);
-    double t1 = now_ms();
+    double t1 = sl_now_ms();
     if (prof) {
         sl_pool_set_profile(m->pool, NULL, 0);
         m->fw.prof = NULL;
@@ -558,9 +553,9 @@ int sl_session_sample(sl_session *s, int32_t *token)
 {
     if (!s->have_logits)
         return sess_fail(s, sl_err_set(SL_EINVAL, "sample: no logits yet (feed a prompt first)"));
-    double t0 = now_ms();
+    double t0 = sl_now_ms();
     *token = sl_sampler_sample(&s->smp, s->logits, s->hist, s->kv.n_past);
-    double t1 = now_ms();
+    double t1 = sl_now_ms();
     s->stats.sample_ms += t1 - t0;
     if (s->prof_on) {
         s->prof.ns[SL_PROF_SAMPLE] += (uint64_t)((t1 - t0) * 1e6);
@@ -659,9 +654,9 @@ int sl_session_forward_layers(sl_session *s, int32_t first, int32_t last, int32_
     sl_model *m = s->m;
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
-    double t0 = now_ms();
+    double t0 = sl_now_ms();
     int rc = sl_forward_layers(&m->fw, &s->kv, first, last, pos0, hidden, n);
-    double ms = now_ms() - t0;
+    double ms = sl_now_ms() - t0;
     sl_stream_get_stats(m->st, &b);
     if (rc) return sess_fail(s, rc);
     double stall = b.stall_ms - a.stall_ms;
@@ -683,9 +678,9 @@ int sl_session_head(sl_session *s, const float *hidden)
     s->have_logits = false;
     sl_stream_stats a, b;
     sl_stream_get_stats(s->m->st, &a);
-    double t0 = now_ms();
+    double t0 = sl_now_ms();
     int rc = sl_forward_head(&s->m->fw, hidden, s->logits);
-    double ms = now_ms() - t0;
+    double ms = sl_now_ms() - t0;
     sl_stream_get_stats(s->m->st, &b);
     if (rc) return sess_fail(s, rc);
     s->stats.stall_ms += b.stall_ms - a.stall_ms;

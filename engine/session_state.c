@@ -28,9 +28,10 @@
 #include <unistd.h>
 
 #include "../gguf/gguf_type.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "hash64.h"
 #include "session_parts.h"
+#include "../gguf/base/sl_platform.h"
 
 #define PC_MAGIC "SLUICEPC"
 #define PC_VERSION 1u
@@ -78,12 +79,6 @@ static const char *tname(uint32_t t)
     return n ? n : "?";
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* Session message from the thread's last error (as session.c does). */
 static int fail(const sl_session_parts *p, int rc)
@@ -338,7 +333,7 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
     sl_session_parts p;
     sl_session_parts_get(s, &p);
     sl_err_clear();
-    double t0 = now_ms();
+    double t0 = sl_now_ms();
     if (n_reused) *n_reused = 0;
     sl_session_reset(s);
     if (!path) return fail(&p, sl_err_set(SL_EINVAL, "load: path is NULL"));
@@ -402,7 +397,7 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
     *p.have_logits = logits;
     if (!want) memcpy(p.smp->s, h.rng, sizeof h.rng);
     if (n_reused) *n_reused = keep;
-    double t1 = now_ms();
+    double t1 = sl_now_ms();
     p.stats->n_restored += keep;
     p.stats->restore_ms += t1 - t0;
     /* the time to first token includes the restore; a full restore with logits

@@ -114,7 +114,7 @@ typedef struct sl_model_params {
                              * before): SL_ECTX */
     int32_t n_keep;         /* context shift keeps BOS + this many positions; -1 = the whole
                              * first prompt (llama.cpp's --keep) */
-    /* added in 0.4: one stage of a pipeline (engine/ring/; "Pipeline stages" below) */
+    /* added in 0.4: one stage of a pipeline (engine/cli/ring/; "Pipeline stages" below) */
     const uint8_t *layer_mask;  /* NULL: every layer; else n_layer_mask entries, nonzero = this
                                  * model runs the layer; the others' weights are never read and
                                  * their KV cache is not allocated (copied at open) */
@@ -446,7 +446,7 @@ SL_API const char *sl_prof_op_name(int op);
 
 /* ---- pipeline stages -------------------------------------------------------
  * Several processes (or devices) each run some layers of one model and pass
- * the hidden state (n_embd floats per token row) on: engine/ring/ does it over
+ * the hidden state (n_embd floats per token row) on: engine/cli/ring/ does it over
  * MPI. A stage opens the model with params.layer_mask (its layers) and, when it
  * does not compute logits, no_head. For each chunk of n <= n_batch tokens at
  * positions pos0..pos0+n-1: the first stage embeds, every stage runs its

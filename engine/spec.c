@@ -8,11 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "../io/sluice_stream.h"
 #include "forward.h"
 #include "sampler.h"
 #include "session_batch.h"
+#include "../gguf/base/sl_platform.h"
 
 #define SPEC_K_LIMIT 8      /* k + 1 <= 9 rows: matmul tiles equal vec_dot */
 
@@ -31,12 +32,6 @@ struct sl_spec {
     char err[512];
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static int spec_fail(sl_spec *sp, int rc)
 {
@@ -243,9 +238,9 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     if (sl_model_token_is_eog(model, ids[0])) k = 0;
     double dms = 0;   /* the draft model's share: counted in the session's decode time too */
     if (k > 0 && sp->draft) {
-        double t0 = now_ms();
+        double t0 = sl_now_ms();
         int got = draft_propose(sp, hist, base + 1, k, ids + 1);
-        dms = now_ms() - t0;
+        dms = sl_now_ms() - t0;
         sp->st.draft_ms += dms;
         if (got < 0) return spec_fail(sp, got);
         k = got;
@@ -266,9 +261,9 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     sl_forward_seq one = { .kv = kv, .ids = ids, .n = k + 1, .mode = SL_LOGITS_ALL };
     sl_stream_stats a, z;
     sl_stream_get_stats(st, &a);
-    double t0 = now_ms();
+    double t0 = sl_now_ms();
     rc = sl_forward_run_batch(fw, &one, 1, sp->rows);
-    double ms = now_ms() - t0;
+    double ms = sl_now_ms() - t0;
     sp->st.verify_ms += ms;
     sl_stream_get_stats(st, &z);
     if (rc) {

@@ -4,7 +4,7 @@
 #define SL_GGUF_INTERNAL_H
 
 #include "gguf.h"
-#include "sl_internal.h"
+#include "base/sl_internal.h"
 
 /* Bump allocator: the value tree of a 150k-token vocab is one allocation
  * per chunk, not per string, and is freed at once. */

@@ -1,7 +1,7 @@
 /* The ggml tensor type table (gguf_type.h): block geometry is a public fact of
  * the format, and the only copy of it in the tree. */
 #include "gguf.h"
-#include "sl_internal.h"
+#include "base/sl_internal.h"
 
 typedef struct { const char *name; uint32_t blck, bytes; } type_info;
 

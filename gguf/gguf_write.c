@@ -3,7 +3,7 @@
  * chunks the caller has, padded to the alignment between tensors. Every value
  * it accepts is one the reader accepts (same caps), so its files round-trip. */
 #include "gguf.h"
-#include "sl_internal.h"
+#include "base/sl_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -109,7 +109,7 @@ typedef struct sl_stream_config {
     uint64_t expert_cache_bytes;   /* cap on the expert cache; 0 = all the budget leaves */
     /* 0.3 */
     int numa;                /* 0 none, 1 local (the compute threads' node), 2 distribute (interleave) */
-    /* added in 0.4: a part of the model (one stage of a pipeline, engine/ring/). Units
+    /* added in 0.4: a part of the model (one stage of a pipeline, engine/cli/ring/). Units
      * outside it are never read, planned or acquirable (SL_EINVAL); the cyclic schedule
      * runs over the units kept, so the eager prefetch loads the next kept layer. A
      * subset is planned in stream mode (everything pinned = resident) unless mmap. */

@@ -6,14 +6,14 @@
 
 #include "sluice_stream.h"
 #include "../gguf/gguf.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
+#include "../gguf/base/sl_platform.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
 struct iovec;
 
-#define SL_HUGE_PAGE (2u << 20)
 #define SL_DEFAULT_DEPTH 3
 /* iobench/stream_checksum on this virtio disk: 1-4 MiB x QD 8-16 all reach
  * 2-2.8 GB/s; 2 MiB (one huge page) halves the completions of 1 MiB */
@@ -123,7 +123,6 @@ void sl_loader_cancel(sl_loader *L, sl_io_job *job);
 int sl_loader_read_now(sl_loader *L, sl_io_job *job, int fd);
 void sl_loader_get_stats(sl_loader *L, sl_loader_stats *st);
 void sl_loader_reset_stats(sl_loader *L);
-double sl_now_ms(void);
 
 /* ---- backends (stream_uring.c, stream_pread.c) ------------------------- */
 
@@ -224,17 +223,7 @@ void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c);
 int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c,
                     uint32_t align, sl_stream_plan *p, char *err, size_t err_len);
 
-/* ---- memory and files (stream_mem.c) ----------------------------------- */
-
-uint64_t sl_buf_round(uint64_t n);
-uint64_t sl_mem_available(void);
-/* The first value of a line matching fmt ("MemAvailable: %llu kB") in a text
- * file under /proc: 0, or -1 if the file or the line is missing (*out = 0). */
-int sl_proc_value(const char *path, const char *fmt, uint64_t *out);
-
-/* Buffers: 2 MiB-aligned + MADV_HUGEPAGE when large. */
-void *sl_buf_alloc(size_t len, size_t *maplen, void **mapbase);
-void sl_buf_free(void *mapbase, size_t maplen);
+/* ---- files (stream_mem.c) ----------------------------------------------- */
 
 /* O_DIRECT alignment of fd (statx DIOALIGN, else probing); 0 = refused. */
 uint32_t sl_dio_align(int dfd, uint64_t file_size);

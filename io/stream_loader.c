@@ -39,13 +39,6 @@ static const sl_io_backend *const backends[] = {
     [SL_IO_PREAD] = &sl_io_pread_backend,
 };
 
-double sl_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* First failure of a job wins; "unit N: " when the job is a unit. Mutex held. */
 __attribute__((format(printf, 3, 4)))
 static void job_fail(sl_io_job *j, int status, const char *fmt, ...)

@@ -5,7 +5,7 @@
  * MemAvailable during the run / MemTotal). "Device with N GiB free" runs hold
  * the rest of RAM in build/balloon (no cgroups). The disk bandwidth is measured
  * in the same run, and each configuration is set against its physical bound. */
-#include "../engine/cli.h"
+#include "../engine/cli/cli.h"
 #include "../io/sluice_stream.h"
 #include "bench.h"
 #include "perf.h"

@@ -11,18 +11,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "../engine/cli.h"
-#include "../engine/cli_opts.h"
+#include "../engine/cli/cli.h"
+#include "../engine/cli/cli_opts.h"
 #include "../engine/sluice.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
+#include "../gguf/base/sl_platform.h"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -113,10 +108,10 @@ static int bench_batch_main(int argc, char **argv)
             for (long long t = 0; t < steps; t++) {
                 sl_stream_stats a, z;
                 sl_stream_get_stats(st, &a);
-                double t0 = now_ms();
+                double t0 = sl_now_ms();
                 if (sl_batch_step(b, tok)) { fprintf(stderr, "bench-batch: %s\n", sl_batch_errmsg(b)); return 1; }
                 size_t at = (size_t)c * (size_t)(reps * steps) + (size_t)(r * steps + t);
-                ms[at] = now_ms() - t0;
+                ms[at] = sl_now_ms() - t0;
                 sl_stream_get_stats(st, &z);
                 io_put(io, (size_t)(reps * steps), at, &a, &z);
             }
@@ -134,10 +129,10 @@ static int bench_batch_main(int argc, char **argv)
             for (long long t = 0; t < steps; t++) {
                 sl_stream_stats a, z;
                 sl_stream_get_stats(st, &a);
-                double t0 = now_ms();
+                double t0 = sl_now_ms();
                 if (sl_session_eval(s[0], ids, rows[c], lg)) { fprintf(stderr, "bench-batch: %s\n", sl_session_errmsg(s[0])); return 1; }
                 size_t at = (size_t)(ns + c) * (size_t)(reps * steps) + (size_t)(r * steps + t);
-                ms[at] = now_ms() - t0;
+                ms[at] = sl_now_ms() - t0;
                 sl_stream_get_stats(st, &z);
                 io_put(io, (size_t)(reps * steps), at, &a, &z);
             }

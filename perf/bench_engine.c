@@ -4,7 +4,7 @@
  * same prompt fed again with the weights/streamer already up. Prompt tokens
  * are fixed pseudo-random ids (no tokenizer dependence). */
 #include "../engine/sluice.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 #include "bench.h"
 #include "perf.h"

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/cli.h"
-#include "../engine/cli_opts.h"
+#include "../engine/cli/cli.h"
+#include "../engine/cli/cli_opts.h"
 #include "../engine/sluice.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 #include "perf.h"
 

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/cli.h"
+#include "../engine/cli/cli.h"
 #include "perf.h"
 
 #define MiB (1024ull * 1024)

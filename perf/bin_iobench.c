@@ -18,7 +18,7 @@
  * --slots N: the reads cycle through N slots (64): give the expert cache's
  * slot count (`sluice plan`) to land them in as much memory as the engine's
  * do; on the 2026-11 VM 640-800 slots read 0-7% slower than 64. */
-#include "../engine/cli.h"
+#include "../engine/cli/cli.h"
 #include "../io/stream_internal.h"
 #include "perf.h"
 

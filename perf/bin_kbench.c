@@ -32,7 +32,7 @@
 #endif
 
 #include "../kernels/kernels.h"
-#include "../io/stream_internal.h"   /* sl_buf_alloc: 2 MiB pages, as the engine's weights */
+#include "../gguf/base/sl_platform.h"   /* sl_buf_alloc: 2 MiB pages, as the engine's weights */
 
 /* the matvec shape: 14336 x 4096 (an 8B's ffn_gate/up) unless -s ROWSxCOLS */
 static int ROWS = 14336, COLS = 4096;

@@ -10,7 +10,7 @@
  * random data, is deterministic from the seed, and no two 4 KiB pages are
  * equal (nothing a cache or dedup could exploit). The file is written
  * streaming, in tensor order, through a fixed-size buffer. */
-#include "../engine/cli.h"
+#include "../engine/cli/cli.h"
 #include "../gguf/gguf.h"
 #include "../quant/quant.h"
 #include "perf.h"

@@ -1,7 +1,7 @@
 /* Small helpers shared by the perf tools: time, /proc readers, page-cache
  * eviction of one file, JSON string output. */
 #include "perf.h"
-#include "../io/stream_internal.h"   /* sl_proc_value */
+#include "../gguf/base/sl_platform.h"   /* sl_proc_value */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * bandwidth on the model's filesystem (request size x queue depth), memory
  * read bandwidth (1..N threads), matvec GB/s per weight type — prints a table
  * and saves the device profile JSON the planner and the bench read. */
-#include "../engine/cli.h"
+#include "../engine/cli/cli.h"
 #include "perf.h"
 
 #include <errno.h>

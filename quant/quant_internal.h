@@ -3,7 +3,7 @@
 #define SL_QUANT_INTERNAL_H
 
 #include "quant.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 
 /* Round to nearest, ties to even, for |x| < 2^22: adding 1.5*2^23 leaves
  * no fraction bits, so the FPU's default rounding does the work. Exact and

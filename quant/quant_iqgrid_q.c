@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "quant_internal.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 /* ---- lattices: decoded entries and the lattice-point -> entry map ------- */
 

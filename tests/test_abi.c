@@ -15,7 +15,7 @@
 
 #include "../engine/sluice.h"
 #include "../gguf/gguf.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 #include "../io/sluice_stream.h"
 
 #define S260 SL_SHARED_DIR "/models/stories260K.gguf"

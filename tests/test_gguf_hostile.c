@@ -4,7 +4,7 @@
  * fail with a non-empty message (or, for random flips, at least not crash). */
 #include "sl_test.h"
 #include "../gguf/gguf.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>

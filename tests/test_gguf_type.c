@@ -2,7 +2,7 @@
  * and row sizes, overflow, and one behaviour for unknown ids everywhere. */
 #include "sl_test.h"
 #include "../gguf/gguf.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>
 #include <string.h>

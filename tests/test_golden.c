@@ -29,7 +29,7 @@
 #include "../engine/sampler.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 
 #define GOLDEN SL_SHARED_DIR "/golden"

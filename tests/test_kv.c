@@ -10,7 +10,7 @@
 #include "sl_test.h"
 #include "../engine/kv.h"
 #include "../kernels/kernels.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 
 static uint64_t rng_s = 0x9E3779B97F4A7C15ull;
 static float frand(void)

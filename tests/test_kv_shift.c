@@ -15,7 +15,7 @@
 #include "sl_test.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf_type.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 
 #define MODELS SL_SHARED_DIR "/models"
 

@@ -12,7 +12,7 @@
 #include "../engine/model.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 #define MODELS SL_SHARED_DIR "/models"
 

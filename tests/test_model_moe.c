@@ -13,7 +13,7 @@
 #include "../engine/model.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_internal.h"
 
 #define MODELS SL_SHARED_DIR "/models"
 #define MIXTRAL MODELS "/synth2-mixtral-q4_k_m.gguf"

@@ -3,7 +3,7 @@
  * overrides, reserve, the lm head split into chunks; `sluice plan` and an
  * opened model agree. Portable (no io_uring). */
 #include "stream_testutil.h"
-#include "../io/stream_internal.h"   /* sl_buf_round: the planner's page rounding */
+#include "../gguf/base/sl_platform.h"   /* sl_buf_round: the planner's page rounding */
 #include "../engine/reserve.h"       /* what `sluice plan` computes */
 
 static const st_model_spec spec = { .n_layers = 8, .ne0 = 256, .rows_q = 64, .rows_up = 150,
@@ -198,7 +198,7 @@ Test(planner, tied_embeddings_stream_through_head_units)
     unlink(path);
 }
 
-/* `sluice plan` (engine/cli_plan.c: sl_reserve_compute_file, then
+/* `sluice plan` (engine/cli/cli_plan.c: sl_reserve_compute_file, then
  * sl_reserve_stream_config, then sl_stream_plan_model) and sl_model_open with
  * the same options arrive at the same plan: mode, slots, the units pinned. */
 

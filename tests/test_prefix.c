@@ -14,7 +14,7 @@
 
 #include "../engine/sluice.h"
 #include "../gguf/gguf_type.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 
 #define MODELS SL_SHARED_DIR "/models"
 #define NB 16   /* n_batch */

@@ -15,7 +15,7 @@
 
 #include "../engine/pressure.h"
 #include "../engine/sluice.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 
 #define Q4K SL_SHARED_DIR "/models/synth-tiny-q4_k.gguf"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../engine/sluice.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 
 #define MOE SL_SHARED_DIR "/models/synth2-qwen3moe-q4_k_m.gguf"

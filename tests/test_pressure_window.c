@@ -21,7 +21,7 @@
 #include "../engine/session_batch.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf_type.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 
 #define MODELS SL_SHARED_DIR "/models"
 #define GiB (1ll << 30)

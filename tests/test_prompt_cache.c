@@ -19,7 +19,7 @@
 #include "../engine/hash64.h"
 #include "../gguf/gguf_type.h"
 #include "../engine/sluice.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "util_cli.h"
 #include "util_file.h"
 

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "../quant/quant.h"
-#include "../gguf/sl_status.h"
-#include "../gguf/sl_internal.h"
+#include "../gguf/base/sl_status.h"
+#include "../gguf/base/sl_internal.h"
 #include "sl_test.h"
 #include "golden_quant.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../quant/quant.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "sl_test.h"
 #include "golden_quant.h"
 

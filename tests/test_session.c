@@ -15,7 +15,7 @@
 
 #include "../engine/sampler.h"
 #include "../engine/sluice.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 #include "util_cli.h"
 

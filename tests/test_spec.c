@@ -20,7 +20,7 @@
 #include "../engine/sluice.h"
 #include "golden_models.h"
 #include "util_cli.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 
 #define MODELS SL_SHARED_DIR "/models"

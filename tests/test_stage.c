@@ -12,7 +12,7 @@
 
 #include "../engine/sluice.h"
 #include "../io/sluice_stream.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 
 #define MODELS SL_SHARED_DIR "/models"
 

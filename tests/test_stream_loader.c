@@ -6,7 +6,7 @@
  * requests in flight and does not hold back the reads needed now. Portable
  * (pread pool). */
 #include "sl_test.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/stream_internal.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * parses back to its value, anything else is SL_EINVAL and leaves the output
  * alone. Portable. */
 #include "sl_test.h"
-#include "../gguf/sl_status.h"
+#include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
 
 Test(stream_names, round_trip_and_rejects)

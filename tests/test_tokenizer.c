@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/tokenizer.h"
-#include "../engine/tok_internal.h"
+#include "../engine/tok/tokenizer.h"
+#include "../engine/tok/tok_internal.h"
 #include "../gguf/gguf.h"
 
 #define MODELS SL_SHARED_DIR "/models/"

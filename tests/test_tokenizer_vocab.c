@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/tokenizer.h"
+#include "../engine/tok/tokenizer.h"
 #include "../gguf/gguf.h"
 
 #define VOCAB_DIR SL_SHARED_DIR "/models/vocab/"

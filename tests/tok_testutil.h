@@ -3,7 +3,7 @@
 #define SL_TOK_TESTUTIL_H
 
 #include "sl_test.h"
-#include "../engine/tokenizer.h"
+#include "../engine/tok/tokenizer.h"
 #include "../gguf/gguf.h"
 
 static inline sl_tok *load_tok(const char *path)

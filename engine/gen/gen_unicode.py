@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""Generates engine/unicode_tables.c: per-code-point flags (general category
+"""Generates engine/tok/unicode_tables.c: per-code-point flags (general category
 class L/N/P/S/M/Z/C/unassigned, White_Space) as sorted ranges, from the Unicode
 Character Database files shipped by Debian's unicode-data package.
 
-usage: gen_unicode.py [UCD_DIR] > engine/unicode_tables.c   (default /usr/share/unicode)
+usage: gen_unicode.py [UCD_DIR] > engine/tok/unicode_tables.c   (default /usr/share/unicode)
 """
 import sys, os
 
 ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
 MAXCP = 0x110000
 
-# Must match SL_UCF_* in engine/tok_internal.h.
+# Must match SL_UCF_* in engine/tok/tok_internal.h.
 UNDEF, NUMBER, LETTER, SEPARATOR, MARK, PUNCT, SYMBOL, CONTROL, WHITESPACE = \
     0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x100
 CAT = {"L": LETTER, "N": NUMBER, "Z": SEPARATOR, "M": MARK, "P": PUNCT,

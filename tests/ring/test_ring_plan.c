@@ -3,11 +3,11 @@
  * window layout, profile files, and hostile cluster.json rejected with a
  * message naming the field. SL_HOST_ONLY (GLPK is a host library). */
 #include "../sl_test.h"
-#include "../../engine/ring/ring_plan.h"
+#include "../../engine/cli/ring/ring_plan.h"
 #include "../../engine/sluice.h"
 #include "../../gguf/gguf.h"
 #include "../../gguf/gguf_type.h"
-#include "../../gguf/sl_status.h"
+#include "../../gguf/base/sl_status.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@ SL_EINVAL, SL_ENOENT, SL_ERANGE, SL_ECTX = -22, -2, -34, -1007
 
 
 class SluiceError(Exception):
-    """A Sluice failure: ``status`` (negative SL_E*, gguf/sl_status.h) and Sluice's message."""
+    """A Sluice failure: ``status`` (negative SL_E*, gguf/base/sl_status.h) and Sluice's message."""
 
     def __init__(self, status, message):
         super().__init__(message)

@@ -2,7 +2,7 @@ package sluice;
 
 import java.nio.charset.StandardCharsets;
 
-/** A Sluice failure: the status code (gguf/sl_status.h, e.g. -22 SL_EINVAL, -2 SL_ENOENT,
+/** A Sluice failure: the status code (gguf/base/sl_status.h, e.g. -22 SL_EINVAL, -2 SL_ENOENT,
  *  -1007 SL_ECTX) and Sluice's own message naming what failed and where. Unchecked, so Kotlin
  *  callers see it unchanged. */
 public class SluiceException extends RuntimeException {

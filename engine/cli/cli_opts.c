@@ -1,0 +1,155 @@
+/* Shared model options of the generation commands. */
+#include "cli_opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../gguf/base/sl_status.h"
+#include "../../io/sluice_stream.h"
+#include "cli.h"
+
+const char sl_cli_model_opts_help[] =
+    "  -m, --model FILE       GGUF model (required)\n"
+    "  -t, --threads N        compute threads (default: all CPUs)\n"
+    "  -c, --ctx-size N       context positions (default: min(training ctx, 4096))\n"
+    "  -b, --batch-size N     prompt tokens per forward chunk (default 64)\n"
+    "  --mode M               resident | stream | mmap (default: planner decides)\n"
+    "  --io B                 uring | pread (default: uring where it works)\n"
+    "  --mem-budget SIZE      memory budget, e.g. 2.5G, 800M (default: MemAvailable)\n"
+    "  --max-pinned N         stream mode: pin at most N layers\n"
+    "  --mlock                lock resident weights in RAM\n"
+    "  --expert-policy P      MoE expert cache eviction: lru | lfu | decay (default decay)\n"
+    "  --moe-pregate on|off   MoE decode: guess layer l+1's experts with its router on layer l's\n"
+    "                         input and read them ahead (default on)\n"
+    "  --expert-cache SIZE    MoE: cap the expert cache (default: what the budget leaves)\n"
+    "  --no-expert-stream     MoE: stream experts with their layer, not one at a time\n"
+    "  --numa local|distribute  weights, slots, KV cache on the compute threads' node, or\n"
+    "                         interleaved over all nodes (no-op on one node)\n"
+
+    SL_CLI_KV_OPTS_HELP;
+
+void sl_cli_model_opts_init(sl_cli_model_opts *o)
+{
+    o->path = NULL;
+    sl_model_params_init(&o->mp);
+    o->mp.context_shift = true;   /* the commands go on past n_ctx unless --no-context-shift */
+}
+
+int sl_cli_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int sl_cli_float(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd)
+{
+    const char *a = argv[*i];
+    int kvr = sl_cli_kv_opt(o, argc, argv, i, cmd);   /* cache types, context shift */
+    if (kvr) return kvr;
+    bool takes = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
+                 !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
+                 !strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--mode") ||
+                 !strcmp(a, "--io") || !strcmp(a, "--mem-budget") || !strcmp(a, "--max-pinned") ||
+                 !strcmp(a, "--expert-policy") || !strcmp(a, "--expert-cache") ||
+                 !strcmp(a, "--moe-pregate") ||
+                 !strcmp(a, "--numa");
+    if (!strcmp(a, "--mlock")) { o->mp.mlock = true; return 1; }
+    if (!strcmp(a, "--no-expert-stream")) { o->mp.expert_stream = SL_EXPERTS_OFF; return 1; }
+    if (!takes) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "sluice %s: option %s needs a value\n", cmd, a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    long long n;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) { o->path = v; return 1; }
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (sl_cli_int(v, 1, 256, &n)) goto bad;
+        o->mp.n_threads = (int)n; return 1;
+    }
+    if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+        if (sl_cli_int(v, 1, 1 << 24, &n)) goto bad;
+        o->mp.n_ctx = (int32_t)n; return 1;
+    }
+    if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+        if (sl_cli_int(v, 1, 1 << 16, &n)) goto bad;
+        o->mp.n_batch = (int32_t)n; return 1;
+    }
+    if (!strcmp(a, "--max-pinned")) {
+        if (sl_cli_int(v, 0, 1 << 20, &n)) goto bad;
+        o->mp.max_pinned = (int32_t)n; return 1;
+    }
+    if (!strcmp(a, "--expert-policy")) {
+        if (sl_stream_policy_parse(v, &o->mp.expert_policy)) goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--moe-pregate")) {
+        if (!strcmp(v, "on")) o->mp.moe_pregate = SL_PREGATE_ON;
+        else if (!strcmp(v, "off")) o->mp.moe_pregate = SL_PREGATE_OFF;
+        else goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--expert-cache")) {
+        unsigned long long b;
+        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
+        o->mp.expert_cache_bytes = b; return 1;
+    }
+    if (!strcmp(a, "--mode")) {
+        if (sl_stream_mode_parse(v, &o->mp.mode)) goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--io")) {
+        if (sl_stream_io_parse(v, &o->mp.io)) goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--mem-budget")) {
+        unsigned long long b;
+        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
+        o->mp.mem_budget = b; return 1;
+    }
+    if (!strcmp(a, "--numa")) {
+        if (!strcmp(v, "local")) o->mp.numa = 1;
+        else if (!strcmp(v, "distribute")) o->mp.numa = 2;
+        else goto bad;
+        return 1;
+    }
+bad:
+    fprintf(stderr, "sluice %s: invalid value '%s' for %s\n", cmd, v, a);
+    return -1;
+}
+
+int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m)
+{
+    int rc = sl_model_open(m, o->path, &o->mp);
+    if (rc) {
+        const char *msg = sl_last_error();
+        if (strstr(msg, o->path)) fprintf(stderr, "sluice %s: %s\n", cmd, msg);
+        else fprintf(stderr, "sluice %s: %s: %s\n", cmd, o->path, msg);
+        return 1;
+    }
+    const char *notice = sl_stream_notice(sl_model_stream(*m));
+    if (notice && *notice) fprintf(stderr, "sluice %s: %s\n", cmd, notice);
+    /* a forced mode is obeyed even when it cannot keep to the budget: say so */
+    const sl_stream_plan *pl = sl_stream_get_plan(sl_model_stream(*m));
+    if (pl && !pl->fits)
+        fprintf(stderr, "sluice %s: warning: this mode needs %.2f GiB, above the %.2f GiB memory budget\n",
+                cmd, (double)pl->peak_bytes / (1u << 30), (double)pl->budget / (1u << 30));
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* Options shared by `sluice run`, `chat` and `eval` (model loading, threads,
+ * context, streamer mode). */
+#ifndef SL_CLI_OPTS_H
+#define SL_CLI_OPTS_H
+
+#include "../sluice.h"
+
+typedef struct sl_cli_model_opts {
+    const char *path;
+    sl_model_params mp;
+} sl_cli_model_opts;
+
+void sl_cli_model_opts_init(sl_cli_model_opts *o);
+/* If argv[*i] is a model option, consume it (and its value) and return 1;
+ * 0 if it is not one; -1 after printing a message for a bad value. */
+int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd);
+/* Help text of those options. */
+extern const char sl_cli_model_opts_help[];
+/* The KV cache options (cli_kv.c), called by sl_cli_model_opt; same returns. */
+int sl_cli_kv_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd);
+#define SL_CLI_KV_OPTS_HELP \
+    "  -ctk, --cache-type-k T KV cache type of K: f16 (default), q8_0, q4_0\n" \
+    "  -ctv, --cache-type-v T KV cache type of V: f16 (default), q8_0, q4_0\n" \
+    "  --keep N               context shift keeps BOS + N tokens (-1: the whole prompt; default 0)\n" \
+    "  --no-context-shift     stop at a full context instead of dropping the older half\n"
+/* Strict integer / float parsing: 0 ok, -1 bad. */
+int sl_cli_int(const char *s, long long lo, long long hi, long long *out);
+int sl_cli_float(const char *s, double *out);
+/* Speculative decoding (cli_spec.c): --spec ngram|draft|off, --draft-model FILE
+ * (implies --spec draft), --spec-k N. */
+typedef struct sl_cli_spec_opts {
+    int kind;                   /* enum sl_spec_kind; -1 until given */
+    const char *draft_path;
+    int32_t k_max;              /* 0: by mode */
+} sl_cli_spec_opts;
+void sl_cli_spec_opts_init(sl_cli_spec_opts *o);
+/* As sl_cli_model_opt: 1 consumed, 0 not one, -1 bad value (message printed). */
+int sl_cli_spec_opt(sl_cli_spec_opts *o, int argc, char **argv, int *i, const char *cmd);
+/* After parsing: settles the kind; -1 (message printed) for a contradiction. */
+int sl_cli_spec_check(sl_cli_spec_opts *o, const char *cmd);
+/* Opens the draft model when the kind is draft (else *dm = NULL). Exit code 0 / 1. */
+int sl_cli_spec_open_draft(const sl_cli_spec_opts *o, sl_model *target, const char *cmd, sl_model **dm);
+/* The spec of session s (and its draft session of dm); nothing when off. Exit code 0 / 1. */
+int sl_cli_spec_create(const sl_cli_spec_opts *o, sl_session *s, sl_model *dm, sl_session **ds, sl_spec **sp,
+                       const char *cmd);
+/* Acceptance, tokens per pass, time in the draft model: a line (or JSON object) on stderr. */
+void sl_cli_spec_print_stats(const sl_spec *sp, bool json);
+#define SL_CLI_SPEC_OPTS_HELP \
+    "  --spec ngram|draft|off speculative decoding: drafts from n-gram lookup in the context, or\n" \
+    "                         from a draft model; the target verifies k+1 tokens per pass (default off)\n" \
+    "  --draft-model FILE     draft model with the target's vocabulary, resident (implies --spec draft)\n" \
+    "  --spec-k N             drafts per pass at most, 1..8 (default: 8 streamed, 4 resident; adapts)\n"
+/* Open with a message to stderr on failure (returns exit code 1 then, else 0). */
+int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m);
+
+#endif
