@@ -36,7 +36,7 @@
  * chosen experts at least this often (its hits and guesses decayed by
  * SL_PREGATE_DECAY per guessed layer, ~2 tokens of a 48-layer model; both
  * start at 1, so every rank is read until measured). 30B-A3B on a disk-bound
- * run (perf/results/2026-11-25-s10-moe-readahead.md): ranks 1-3 were right
+ * run (perf/results/2026-11-25-moe-readahead.md): ranks 1-3 were right
  * 91-95% of the time, 4: 85%, 5: 79%, 6: 70%, 7-8: 52%; reading the top 3-4
  * decoded 1.2x faster than all 8. */
 #define SL_PREGATE_PRECISION 0.85f

@@ -25,7 +25,7 @@ struct iovec;
 /* read-ahead (submit_next) requests start only while fewer than this many
  * are in flight: the device serves its queue in parallel, so a miss queued
  * behind 16-20 guessed expert reads finished with them. 30B-A3B, 3.2G budget
- * (2026-11-25, perf/results/2026-11-25-s10-moe-readahead.md): the disk went
+ * (2026-11-25, perf/results/2026-11-25-moe-readahead.md): the disk went
  * from 90% to 97% busy; 4 and 8 alike */
 #define SL_READAHEAD_QD 8
 /* pread pool: one request in flight per thread (4: 1.84 GB/s, 8: 2.74) */

@@ -86,7 +86,7 @@ if [ "${1:-}" = __level ]; then
     # VM the first touch of guest memory the host has not backed (or took back
     # when the balloon of the level before freed it) costs ~1.3 s per GB: the
     # first run's expert slots paid it inside decode (30B-A3B at 8 GiB: 1.7-1.9
-    # against 3.5 tok/s the run after; perf/results/2026-11-25-s10-moe-readahead.md)
+    # against 3.5 tok/s the run after; perf/results/2026-11-25-moe-readahead.md)
     w=0
     while [ $w -lt "${WARMUP:-1}" ]; do
         evict; settle
