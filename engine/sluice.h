@@ -232,6 +232,30 @@ SL_API int32_t sl_session_n_ctx(const sl_session *s);
  * NUL-terminated string; returns its length (0 allowed) or < 0. */
 SL_API int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
 
+/* ---- log probabilities and chat templates (servers, bindings) -------------
+ * logprobs: the distribution the sampler draws the next token from (the
+ *   session's settings: repetition penalty, top-k, top-p, min-p, then the
+ *   temperature; greedy sessions report it at temperature 1, whose argmax is
+ *   the greedy pick), over the current logits: up to k (ids, natural-log
+ *   probabilities) pairs, most likely first, and *token_lp = the log
+ *   probability of `token` in it (-INFINITY when the filters dropped it).
+ *   Returns how many pairs were written. No PRNG draw; nothing changes.
+ *   SL_EINVAL before any feed or for a token outside the vocabulary.
+ * chat_template: the family the model's tokenizer.chat_template is recognised
+ *   as ("llama3", "chatml", ...; names of chat_render), NULL when it has none
+ *   or an unrecognised one. Owned by the library.
+ * chat_render: messages (roles "system" / "user" / "assistant") in the named
+ *   family's form, with the model's BOS/EOS texts, plus the opening of the
+ *   assistant turn if add_generation_prompt; tokenize the result with
+ *   add_bos = false, parse_special = true. Returns its length (nothing beyond
+ *   cap is written; a NUL follows if cap > length) or SL_EUNSUPPORTED (unknown
+ *   family), SL_EINVAL (role). */
+SL_API int sl_session_logprobs(sl_session *s, int32_t token, int32_t k, int32_t *ids, float *lps, float *token_lp);
+SL_API const char *sl_model_chat_template(const sl_model *m);
+SL_API int64_t sl_model_chat_render(const sl_model *m, const char *tmpl, const char *const *roles,
+                                    const char *const *contents, size_t n, bool add_generation_prompt,
+                                    char *out, size_t cap);
+
 /* ---- session state files (prompt cache) -----------------------------------
  * A file holds the tokens in the cache, their K/V rows (in the cache's own cell
  * types, so nothing is re-quantized), the logits after the last token and the

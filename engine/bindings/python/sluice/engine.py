@@ -9,6 +9,7 @@ import threading
 
 from . import _lib
 from ._lib import SluiceError, lib, check, text, SL_EINVAL
+from .completion import CompletionMixin
 
 MODES = {"auto": 0, "resident": 1, "stream": 2, "mmap": 3}
 IOS = {"auto": 0, "uring": 1, "pread": 2}
@@ -37,14 +38,20 @@ def rss_bytes():
     return cur, peak
 
 
-class Model:
+class Model(CompletionMixin):
     """An open GGUF model. ``Model(path, n_ctx=512, mode="stream", mem_budget=2 << 20, ...)``;
-    keywords are the fields of sl_model_params (mode and io also by name)."""
+    keywords are the fields of sl_model_params (mode and io also by name; ``threads`` is
+    n_threads), and ``chat_format``: a chat template family by name (default: the model's).
+    Completions and chat completions: CompletionMixin (sluice/completion.py)."""
 
-    def __init__(self, path, **params):
+    def __init__(self, path, chat_format=None, **params):
         self._h = None
         self._lock = threading.RLock()
         self._sessions = []
+        self.model_path = os.fspath(path)
+        self.chat_format = chat_format
+        if "threads" in params:
+            params["n_threads"] = params.pop("threads")
         p = _lib.ModelParams()
         check(lib.sl_model_params_init_sized(ctypes.byref(p), ctypes.sizeof(p)), lib.sl_last_error)
         for k, v in params.items():
