@@ -201,6 +201,7 @@ check: all $(TEST_BINS) bindings $(BUILD)/java/test/JniTest.class
 	BUILD=$(BUILD) SAN="$(SAN)" CC="$(CC)" SHARED="$(SHARED)" JAVA="$(JAVA)" PYTHON="$(PYTHON)" \
 	  sh tests/bind/check.sh || fail=1; \
 	echo "== tests/serve/run.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/serve/run.sh || fail=1; \
+	echo "== tests/progress_check.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/progress_check.sh || fail=1; \
 	echo "== tests/perf_compare_check.sh"; sh tests/perf_compare_check.sh || fail=1; \
 	echo "== tests/perf_moe_check.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/perf_moe_check.sh || fail=1; \
 	echo "== tests/install_check.sh"; \

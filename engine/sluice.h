@@ -124,6 +124,10 @@ typedef struct sl_model_params {
     int moe_pregate;        /* MoE, experts streamed, decode: while layer l computes, layer l+1's
                              * router on layer l's FFN input guesses l+1's experts and reads them
                              * ahead (README "Pre-gating"). 0 = default (on), 1 on, 2 off */
+    /* added in 0.5: called on the opening thread while a resident model's weights are read
+     * (bytes done of total, a few times a second and once at the end); NULL: not called */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
