@@ -10,7 +10,7 @@
 #   tests/test_*.c                         -> one Criterion binary each; a file that
 #                                             contains SL_HOST_ONLY is not cross-built
 #   engine/bindings/jni/*.c                -> libsluice_jni.so (links libsluice; not in it)
-#   engine/bindings/jni/java/sluice/*.java -> sluice.jar; Python (ctypes) needs no build
+#   engine/bindings/jni/java/sluice/*.java -> sluice.jar; Python (ctypes): pip install engine/bindings/python
 #   engine/cli/ring/*.c                    -> the `sluice` binary, host builds with GLPK only
 #                                             (ring_mpi_*.c: and Open MPI)
 #                                             (its own block below; tests/ring/ likewise)
@@ -201,6 +201,7 @@ check: all $(TEST_BINS) bindings $(BUILD)/java/test/JniTest.class
 	BUILD=$(BUILD) SAN="$(SAN)" CC="$(CC)" SHARED="$(SHARED)" JAVA="$(JAVA)" PYTHON="$(PYTHON)" \
 	  sh tests/bind/check.sh || fail=1; \
 	echo "== tests/serve/run.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/serve/run.sh || fail=1; \
+	echo "== tests/progress_check.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/progress_check.sh || fail=1; \
 	echo "== tests/perf_compare_check.sh"; sh tests/perf_compare_check.sh || fail=1; \
 	echo "== tests/perf_moe_check.sh"; BUILD=$(BUILD) SHARED="$(SHARED)" sh tests/perf_moe_check.sh || fail=1; \
 	echo "== tests/install_check.sh"; \
@@ -331,6 +332,7 @@ endif
 DEPS := build-essential liburing-dev libnuma-dev libcriterion-dev gcc-aarch64-linux-gnu \
         libc6-dev-arm64-cross qemu-user clang gnuplot-nox unicode-data pkg-config \
         default-jdk-headless python3 python3-numpy
+DEPS += python3-venv   # tests/bind/pip_check.sh: pip install of the Python package in a fresh venv
 DEPS += libopenmpi-dev openmpi-bin libglpk-dev   # engine/cli/ring/: Open MPI (sluice ring-profile), GLPK (the ring planner's ILPs)
 DEPS += libmicrohttpd-dev libcjson-dev   # sluice serve (engine/cli/serve/)
 deps:

@@ -95,5 +95,7 @@ void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_
     sc->layer_mask = p->layer_mask;
     sc->n_layer_mask = p->layer_mask ? p->n_layer_mask : 0;
     sc->skip_head = sc->skip_embd = p->no_head;
+    sc->progress = p->progress;
+    sc->progress_ctx = p->progress_ctx;
     sc->reserve_bytes = r->total;
 }

@@ -124,6 +124,10 @@ typedef struct sl_model_params {
     int moe_pregate;        /* MoE, experts streamed, decode: while layer l computes, layer l+1's
                              * router on layer l's FFN input guesses l+1's experts and reads them
                              * ahead (README "Pre-gating"). 0 = default (on), 1 on, 2 off */
+    /* added in 0.5: called on the opening thread while a resident model's weights are read
+     * (bytes done of total, a few times a second and once at the end); NULL: not called */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -231,6 +235,30 @@ SL_API int32_t sl_session_n_ctx(const sl_session *s);
  * bytes of an incomplete UTF-8 sequence until it completes. Writes a
  * NUL-terminated string; returns its length (0 allowed) or < 0. */
 SL_API int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
+
+/* ---- log probabilities and chat templates (servers, bindings) -------------
+ * logprobs: the distribution the sampler draws the next token from (the
+ *   session's settings: repetition penalty, top-k, top-p, min-p, then the
+ *   temperature; greedy sessions report it at temperature 1, whose argmax is
+ *   the greedy pick), over the current logits: up to k (ids, natural-log
+ *   probabilities) pairs, most likely first, and *token_lp = the log
+ *   probability of `token` in it (-INFINITY when the filters dropped it).
+ *   Returns how many pairs were written. No PRNG draw; nothing changes.
+ *   SL_EINVAL before any feed or for a token outside the vocabulary.
+ * chat_template: the family the model's tokenizer.chat_template is recognised
+ *   as ("llama3", "chatml", ...; names of chat_render), NULL when it has none
+ *   or an unrecognised one. Owned by the library.
+ * chat_render: messages (roles "system" / "user" / "assistant") in the named
+ *   family's form, with the model's BOS/EOS texts, plus the opening of the
+ *   assistant turn if add_generation_prompt; tokenize the result with
+ *   add_bos = false, parse_special = true. Returns its length (nothing beyond
+ *   cap is written; a NUL follows if cap > length) or SL_EUNSUPPORTED (unknown
+ *   family), SL_EINVAL (role). */
+SL_API int sl_session_logprobs(sl_session *s, int32_t token, int32_t k, int32_t *ids, float *lps, float *token_lp);
+SL_API const char *sl_model_chat_template(const sl_model *m);
+SL_API int64_t sl_model_chat_render(const sl_model *m, const char *tmpl, const char *const *roles,
+                                    const char *const *contents, size_t n, bool add_generation_prompt,
+                                    char *out, size_t cap);
 
 /* ---- session state files (prompt cache) -----------------------------------
  * A file holds the tokens in the cache, their K/V rows (in the cache's own cell

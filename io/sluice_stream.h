@@ -118,6 +118,10 @@ typedef struct sl_stream_config {
     int32_t n_layer_mask;
     bool skip_head;          /* the lm head units are not kept */
     bool skip_embd;          /* token_embd is never pinned (rows are still readable) */
+    /* added in 0.5: resident mode's load, reported on the opening thread (bytes read of
+     * total, a few times a second and at the end); NULL: not called */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } sl_stream_config;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)

@@ -114,6 +114,9 @@ void sl_loader_submit_next(sl_loader *L, sl_io_job *const *jobs, int n);
 /* Waits until job done; returns job->status. */
 int sl_loader_wait(sl_loader *L, sl_io_job *job);
 bool sl_loader_is_done(sl_loader *L, sl_io_job *job);
+/* Waits for the job like sl_loader_wait, calling progress(ctx, bytes handed to the
+ * backends, job length) every 200 ms and once at the end. */
+int sl_loader_wait_progress(sl_loader *L, sl_io_job *job, void (*progress)(void *, uint64_t, uint64_t), void *ctx);
 /* Stops handing out the job's remaining requests; it is done (status
  * SL_ECANCELED) once those already in flight complete. */
 void sl_loader_cancel(sl_loader *L, sl_io_job *job);

@@ -240,6 +240,27 @@ int sl_loader_wait(sl_loader *L, sl_io_job *j)
     return st;
 }
 
+int sl_loader_wait_progress(sl_loader *L, sl_io_job *j, void (*progress)(void *, uint64_t, uint64_t), void *ctx)
+{
+    pthread_mutex_lock(&L->mu);
+    while (!j->done) {
+        uint64_t issued = j->next - j->off;
+        pthread_mutex_unlock(&L->mu);
+        progress(ctx, issued, j->len);
+        pthread_mutex_lock(&L->mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        if (!j->done) pthread_cond_timedwait(&L->cv_done, &L->mu, &ts);
+    }
+    int st = j->status;
+    pthread_mutex_unlock(&L->mu);
+    progress(ctx, j->len, j->len);
+    return st;
+}
+
 void sl_loader_cancel(sl_loader *L, sl_io_job *j)
 {
     pthread_mutex_lock(&L->mu);

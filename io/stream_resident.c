@@ -36,7 +36,8 @@ static int resident_open(sl_stream *s)
     sl_io_job j;
     sl_stream_job_init(s, &j, r->buf, beg, end, fsize, -1, -1);
     sl_loader_submit(s->L, &j);
-    rc = sl_loader_wait(s->L, &j);
+    rc = s->cfg.progress ? sl_loader_wait_progress(s->L, &j, s->cfg.progress, s->cfg.progress_ctx)
+                         : sl_loader_wait(s->L, &j);
     if (rc) return sl_err_set(rc, "resident load: %s", j.err);
     if (s->cfg.mlock && mlock(r->buf, (size_t)(end - beg)) != 0) {
         char m[160];

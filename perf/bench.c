@@ -6,6 +6,7 @@
  * the rest of RAM in build/balloon (no cgroups). The disk bandwidth is measured
  * in the same run, and each configuration is set against its physical bound. */
 #include "../engine/cli/cli.h"
+#include "../engine/cli/cli_progress.h"
 #include "../io/sluice_stream.h"
 #include "bench.h"
 #include "perf.h"
@@ -571,10 +572,14 @@ static int run_sweep(const bench_opts *o, const bench_runner *rn, const bench_bo
     int nconf = o->nmem * o->nmo * o->nio * o->nth, ci = 0, failed = 0;
     char err[256];
     double t_all = perf_now();
+    sl_cli_progress pg;   /* points measured, between the per-point lines */
+    uint64_t points = 0;
+    sl_cli_progress_begin(&pg, "bench: sweep", (uint64_t)nconf * (uint64_t)o->reps, false);
     for (int mi = 0; mi < o->nmem; mi++) {
         const mem_entry *me = &o->mem[mi];
         pid_t bal = -1;
         if (me->free) {
+            sl_cli_progress_clear(&pg);
             fprintf(stderr, "bench: balloon: leaving %.2f GiB of MemAvailable...\n", (double)me->free / (1u << 30));
             bal = balloon_start(me->free, err, sizeof err);
             if (bal < 0) fprintf(stderr, "bench: %s\n", err);
@@ -592,6 +597,7 @@ static int run_sweep(const bench_opts *o, const bench_runner *rn, const bench_bo
                         bench_sample s;
                         double press;
                         uint64_t rss;
+                        sl_cli_progress_clear(&pg);
                         fprintf(stderr, "[%d/%d] mode %s io %s budget %s%s th %d rep %d/%d ... ", ci, nconf,
                                 sl_stream_mode_name(r->cfg.mode), sl_stream_io_name(r->cfg.io), me->label,
                                 me->free ? " (balloon)" : "", r->cfg.threads, rep + 1, o->reps);
@@ -602,11 +608,13 @@ static int run_sweep(const bench_opts *o, const bench_runner *rn, const bench_bo
                         }
                         record_sample(r, &s, press, rss, o->n_prompt, bb);
                         fprintf(stderr, "%.1f ms/token (bound %.1f)\n", r->v[M_MSTOK][r->n - 1], r->v[M_BOUND][r->n - 1]);
+                        sl_cli_progress_update(&pg, ++points);
                     }
                     if (!r->n) failed++;
                 }
         balloon_stop(bal);
     }
+    sl_cli_progress_end(&pg);
     fprintf(stderr, "bench: %d configurations in %.1f s\n\n", nconf, perf_now() - t_all);
     return failed;
 }

@@ -11,6 +11,7 @@
  * equal (nothing a cache or dedup could exploit). The file is written
  * streaming, in tensor order, through a fixed-size buffer. */
 #include "../engine/cli/cli.h"
+#include "../engine/cli/cli_progress.h"
 #include "../gguf/gguf.h"
 #include "../quant/quant.h"
 #include "perf.h"
@@ -532,21 +533,6 @@ static int copy_vocab(sl_gguf_writer *w, const sl_gguf *vg, uint32_t n_file, uin
     return rc;
 }
 
-/* ---- progress ---------------------------------------------------------------- */
-
-static void progress(bool tty, uint64_t done, uint64_t total, double t0, bool final)
-{
-    if (!tty) return;
-    double el = perf_now() - t0, frac = total ? (double)done / (double)total : 1.0;
-    int w = 30, k = (int)(frac * w);
-    char bar[32];
-    for (int i = 0; i < w; i++) bar[i] = i < k ? '#' : '.';
-    bar[w] = 0;
-    double rate = el > 0 ? (double)done / el : 0;
-    fprintf(stderr, "\r[%s] %5.1f%% %6.2f/%.2f GB %5.0f MB/s ETA %3.0fs", bar, frac * 100, done / 1e9,
-            total / 1e9, rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0.0);
-    if (final) fputc('\n', stderr);
-}
 
 /* ---- CLI --------------------------------------------------------------------- */
 static void usage(FILE *f)
@@ -823,7 +809,6 @@ int perf_mkmodel_main(int argc, char **argv)
         return 1;
     }
 
-    bool tty = isatty(2);
     fprintf(stderr, "mkmodel: %s %s %s: %u layers, n_embd %u, n_ff %u, heads %u/%u, vocab %u, %.2f GB of weights\n",
             preset, A, td->name, m.n_layer, m.n_embd, m.n_ff, m.n_head, m.n_head_kv, m.n_vocab, total / 1e9);
     mk_gen *g = calloc(1, sizeof *g);
@@ -835,8 +820,10 @@ int perf_mkmodel_main(int argc, char **argv)
         return 1;
     }
     g->seed = seed;
-    double t0 = perf_now(), last = 0;
+    double t0 = perf_now();
     uint64_t done = 0;
+    sl_cli_progress pg;
+    sl_cli_progress_begin(&pg, "mkmodel: writing", total, true);
     for (int ti = 0; ti < m.n_tensors && !rc; ti++) {
         const mk_tensor *t = &m.t[ti];
         uint64_t rows = t->ne[1] * t->ne[2], row_bytes = t->nbytes / rows;
@@ -852,15 +839,14 @@ int perf_mkmodel_main(int argc, char **argv)
             rc = sl_gguf_writer_write(w, buf, nr * row_bytes);
             if (rc) { fprintf(stderr, "mkmodel: %s: %s\n", out, sl_gguf_writer_errmsg(w)); break; }
             done += nr * row_bytes;
-            double tn = perf_now();
-            if (tn - last > 0.2) { progress(tty, done, total, t0, false); last = tn; }
+            sl_cli_progress_update(&pg, done);
         }
     }
     for (uint32_t k = 0; k < SL_GGML_TYPE_COUNT; k++) if (g->have[k]) pool_free(&g->pools[k]);
     free(g);
     free(buf);
+    sl_cli_progress_end(&pg);
     if (rc) { sl_gguf_writer_abort(w); return 1; }
-    progress(tty, done, total, t0, true);
     rc = sl_gguf_writer_close(w);
     if (rc) { fprintf(stderr, "mkmodel: %s: %s\n", out, sl_last_error()); return 1; }
     double tw = perf_now() - t0;

@@ -3,6 +3,7 @@
  * read bandwidth (1..N threads), matvec GB/s per weight type — prints a table
  * and saves the device profile JSON the planner and the bench read. */
 #include "../engine/cli/cli.h"
+#include "../engine/cli/cli_progress.h"
 #include "perf.h"
 
 #include <errno.h>
@@ -72,14 +73,20 @@ int perf_profile_main(int argc, char **argv)
     double sweep[N_REQ][N_QD];
     printf("disk: %s (%.2f GB), sequential reads, %.1f s per point\n", file, fsize / 1e9, disk_s);
     printf("| req size | qd 1 | qd 2 | qd 4 | qd 8 |   (GB/s)\n|---:|---:|---:|---:|---:|\n");
+    fflush(stdout);
+    /* progress: the disk points, the memory thread counts, the matvec pass; a table row is
+     * printed whole, so that it never shares the terminal line with the progress line */
+    sl_cli_progress pg;
+    sl_cli_progress_begin(&pg, "profile: measuring", (uint64_t)(N_REQ * N_QD + nt + 1), false);
     for (int r = 0; r < N_REQ; r++) {
-        printf("| %4u KiB |", prof_req[r] >> 10);
-        fflush(stdout);
+        char row[128];
+        int len = snprintf(row, sizeof row, "| %4u KiB |", prof_req[r] >> 10);
         for (int q = 0; q < N_QD; q++) {
             perf_disk_result res;
             char err[256];
             int rc = perf_disk_read(file, prof_req[r], prof_qd[q], disk_s, fsize, &res, err, sizeof err);
             if (rc) {
+                sl_cli_progress_end(&pg);
                 fprintf(stderr, "\nprofile: %s\n", err);
                 if (scratch[0]) unlink(scratch);
                 return 1;
@@ -88,10 +95,12 @@ int perf_profile_main(int argc, char **argv)
             direct = res.direct;
             eng = res.engine;
             if (res.bytes_per_s > best) { best = res.bytes_per_s; best_req = prof_req[r]; best_qd = prof_qd[q]; }
-            printf(" %.2f |", res.bytes_per_s / 1e9);
-            fflush(stdout);
+            len += snprintf(row + len, sizeof row - (size_t)len, " %.2f |", res.bytes_per_s / 1e9);
+            sl_cli_progress_update(&pg, (uint64_t)(r * N_QD + q + 1));
         }
-        printf("\n");
+        sl_cli_progress_clear(&pg);
+        printf("%s\n", row);
+        fflush(stdout);
     }
     if (!direct) fprintf(stderr, "profile: note: O_DIRECT refused by this filesystem; buffered reads measured\n");
     if (scratch[0]) unlink(scratch);
@@ -102,7 +111,11 @@ int perf_profile_main(int argc, char **argv)
     uint64_t mb = 1ull << 30;
     if (avail && mb > avail / 4) mb = avail / 4 & ~((1ull << 21) - 1);
     void *buf = mmap(NULL, mb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) { fprintf(stderr, "profile: cannot map %llu bytes\n", (unsigned long long)mb); return 1; }
+    if (buf == MAP_FAILED) {
+        sl_cli_progress_end(&pg);
+        fprintf(stderr, "profile: cannot map %llu bytes\n", (unsigned long long)mb);
+        return 1;
+    }
 #ifdef MADV_HUGEPAGE
     madvise(buf, mb, MADV_HUGEPAGE);
 #endif
@@ -113,15 +126,19 @@ int perf_profile_main(int argc, char **argv)
     for (int t = 1; t <= nt; t++) {
         mem[t] = perf_mem_read_bw(buf, mb, t, 5);
         if (mem[t] > mem_best) { mem_best = mem[t]; mem_best_t = t; }
+        sl_cli_progress_clear(&pg);
         printf("| %d | %.2f |\n", t, mem[t] / 1e9);
+        fflush(stdout);
+        sl_cli_progress_update(&pg, (uint64_t)(N_REQ * N_QD + t));
     }
     munmap(buf, mb);
 
     /* ---- JSON ---- */
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    sl_cli_progress_clear(&pg);
     FILE *f = fopen(tmp, "w");
-    if (!f) { fprintf(stderr, "profile: %s: %s\n", tmp, strerror(errno)); return 1; }
+    if (!f) { sl_cli_progress_end(&pg); fprintf(stderr, "profile: %s: %s\n", tmp, strerror(errno)); return 1; }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     fprintf(f, "{\n  \"version\": 1,\n  \"host\": ");
@@ -143,6 +160,8 @@ int perf_profile_main(int argc, char **argv)
         fprintf(f, "%s\n    {\"threads\": %d, \"bytes_per_s\": %.0f}", t > 1 ? "," : "", t, mem[t]);
     fprintf(f, "\n  ],\n  \"matvec\": {");
     int rc = perf_matvec_profile(seconds * 0.25, nt, f, 1);
+    sl_cli_progress_update(&pg, pg.total);
+    sl_cli_progress_end(&pg);
     fprintf(f, "}\n}\n");
     if (fclose(f) || rename(tmp, out)) { fprintf(stderr, "profile: cannot write %s\n", out); return 1; }
     printf("\nbest disk: %.2f GB/s (req %u KiB, qd %d, %s%s); memory %.2f GB/s (%d threads), 1 thread %.2f GB/s\n",

@@ -1,5 +1,6 @@
 /* `sluice` entry point: dispatches to registered subcommands. */
 #include "cli.h"
+#include "cli_progress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: sluice COMMAND [ARGS]\n\ncommands:\n");
     for (int i = 0; i < n_cmds; i++) fprintf(f, "  %-10s %s\n", cmds[i]->name, cmds[i]->summary);
-    fprintf(f, "\n`sluice COMMAND --help` for a command's options.\n");
+    fprintf(f, "\n`sluice COMMAND --help` for a command's options; --quiet (any command): no progress line.\n");
 }
 
 int main(int argc, char **argv)
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     for (int i = 0; i < n_cmds; i++)
-        if (!strcmp(cmds[i]->name, argv[1])) return cmds[i]->main(argc - 1, argv + 1);
+        if (!strcmp(cmds[i]->name, argv[1])) return cmds[i]->main(sl_cli_progress_args(argc - 1, argv + 1), argv + 1);
     fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -10,6 +10,7 @@
 #include "../../gguf/base/sl_status.h"
 #include "../../io/sluice_stream.h"
 #include "cli.h"
+#include "cli_progress.h"
 
 const char sl_cli_model_opts_help[] =
     "  -m, --model FILE       GGUF model (required)\n"
@@ -137,7 +138,15 @@ bad:
 
 int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m)
 {
-    int rc = sl_model_open(m, o->path, &o->mp);
+    sl_model_params mp = o->mp;   /* a resident load shows its progress */
+    sl_cli_progress pg;
+    char what[64];
+    snprintf(what, sizeof what, "sluice %s: loading", cmd);
+    sl_cli_progress_begin(&pg, what, 0, true);
+    mp.progress = sl_cli_progress_cb;
+    mp.progress_ctx = &pg;
+    int rc = sl_model_open(m, o->path, &mp);
+    sl_cli_progress_end(&pg);
     if (rc) {
         const char *msg = sl_last_error();
         if (strstr(msg, o->path)) fprintf(stderr, "sluice %s: %s\n", cmd, msg);

@@ -13,6 +13,7 @@
 #include "../../io/sluice_stream.h"
 #include "../chat.h"
 #include "cli.h"
+#include "cli_progress.h"
 #include "cli_opts.h"
 #include "ring/ring_cli.h"
 #include "../sluice.h"
@@ -87,7 +88,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!strcmp(a, "--stats")) { o->stats = true; continue; }
-        if (!strcmp(a, "--json")) { o->json = true; continue; }
+        if (!strcmp(a, "--json")) { o->json = true; sl_cli_progress_set_json(true); continue; }
         if (!strcmp(a, "--profile")) { o->profile = true; continue; }
         if (!strcmp(a, "--no-display-prompt")) { o->no_display_prompt = true; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = true; continue; }

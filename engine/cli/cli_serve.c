@@ -28,7 +28,7 @@ static void usage(FILE *f)
                "  --max-body BYTES       request body limit (default 1M)\n"
                "  --max-tokens N         cap on a request's max_tokens (default: the context)\n"
                "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3\n"
-               "                         (default: from the model; without one chat completions are refused)\n"
+               "                         (default: from the model; without one, ChatML)\n"
                "  --model-name NAME      the id /v1/models reports (default: the file name)\n"
                SL_CLI_SPEC_OPTS_HELP
                "                         (speculation runs while one request is decoding alone;\n"
@@ -112,6 +112,11 @@ static int serve_main(int argc, char **argv)
     if (!tmpl_name) {
         const char *j = sl_model_meta_str(m, "tokenizer.chat_template");
         if (j && sl_chat_detect(j, &tmpl)) tmpl = SL_CHAT_NONE;
+        if (tmpl == SL_CHAT_NONE) {   /* as llama-server: chat completions still work */
+            tmpl = SL_CHAT_CHATML;
+            fprintf(stderr, "sluice serve: %s has %s chat template: using ChatML (--chat-template NAME to choose)\n",
+                    mo.path, j ? "an unrecognised" : "no");
+        }
     }
     sl_model_info mi;
     sl_model_get_info(m, &mi);
@@ -142,7 +147,7 @@ static int serve_main(int argc, char **argv)
         return 1;
     }
     printf("sluice serve: listening on http://%s:%d (model %s, chat template %s, %d parallel, queue %d, prefix cache %d, spec %s)\n",
-           hc.host, port, hc.model_name, tmpl ? sl_chat_name(tmpl) : "none", ec.parallel, ec.queue, ec.prefix_cache,
+           hc.host, port, hc.model_name, sl_chat_name(tmpl), ec.parallel, ec.queue, ec.prefix_cache,
            so.kind == SL_SPEC_NGRAM ? "ngram" : so.kind == SL_SPEC_DRAFT ? "draft" : "off");
     fflush(stdout);
     int sig;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The bindings' tests, run by `make check` after the Criterion suite: the Java program on the
-# host JVM through build/libsluice_jni.so, and the Python script through ctypes. Each ends with
-# "jni: ..." / "python: N passed, M failed"; this exits 1 if either failed. Environment from the
+# host JVM through build/libsluice_jni.so, the Python script through ctypes, and the Python
+# package pip-installed in a fresh venv (pip_check.sh). Each ends with "jni: ...",
+# "python: N passed, M failed", "pip check: ..."; this exits 1 if any failed. Environment from the
 # Makefile: BUILD, SAN (sanitizer flags of the build), SHARED, JAVA, PYTHON.
 set -u
 BUILD=${BUILD:-build}
@@ -30,4 +31,6 @@ if [ -n "$SAN" ]; then
 else
     SLUICE_LIB="$BUILD/libsluice.so" "$PYTHON" tests/bind/test_python.py "$MODEL" "$BUILD/sluice" || fail=1
 fi
+echo "== tests/bind/pip_check.sh"
+BUILD="$BUILD" SAN="$SAN" PYTHON="$PYTHON" sh tests/bind/pip_check.sh || fail=1
 exit $fail

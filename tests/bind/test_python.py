@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python binding (make check): generation equal to `sluice run` token for token (greedy,
 seeded sampling, streamed under a 2 MiB budget), the streamer API, the NumPy runtime example
-within the golden bound, and bad input ending in SluiceError with Sluice's message.
+within the golden bound, bad input ending in SluiceError with Sluice's message, and the
+llama-cpp-python verbs (completions, chat completions, streaming, stop, echo, logprobs).
 
 usage: test_python.py MODEL SLUICE_BIN   (SLUICE_LIB may name the libsluice.so to load)
 Ends with "python: N passed, M failed"; exit status 1 on any failure."""
@@ -216,6 +217,76 @@ def session_state_files():
     raises("pressure level with the ladder off", -22, "off", c.pressure_level, 1)
     os.unlink(path)
     m.close()
+
+
+@test
+def completion_verbs_equal_cli():
+    """llama-cpp-python's verbs: greedy and seeded completions are `sluice run`'s text."""
+    want, _ = cli_run(["-p", PROMPT, "-n", "40", "-c", "256", "--temp", "0"])
+    seeded, _ = cli_run(["-p", PROMPT, "-n", "40", "-c", "256", "--temp", "0.8", "--seed", "42"])
+    with sluice.Model(MODEL, n_ctx=256, threads=2) as m:
+        r = m(PROMPT, max_tokens=40, temperature=0)
+        check(r["object"] == "text_completion" and r["choices"][0]["text"].encode() == want, "greedy %r" % r)
+        check(r["usage"] == {"prompt_tokens": len(m.tokenize(PROMPT)), "completion_tokens": 40,
+                             "total_tokens": len(m.tokenize(PROMPT)) + 40}, "usage %r" % r["usage"])
+        check(r["choices"][0]["finish_reason"] == "length", "finish %r" % r)
+        r2 = m.create_completion(PROMPT, max_tokens=40, temperature=0.8, seed=42)
+        check(r2["choices"][0]["text"].encode() == seeded, "seeded %r vs %r" % (r2["choices"][0]["text"], seeded))
+        chunks = list(m(PROMPT, max_tokens=40, temperature=0, stream=True))
+        check("".join(c["choices"][0]["text"] for c in chunks).encode() == want, "stream text")
+        check(len(chunks) > 30 and chunks[-1]["choices"][0]["finish_reason"] == "length", "%d chunks" % len(chunks))
+        text = want.decode()
+        stop = text[10:14]
+        r = m(PROMPT, max_tokens=40, temperature=0, stop=[stop])
+        check(r["choices"][0]["text"] == text[:text.index(stop)] and r["choices"][0]["finish_reason"] == "stop",
+              "stop %r: %r" % (stop, r))
+        cut = "".join(c["choices"][0]["text"] for c in m(PROMPT, max_tokens=40, temperature=0, stop=stop, stream=True))
+        check(cut == text[:text.index(stop)], "stream stop %r" % cut)
+        r = m(PROMPT, max_tokens=6, temperature=0, echo=True, logprobs=3)
+        c = r["choices"][0]
+        check(c["text"] == PROMPT + text[:len(c["text"]) - len(PROMPT)], "echo %r" % c["text"])
+        lp = c["logprobs"]
+        check(len(lp["tokens"]) == 6 and "".join(lp["tokens"]) == c["text"][len(PROMPT):], "logprob tokens %r" % lp)
+        check(lp["text_offset"][0] == len(PROMPT), "text_offset %r" % lp["text_offset"])
+        for t, tl, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+            # greedy: the pick is the most likely of the distribution the settings leave
+            check(tl <= 0 and 1 <= len(top) <= 3 and max(top.values()) == tl and top.get(t) == tl, "%r %r %r" % (t, tl, top))
+        ids = m.tokenize(PROMPT)
+        check(m(ids, max_tokens=8, temperature=0)["choices"][0]["text"] == text[:len(m(PROMPT, max_tokens=8,
+              temperature=0)["choices"][0]["text"])], "a prompt of token ids")
+
+
+@test
+def chat_completion_shape_and_fallback():
+    import logging
+    seen = []
+    h = logging.Handler()
+    h.emit = lambda rec: seen.append(rec.getMessage())
+    logging.getLogger("sluice").addHandler(h)
+    msgs = [{"role": "system", "content": "You tell stories."},
+            {"role": "user", "content": [{"type": "text", "text": "Tell me "}, {"type": "text", "text": "about a cat."}]}]
+    with sluice.Model(MODEL, n_ctx=256) as m:
+        r = m.create_chat_completion(messages=msgs, max_tokens=16, temperature=0, logprobs=True, top_logprobs=2)
+        check(any("ChatML" in x for x in seen), "the fallback is logged: %r" % seen)
+        check(m.chat_template() == "chatml", "template %r" % m.chat_template())
+        check("<|im_start|>user\nTell me about a cat.<|im_end|>" in m.apply_chat_template(msgs), "parts joined")
+        c = r["choices"][0]
+        check(r["object"] == "chat.completion" and c["message"]["role"] == "assistant", "shape %r" % r)
+        content = c["logprobs"]["content"]
+        check(len(content) == r["usage"]["completion_tokens"] and
+              "".join(x["token"] for x in content) == c["message"]["content"], "chat logprobs %r" % content[:2])
+        check(all(len(x["top_logprobs"]) <= 2 and x["bytes"] == list(x["token"].encode()) for x in content), "top")
+        chunks = list(m.create_chat_completion(messages=msgs, max_tokens=16, temperature=0, stream=True))
+        check(chunks[0]["choices"][0]["delta"]["role"] == "assistant", "first chunk names the role")
+        check(all(x["object"] == "chat.completion.chunk" for x in chunks), "chunk objects")
+        check("".join(x["choices"][0]["delta"].get("content", "") for x in chunks) == c["message"]["content"],
+              "stream = message")
+        raises("image part", -22, "only text parts", m.create_chat_completion,
+               [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}])
+        raises("bad role", -22, "", m.create_chat_completion, [{"role": "tool", "content": "x"}])
+    with sluice.Model(MODEL, n_ctx=256, chat_format="llama2") as m:
+        check(m.apply_chat_template(msgs[1:]).startswith("<s>[INST]"), "chat_format %r" % m.apply_chat_template(msgs[1:]))
+    logging.getLogger("sluice").removeHandler(h)
 
 
 print("python: %d passed, %d failed" % (passed, failed))

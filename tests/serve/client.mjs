@@ -1,7 +1,9 @@
 // The official `openai` npm client against `sluice serve` on loopback
 // (tests/serve/run.sh starts the server and passes SLUICE_URL, SLUICE_KEY).
-// Completions, chat completions, streaming of both, models, errors as the
-// client's typed exceptions, and greedy determinism (stream == non-stream).
+// Completions, chat completions (the model has no template: ChatML, logged),
+// streaming of both, models, errors as the client's typed exceptions, greedy
+// determinism (stream == non-stream), and each OpenAI field served: content
+// parts, logprobs / top_logprobs, echo, n (refused above 1).
 import OpenAI from 'openai';
 import assert from 'node:assert/strict';
 
@@ -66,6 +68,88 @@ await test('chat stream equals non-stream (greedy)', async () => {
   assert.equal(role, 'assistant');
   assert.equal(text, chatText);
   assert.ok(finish);
+});
+
+const catMessages = [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: 'Tell me about a cat.' }];
+
+await test('content as an array of text parts = the same text as a string', async () => {
+  const r = await client.chat.completions.create({
+    model: 'm', max_tokens: 16, temperature: 0,
+    messages: [{ role: 'system', content: [{ type: 'text', text: 'You tell stories.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'Tell me ' }, { type: 'text', text: 'about a cat.' }] }],
+  });
+  assert.equal(r.choices[0].message.content, chatText);
+});
+
+await test('a non-text content part is a typed 400 that says so', async () => {
+  await assert.rejects(client.chat.completions.create({ model: 'm', max_tokens: 4, messages: [{ role: 'user',
+    content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] }),
+  (e) => e instanceof OpenAI.BadRequestError && /only text parts/.test(e.message) && /image_url/.test(e.message));
+});
+
+await test('chat logprobs + top_logprobs', async () => {
+  const r = await client.chat.completions.create({ model: 'm', max_tokens: 12, temperature: 0, logprobs: true,
+    top_logprobs: 3, messages: catMessages });
+  const c = r.choices[0], lp = c.logprobs.content;
+  assert.equal(c.message.content, chatText.slice(0, c.message.content.length));
+  assert.equal(lp.length, r.usage.completion_tokens);
+  assert.equal(lp.map((x) => x.token).join(''), c.message.content);
+  for (const x of lp) {
+    assert.ok(x.logprob <= 0 && x.top_logprobs.length >= 1 && x.top_logprobs.length <= 3, JSON.stringify(x));
+    assert.equal(x.top_logprobs[0].token, x.token, 'greedy: the pick is the most likely');
+    assert.equal(x.top_logprobs[0].logprob, x.logprob);
+    assert.deepEqual(x.bytes, [...Buffer.from(x.token)]);
+  }
+  // after the request's sampling settings: top_k 1 leaves one token, of probability 1
+  const k1 = await client.chat.completions.create({ model: 'm', max_tokens: 4, temperature: 0.7, top_k: 1, seed: 1,
+    logprobs: true, top_logprobs: 5, messages: catMessages });
+  for (const x of k1.choices[0].logprobs.content) { assert.equal(x.logprob, 0); assert.equal(x.top_logprobs.length, 1); }
+  const none = await client.chat.completions.create({ model: 'm', max_tokens: 2, messages: catMessages });
+  assert.equal(none.choices[0].logprobs, null);
+});
+
+await test('chat logprobs while streaming', async () => {
+  const s = await client.chat.completions.create({ model: 'm', max_tokens: 12, temperature: 0, logprobs: true,
+    top_logprobs: 2, stream: true, messages: catMessages });
+  let text = '', toks = '', n = 0;
+  for await (const c of s) {
+    text += c.choices[0].delta.content ?? '';
+    for (const x of c.choices[0].logprobs?.content ?? []) { toks += x.token; n++; }
+  }
+  assert.equal(toks, text);
+  assert.ok(n >= 10, `${n} tokens`);
+});
+
+await test('completions logprobs and echo', async () => {
+  const prompt = 'Once upon a time';
+  const r = await client.completions.create({ model: 'm', prompt, max_tokens: 8, temperature: 0, logprobs: 2, echo: true });
+  const c = r.choices[0], lp = c.logprobs;
+  assert.ok(c.text.startsWith(prompt), c.text);
+  assert.equal(c.text.slice(prompt.length), completionText.slice(0, c.text.length - prompt.length));
+  assert.equal(lp.tokens.length, 8);
+  assert.equal(lp.tokens.join(''), c.text.slice(prompt.length));
+  assert.equal(lp.text_offset[0], prompt.length);
+  for (let i = 0; i < 8; i++) {
+    assert.ok(lp.token_logprobs[i] <= 0);
+    assert.equal(lp.top_logprobs[i][lp.tokens[i]], lp.token_logprobs[i]);
+    assert.ok(Object.keys(lp.top_logprobs[i]).length <= 2);
+    if (i) assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + lp.tokens[i - 1].length);
+  }
+  const s = await client.completions.create({ model: 'm', prompt, max_tokens: 8, temperature: 0, echo: true, stream: true });
+  let text = '';
+  for await (const ch of s) text += ch.choices[0].text;
+  assert.equal(text, c.text);
+  await assert.rejects(client.chat.completions.create({ model: 'm', max_tokens: 2, messages: catMessages, echo: true }),
+    (e) => e instanceof OpenAI.BadRequestError && /echo/.test(e.message));
+});
+
+await test('n > 1 is refused with a 400 that says so', async () => {
+  await assert.rejects(client.completions.create({ model: 'm', prompt: 'x', max_tokens: 2, n: 2 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.error?.param === 'n' && /one choice per request/.test(e.message));
+  await assert.rejects(client.chat.completions.create({ model: 'm', max_tokens: 2, n: 3, messages: catMessages }),
+    (e) => e instanceof OpenAI.BadRequestError && /one choice per request/.test(e.message));
+  const one = await client.completions.create({ model: 'm', prompt: 'x', max_tokens: 2, n: 1 });
+  assert.equal(one.choices.length, 1);
 });
 
 await test('stop string and seeded sampling', async () => {

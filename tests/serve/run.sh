@@ -9,8 +9,9 @@ if [ ! -d "$dir/node_modules/openai" ]; then
   echo "serve client test: FAIL: $dir/node_modules missing (run make deps)"; exit 1
 fi
 out=$(mktemp)
+# no --chat-template: the model has none, so the server falls back to ChatML and says so
 "$BUILD/sluice" serve -m "$SHARED/models/stories260K.gguf" -c 256 -t 2 --port 0 --api-key test-key \
-  --chat-template chatml > "$out" 2>&1 &
+  > "$out" 2>&1 &
 pid=$!
 port=
 for i in $(seq 1 100); do
@@ -24,6 +25,11 @@ if [ -z "$port" ]; then
 fi
 SLUICE_URL="http://127.0.0.1:$port" SLUICE_KEY=test-key node "$dir/client.mjs"
 rc=$?
+if grep -q 'has no chat template: using ChatML' "$out" && grep -q 'chat template chatml' "$out"; then
+  echo "ok   ChatML fallback logged"
+else
+  echo "FAIL ChatML fallback not logged:"; cat "$out"; rc=1
+fi
 kill $pid; wait $pid 2>/dev/null
 rm -f "$out"
 exit $rc

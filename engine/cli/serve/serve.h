@@ -25,6 +25,7 @@
 
 #define SL_SRV_MAX_STOP 4
 #define SL_SRV_STOP_BYTES 256
+#define SL_SRV_MAX_TOP 20       /* top_logprobs / completions' logprobs at most */
 
 typedef struct sl_srv_limits {
     int32_t max_tokens;     /* cap on a request's max_tokens */
@@ -42,7 +43,18 @@ typedef struct sl_srv_gen {
     bool seeded;            /* else the engine picks a seed */
     char *stop[SL_SRV_MAX_STOP];
     int n_stop;
+    int32_t logprobs;       /* -1: none; else each token's log probability and this many top ones */
+    bool echo;              /* completions: the prompt comes first in the text */
 } sl_srv_gen;
+
+/* One generated token's log probability and the most likely alternatives
+ * (sl_session_logprobs: the request's sampling distribution). */
+typedef struct sl_srv_lp {
+    int32_t id, n_top;
+    float lp;
+    int32_t top[SL_SRV_MAX_TOP];
+    float top_lp[SL_SRV_MAX_TOP];
+} sl_srv_lp;
 
 void sl_srv_gen_free(sl_srv_gen *g);
 
@@ -56,14 +68,22 @@ int sl_srv_parse(const char *body, size_t len, bool chat, const sl_srv_limits *l
 /* OpenAI-style error object {"error":{"message","type","param","code"}}; malloc'd. */
 char *sl_srv_error_json(const char *msg, const char *type, const char *param, const char *code);
 
+/* The "logprobs" object of a choice for lps[0..n) (token texts from m): chat
+ * {"content": [{token, logprob, bytes, top_logprobs}]}, completions {tokens,
+ * token_logprobs, top_logprobs, text_offset} with token i at offset
+ * offset + (i ? ends[i-1] : base) (ends: the text's end after each token). */
+struct cJSON;
+struct cJSON *sl_srv_logprobs_json(const sl_model *m, bool chat, const sl_srv_lp *lps, const size_t *ends,
+                                   size_t n, size_t base, size_t offset);
+
 /* Completion / chat completion object, or (chunk) one SSE chunk of it; text
  * NULL: no content field (chat) / "" (completions); finish NULL: null;
  * role: the chat delta names the assistant; n_cached: prompt tokens a
- * previous request's cache served (usage.prompt_tokens_details.cached_tokens).
- * malloc'd. */
+ * previous request's cache served (usage.prompt_tokens_details.cached_tokens);
+ * logprobs: the choice's (taken over; NULL: null). malloc'd. */
 char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, long long created,
                          const char *text, size_t text_len, const char *finish, bool role,
-                         int32_t n_prompt, int32_t n_cached, int32_t n_gen);
+                         int32_t n_prompt, int32_t n_cached, int32_t n_gen, struct cJSON *logprobs);
 char *sl_srv_models_json(const char *model, long long created);
 
 /* ---- engine ---------------------------------------------------------------- */
@@ -85,6 +105,7 @@ typedef struct sl_srv_job {
     size_t *ends;           /* out_len after each token: SSE sends one chunk per token
                              * even when the reader falls behind the generator */
     size_t n_ends, cap_ends;
+    sl_srv_lp *lps;         /* g.logprobs >= 0: one per entry of ends */
     int32_t n_prompt, n_gen;
     int32_t n_cached;       /* prompt positions kept from an earlier request's cache */
     const char *finish;     /* "stop" / "length" once DONE */
@@ -123,6 +144,8 @@ void sl_srv_wait(sl_srv *s, sl_srv_job *j, int ms);
 void sl_srv_cancel_locked(sl_srv *s, sl_srv_job *j);
 /* Lock held: drop the caller's reference. */
 void sl_srv_unref_locked(sl_srv *s, sl_srv_job *j);
+/* The model the engine runs (token texts of logprobs). */
+const sl_model *sl_srv_model(const sl_srv *s);
 /* Prometheus text exposition; malloc'd. */
 char *sl_srv_metrics(sl_srv *s);
 /* Lock not held: count a finished HTTP request by status. */
@@ -137,7 +160,7 @@ typedef struct sl_srv_http_config {
     size_t max_body;
     sl_srv_limits lim;
     const char *model_name;
-    enum sl_chat_tmpl tmpl; /* SL_CHAT_NONE: chat completions refused */
+    enum sl_chat_tmpl tmpl; /* the model's, --chat-template's, or ChatML (logged) */
     char bos[256], eos[256];
 } sl_srv_http_config;
 

@@ -63,6 +63,8 @@ struct sl_srv {
 };
 
 
+const sl_model *sl_srv_model(const sl_srv *s) { return s->m; }
+
 void sl_srv_lock(sl_srv *s) { pthread_mutex_lock(&s->mu); }
 void sl_srv_unlock(sl_srv *s) { pthread_mutex_unlock(&s->mu); }
 
@@ -81,6 +83,7 @@ static void job_free(sl_srv_job *j)
     sl_srv_gen_free(&j->g);
     free(j->out);
     free(j->ends);
+    free(j->lps);
     pthread_cond_destroy(&j->cv);
     free(j);
 }
@@ -255,8 +258,9 @@ static size_t max_stop_len(const sl_srv_gen *g)
     return m;
 }
 
-/* Appends piece; true if a stop string now ends the text (cut there). Lock held. */
-static bool append_locked(sl_srv_job *j, const char *piece, size_t len)
+/* Appends piece (and its log probabilities, lp); true if a stop string now
+ * ends the text (cut there). Lock held. */
+static bool append_locked(sl_srv_job *j, const char *piece, size_t len, const sl_srv_lp *lp)
 {
     if (j->out_len + len + 1 > j->out_cap) {
         size_t c = (j->out_len + len + 1) * 2 + 64;
@@ -268,8 +272,15 @@ static bool append_locked(sl_srv_job *j, const char *piece, size_t len)
         size_t c = j->cap_ends * 2 + 16;
         size_t *e = realloc(j->ends, c * sizeof *e);
         if (!e) return true;
-        j->ends = e; j->cap_ends = c;
+        j->ends = e;
+        if (lp) {
+            sl_srv_lp *l = realloc(j->lps, c * sizeof *l);
+            if (!l) return true;
+            j->lps = l;
+        }
+        j->cap_ends = c;
     }
+    if (lp) j->lps[j->n_ends] = *lp;
     size_t old = j->out_len, ms = max_stop_len(&j->g);
     memcpy(j->out + old, piece, len);
     j->out_len += len;
@@ -292,14 +303,16 @@ static bool append_locked(sl_srv_job *j, const char *piece, size_t len)
     return false;
 }
 
-/* A generated token's text into the job; the reason it is done, or NULL.
- * fed: the token is in the cache already (a speculative pass). Lock held. */
-static const char *emit_locked(sl_srv *s, sl_session *ss, sl_srv_job *j, const char *piece, int plen, bool fed)
+/* A generated token's text (and log probabilities, or NULL) into the job; the
+ * reason it is done, or NULL. fed: the token is in the cache already (a
+ * speculative pass). Lock held. */
+static const char *emit_locked(sl_srv *s, sl_session *ss, sl_srv_job *j, const char *piece, int plen,
+                               const sl_srv_lp *lp, bool fed)
 {
     if (j->n_gen == 0) { j->t_first = sl_now_ms(); s->ttft_ms_sum += j->t_first - j->t_submit; s->n_ttft++; }
     j->n_gen++;
     s->tok_gen++;
-    if (append_locked(j, piece, (size_t)plen)) return "stop";
+    if (append_locked(j, piece, (size_t)plen, lp)) return "stop";
     if (j->g.max_tokens && j->n_gen >= j->g.max_tokens) return "length";
     if (!fed && sl_session_n_past(ss) >= sl_session_n_ctx(ss)) return "length";
     return NULL;
@@ -329,7 +342,7 @@ static void spec_pass(sl_srv *s, slot *sl, char *piece, size_t cap)
         if (sl_model_token_is_eog(s->m, toks[i])) { why = "stop"; break; }
         if ((plen = sl_session_detok(sl->s, toks[i], piece, cap)) < 0) { why = "error"; break; }
         pthread_mutex_lock(&s->mu);
-        why = emit_locked(s, sl->s, j, piece, plen, true);
+        why = emit_locked(s, sl->s, j, piece, plen, NULL, true);
         if (!why) pthread_cond_broadcast(&j->cv);
         pthread_mutex_unlock(&s->mu);
     }
@@ -380,8 +393,10 @@ static void *engine_main(void *arg)
         slot *alone = NULL;
         for (int32_t k = 0; n == 1 && k < s->c.parallel; k++)
             if (s->slots[k].s == sl_batch_session(s->b, 0)) alone = &s->slots[k];
-        /* alone, with room for a draft: a speculative pass (the batch path takes a full context's end) */
-        if (alone && alone->sp && sl_session_n_past(alone->s) + 1 < sl_session_n_ctx(alone->s)) {
+        /* alone, with room for a draft: a speculative pass (the batch path takes a full context's
+         * end, and requests for log probabilities: those come from the sampler before each token) */
+        if (alone && alone->sp && alone->job->g.logprobs < 0 &&
+            sl_session_n_past(alone->s) + 1 < sl_session_n_ctx(alone->s)) {
             spec_pass(s, alone, piece, sizeof piece);
             pthread_mutex_lock(&s->mu);
             continue;
@@ -397,12 +412,16 @@ static void *engine_main(void *arg)
             int32_t tok;
             const char *why = NULL;
             int plen = 0;
+            sl_srv_lp lp = { .n_top = 0 };
+            bool want_lp = j->g.logprobs >= 0;
             /* speculation: a draw a rejected draft left pending comes first */
             if (sl->sp ? sl_spec_sample(sl->sp, &tok) : sl_session_sample(ss, &tok)) why = "error";
             else if (sl_model_token_is_eog(s->m, tok)) why = "stop";
+            else if (want_lp && (lp.id = tok, lp.n_top = sl_session_logprobs(ss, tok, j->g.logprobs, lp.top,
+                                                                            lp.top_lp, &lp.lp)) < 0) why = "error";
             else if ((plen = sl_session_detok(ss, tok, piece, sizeof piece)) < 0) why = "error";
             pthread_mutex_lock(&s->mu);
-            if (!why) why = emit_locked(s, ss, j, piece, plen, false);
+            if (!why) why = emit_locked(s, ss, j, piece, plen, want_lp ? &lp : NULL, false);
             if (why) {
                 finish_locked(s, sl, why);
                 pthread_mutex_unlock(&s->mu);

@@ -5,6 +5,7 @@
 #include "serve.h"
 
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -36,6 +37,7 @@ typedef struct sse {
     int fd;
     size_t sent;            /* bytes of job->out turned into chunks */
     size_t ei;              /* job->ends[ei] is the first token end past sent */
+    size_t li;              /* the first token whose log probabilities are not sent */
     char *stage;            /* formatted bytes not yet handed to MHD */
     size_t stage_len, stage_off;
     bool final;
@@ -82,6 +84,19 @@ static enum MHD_Result send_error(sl_srv_http *h, struct MHD_Connection *c, unsi
 /* Byte i of s begins a UTF-8 character (is not a continuation byte). */
 static bool char_start(const char *s, size_t i) { return ((unsigned char)s[i] & 0xC0) != 0x80; }
 
+/* The "logprobs" of tokens [*from, ...) whose text begins before end, or NULL
+ * when the request asked for none; *from moves past them. Lock held. */
+static cJSON *logprobs_upto(const sl_srv_http *h, const sl_srv_job *j, size_t *from, size_t end)
+{
+    if (j->g.logprobs < 0) return NULL;
+    size_t i = *from, base = i ? j->ends[i - 1] : 0;
+    while (i < j->n_ends && (i ? j->ends[i - 1] : 0) < end) i++;
+    cJSON *r = sl_srv_logprobs_json(sl_srv_model(h->e), j->g.chat, j->lps + *from, j->ends + *from, i - *from,
+                                    base, j->g.echo ? strlen(j->g.prompt) : 0);
+    *from = i;
+    return r;
+}
+
 /* Formats the next SSE bytes into st->stage; false when nothing is ready. Lock held. */
 static bool sse_next_locked(sse *st)
 {
@@ -98,11 +113,11 @@ static bool sse_next_locked(sse *st)
     char *a = NULL, *b = NULL;
     if (end > st->sent) {
         a = sl_srv_result_json(j->g.chat, true, j->id, model, st->h->created, j->out + st->sent, end - st->sent,
-                               NULL, false, 0, 0, 0);
+                               NULL, false, 0, 0, 0, logprobs_upto(st->h, j, &st->li, end));
         st->sent = end;
     } else if (j->state == SL_SRV_DONE && !st->final) {
         a = sl_srv_result_json(j->g.chat, true, j->id, model, st->h->created, NULL, 0,
-                               j->finish ? j->finish : "stop", false, 0, 0, 0);
+                               j->finish ? j->finish : "stop", false, 0, 0, 0, NULL);
         b = strdup("[DONE]");
         st->final = true;
     } else {
@@ -161,9 +176,6 @@ static void sse_free(void *cls)
 
 static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *cn, bool chat)
 {
-    if (chat && h->c.tmpl == SL_CHAT_NONE)
-        return send_error(h, c, 400, "the model has no chat template (start the server with --chat-template)",
-                          NULL, NULL);
     sl_srv_job *j = calloc(1, sizeof *j);
     if (!j) return send_error(h, c, 500, "out of memory", NULL, NULL);
     char err[256];
@@ -202,10 +214,17 @@ static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *
         return send_error(h, c, (unsigned)status, err, status == 400 ? (chat ? "messages" : "prompt") : NULL, code);
     }
     if (!j->g.stream) {
-        char *body = strcmp(j->finish, "error") && strcmp(j->finish, "cancelled")
-                   ? sl_srv_result_json(chat, false, j->id, h->c.model_name, h->created, j->out ? j->out : "",
-                                        j->out_len, j->finish, true, j->n_prompt, j->n_cached, j->n_gen)
-                   : NULL;
+        char *body = NULL, *text = j->out ? j->out : "";
+        size_t len = j->out_len, from = 0;
+        if (j->g.echo && (text = malloc(strlen(j->g.prompt) + len + 1))) {
+            len = (size_t)sprintf(text, "%s", j->g.prompt);
+            memcpy(text + len, j->out ? j->out : "", j->out_len);
+            len += j->out_len;
+        }
+        if (text && strcmp(j->finish, "error") && strcmp(j->finish, "cancelled"))
+            body = sl_srv_result_json(chat, false, j->id, h->c.model_name, h->created, text, len, j->finish, true,
+                                      j->n_prompt, j->n_cached, j->n_gen, logprobs_upto(h, j, &from, j->out_len));
+        if (j->g.echo) free(text);
         sl_srv_unref_locked(e, j);
         sl_srv_unlock(e);
         if (!body) return send_error(h, c, 500, "generation failed", NULL, NULL);
@@ -216,8 +235,10 @@ static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *
     struct MHD_Response *r = NULL;
     if (ss) {
         ss->h = h; ss->job = j; ss->fd = fd;
-        if (chat) {   /* the first chunk names the role */
-            char *a = sl_srv_result_json(true, true, j->id, h->c.model_name, h->created, "", 0, NULL, true, 0, 0, 0);
+        if (chat || j->g.echo) {   /* the first chunk names the role, or echoes the prompt */
+            const char *first = chat ? "" : j->g.prompt;
+            char *a = sl_srv_result_json(chat, true, j->id, h->c.model_name, h->created, first, strlen(first), NULL,
+                                         true, 0, 0, 0, NULL);
             if (a && (ss->stage = malloc(strlen(a) + 16)))
                 ss->stage_len = (size_t)sprintf(ss->stage, "data: %s\n\n", a);
             free(a);

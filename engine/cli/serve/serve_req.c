@@ -94,6 +94,36 @@ static int get_prompt(pctx *c, const cJSON *o, sl_srv_gen *g)
     return (g->prompt = strdup(v->valuestring)) ? 0 : 500;
 }
 
+/* A message's content: a string, or OpenAI's array of parts of which only
+ * {"type": "text", "text": ...} are taken (joined; *own keeps them). */
+static int get_content(pctx *c, const cJSON *content, int i, const char **out, char **own)
+{
+    if (cJSON_IsString(content)) { *out = content->valuestring; return 0; }
+    if (!cJSON_IsArray(content))
+        return bad(c, "messages", "messages[%d].content must be a string or an array of text parts", i);
+    size_t len = 0;
+    int n = cJSON_GetArraySize(content);
+    for (int k = 0; k < n; k++) {
+        const cJSON *part = cJSON_GetArrayItem(content, k);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
+            return bad(c, "messages", "messages[%d].content[%d]: only text parts are supported (type %s)", i, k,
+                       cJSON_IsString(type) ? type->valuestring : "missing");
+        len += strlen(text->valuestring);
+    }
+    if (!(*own = malloc(len + 1))) return 500;
+    len = 0;
+    for (int k = 0; k < n; k++) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(content, k), "text")->valuestring;
+        memcpy(*own + len, t, strlen(t));
+        len += strlen(t);
+    }
+    (*own)[len] = 0;
+    *out = *own;
+    return 0;
+}
+
 static int get_messages(pctx *c, const cJSON *o, const sl_srv_limits *lim, enum sl_chat_tmpl tmpl,
                         const char *bos, const char *eos, sl_srv_gen *g)
 {
@@ -104,7 +134,8 @@ static int get_messages(pctx *c, const cJSON *o, const sl_srv_limits *lim, enum 
     if (n < 1 || n > lim->max_messages)
         return bad(c, "messages", "'messages' must hold 1..%d messages", lim->max_messages);
     sl_chat_msg *ms = calloc((size_t)n, sizeof *ms);
-    if (!ms) return 500;
+    char **own = calloc((size_t)n, sizeof *own);
+    if (!ms || !own) { free(ms); free(own); return 500; }
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         const cJSON *m = cJSON_GetArrayItem(v, i);
@@ -114,8 +145,7 @@ static int get_messages(pctx *c, const cJSON *o, const sl_srv_limits *lim, enum 
         else if (!cJSON_IsString(role) || (strcmp(role->valuestring, "system") &&
                  strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
             rc = bad(c, "messages", "messages[%d].role must be \"system\", \"user\" or \"assistant\"", i);
-        else if (!cJSON_IsString(content)) rc = bad(c, "messages", "messages[%d].content must be a string", i);
-        else ms[i] = (sl_chat_msg){ role->valuestring, content->valuestring };
+        else if (!(rc = get_content(c, content, i, &ms[i].content, &own[i]))) ms[i].role = role->valuestring;
     }
     if (!rc) {
         int64_t len = sl_chat_render(tmpl, ms, (size_t)n, true, bos, eos, NULL, 0);
@@ -123,8 +153,30 @@ static int get_messages(pctx *c, const cJSON *o, const sl_srv_limits *lim, enum 
         else if (!(g->prompt = malloc((size_t)len + 1))) rc = 500;
         else sl_chat_render(tmpl, ms, (size_t)n, true, bos, eos, g->prompt, (size_t)len + 1);
     }
+    for (int i = 0; i < n; i++) free(own[i]);
+    free(own);
     free(ms);
     return rc;
+}
+
+/* completions: "logprobs": N (top N); chat: "logprobs": true with "top_logprobs": N. */
+static int get_logprobs(pctx *c, const cJSON *o, bool chat, sl_srv_gen *g)
+{
+    double d;
+    bool p;
+    g->logprobs = -1;
+    if (!chat) {
+        int rc = num(c, o, "logprobs", 0, SL_SRV_MAX_TOP, true, &d, &p);
+        if (!rc && p) g->logprobs = (int32_t)d;
+        return rc;
+    }
+    const cJSON *on = cJSON_GetObjectItemCaseSensitive(o, "logprobs");
+    if (on && !cJSON_IsNull(on) && !cJSON_IsBool(on)) return bad(c, "logprobs", "'logprobs' must be a boolean");
+    int rc = num(c, o, "top_logprobs", 0, SL_SRV_MAX_TOP, true, &d, &p);
+    if (rc) return rc;
+    if (p && !cJSON_IsTrue(on)) return bad(c, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    if (cJSON_IsTrue(on)) g->logprobs = p ? (int32_t)d : 0;
+    return 0;
 }
 
 int sl_srv_parse(const char *body, size_t len, bool chat, const sl_srv_limits *lim,
@@ -172,7 +224,20 @@ int sl_srv_parse(const char *body, size_t len, bool chat, const sl_srv_limits *l
     if ((rc = num(&c, o, "max_tokens", 1, lim->max_tokens, true, &mt, &have_mt))) goto out;
     if ((rc = num(&c, o, "max_completion_tokens", 1, lim->max_tokens, true, &mct, &have_mct))) goto out;
     g->max_tokens = have_mct ? (int32_t)mct : have_mt ? (int32_t)mt : (chat ? 0 : 16);   /* OpenAI: 16 */
-    if ((rc = num(&c, o, "n", 1, 1, true, &nn, NULL))) goto out;
+    bool have_n;
+    if ((rc = num(&c, o, "n", 1, 128, true, &nn, &have_n))) goto out;
+    if (have_n && nn != 1) {
+        rc = bad(&c, "n", "'n' is %g: sluice serve returns one choice per request (send n requests, or n = 1)", nn);
+        goto out;
+    }
+    if ((rc = get_logprobs(&c, o, chat, g))) goto out;
+    const cJSON *echo = cJSON_GetObjectItemCaseSensitive(o, "echo");
+    if (echo && !cJSON_IsNull(echo) && (chat || !cJSON_IsBool(echo))) {
+        rc = bad(&c, "echo", chat ? "'echo' is a field of completions, not of chat completions"
+                                  : "'echo' must be a boolean");
+        goto out;
+    }
+    g->echo = echo && cJSON_IsTrue(echo);
     /* accepted and range-checked, not implemented: they must not change the result */
     if ((rc = num(&c, o, "presence_penalty", 0, 0, false, &d, NULL)) ||
         (rc = num(&c, o, "frequency_penalty", 0, 0, false, &d, NULL)))
@@ -188,7 +253,7 @@ out:
 
 char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, long long created,
                          const char *text, size_t text_len, const char *finish, bool role,
-                         int32_t n_prompt, int32_t n_cached, int32_t n_gen)
+                         int32_t n_prompt, int32_t n_cached, int32_t n_gen, cJSON *logprobs)
 {
     char idbuf[64], *t = NULL;
     snprintf(idbuf, sizeof idbuf, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)id);
@@ -208,8 +273,9 @@ char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, 
         if (t) cJSON_AddStringToObject(m, "content", t);
     } else {
         cJSON_AddStringToObject(c, "text", t ? t : "");
-        cJSON_AddNullToObject(c, "logprobs");
     }
+    if (logprobs) cJSON_AddItemToObject(c, "logprobs", logprobs);
+    else cJSON_AddNullToObject(c, "logprobs");
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     if (!chunk) {
@@ -224,6 +290,56 @@ char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, 
     cJSON_Delete(r);
     free(t);
     return s;
+}
+
+/* A token's text as the client sees it (bytes that are not UTF-8 alone kept as they are). */
+static void token_text(const sl_model *m, int32_t id, char *buf, size_t cap)
+{
+    int n = sl_model_token_piece(m, id, buf, cap - 1);   /* not NUL-terminated */
+    buf[n < 0 ? 0 : n] = 0;
+}
+
+static cJSON *chat_lp(const sl_model *m, int32_t id, float lp)
+{
+    char t[256];
+    token_text(m, id, t, sizeof t);
+    cJSON *e = cJSON_CreateObject(), *b = cJSON_CreateArray();
+    cJSON_AddStringToObject(e, "token", t);
+    cJSON_AddNumberToObject(e, "logprob", lp);
+    for (const unsigned char *q = (const unsigned char *)t; *q; q++) cJSON_AddItemToArray(b, cJSON_CreateNumber(*q));
+    cJSON_AddItemToObject(e, "bytes", b);
+    return e;
+}
+
+cJSON *sl_srv_logprobs_json(const sl_model *m, bool chat, const sl_srv_lp *lps, const size_t *ends, size_t n,
+                            size_t base, size_t offset)
+{
+    cJSON *r = cJSON_CreateObject();
+    if (chat) {
+        cJSON *content = cJSON_AddArrayToObject(r, "content");
+        for (size_t i = 0; i < n; i++) {
+            cJSON *e = chat_lp(m, lps[i].id, lps[i].lp), *top = cJSON_AddArrayToObject(e, "top_logprobs");
+            for (int32_t k = 0; k < lps[i].n_top; k++) cJSON_AddItemToArray(top, chat_lp(m, lps[i].top[k], lps[i].top_lp[k]));
+            cJSON_AddItemToArray(content, e);
+        }
+        return r;
+    }
+    cJSON *toks = cJSON_AddArrayToObject(r, "tokens"), *tlp = cJSON_AddArrayToObject(r, "token_logprobs");
+    cJSON *top = cJSON_AddArrayToObject(r, "top_logprobs"), *off = cJSON_AddArrayToObject(r, "text_offset");
+    char t[256];
+    for (size_t i = 0; i < n; i++) {
+        token_text(m, lps[i].id, t, sizeof t);
+        cJSON_AddItemToArray(toks, cJSON_CreateString(t));
+        cJSON_AddItemToArray(tlp, cJSON_CreateNumber(lps[i].lp));
+        cJSON *d = cJSON_CreateObject();
+        for (int32_t k = 0; k < lps[i].n_top; k++) {
+            token_text(m, lps[i].top[k], t, sizeof t);
+            if (!cJSON_GetObjectItemCaseSensitive(d, t)) cJSON_AddNumberToObject(d, t, lps[i].top_lp[k]);
+        }
+        cJSON_AddItemToArray(top, d);
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(offset + (i ? ends[i - 1] : base))));
+    }
+    return r;
 }
 
 char *sl_srv_models_json(const char *model, long long created)

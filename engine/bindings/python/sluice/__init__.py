@@ -1,11 +1,15 @@
 """Sluice from Python: ctypes over libsluice.so (no compiled extension).
 
     import sluice
-    with sluice.Model("stories260K.gguf", n_ctx=256) as m, m.session("Once upon a time", temp=0) as s:
-        print(b"".join(piece for _, piece in s.generate(32)).decode())
+    with sluice.Model("stories260K.gguf", n_ctx=256) as llm:
+        print(llm("Once upon a time", max_tokens=32, temperature=0)["choices"][0]["text"])
 
-The library is found through $SLUICE_LIB, then the source tree's build/libsluice.so, then the
-system (ctypes.util.find_library("sluice")). Failures raise SluiceError(status, message)."""
+Model has llama-cpp-python's verbs (``__call__`` / create_completion, create_chat_completion,
+tokenize, detokenize; sluice/completion.py) beside the low-level Session (feed, sample,
+accept, detok) and the weight streamer's Stream. Installed with ``pip install
+engine/bindings/python``. The library is found through $SLUICE_LIB, then the copy bundled in
+the wheel, the source tree's build/, the `make install` prefix (pkg-config), and the dynamic
+loader's search. Failures raise SluiceError(status, message)."""
 from ._lib import SluiceError, lib as _cdll
 from .engine import Model, Session, MODES, IOS, rss_bytes
 from .stream import Stream, Unit, Tensor
@@ -14,6 +18,6 @@ __all__ = ["Model", "Session", "Stream", "Unit", "Tensor", "SluiceError", "MODES
            "rss_bytes"]
 
 
-def version():
+def version() -> str:
     """The library's version at run time ("0.5.0")."""
     return _cdll.sl_version().decode()

@@ -5,7 +5,9 @@ structs go through the ``_sized`` entry points with this module's own struct
 sizes (README "Library": ABI contract). No compiled extension."""
 import ctypes
 import ctypes.util
+import glob
 import os
+import subprocess
 
 _c = ctypes
 c_int, c_int32, c_uint32, c_uint64, c_int64 = _c.c_int, _c.c_int32, _c.c_uint32, _c.c_uint64, _c.c_int64
@@ -23,18 +25,51 @@ class SluiceError(Exception):
         self.status = status
 
 
-def _find():
+def _in(folder: str) -> "str | None":
+    """libsluice.so.N (the SONAME) or libsluice.so in folder, or None."""
+    names = sorted(glob.glob(os.path.join(folder, "libsluice.so.[0-9]*")), key=len) + \
+        [os.path.join(folder, "libsluice.so")]
+    return next((n for n in names if os.path.exists(n)), None)
+
+
+def _pkg_config_libdir() -> "str | None":
+    """The `make install` prefix's lib folder, as pkg-config knows it (sluice.pc)."""
+    try:
+        r = subprocess.run(["pkg-config", "--variable=libdir", "sluice"], capture_output=True, text=True,
+                           timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def _find() -> "list[str]":
+    """Where libsluice is looked for, in order: $SLUICE_LIB; the copy bundled in the wheel; the
+    source tree's build/ (running from a checkout); the `make install` prefix (pkg-config);
+    the dynamic loader's own search (ld.so.conf, LD_LIBRARY_PATH)."""
     env = os.environ.get("SLUICE_LIB")
     if env:
-        return env
+        return [env]
     here = os.path.dirname(os.path.abspath(__file__))
-    tree = os.path.join(here, "..", "..", "..", "..", "build", "libsluice.so")   # in the source tree
-    if os.path.exists(tree):
-        return tree
-    return ctypes.util.find_library("sluice") or "libsluice.so.0"
+    tries = [_in(here), _in(os.path.join(here, "..", "..", "..", "..", "build"))]
+    libdir = _pkg_config_libdir()
+    if libdir:
+        tries.append(_in(libdir))
+    tries += [ctypes.util.find_library("sluice"), "libsluice.so.0"]
+    return [t for t in tries if t]
 
 
-lib = ctypes.CDLL(_find())
+def _load() -> ctypes.CDLL:
+    errors = []
+    for path in _find():
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(str(e))
+    raise ImportError("sluice: cannot load libsluice (set SLUICE_LIB, `make install` it where pkg-config "
+                      "finds sluice.pc, or install a wheel that bundles it): " + "; ".join(errors))
+
+
+lib = _load()
 
 
 class ModelParams(_c.Structure):
@@ -138,6 +173,10 @@ _protos = {
     "sl_session_n_past": (c_int32, [c_void_p]),
     "sl_session_n_ctx": (c_int32, [c_void_p]),
     "sl_session_detok": (c_int, [c_void_p, c_int32, c_char_p, c_size_t]),
+    "sl_session_logprobs": (c_int, [c_void_p, c_int32, c_int32, P(c_int32), P(c_float), P(c_float)]),
+    "sl_model_chat_template": (c_char_p, [c_void_p]),
+    "sl_model_chat_render": (c_int64, [c_void_p, c_char_p, P(c_char_p), P(c_char_p), c_size_t, c_bool,
+                                       c_char_p, c_size_t]),
     "sl_session_get_stats_sized": (c_int, [c_void_p, P(Stats), c_size_t]),
     "sl_session_reset_stats": (None, [c_void_p]),
     "sl_session_save": (c_int, [c_void_p, c_char_p]),

@@ -6,9 +6,11 @@ SluiceError(SL_EINVAL) instead of reaching the library."""
 import ctypes
 import os
 import threading
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._lib import SluiceError, lib, check, text, SL_EINVAL
+from .completion import CompletionMixin
 
 MODES = {"auto": 0, "resident": 1, "stream": 2, "mmap": 3}
 IOS = {"auto": 0, "uring": 1, "pread": 2}
@@ -22,7 +24,7 @@ def _enum(table, value, what):
     return int(value)
 
 
-def rss_bytes():
+def rss_bytes() -> Tuple[int, int]:
     """(VmRSS, VmHWM) of this process in bytes; (0, 0) without /proc."""
     cur = peak = 0
     try:
@@ -37,14 +39,20 @@ def rss_bytes():
     return cur, peak
 
 
-class Model:
+class Model(CompletionMixin):
     """An open GGUF model. ``Model(path, n_ctx=512, mode="stream", mem_budget=2 << 20, ...)``;
-    keywords are the fields of sl_model_params (mode and io also by name)."""
+    keywords are the fields of sl_model_params (mode and io also by name; ``threads`` is
+    n_threads), and ``chat_format``: a chat template family by name (default: the model's).
+    Completions and chat completions: CompletionMixin (sluice/completion.py)."""
 
-    def __init__(self, path, **params):
+    def __init__(self, path: Union[str, "os.PathLike[str]"], chat_format: Optional[str] = None, **params: Any):
         self._h = None
         self._lock = threading.RLock()
         self._sessions = []
+        self.model_path = os.fspath(path)
+        self.chat_format = chat_format
+        if "threads" in params:
+            params["n_threads"] = params.pop("threads")
         p = _lib.ModelParams()
         check(lib.sl_model_params_init_sized(ctypes.byref(p), ctypes.sizeof(p)), lib.sl_last_error)
         for k, v in params.items():
@@ -66,7 +74,7 @@ class Model:
             raise SluiceError(SL_EINVAL, "model is closed")
         return self._h
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             for s in list(self._sessions):
                 s.close()
@@ -84,7 +92,7 @@ class Model:
         if getattr(self, "_h", None) is not None:
             self.close()
 
-    def info(self):
+    def info(self) -> Dict[str, Any]:
         """sl_model_info as a dict; mode/io by name."""
         with self._lock:
             mi = _lib.ModelInfo()
@@ -95,7 +103,7 @@ class Model:
             d["mode"], d["io"] = text(lib.sl_stream_mode_name(mi.mode)), text(lib.sl_stream_io_name(mi.io))
             return d
 
-    def tokenize(self, s, add_bos=True, parse_special=False):
+    def tokenize(self, s: Union[str, bytes], add_bos: bool = True, parse_special: bool = False) -> List[int]:
         """Token ids of a str or bytes."""
         b = s.encode("utf-8") if isinstance(s, str) else bytes(s)
         cap = len(b) + 8
@@ -105,7 +113,7 @@ class Model:
                       lambda: lib.sl_model_errmsg(self._h))
         return list(ids[:n])
 
-    def token_bytes(self, tok):
+    def token_bytes(self, tok: int) -> bytes:
         """The bytes a token stands for, as printed (not necessarily UTF-8 alone)."""
         buf = ctypes.create_string_buffer(1024)
         with self._lock:
@@ -113,21 +121,21 @@ class Model:
                       lambda: lib.sl_model_errmsg(self._h))
         return buf.raw[:n]
 
-    def detokenize(self, ids):
+    def detokenize(self, ids: Sequence[int]) -> bytes:
         """Bytes of a token sequence (token pieces joined; decode as UTF-8 yourself)."""
         return b"".join(self.token_bytes(t) for t in ids)
 
-    def is_eog(self, tok):
+    def is_eog(self, tok: int) -> bool:
         with self._lock:
             return bool(lib.sl_model_token_is_eog(self._handle(), tok))
 
-    def meta(self, key):
+    def meta(self, key: str) -> Optional[str]:
         """A string metadata value, or None."""
         with self._lock:
             v = lib.sl_model_meta_str(self._handle(), key.encode())
         return None if v is None else text(v)
 
-    def session(self, prompt=None, **sampling):
+    def session(self, prompt: Optional[Union[str, bytes, Sequence[int]]] = None, **sampling: Any) -> "Session":
         """A new Session; sampling keywords as Session.set_sampling; prompt fed if given."""
         with self._lock:
             s = Session(self)
@@ -146,7 +154,7 @@ class Model:
 class Session:
     """One conversation: KV cache, sampler, streaming detokenizer."""
 
-    def __init__(self, model):
+    def __init__(self, model: Model):
         self.model = model
         self._lock = model._lock
         h = ctypes.c_void_p()
@@ -175,7 +183,7 @@ class Session:
     def __exit__(self, *exc):
         self.close()
 
-    def set_sampling(self, **kw):
+    def set_sampling(self, **kw: Any) -> None:
         """temp (0 = greedy), top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed;
         the rest keep sl_sampling_init's defaults. Also reseeds."""
         sp = _lib.Sampling()
@@ -187,7 +195,7 @@ class Session:
         with self._lock:
             check(lib.sl_session_set_sampling(self._handle(), ctypes.byref(sp)), self._err)
 
-    def feed(self, prompt, parse_special=False):
+    def feed(self, prompt: Union[str, bytes, Sequence[int]], parse_special: bool = False) -> None:
         """Feed text (BOS as the model asks when empty) or a list of token ids."""
         with self._lock:
             h = self._handle()
@@ -200,7 +208,7 @@ class Session:
                 ids = (ctypes.c_int32 * len(prompt))(*prompt)
                 check(lib.sl_session_feed_tokens(h, ids, len(prompt)), self._err)
 
-    def eval(self, ids):
+    def eval(self, ids: Sequence[int]) -> Any:
         """Feed ids and return the logits of every position (n x n_vocab; NumPy array if present)."""
         n_vocab = self.model.info()["n_vocab"]
         out = (ctypes.c_float * (len(ids) * n_vocab))()
@@ -213,17 +221,17 @@ class Session:
         except ImportError:
             return [list(out[i * n_vocab:(i + 1) * n_vocab]) for i in range(len(ids))]
 
-    def sample(self):
+    def sample(self) -> int:
         tok = ctypes.c_int32()
         with self._lock:
             check(lib.sl_session_sample(self._handle(), ctypes.byref(tok)), self._err)
         return tok.value
 
-    def accept(self, tok):
+    def accept(self, tok: int) -> None:
         with self._lock:
             check(lib.sl_session_accept(self._handle(), tok), self._err)
 
-    def detok(self, tok):
+    def detok(self, tok: int) -> bytes:
         """Streaming detokenizer: bytes of tok given what came before (may be b"")."""
         buf = ctypes.create_string_buffer(2048)
         with self._lock:
@@ -231,16 +239,16 @@ class Session:
         return buf.raw[:n]
 
     @property
-    def n_past(self):
+    def n_past(self) -> int:
         with self._lock:
             return lib.sl_session_n_past(self._handle())
 
     @property
-    def n_ctx(self):
+    def n_ctx(self) -> int:
         with self._lock:
             return lib.sl_session_n_ctx(self._handle())
 
-    def generate(self, n=-1, stop_at_eog=True):
+    def generate(self, n: int = -1, stop_at_eog: bool = True) -> Iterator[Tuple[int, bytes]]:
         """Iterator of (token, bytes) for up to n tokens (-1: until the end), the loop of
         `sluice run`: stops at an end-of-generation token (not fed) or a full context."""
         i = 0
@@ -256,11 +264,11 @@ class Session:
             yield tok, piece
             i += 1
 
-    def reset(self):
+    def reset(self) -> None:
         with self._lock:
             lib.sl_session_reset(self._handle())
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """sl_stats as a dict, plus tok_s, rss_bytes, peak_rss_bytes, mode, io."""
         st = _lib.Stats()
         with self._lock:
@@ -273,22 +281,22 @@ class Session:
         d["mode"], d["io"] = info["mode"], info["io"]
         return d
 
-    def reset_stats(self):
+    def reset_stats(self) -> None:
         with self._lock:
             lib.sl_session_reset_stats(self._handle())
 
-    def save(self, path):
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Save tokens, KV cache, logits and sampler state to path (atomic; sl_session_save)."""
         with self._lock:
             check(lib.sl_session_save(self._handle(), os.fsencode(path)), self._err)
 
-    def load(self, path):
+    def load(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Restore what save wrote; another model's, KV type's or a damaged file raises
         SluiceError and leaves the session empty."""
         with self._lock:
             check(lib.sl_session_load(self._handle(), os.fsencode(path)), self._err)
 
-    def load_prefix(self, path, ids):
+    def load_prefix(self, path: Union[str, "os.PathLike[str]"], ids: Sequence[int]) -> int:
         """Restore the longest common prefix of path's tokens and ids; returns how many
         positions were restored (feed ids[n:] next)."""
         arr = (ctypes.c_int32 * len(ids))(*ids)
@@ -298,7 +306,7 @@ class Session:
                                              ctypes.byref(n)), self._err)
         return n.value
 
-    def pressure_level(self, level):
+    def pressure_level(self, level: int) -> int:
         """Feed a memory-pressure level (0 none .. 3 critical; Android onTrimMemory mapped as in
         Session.trimMemory of the Java API) once the ladder is on; returns the steps taken."""
         with self._lock:
