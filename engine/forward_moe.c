@@ -118,8 +118,9 @@ static void top_k(const float *p, int n, int k, int32_t *sel)
     }
 }
 
-/* Softmax of one token's router logits in place, then its top k. */
-static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
+/* Softmax of one token's router logits in place, then its top k (weights
+ * renormalized when norm). */
+static void route(const sl_model_desc *d, bool norm, float *p, int32_t *sel, float *w)
 {
     const int NE = d->n_expert, K = d->n_expert_used;
     float mx = -INFINITY;
@@ -130,7 +131,7 @@ static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
     for (int e = 0; e < NE; e++) p[e] *= inv;
     top_k(p, NE, K, sel);
     for (int j = 0; j < K; j++) w[j] = p[sel[j]];
-    if (d->expert_weights_norm) {
+    if (norm) {
         float s = 0;
         for (int j = 0; j < K; j++) s += w[j];
         if (s < 6.103515625e-5f) s = 6.103515625e-5f;
@@ -323,7 +324,7 @@ static int experts_decode(sl_forward *f, moe_buf *b, int32_t l, int32_t n_uni)
     return rc;
 }
 
-int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n)
+int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
     const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
@@ -337,7 +338,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
     if ((rc = moe_mm(f, f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name))) return rc;
     memset(b.cnt, 0, (size_t)(NE + 1) * sizeof *b.cnt);
     for (int32_t t = 0; t < n; t++) {
-        route(d, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
+        route(d, blk->weights_norm, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
         for (int32_t j = 0; j < K; j++) b.cnt[b.sel[(int64_t)t * K + j] + 1]++;
     }
     if (n == 1 && f->pg_layer == l) {   /* how good the guess was, rank by rank */
@@ -388,7 +389,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
         for (int32_t j = 1; j < K; j++) f->k->add(o, o, ys + (int64_t)j * E, E);
     }
 
-    if (d->n_ff_shexp) {
+    if (blk->shared_expert) {
         const sl_stream_tensor *gs, *sg, *su, *sd;
         if ((rc = find(v, l, "ffn_gate_inp_shexp.weight", &gs)) ||
             (rc = find(v, l, "ffn_gate_shexp.weight", &sg)) ||

@@ -321,7 +321,7 @@ Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
     cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 * 11 + 2);
     sl_model_desc d;
     cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_QWEN3 && d.has_qk_norm && d.head_dim == 128);
+    cr_assert(!strcmp(d.arch_name, "qwen3") && sl_model_layer(&d, 0)->attn.qk_norm && d.head_dim == 128);
     cr_assert_float_eq(d.rms_eps, 1e-6f, 1e-12);
     sl_gguf_close(g);
 
@@ -342,7 +342,8 @@ Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
     cr_assert_null(sl_gguf_find_tensor(g, "blk.0.attn_q.weight"));
     cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 + 2 * 6 + 2);
     cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_PHI3 && d.fused_qkv && d.fused_gate_up && d.has_rope_factors);
+    cr_assert(!strcmp(d.arch_name, "phi3") && sl_model_layer(&d, 0)->attn.fused_qkv && sl_model_layer(&d, 0)->ffn.fused_gate_up &&
+              d.has_rope_factors);
     sl_gguf_close(g);
     cleanup();
 }
@@ -365,7 +366,8 @@ Test(mkmodel, gemma3_presets, .timeout = 120)
     check_shape(g, "blk.5.attn_k_norm.weight", SL_GGML_F32, 128, 1);
     sl_model_desc d;
     cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_GEMMA3 && d.has_qk_norm && d.has_post_norms && d.ffn_gelu && d.tied_output);
+    cr_assert(!strcmp(d.arch_name, "gemma3") && sl_model_layer(&d, 0)->attn.qk_norm && sl_model_layer(&d, 0)->attn.post_norm &&
+              sl_model_layer(&d, 0)->ffn.act == SL_ACT_GELU && d.tied_output);
     cr_assert(d.n_swa == 16 && d.n_head_kv == 1 && d.head_dim == 128);
     sl_gguf_close(g);
 
@@ -409,7 +411,7 @@ Test(mkmodel, moe_presets, .timeout = 120)
     check_experts(g, "blk.1.ffn_down_exps.weight", SL_GGML_Q4_K, 512, 256, 8);
     cr_assert_null(sl_gguf_find_tensor(g, "blk.0.ffn_gate.weight"));
     cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_LLAMA && d.n_expert == 8 && d.n_ff_exp == 512 && !d.rope_neox);
+    cr_assert(!strcmp(d.arch_name, "llama") && sl_model_layer(&d, 0)->ffn.kind == SL_FFN_MOE && d.n_expert == 8 && d.n_ff_exp == 512 && !d.rope_neox);
     sl_gguf_close(g);
 
     g = mk_open("q2.gguf", "--preset qwen2moe-tiny --type q4_k_m --vocab none --n-vocab 512");
@@ -421,7 +423,8 @@ Test(mkmodel, moe_presets, .timeout = 120)
     check_shape(g, "blk.3.ffn_down_shexp.weight", SL_GGML_Q6_K, 512, 256);
     check_shape(g, "blk.3.attn_q.bias", SL_GGML_F32, 256, 1);
     cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_QWEN2MOE && d.n_ff_shexp == 512 && d.has_qkv_bias && !d.expert_weights_norm);
+    cr_assert(!strcmp(d.arch_name, "qwen2moe") && d.n_ff_shexp == 512 && sl_model_layer(&d, 0)->attn.qkv_bias &&
+              !sl_model_layer(&d, 0)->ffn.weights_norm);
     sl_gguf_close(g);
 
     g = mk_open("q3.gguf", "--preset qwen3moe-tiny --type q4_k --vocab none --n-vocab 512");
@@ -433,7 +436,7 @@ Test(mkmodel, moe_presets, .timeout = 120)
     check_shape(g, "blk.0.attn_q_norm.weight", SL_GGML_F32, 128, 1);
     check_experts(g, "blk.2.ffn_gate_exps.weight", SL_GGML_Q4_K, 256, 256, 16);
     cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_QWEN3MOE && d.has_qk_norm && d.head_dim == 128 && d.n_expert_used == 4);
+    cr_assert(!strcmp(d.arch_name, "qwen3moe") && sl_model_layer(&d, 0)->attn.qk_norm && d.head_dim == 128 && d.n_expert_used == 4);
     sl_gguf_close(g);
 
     char path[PATH_MAX];
