@@ -30,6 +30,13 @@ static inline int mt_load_desc(const char *path, sl_model_desc *d)
     return rc;
 }
 
+/* The description of path into d, which must load and be of architecture arch. */
+static inline void mt_load_arch(const char *path, const char *arch, sl_model_desc *d)
+{
+    cr_assert_eq(mt_load_desc(path, d), 0, "%s: %s", path, sl_last_error());
+    cr_assert_str_eq(d->arch_name, arch, "%s", path);
+}
+
 /* Layer l's attention / FFN block. */
 static inline const sl_attn_block *mt_attn(const sl_model_desc *d, int32_t l) { return &sl_model_layer(d, l)->attn; }
 static inline const sl_ffn_block *mt_ffn(const sl_model_desc *d, int32_t l) { return &sl_model_layer(d, l)->ffn; }

@@ -8,8 +8,7 @@
 Test(model, stories260k)
 {
     sl_model_desc d;
-    cr_assert_eq(mt_load_desc(MODELS "/stories260K.gguf", &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "llama");
+    mt_load_arch(MODELS "/stories260K.gguf", "llama", &d);
     cr_assert_eq(d.n_layer, 5);
     cr_assert_eq(d.n_embd, 64);
     cr_assert_eq(d.n_ff, 172);
@@ -42,8 +41,7 @@ Test(model, tinystories_tied)
 Test(model, qwen2)
 {
     sl_model_desc d;
-    cr_assert_eq(mt_load_desc(MODELS "/synth-tiny-qwen2-q4_k.gguf", &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "qwen2");
+    mt_load_arch(MODELS "/synth-tiny-qwen2-q4_k.gguf", "qwen2", &d);
     cr_assert(d.rope_neox && mt_attn(&d, 0)->qkv_bias && !d.tied_output);
     cr_assert_float_eq(d.rope_base, 1e6f, 0);
     cr_assert_eq(d.q_dim, 256);
@@ -103,31 +101,30 @@ Test(model, norm_must_be_f32)
     cr_assert_str_eq(sl_last_error(), "tensor 'blk.0.ffn_norm.weight': type f16, expected f32");
 }
 
-Test(model, rope_scaling_linear)
+/* stories260K with <arch>.rope.scaling.type and .factor set: its description
+ * and rope angles of base 1e4 (head dim 8: 4 pairs). */
+static void rope_scaled(const char *type, float factor, sl_model_desc *d, float inv[4])
 {
-    mt_mutation mu = { .str_key = "llama.rope.scaling.type", .str_val = "linear",
-                       .f32_key = "llama.rope.scaling.factor", .f32_val = 4.0f };
-    sl_model_desc d;
-    cr_assert_eq(broken(&mu, &d), 0, "%s", sl_last_error());
-    cr_assert_eq(d.rope_scaling, SL_ROPE_SCALE_LINEAR);
-    float inv[4];
-    sl_model_rope_inv_freq(&d, d.rope_base, NULL, inv);
-    for (int i = 0; i < 4; i++)
-        cr_assert_float_eq(inv[i], 0.25 * pow(10000.0, -2.0 * i / 8), 1e-6);
+    mt_mutation mu = { .str_key = "llama.rope.scaling.type", .str_val = type,
+                       .f32_key = "llama.rope.scaling.factor", .f32_val = factor };
+    cr_assert_eq(broken(&mu, d), 0, "%s", sl_last_error());
+    sl_model_rope_inv_freq(d, d->rope_base, NULL, inv);
 }
 
-Test(model, rope_scaling_llama3)
+Test(model, rope_scaling_linear_and_llama3)
 {
-    mt_mutation mu = { .str_key = "llama.rope.scaling.type", .str_val = "llama3",
-                       .f32_key = "llama.rope.scaling.factor", .f32_val = 8.0f };
     sl_model_desc d;
-    cr_assert_eq(broken(&mu, &d), 0, "%s", sl_last_error());
+    float inv[4];
+    rope_scaled("linear", 4.0f, &d, inv);   /* positions / 4 */
+    cr_assert_eq(d.rope_scaling, SL_ROPE_SCALE_LINEAR);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(inv[i], 0.25 * pow(10000.0, -2.0 * i / 8), 1e-6);
+
+    rope_scaled("llama3", 8.0f, &d, inv);
     cr_assert_eq(d.rope_scaling, SL_ROPE_SCALE_LLAMA3);
     /* head dim 8, base 1e4: wavelengths 2pi*{1, 10, 100, 1000}; original ctx 8192,
      * low 1, high 4: bounds 2048 and 8192: the first three keep their
      * frequency, the last (6283) is in the smoothed band */
-    float inv[4];
-    sl_model_rope_inv_freq(&d, d.rope_base, NULL, inv);
     for (int i = 0; i < 3; i++)
         cr_assert_float_eq(inv[i], pow(10000.0, -2.0 * i / 8), 1e-6);
     double sm = (8192 / (2 * M_PI * 1000) - 1) / 3;
@@ -177,8 +174,7 @@ Test(model, unsupported_rope_scaling)
 Test(model, qwen3)
 {
     sl_model_desc d;
-    cr_assert_eq(mt_load_desc(QWEN3, &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "qwen3");
+    mt_load_arch(QWEN3, "qwen3", &d);
     cr_assert_eq(d.head_dim, 128, "head dim from attention.key_length, not n_embd / n_head");
     cr_assert_eq(d.q_dim, 512);
     cr_assert_eq(d.kv_dim, 256);
@@ -194,8 +190,7 @@ Test(model, qwen3)
 Test(model, phi3)
 {
     sl_model_desc d;
-    cr_assert_eq(mt_load_desc(PHI3, &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "phi3");
+    mt_load_arch(PHI3, "phi3", &d);
     const sl_attn_block *a = mt_attn(&d, 0);
     const sl_ffn_block *ff = mt_ffn(&d, 0);
     cr_assert(d.rope_neox && a->fused_qkv && ff->fused_gate_up && d.has_rope_factors);
@@ -215,8 +210,7 @@ Test(model, phi3)
 Test(model, gemma3)
 {
     sl_model_desc d;
-    cr_assert_eq(mt_load_desc(GEMMA3, &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "gemma3");
+    mt_load_arch(GEMMA3, "gemma3", &d);
     const sl_attn_block *a = mt_attn(&d, 0);
     const sl_ffn_block *ff = mt_ffn(&d, 0);
     cr_assert(d.rope_neox && a->qk_norm && a->post_norm && ff->post_norm && ff->act == SL_ACT_GELU);

@@ -10,45 +10,38 @@
 #define QWEN2MOE MODELS "/synth2-qwen2moe-q4_k_m.gguf"
 #define QWEN3MOE MODELS "/synth2-qwen3moe-q4_k_m.gguf"
 
-Test(model_moe, mixtral)
-{
-    sl_model_desc d;
-    cr_assert_eq(mt_load_desc(MIXTRAL, &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "llama");
-    cr_assert_eq(d.n_expert, 8);
-    cr_assert_eq(d.n_expert_used, 2);
-    cr_assert_eq(d.n_ff_exp, 512);       /* feed_forward_length: no expert-width key for llama */
-    cr_assert_eq(d.n_ff_shexp, 0);
-    cr_assert(mt_ffn(&d, 1)->kind == SL_FFN_MOE && mt_ffn(&d, 0)->weights_norm && !mt_ffn(&d, 0)->shared_expert);
-    cr_assert(!d.rope_neox && !mt_attn(&d, 0)->qkv_bias && !mt_attn(&d, 0)->qk_norm);
-}
+/* The synth2 MoE files: experts, FFN block options, attention options. */
+static const struct {
+    const char *path, *arch;
+    int32_t n_expert, n_used, n_ff_exp, n_ff_shexp;
+    bool weights_norm, shared, neox, qkv_bias, qk_norm;
+} families[] = {
+    /* llama: n_ff_exp from feed_forward_length (no expert-width key) */
+    { MIXTRAL, "llama", 8, 2, 512, 0, true, false, false, false, false },
+    { QWEN2MOE, "qwen2moe", 8, 2, 256, 512, false, true, true, true, false },
+    { QWEN3MOE, "qwen3moe", 16, 4, 256, 0, true, false, true, false, true },
+};
 
-Test(model_moe, qwen2moe)
+Test(model_moe, families)
 {
-    sl_model_desc d;
-    cr_assert_eq(mt_load_desc(QWEN2MOE, &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "qwen2moe");
-    cr_assert_eq(d.n_expert, 8);
-    cr_assert_eq(d.n_expert_used, 2);
-    cr_assert_eq(d.n_ff_exp, 256);
-    cr_assert_eq(d.n_ff_shexp, 512);
-    cr_assert(mt_ffn(&d, 0)->kind == SL_FFN_MOE && !mt_ffn(&d, 0)->weights_norm && mt_ffn(&d, 0)->shared_expert);
-    cr_assert(d.rope_neox && mt_attn(&d, 0)->qkv_bias && !mt_attn(&d, 0)->qk_norm);
-}
-
-Test(model_moe, qwen3moe)
-{
-    sl_model_desc d;
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        sl_model_desc d;
+        mt_load_arch(families[i].path, families[i].arch, &d);
+        cr_assert(d.n_expert == families[i].n_expert && d.n_expert_used == families[i].n_used, "%s", d.arch_name);
+        cr_assert(d.n_ff_exp == families[i].n_ff_exp && d.n_ff_shexp == families[i].n_ff_shexp, "%s", d.arch_name);
+        cr_assert_eq(d.rope_neox, families[i].neox, "%s", d.arch_name);
+        for (int32_t l = 0; l < d.n_layer; l++) {
+            const sl_ffn_block *ff = mt_ffn(&d, l);
+            const sl_attn_block *a = mt_attn(&d, l);
+            cr_assert(ff->kind == SL_FFN_MOE && ff->weights_norm == families[i].weights_norm &&
+                      ff->shared_expert == families[i].shared, "%s layer %d", d.arch_name, l);
+            cr_assert(a->qkv_bias == families[i].qkv_bias && a->qk_norm == families[i].qk_norm,
+                      "%s layer %d", d.arch_name, l);
+        }
+    }
+    sl_model_desc d;   /* head dim from key_length */
     cr_assert_eq(mt_load_desc(QWEN3MOE, &d), 0, "%s", sl_last_error());
-    cr_assert_str_eq(d.arch_name, "qwen3moe");
-    cr_assert_eq(d.n_expert, 16);
-    cr_assert_eq(d.n_expert_used, 4);
-    cr_assert_eq(d.n_ff_exp, 256);
-    cr_assert_eq(d.n_ff_shexp, 0);
-    cr_assert_eq(d.head_dim, 128);
-    cr_assert_eq(d.q_dim, 512);
-    cr_assert(mt_ffn(&d, 3)->kind == SL_FFN_MOE && mt_ffn(&d, 0)->weights_norm && !mt_ffn(&d, 0)->shared_expert);
-    cr_assert(d.rope_neox && !mt_attn(&d, 0)->qkv_bias && mt_attn(&d, 0)->qk_norm);
+    cr_assert(d.head_dim == 128 && d.q_dim == 512);
 }
 
 /* A dense llama keeps its dense FFN (no expert key read as experts). */
