@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "forward_layer.h"
 #include "forward_moe.h"
-#include "forward_qknorm.h"
+#include "forward_ops.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
@@ -161,319 +162,6 @@ void sl_forward_free(sl_forward *f)
     memset(f, 0, sizeof *f);
 }
 
-/* ---- helpers ------------------------------------------------------------ */
-
-/* Quantized copy of activation rows, reused by every matrix that reads the
- * same input with the same vec_dot_type (q/k/v; gate/up). */
-typedef struct act_cache {
-    const float *src;
-    int vdt;
-    int64_t cols, rows;
-} act_cache;
-
-static void act_prepare(sl_forward *f, act_cache *c, const float *x, int64_t cols, int64_t rows,
-                        int wtype)
-{
-    int vdt = sl_quant_vec_dot_type(wtype);
-    if (c->src == x && c->vdt == vdt && c->cols == cols && c->rows == rows) return;
-    SL_TIMED(f, SL_PROF_QUANT, 0, sl_kern_quantize_act(f->k, wtype, x, cols, rows, f->act));
-    c->src = x; c->vdt = vdt; c->cols = cols; c->rows = rows;
-}
-
-static int find(sl_forward *f, const sl_stream_view *v, int32_t layer, const char *suffix,
-                const sl_stream_tensor **out)
-{
-    *out = sl_stream_view_find(v, suffix);
-    if (!*out) return sl_err_set(SL_ENOENT, "layer %d: tensor '%s' missing from its stream unit",
-                                 layer, suffix);
-    (void)f;
-    return 0;
-}
-
-/* Y[n][rows] = act . W^T; op: its profile class */
-static int mm(sl_forward *f, act_cache *c, const float *x, int64_t n, const sl_stream_tensor *w,
-              float *y, int64_t ldy, int op)
-{
-    int64_t cols = (int64_t)w->ne[0], rows = (int64_t)w->ne[1];
-    act_prepare(f, c, x, cols, n, (int)w->type);
-    int rc;
-    SL_TIMED(f, op, (uint64_t)rows * sl_gguf_row_bytes((int)w->type, cols),
-             rc = n == 1 ? sl_kern_matvec(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, y)
-                         : sl_kern_matmul(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, n, y, ldy));
-    if (rc) return sl_err_set(rc, "matmul with '%s' (%lld x %lld, type %u) failed", w->name,
-                              (long long)rows, (long long)cols, w->type);
-    return 0;
-}
-
-/* Decode: the matvecs of one input (q/k/v; gate/up) as one pool job, each
- * row bit for bit that of mm(). Taken when n == 1 and every part has the
- * input's length and the same activation type; else one mm() per part
- * (profiled under its own class, ops[i]). */
-static int mm_fused(sl_forward *f, act_cache *c, const float *x, int64_t n, int np,
-                    const sl_stream_tensor *const *w, float *const *y, const int64_t *ldy,
-                    const int *ops, int fused_op)
-{
-    bool one = f->fuse && n == 1;
-    for (int i = 1; i < np && one; i++)
-        one = w[i]->ne[0] == w[0]->ne[0] &&
-              sl_quant_vec_dot_type((int)w[i]->type) == sl_quant_vec_dot_type((int)w[0]->type);
-    if (!one) {
-        for (int i = 0; i < np; i++) {
-            int rc = mm(f, c, x, n, w[i], y[i], ldy[i], ops[i]);
-            if (rc) return rc;
-        }
-        return 0;
-    }
-    act_prepare(f, c, x, (int64_t)w[0]->ne[0], 1, (int)w[0]->type);
-    sl_mv_part parts[SL_MV_MAX_PARTS];
-    uint64_t bytes = 0;
-    for (int i = 0; i < np; i++) {
-        parts[i] = (sl_mv_part){ .wtype = (int)w[i]->type, .W = w[i]->data, .rows = (int64_t)w[i]->ne[1],
-                                 .cols = (int64_t)w[i]->ne[0], .act = f->act, .y = y[i] };
-        bytes += w[i]->ne[1] * sl_gguf_row_bytes((int)w[i]->type, (int64_t)w[i]->ne[0]);
-    }
-    int rc;
-    SL_TIMED(f, fused_op, bytes, rc = sl_kern_matvec_multi(f->k, f->pool, parts, np));
-    if (rc) return sl_err_set(rc, "fused matvec with '%s' (%d parts) failed", w[0]->name, np);
-    return 0;
-}
-
-/* Consecutive row blocks of a fused matrix (phi3's attn_qkv, ffn_up) as
- * tensors of their own: each output row is the same dot product either way. */
-static int split_rows(int32_t layer, const sl_stream_tensor *w, const int64_t *rows, int n,
-                      sl_stream_tensor *out)
-{
-    size_t rb = sl_gguf_row_bytes((int)w->type, (int64_t)w->ne[0]);
-    uint64_t r0 = 0;
-    for (int i = 0; i < n; i++) r0 += (uint64_t)rows[i];
-    if (!rb || w->ne[1] != r0)
-        return sl_err_set(SL_ESHAPE, "layer %d: tensor '%s' has %llu rows, expected %llu", layer, w->name,
-                          (unsigned long long)w->ne[1], (unsigned long long)r0);
-    r0 = 0;
-    for (int i = 0; i < n; i++) {
-        out[i] = *w;
-        out[i].data = (const uint8_t *)w->data + r0 * rb;
-        out[i].ne[1] = (uint64_t)rows[i];
-        out[i].nbytes = (uint64_t)rows[i] * rb;
-        r0 += (uint64_t)rows[i];
-    }
-    return 0;
-}
-
-static void scale_row(float *x, int64_t n, float s)
-{
-    for (int64_t i = 0; i < n; i++) x[i] *= s;
-}
-
-/* xn = rmsnorm(src) * w over n rows */
-static void norm_rows(sl_forward *f, float *xn, const float *src, const float *w, int32_t n)
-{
-    const int32_t E = f->d->n_embd;
-    for (int32_t i = 0; i < n; i++)
-        f->k->rmsnorm(xn + (int64_t)i * E, src + (int64_t)i * E, w, E, f->d->rms_eps);
-}
-
-/* A block's end: its output rows (f->xn) RMS-normed by post (if any), then
- * added to the residual stream x. */
-static void block_out(sl_forward *f, const sl_stream_tensor *post, int32_t n)
-{
-    if (post) SL_TIMED(f, SL_PROF_NORM, 0, norm_rows(f, f->xn, f->xn, post->data, n));
-    SL_TIMED(f, SL_PROF_ADD, 0, f->k->add(f->x, f->x, f->xn, (int64_t)n * f->d->n_embd));
-}
-
-/* A block's start: xn = its pre-norm (tensor `name`) of x. */
-static int block_in(sl_forward *f, const sl_stream_view *v, int32_t l, const char *name, int32_t n)
-{
-    const sl_stream_tensor *w;
-    int rc = find(f, v, l, name, &w);
-    if (!rc) SL_TIMED(f, SL_PROF_NORM, 0, norm_rows(f, f->xn, f->x, w->data, n));
-    return rc;
-}
-
-/* ---- attention blocks ------------------------------------------------------ */
-
-/* The weights of a softmax attention block (a fused attn_qkv split into its
- * q, k, v row blocks); the optional ones NULL when the block has none. */
-typedef struct attn_w {
-    const sl_stream_tensor *q, *k, *v, *o, *bq, *bk, *bv, *nq, *nk, *post;
-    sl_stream_tensor part[3];
-} attn_w;
-
-static int attn_weights(sl_forward *f, const sl_attn_block *b, const sl_stream_view *v, int32_t l, attn_w *w)
-{
-    const sl_model_desc *d = f->d;
-    const sl_stream_tensor *qkv;
-    int rc;
-    memset(w, 0, sizeof *w);
-    if ((rc = find(f, v, l, "attn_output.weight", &w->o))) return rc;
-    if (b->fused_qkv) {
-        if ((rc = find(f, v, l, "attn_qkv.weight", &qkv)) ||
-            (rc = split_rows(l, qkv, (int64_t[]){ d->q_dim, d->kv_dim, d->kv_dim }, 3, w->part)))
-            return rc;
-        w->q = &w->part[0]; w->k = &w->part[1]; w->v = &w->part[2];
-    } else if ((rc = find(f, v, l, "attn_q.weight", &w->q)) || (rc = find(f, v, l, "attn_k.weight", &w->k)) ||
-               (rc = find(f, v, l, "attn_v.weight", &w->v))) {
-        return rc;
-    }
-    if (b->qkv_bias &&
-        ((rc = find(f, v, l, "attn_q.bias", &w->bq)) || (rc = find(f, v, l, "attn_k.bias", &w->bk)) ||
-         (rc = find(f, v, l, "attn_v.bias", &w->bv))))
-        return rc;
-    if (b->qk_norm &&
-        ((rc = find(f, v, l, "attn_q_norm.weight", &w->nq)) || (rc = find(f, v, l, "attn_k_norm.weight", &w->nk))))
-        return rc;
-    if (b->post_norm && (rc = find(f, v, l, "post_attention_norm.weight", &w->post))) return rc;
-    return 0;
-}
-
-static void add_bias(sl_forward *f, const attn_w *w, float *qi, float *ki, float *vi)
-{
-    f->k->add(qi, qi, w->bq->data, f->d->q_dim);
-    f->k->add(ki, ki, w->bk->data, f->d->kv_dim);
-    f->k->add(vi, vi, w->bv->data, f->d->kv_dim);
-}
-
-static void norm_qk(sl_forward *f, const attn_w *w, float *qi, float *ki)
-{
-    const sl_model_desc *d = f->d;
-    sl_forward_qknorm(f->k, qi, d->n_head, d->head_dim, w->nq->data, d->rms_eps);
-    sl_forward_qknorm(f->k, ki, d->n_head_kv, d->head_dim, w->nk->data, d->rms_eps);
-}
-
-/* Rope of q and k at pos, their scales, then q, k, v into the cache's bases. */
-static void rope_qk(sl_forward *f, const sl_attn_block *b, const sl_kv *kv, int32_t pos, float *qi, float *ki,
-                    float *vi)
-{
-    const sl_model_desc *d = f->d;
-    const int32_t QD = d->q_dim, KD = d->kv_dim;
-    const float *inv_freq = b->window > 0 ? f->inv_freq_swa : f->inv_freq;
-    /* phi3: cos/sin times the LongRoPE attention factor (rope is linear in
-     * them: scaling its result is the same product); q_scale: q scaled
-     * before the F16 rounding of q, with attention scale 1 */
-    const float qmul = d->rope_attn_factor * (b->q_scale > 0 ? b->q_scale : 1.0f);
-    const float kmul = d->rope_attn_factor;
-    f->k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
-    f->k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
-    if (qmul != 1.0f) scale_row(qi, QD, qmul);
-    if (kmul != 1.0f) scale_row(ki, KD, kmul);
-    if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
-    if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
-}
-
-/* One token's q, k, v rows (row i of the pass) at pos, then k and v stored
- * in layer l of kv (in the cache's types). */
-static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, sl_kv *kv, int32_t l, int32_t pos,
-                     int64_t i)
-{
-    float *qi = f->q + i * f->d->q_dim, *ki = f->kx + i * f->d->kv_dim, *vi = f->vx + i * f->d->kv_dim;
-    if (w->bq) SL_TIMED(f, SL_PROF_ROPE, 0, add_bias(f, w, qi, ki, vi));
-    if (w->nq) SL_TIMED(f, SL_PROF_NORM, 0, norm_qk(f, w, qi, ki));
-    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, kv, pos, qi, ki, vi));
-    SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
-}
-
-/* Softmax GQA/MHA attention of layer l over the rows of sq[0..ns), each
- * sequence against its own cache; x += its output. */
-static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_attn_block *b,
-                        const sl_stream_view *v, int32_t n)
-{
-    const sl_model_desc *d = f->d;
-    const int32_t QD = d->q_dim, KD = d->kv_dim;
-    attn_w w;
-    int rc = attn_weights(f, b, v, l, &w);
-    if (rc) return rc;
-    /* a sliding-window layer's ring keeps only the window (kv.h) */
-    for (int32_t s = 0; s < ns && !rc; s++)
-        SL_TIMED(f, SL_PROF_KV, 0, rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, b->window));
-    if (rc || (rc = block_in(f, v, l, "attn_norm.weight", n))) return rc;
-    act_cache c = { 0 };
-    if ((rc = mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ w.q, w.k, w.v },
-                       (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ QD, KD, KD },
-                       (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV)))
-        return rc;
-    for (int32_t s = 0, i = 0; s < ns; s++)
-        for (int32_t j = 0; j < sq[s].n; j++, i++) attn_row(f, b, &w, sq[s].kv, l, sq[s].kv->n_past + j, i);
-    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
-        const sl_kv *kv = sq[s].kv;
-        sl_attn a = {
-            .q = f->q + (int64_t)i * QD, .q_stride = QD,
-            .k = sl_kv_k(kv, l, 0, kv->base[l]), .v = sl_kv_v(kv, l, 0, kv->base[l]), .kv_stride = d->head_dim,
-            .out = f->att + (int64_t)i * QD, .out_stride = QD,
-            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
-            .pos0 = kv->n_past - kv->base[l], .scale = b->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
-            .kv_head_stride = sl_kv_head_stride(kv, l), .window = b->window,
-            .type_k = kv->type_k, .type_v = kv->type_v,
-        };
-        SL_TIMED(f, SL_PROF_ATTN, 0, rc = sl_kern_attention(f->k, f->pool, &a, f->attn_scratch));
-        if (rc) return sl_err_set(rc, "layer %d: attention failed", l);
-        if (kv->rot_v)   /* back from V's basis */
-            SL_TIMED(f, SL_PROF_ROPE, 0, sl_kv_rotate(f->att + (int64_t)i * QD, (int64_t)sq[s].n * QD, kv->rot_v));
-    }
-    if ((rc = mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;
-    block_out(f, w.post, n);
-    return 0;
-}
-
-/* ---- FFN blocks -------------------------------------------------------------- */
-
-/* Dense gated FFN: x += down(act(gate . xn) * (up . xn)), act SiLU or GELU;
- * a fused ffn_up holds gate | up. */
-static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
-{
-    const int32_t FF = f->d->n_ff;
-    const sl_stream_tensor *wg = NULL, *wu, *wd, *post = NULL;
-    sl_stream_tensor part[2];
-    int rc;
-    if ((rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd)) ||
-        (b->post_norm && (rc = find(f, v, l, "post_ffw_norm.weight", &post))))
-        return rc;
-    if (b->fused_gate_up) {
-        if ((rc = split_rows(l, wu, (int64_t[]){ FF, FF }, 2, part))) return rc;
-        wg = &part[0]; wu = &part[1];   /* the gate half comes first */
-    } else if ((rc = find(f, v, l, "ffn_gate.weight", &wg))) {
-        return rc;
-    }
-    if ((rc = block_in(f, v, l, "ffn_norm.weight", n))) return rc;
-    act_cache c = { 0 };
-    if ((rc = mm_fused(f, &c, f->xn, n, 2, (const sl_stream_tensor *[]){ wg, wu },
-                       (float *[]){ f->gate, f->up }, (int64_t[]){ FF, FF },
-                       (int[]){ SL_PROF_MV_GATE, SL_PROF_MV_UP }, SL_PROF_MV_GATE_UP)))
-        return rc;
-    if (b->act == SL_ACT_GELU) SL_TIMED(f, SL_PROF_ACT, 0, f->k->gelu_mul(f->gate, f->gate, f->up, (int64_t)n * FF));
-    else SL_TIMED(f, SL_PROF_ACT, 0, f->k->silu_mul(f->gate, f->gate, f->up, (int64_t)n * FF));
-    if ((rc = mm(f, &c, f->gate, n, wd, f->xn, f->d->n_embd, SL_PROF_MV_DOWN))) return rc;
-    block_out(f, post, n);
-    return 0;
-}
-
-/* Routed experts (forward_moe.c, which adds to x itself). */
-static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
-{
-    int rc = block_in(f, v, l, "ffn_norm.weight", n);
-    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
-    return rc;
-}
-
-/* Layer l over the rows of a pass (sequence s owns sq[s].n consecutive
- * rows, its cache, its positions from sq[s].kv->n_past; n = the sum): each
- * block by its kind. */
-static int layer_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l,
-                         const sl_stream_view *v, int32_t n)
-{
-    const sl_layer_desc *ld = sl_model_layer(f->d, l);
-    int rc;
-    switch (ld->attn.kind) {
-    case SL_ATTN_SOFTMAX: rc = attn_softmax(f, sq, ns, l, &ld->attn, v, n); break;
-    default: rc = sl_err_set(SL_EUNSUPPORTED, "layer %d: attention block kind %d has no forward", l, ld->attn.kind);
-    }
-    if (rc) return rc;
-    switch (ld->ffn.kind) {
-    case SL_FFN_GATED: return ffn_gated(f, l, &ld->ffn, v, n);
-    case SL_FFN_MOE: return ffn_moe(f, l, &ld->ffn, v, n);
-    default: return sl_err_set(SL_EUNSUPPORTED, "layer %d: FFN block kind %d has no forward", l, ld->ffn.kind);
-    }
-}
-
 static int acquire(sl_forward *f, int32_t u, sl_stream_view *v)
 {
     int rc;
@@ -493,7 +181,7 @@ static int release(sl_forward *f, int32_t u)
 static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
 {
     const sl_model_desc *d = f->d;
-    act_cache c = { 0 };
+    sl_act_cache c = { 0 };
     for (int32_t h = 0; h < f->n_head_units; h++) {
         int32_t u = f->head_unit0 + h;
         sl_stream_unit ui;
@@ -517,7 +205,7 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
         sl_stream_tensor part = *w;
         part.data = data;
         part.ne[1] = rows;
-        rc = mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab,
+        rc = sl_forward_mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab,
                 SL_PROF_MV_HEAD);
         int rr = release(f, u);
         if (rc) return rc;
@@ -534,7 +222,7 @@ static int embed_row(sl_forward *f, int32_t id, float *x)
     if (rc) return stream_err(rc, f->st, "token_embd row", id);
     rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, x, d->n_embd);
     if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", id);
-    if (d->embd_scale > 0) scale_row(x, d->n_embd, d->embd_scale);
+    if (d->embd_scale > 0) sl_forward_scale_row(x, d->n_embd, d->embd_scale);
     return 0;
 }
 
@@ -562,7 +250,7 @@ static int layers_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, i
         sl_stream_view v;
         int rc = acquire(f, l, &v);
         if (rc) return rc;
-        rc = layer_forward(f, sq, ns, l, &v, n);
+        rc = sl_forward_layer(f, sq, ns, l, &v, n);
         int rr = release(f, l);
         if (rc) return rc;
         if (rr) return stream_err(rr, f->st, NULL, 0);
@@ -582,7 +270,8 @@ static int logits_forward(sl_forward *f, int32_t nr, float *logits)
     const sl_model_desc *d = f->d;
     int rc = head_forward(f, 0, nr, logits);
     if (rc) return rc;
-    if (d->logit_softcap > 0) SL_TIMED(f, SL_PROF_ADD, 0, softcap(logits, (int64_t)nr * d->n_vocab, d->logit_softcap));
+    if (d->logit_softcap > 0)
+        SL_TIMED(f, SL_PROF_ADD, 0, softcap(logits, (int64_t)nr * d->n_vocab, d->logit_softcap));
     return 0;
 }
 

@@ -22,6 +22,7 @@
  * bottleneck a wrong guess costs its whole read, a right one only hides a
  * latency. */
 #include "forward_moe.h"
+#include "forward_ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -92,14 +93,6 @@ static int moe_mm(sl_forward *f, const float *x, int64_t n, int wtype, const voi
                     : sl_kern_matmul(f->k, f->pool, wtype, W, rows, cols, f->act, n, y, ldy);
     if (rc) return sl_err_set(rc, "matmul with '%s' (%lld x %lld, type %d) failed", name,
                               (long long)rows, (long long)cols, wtype);
-    return 0;
-}
-
-static int find(const sl_stream_view *v, int32_t l, const char *suffix, const sl_stream_tensor **out)
-{
-    *out = sl_stream_view_find(v, suffix);
-    if (!*out) return sl_err_set(SL_ENOENT, "layer %d: tensor '%s' missing from its stream unit",
-                                 l, suffix);
     return 0;
 }
 
@@ -332,7 +325,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
     carve(d, f->n_batch, f->moe, &b);
     const sl_stream_tensor *gi;
     int rc;
-    if ((rc = find(v, l, "ffn_gate_inp.weight", &gi))) return rc;
+    if ((rc = sl_forward_find(v, l, "ffn_gate_inp.weight", &gi))) return rc;
 
     /* routing */
     if ((rc = moe_mm(f, f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name))) return rc;
@@ -391,10 +384,10 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
 
     if (blk->shared_expert) {
         const sl_stream_tensor *gs, *sg, *su, *sd;
-        if ((rc = find(v, l, "ffn_gate_inp_shexp.weight", &gs)) ||
-            (rc = find(v, l, "ffn_gate_shexp.weight", &sg)) ||
-            (rc = find(v, l, "ffn_up_shexp.weight", &su)) ||
-            (rc = find(v, l, "ffn_down_shexp.weight", &sd)))
+        if ((rc = sl_forward_find(v, l, "ffn_gate_inp_shexp.weight", &gs)) ||
+            (rc = sl_forward_find(v, l, "ffn_gate_shexp.weight", &sg)) ||
+            (rc = sl_forward_find(v, l, "ffn_up_shexp.weight", &su)) ||
+            (rc = sl_forward_find(v, l, "ffn_down_shexp.weight", &sd)))
             return rc;
         /* gate logits z[t] (one row of [n_embd]) land in probs, free again */
         if ((rc = moe_mm(f, f->xn, n, (int)gs->type, gs->data, 1, E, b.probs, 1, gs->name))) return rc;
