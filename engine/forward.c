@@ -1,6 +1,8 @@
-/* Decoder forward pass: embedding -> L x (attention + SwiGLU FFN) -> norm ->
- * lm head, numerically as llama.cpp's CPU backend (activations quantized to
- * the weight's vec_dot_type before each matmul, F16 KV cache). */
+/* Decoder forward pass: embedding -> each layer's blocks by kind (the
+ * model description's attention and FFN blocks) -> output norm -> lm head,
+ * numerically as llama.cpp's CPU backend (activations quantized to the
+ * weight's vec_dot_type before each matmul; K and V stored in the cache's
+ * types). */
 #include "forward.h"
 
 #include <math.h>
@@ -9,8 +11,9 @@
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "forward_layer.h"
 #include "forward_moe.h"
-#include "forward_qknorm.h"
+#include "forward_ops.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
@@ -143,12 +146,8 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
         if (!rf) { sl_forward_free(f); return sl_err_set(SL_ENOENT, "%s not available", fname); }
         freqs = rf->data;
     }
-    sl_model_rope_inv_freq(d, freqs, f->inv_freq);
-    if (d->swa_period > 0) {
-        sl_model_desc ds = *d;
-        ds.rope_base = d->rope_base_swa;
-        sl_model_rope_inv_freq(&ds, freqs, f->inv_freq_swa);
-    }
+    sl_model_rope_inv_freq(d, d->rope_base, freqs, f->inv_freq);
+    if (d->rope_base_swa > 0) sl_model_rope_inv_freq(d, d->rope_base_swa, freqs, f->inv_freq_swa);
     int rc = check_kernel_types(f);
     if (rc) { sl_forward_free(f); return rc; }
     const char *fz = getenv("SLUICE_FUSE");   /* the A/B switch of the fused decode matvecs */
@@ -163,300 +162,18 @@ void sl_forward_free(sl_forward *f)
     memset(f, 0, sizeof *f);
 }
 
-/* ---- helpers ------------------------------------------------------------ */
-
-/* Quantized copy of activation rows, reused by every matrix that reads the
- * same input with the same vec_dot_type (q/k/v; gate/up). */
-typedef struct act_cache {
-    const float *src;
-    int vdt;
-    int64_t cols, rows;
-} act_cache;
-
-static void act_prepare(sl_forward *f, act_cache *c, const float *x, int64_t cols, int64_t rows,
-                        int wtype)
-{
-    int vdt = sl_quant_vec_dot_type(wtype);
-    if (c->src == x && c->vdt == vdt && c->cols == cols && c->rows == rows) return;
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_QUANT);
-    sl_kern_quantize_act(f->k, wtype, x, cols, rows, f->act);
-    sl_forward_prof_end(f, SL_PROF_QUANT, t, 0);
-    c->src = x; c->vdt = vdt; c->cols = cols; c->rows = rows;
-}
-
-static int find(sl_forward *f, const sl_stream_view *v, int32_t layer, const char *suffix,
-                const sl_stream_tensor **out)
-{
-    *out = sl_stream_view_find(v, suffix);
-    if (!*out) return sl_err_set(SL_ENOENT, "layer %d: tensor '%s' missing from its stream unit",
-                                 layer, suffix);
-    (void)f;
-    return 0;
-}
-
-/* Y[n][rows] = act . W^T; op: its profile class */
-static int mm(sl_forward *f, act_cache *c, const float *x, int64_t n, const sl_stream_tensor *w,
-              float *y, int64_t ldy, int op)
-{
-    int64_t cols = (int64_t)w->ne[0], rows = (int64_t)w->ne[1];
-    act_prepare(f, c, x, cols, n, (int)w->type);
-    uint64_t t = sl_forward_prof_begin(f, op);
-    int rc = n == 1 ? sl_kern_matvec(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, y)
-                    : sl_kern_matmul(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, n,
-                                     y, ldy);
-    sl_forward_prof_end(f, op, t, (uint64_t)rows * sl_gguf_row_bytes((int)w->type, cols));
-    if (rc) return sl_err_set(rc, "matmul with '%s' (%lld x %lld, type %u) failed", w->name,
-                              (long long)rows, (long long)cols, w->type);
-    return 0;
-}
-
-/* Decode: the matvecs of one input (q/k/v; gate/up) as one pool job, each
- * row bit for bit that of mm(). Taken when n == 1 and every part has the
- * input's length and the same activation type; else one mm() per part
- * (profiled under its own class, ops[i]). */
-static int mm_fused(sl_forward *f, act_cache *c, const float *x, int64_t n, int np,
-                    const sl_stream_tensor *const *w, float *const *y, const int64_t *ldy,
-                    const int *ops, int fused_op)
-{
-    bool one = f->fuse && n == 1;
-    for (int i = 1; i < np && one; i++)
-        one = w[i]->ne[0] == w[0]->ne[0] &&
-              sl_quant_vec_dot_type((int)w[i]->type) == sl_quant_vec_dot_type((int)w[0]->type);
-    if (!one) {
-        for (int i = 0; i < np; i++) {
-            int rc = mm(f, c, x, n, w[i], y[i], ldy[i], ops[i]);
-            if (rc) return rc;
-        }
-        return 0;
-    }
-    act_prepare(f, c, x, (int64_t)w[0]->ne[0], 1, (int)w[0]->type);
-    sl_mv_part parts[SL_MV_MAX_PARTS];
-    uint64_t bytes = 0;
-    for (int i = 0; i < np; i++) {
-        parts[i] = (sl_mv_part){ .wtype = (int)w[i]->type, .W = w[i]->data, .rows = (int64_t)w[i]->ne[1],
-                                 .cols = (int64_t)w[i]->ne[0], .act = f->act, .y = y[i] };
-        bytes += w[i]->ne[1] * sl_gguf_row_bytes((int)w[i]->type, (int64_t)w[i]->ne[0]);
-    }
-    uint64_t t = sl_forward_prof_begin(f, fused_op);
-    int rc = sl_kern_matvec_multi(f->k, f->pool, parts, np);
-    sl_forward_prof_end(f, fused_op, t, bytes);
-    if (rc) return sl_err_set(rc, "fused matvec with '%s' (%d parts) failed", w[0]->name, np);
-    return 0;
-}
-
-/* Consecutive row blocks of a fused matrix (phi3's attn_qkv, ffn_up) as
- * tensors of their own: each output row is the same dot product either way. */
-static int split_rows(int32_t layer, const sl_stream_tensor *w, const int64_t *rows, int n,
-                      sl_stream_tensor *out)
-{
-    size_t rb = sl_gguf_row_bytes((int)w->type, (int64_t)w->ne[0]);
-    uint64_t r0 = 0;
-    for (int i = 0; i < n; i++) r0 += (uint64_t)rows[i];
-    if (!rb || w->ne[1] != r0)
-        return sl_err_set(SL_ESHAPE, "layer %d: tensor '%s' has %llu rows, expected %llu", layer, w->name,
-                          (unsigned long long)w->ne[1], (unsigned long long)r0);
-    r0 = 0;
-    for (int i = 0; i < n; i++) {
-        out[i] = *w;
-        out[i].data = (const uint8_t *)w->data + r0 * rb;
-        out[i].ne[1] = (uint64_t)rows[i];
-        out[i].nbytes = (uint64_t)rows[i] * rb;
-        r0 += (uint64_t)rows[i];
-    }
-    return 0;
-}
-
-static void scale_row(float *x, int64_t n, float s)
-{
-    for (int64_t i = 0; i < n; i++) x[i] *= s;
-}
-
-/* gemma3: RMSNorm of a block's output rows (f->xn) before the residual add. */
-static void post_norm(sl_forward *f, const sl_stream_tensor *w, int32_t n)
-{
-    if (!w) return;
-    const int32_t E = f->d->n_embd;
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
-    for (int32_t i = 0; i < n; i++)
-        f->k->rmsnorm(f->xn + (int64_t)i * E, f->xn + (int64_t)i * E, w->data, E, f->d->rms_eps);
-    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
-}
-
-/* x += xn over n rows (the residual) */
-static void residual(sl_forward *f, int32_t n)
-{
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_ADD);
-    f->k->add(f->x, f->x, f->xn, (int64_t)n * f->d->n_embd);
-    sl_forward_prof_end(f, SL_PROF_ADD, t, 0);
-}
-
-/* xn = rmsnorm(x) * w over n rows */
-static void norm_rows(sl_forward *f, const float *w, int32_t n)
-{
-    const int32_t E = f->d->n_embd;
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
-    for (int32_t i = 0; i < n; i++)
-        f->k->rmsnorm(f->xn + (int64_t)i * E, f->x + (int64_t)i * E, w, E, f->d->rms_eps);
-    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
-}
-
-/* Rows of a pass: sequence s owns sq[s].n consecutive rows (its cache, its
- * positions from sq[s].kv->n_past); n = the sum. */
-static int layer_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l,
-                         const sl_stream_view *v, int32_t n)
-{
-    const sl_model_desc *d = f->d;
-    const sl_kern *k = f->k;
-    const int32_t E = d->n_embd, QD = d->q_dim, KD = d->kv_dim, FF = d->n_ff;
-    const sl_stream_tensor *an, *wq, *wk, *wv, *wo, *fn, *wg = NULL, *wu = NULL, *wd = NULL;
-    const sl_stream_tensor *bq = NULL, *bk = NULL, *bv = NULL, *nq = NULL, *nk = NULL;
-    const sl_stream_tensor *pa = NULL, *pf = NULL;
-    sl_stream_tensor qkv_part[3], ffn_part[2];
-    int rc;
-    if ((rc = find(f, v, l, "attn_norm.weight", &an)) ||
-        (rc = find(f, v, l, "attn_output.weight", &wo)) ||
-        (rc = find(f, v, l, "ffn_norm.weight", &fn)))
-        return rc;
-    /* MoE layers have experts (forward_moe.c) instead of the dense FFN */
-    if (!d->n_expert &&
-        ((rc = find(f, v, l, "ffn_up.weight", &wu)) || (rc = find(f, v, l, "ffn_down.weight", &wd))))
-        return rc;
-    if (d->fused_qkv) {
-        const sl_stream_tensor *w;
-        if ((rc = find(f, v, l, "attn_qkv.weight", &w)) ||
-            (rc = split_rows(l, w, (int64_t[]){ QD, KD, KD }, 3, qkv_part)))
-            return rc;
-        wq = &qkv_part[0]; wk = &qkv_part[1]; wv = &qkv_part[2];
-    } else if ((rc = find(f, v, l, "attn_q.weight", &wq)) || (rc = find(f, v, l, "attn_k.weight", &wk)) ||
-               (rc = find(f, v, l, "attn_v.weight", &wv))) {
-        return rc;
-    }
-    if (d->fused_gate_up) {
-        if ((rc = split_rows(l, wu, (int64_t[]){ FF, FF }, 2, ffn_part))) return rc;
-        wg = &ffn_part[0]; wu = &ffn_part[1];   /* the gate half comes first */
-    } else if (!d->n_expert && (rc = find(f, v, l, "ffn_gate.weight", &wg))) {
-        return rc;
-    }
-    if (d->has_qkv_bias &&
-        ((rc = find(f, v, l, "attn_q.bias", &bq)) || (rc = find(f, v, l, "attn_k.bias", &bk)) ||
-         (rc = find(f, v, l, "attn_v.bias", &bv))))
-        return rc;
-    if (d->has_qk_norm &&
-        ((rc = find(f, v, l, "attn_q_norm.weight", &nq)) || (rc = find(f, v, l, "attn_k_norm.weight", &nk))))
-        return rc;
-    if (d->has_post_norms &&
-        ((rc = find(f, v, l, "post_attention_norm.weight", &pa)) || (rc = find(f, v, l, "post_ffw_norm.weight", &pf))))
-        return rc;
-    /* phi3: cos/sin times the LongRoPE attention factor (rope is linear in
-     * them: scaling its result is the same product); phi3, gemma3: q scaled
-     * before the F16 rounding of q, with attention scale 1 */
-    const float qmul = d->rope_attn_factor * (d->q_scale > 0 ? d->q_scale : 1.0f);
-    const float kmul = d->rope_attn_factor;
-    const bool swa = sl_model_layer_swa(d, l);
-    const float *inv_freq = swa ? f->inv_freq_swa : f->inv_freq;
-
-    act_cache c = { 0 };
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_KV);
-    /* a sliding-window layer's ring keeps only the window (kv.h) */
-    for (int32_t s = 0; s < ns; s++)
-        if ((rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, swa ? d->n_swa : 0))) return rc;
-    sl_forward_prof_end(f, SL_PROF_KV, t, 0);
-    /* attention */
-    norm_rows(f, an->data, n);
-    if ((rc = mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ wq, wk, wv },
-                       (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ QD, KD, KD },
-                       (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV)))
-        return rc;
-    for (int32_t s = 0, i = 0; s < ns; s++)
-    for (int32_t j = 0; j < sq[s].n; j++, i++) {
-        sl_kv *kv = sq[s].kv;
-        const int32_t pos = kv->n_past + j;
-        float *qi = f->q + (int64_t)i * QD, *ki = f->kx + (int64_t)i * KD, *vi = f->vx + (int64_t)i * KD;
-        t = sl_forward_prof_begin(f, SL_PROF_ROPE);
-        if (bq) {
-            k->add(qi, qi, bq->data, QD);
-            k->add(ki, ki, bk->data, KD);
-            k->add(vi, vi, bv->data, KD);
-        }
-        if (nq) {
-            sl_forward_prof_end(f, SL_PROF_ROPE, t, 0);
-            t = sl_forward_prof_begin(f, SL_PROF_NORM);
-            sl_forward_qknorm(k, qi, d->n_head, d->head_dim, nq->data, d->rms_eps);
-            sl_forward_qknorm(k, ki, d->n_head_kv, d->head_dim, nk->data, d->rms_eps);
-            sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
-            t = sl_forward_prof_begin(f, SL_PROF_ROPE);
-        }
-        k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
-        k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
-        if (qmul != 1.0f) scale_row(qi, QD, qmul);
-        if (kmul != 1.0f) scale_row(ki, KD, kmul);
-        if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
-        if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
-        sl_forward_prof_end(f, SL_PROF_ROPE, t, 0);
-        t = sl_forward_prof_begin(f, SL_PROF_KV);
-        sl_kv_store(kv, k, l, pos, ki, vi);   /* in the cache's types */
-        sl_forward_prof_end(f, SL_PROF_KV, t, 0);
-    }
-    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {   /* each sequence its own cache */
-        const sl_kv *kv = sq[s].kv;
-        sl_attn a = {
-            .q = f->q + (int64_t)i * QD, .q_stride = QD,
-            .k = sl_kv_k(kv, l, 0, kv->base[l]), .v = sl_kv_v(kv, l, 0, kv->base[l]), .kv_stride = d->head_dim,
-            .out = f->att + (int64_t)i * QD, .out_stride = QD,
-            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
-            .pos0 = kv->n_past - kv->base[l], .scale = d->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
-            .kv_head_stride = sl_kv_head_stride(kv, l), .window = swa ? d->n_swa : 0,
-            .type_k = kv->type_k, .type_v = kv->type_v,
-        };
-        t = sl_forward_prof_begin(f, SL_PROF_ATTN);
-        if ((rc = sl_kern_attention(k, f->pool, &a, f->attn_scratch)))
-            return sl_err_set(rc, "layer %d: attention failed", l);
-        sl_forward_prof_end(f, SL_PROF_ATTN, t, 0);
-        /* back from V's basis */
-        t = sl_forward_prof_begin(f, SL_PROF_ROPE);
-        if (kv->rot_v) sl_kv_rotate(f->att + (int64_t)i * QD, (int64_t)sq[s].n * QD, kv->rot_v);
-        sl_forward_prof_end(f, SL_PROF_ROPE, t, 0);
-    }
-    if ((rc = mm(f, &c, f->att, n, wo, f->xn, E, SL_PROF_MV_O))) return rc;
-    post_norm(f, pa, n);
-    residual(f, n);
-
-    /* feed-forward */
-    norm_rows(f, fn->data, n);
-    if (d->n_expert) {
-        t = sl_forward_prof_begin(f, SL_PROF_MOE);
-        rc = sl_forward_moe_ffn(f, l, v, n);
-        sl_forward_prof_end(f, SL_PROF_MOE, t, 0);
-        return rc;
-    }
-    if ((rc = mm_fused(f, &c, f->xn, n, 2, (const sl_stream_tensor *[]){ wg, wu },
-                       (float *[]){ f->gate, f->up }, (int64_t[]){ FF, FF },
-                       (int[]){ SL_PROF_MV_GATE, SL_PROF_MV_UP }, SL_PROF_MV_GATE_UP)))
-        return rc;
-    t = sl_forward_prof_begin(f, SL_PROF_ACT);
-    if (d->ffn_gelu) k->gelu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
-    else k->silu_mul(f->gate, f->gate, f->up, (int64_t)n * FF);
-    sl_forward_prof_end(f, SL_PROF_ACT, t, 0);
-    if ((rc = mm(f, &c, f->gate, n, wd, f->xn, E, SL_PROF_MV_DOWN))) return rc;
-    post_norm(f, pf, n);
-    residual(f, n);
-    return 0;
-}
-
 static int acquire(sl_forward *f, int32_t u, sl_stream_view *v)
 {
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_STREAM);
-    int rc = sl_stream_acquire(f->st, u, v);
-    sl_forward_prof_end(f, SL_PROF_STREAM, t, 0);
+    int rc;
+    SL_TIMED(f, SL_PROF_STREAM, 0, rc = sl_stream_acquire(f->st, u, v));
     if (rc) return stream_err(rc, f->st, NULL, 0);
     return 0;
 }
 
 static int release(sl_forward *f, int32_t u)
 {
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_STREAM);
-    int rc = sl_stream_release(f->st, u);
-    sl_forward_prof_end(f, SL_PROF_STREAM, t, 0);
+    int rc;
+    SL_TIMED(f, SL_PROF_STREAM, 0, rc = sl_stream_release(f->st, u));
     return rc;
 }
 
@@ -464,7 +181,7 @@ static int release(sl_forward *f, int32_t u)
 static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
 {
     const sl_model_desc *d = f->d;
-    act_cache c = { 0 };
+    sl_act_cache c = { 0 };
     for (int32_t h = 0; h < f->n_head_units; h++) {
         int32_t u = f->head_unit0 + h;
         sl_stream_unit ui;
@@ -488,7 +205,7 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
         sl_stream_tensor part = *w;
         part.data = data;
         part.ne[1] = rows;
-        rc = mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab,
+        rc = sl_forward_mm(f, &c, f->xn + (int64_t)r0 * d->n_embd, nr, &part, logits + ui.row_begin, d->n_vocab,
                 SL_PROF_MV_HEAD);
         int rr = release(f, u);
         if (rc) return rc;
@@ -497,10 +214,19 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
     return 0;
 }
 
-/* One pass over the units for the rows of sq[0..ns) (<= n_batch rows in
- * all); logits: for each sequence in order, its last row (LAST) or all its
- * rows (ALL), n_vocab floats each. */
-/* x[n][n_embd] = the embedding rows of ids (scaled where the family says). */
+/* x[n_embd] = the embedding row of token id (scaled where the family says). */
+static int embed_row(sl_forward *f, int32_t id, float *x)
+{
+    const sl_model_desc *d = f->d;
+    int rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)id, f->row_buf, f->embd_row_bytes);
+    if (rc) return stream_err(rc, f->st, "token_embd row", id);
+    rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, x, d->n_embd);
+    if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", id);
+    if (d->embd_scale > 0) sl_forward_scale_row(x, d->n_embd, d->embd_scale);
+    return 0;
+}
+
+/* x[n][n_embd] = the embedding rows of ids. */
 static int embed_rows(sl_forward *f, const int32_t *ids, int32_t n, float *x)
 {
     const sl_model_desc *d = f->d;
@@ -509,14 +235,9 @@ static int embed_rows(sl_forward *f, const int32_t *ids, int32_t n, float *x)
         const int32_t id = ids[j];
         if (id < 0 || id >= d->n_vocab)
             return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", id, d->n_vocab);
-        uint64_t t = sl_forward_prof_begin(f, SL_PROF_EMBD);
-        int rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)id, f->row_buf,
-                                    f->embd_row_bytes);
-        if (rc) return stream_err(rc, f->st, "token_embd row", id);
-        rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, x + (int64_t)j * E, E);
-        if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", id);
-        if (d->embd_scale > 0) scale_row(x + (int64_t)j * E, E, d->embd_scale);
-        sl_forward_prof_end(f, SL_PROF_EMBD, t, f->embd_row_bytes);
+        int rc;
+        SL_TIMED(f, SL_PROF_EMBD, f->embd_row_bytes, rc = embed_row(f, id, x + (int64_t)j * E));
+        if (rc) return rc;
     }
     return 0;
 }
@@ -529,12 +250,18 @@ static int layers_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, i
         sl_stream_view v;
         int rc = acquire(f, l, &v);
         if (rc) return rc;
-        rc = layer_forward(f, sq, ns, l, &v, n);
+        rc = sl_forward_layer(f, sq, ns, l, &v, n);
         int rr = release(f, l);
         if (rc) return rc;
         if (rr) return stream_err(rr, f->st, NULL, 0);
     }
     return 0;
+}
+
+/* logits = cap * tanh(logit / cap) */
+static void softcap(float *logits, int64_t n, float cap)
+{
+    for (int64_t i = 0; i < n; i++) logits[i] = cap * tanhf(logits[i] / cap);
 }
 
 /* lm head over the nr rows of f->xn (normed), then the soft cap. */
@@ -543,15 +270,28 @@ static int logits_forward(sl_forward *f, int32_t nr, float *logits)
     const sl_model_desc *d = f->d;
     int rc = head_forward(f, 0, nr, logits);
     if (rc) return rc;
-    if (d->logit_softcap > 0) {
-        uint64_t t = sl_forward_prof_begin(f, SL_PROF_ADD);
-        const float cap = d->logit_softcap;
-        for (int64_t i = 0; i < (int64_t)nr * d->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
-        sl_forward_prof_end(f, SL_PROF_ADD, t, 0);
-    }
+    if (d->logit_softcap > 0)
+        SL_TIMED(f, SL_PROF_ADD, 0, softcap(logits, (int64_t)nr * d->n_vocab, d->logit_softcap));
     return 0;
 }
 
+/* The rows that want logits, output-normed into consecutive rows of xn (row
+ * nr <= row i: a row is read before it could be overwritten); their count. */
+static int32_t out_norm_rows(sl_forward *f, const sl_forward_seq *sq, int32_t ns)
+{
+    const int32_t E = f->d->n_embd;
+    int32_t nr = 0;
+    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
+        int32_t r0 = sq[s].mode == SL_LOGITS_ALL ? 0 : sq[s].mode == SL_LOGITS_LAST ? sq[s].n - 1 : sq[s].n;
+        for (int32_t r = r0; r < sq[s].n; r++, nr++)
+            f->k->rmsnorm(f->xn + (int64_t)nr * E, f->x + (int64_t)(i + r) * E, f->out_norm, E, f->d->rms_eps);
+    }
+    return nr;
+}
+
+/* One pass over the units for the rows of sq[0..ns) (<= n_batch rows in
+ * all); logits: for each sequence in order, its last row (LAST) or all its
+ * rows (ALL), n_vocab floats each. */
 static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t n, float *logits)
 {
     const sl_model_desc *d = f->d;
@@ -560,17 +300,8 @@ static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++)
         if ((rc = embed_rows(f, sq[s].ids, sq[s].n, f->x + (int64_t)i * E))) return rc;
     if ((rc = layers_forward(f, sq, ns, 0, d->n_layer, n))) return rc;
-    /* the rows that want logits, normed into consecutive rows of xn (row
-     * nr <= row i: a row is read before it could be overwritten) */
-    int32_t nr = 0;
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
-    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
-        int32_t r0 = sq[s].mode == SL_LOGITS_ALL ? 0 : sq[s].mode == SL_LOGITS_LAST ? sq[s].n - 1 : sq[s].n;
-        for (int32_t r = r0; r < sq[s].n; r++, nr++)
-            f->k->rmsnorm(f->xn + (int64_t)nr * E, f->x + (int64_t)(i + r) * E, f->out_norm, E,
-                          d->rms_eps);
-    }
-    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
+    int32_t nr;
+    SL_TIMED(f, SL_PROF_NORM, 0, nr = out_norm_rows(f, sq, ns));
     if (nr == 0) {
         /* the lm head is skipped: restart the cyclic schedule at layer 0 */
         sl_stream_prefetch(f->st, 0);
@@ -675,8 +406,6 @@ int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int
 int sl_forward_head(sl_forward *f, const float *x, float *logits)
 {
     const sl_model_desc *d = f->d;
-    uint64_t t = sl_forward_prof_begin(f, SL_PROF_NORM);
-    f->k->rmsnorm(f->xn, x, f->out_norm, d->n_embd, d->rms_eps);
-    sl_forward_prof_end(f, SL_PROF_NORM, t, 0);
+    SL_TIMED(f, SL_PROF_NORM, 0, f->k->rmsnorm(f->xn, x, f->out_norm, d->n_embd, d->rms_eps));
     return logits_forward(f, 1, logits);
 }

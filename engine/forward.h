@@ -1,4 +1,5 @@
-/* Forward pass of a llama / qwen2 decoder over the streamer's units.
+/* Forward pass of a decoder (layers of attention and FFN blocks, by kind:
+ * model.h) over the streamer's units.
  * Weights are reached only through sl_stream_acquire/release of one unit at
  * a time (layers 0..L-1, then the lm-head chunks), so resident, streamed and
  * mmap modes run the same code. All intermediate buffers live in one arena
@@ -82,8 +83,16 @@ typedef struct sl_forward {
     float pg_hit[64], pg_seen;
 } sl_forward;
 
-/* Op timing: t = sl_forward_prof_begin(f, op); ...; sl_forward_prof_end(f, op, t, bytes).
- * Off (f->prof NULL) each is one branch. begin tags the pool's jobs with op. */
+/* Op timing: SL_TIMED(f, op, bytes, statements) runs the statements as op
+ * (bytes: weight bytes they read, evaluated after them). Off (f->prof NULL)
+ * it costs two branches; begin tags the pool's jobs with op. */
+#define SL_TIMED(f, op, bytes, ...)                            \
+    do {                                                       \
+        const uint64_t sl_t0_ = sl_forward_prof_begin(f, op);  \
+        __VA_ARGS__;                                           \
+        sl_forward_prof_end(f, op, sl_t0_, bytes);             \
+    } while (0)
+
 static inline uint64_t sl_forward_prof_begin(const sl_forward *f, int op)
 {
     if (!f->prof) return 0;

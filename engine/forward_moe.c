@@ -22,6 +22,7 @@
  * bottleneck a wrong guess costs its whole read, a right one only hides a
  * latency. */
 #include "forward_moe.h"
+#include "forward_ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -95,14 +96,6 @@ static int moe_mm(sl_forward *f, const float *x, int64_t n, int wtype, const voi
     return 0;
 }
 
-static int find(const sl_stream_view *v, int32_t l, const char *suffix, const sl_stream_tensor **out)
-{
-    *out = sl_stream_view_find(v, suffix);
-    if (!*out) return sl_err_set(SL_ENOENT, "layer %d: tensor '%s' missing from its stream unit",
-                                 l, suffix);
-    return 0;
-}
-
 /* The k largest of p[0..n) in sel, largest first (k <= n <= 512: repeated scan;
  * ties keep the lower index). */
 static void top_k(const float *p, int n, int k, int32_t *sel)
@@ -118,8 +111,9 @@ static void top_k(const float *p, int n, int k, int32_t *sel)
     }
 }
 
-/* Softmax of one token's router logits in place, then its top k. */
-static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
+/* Softmax of one token's router logits in place, then its top k (weights
+ * renormalized when norm). */
+static void route(const sl_model_desc *d, bool norm, float *p, int32_t *sel, float *w)
 {
     const int NE = d->n_expert, K = d->n_expert_used;
     float mx = -INFINITY;
@@ -130,7 +124,7 @@ static void route(const sl_model_desc *d, float *p, int32_t *sel, float *w)
     for (int e = 0; e < NE; e++) p[e] *= inv;
     top_k(p, NE, K, sel);
     for (int j = 0; j < K; j++) w[j] = p[sel[j]];
-    if (d->expert_weights_norm) {
+    if (norm) {
         float s = 0;
         for (int j = 0; j < K; j++) s += w[j];
         if (s < 6.103515625e-5f) s = 6.103515625e-5f;
@@ -323,7 +317,7 @@ static int experts_decode(sl_forward *f, moe_buf *b, int32_t l, int32_t n_uni)
     return rc;
 }
 
-int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n)
+int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
     const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
@@ -331,13 +325,13 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
     carve(d, f->n_batch, f->moe, &b);
     const sl_stream_tensor *gi;
     int rc;
-    if ((rc = find(v, l, "ffn_gate_inp.weight", &gi))) return rc;
+    if ((rc = sl_forward_find(v, l, "ffn_gate_inp.weight", &gi))) return rc;
 
     /* routing */
     if ((rc = moe_mm(f, f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name))) return rc;
     memset(b.cnt, 0, (size_t)(NE + 1) * sizeof *b.cnt);
     for (int32_t t = 0; t < n; t++) {
-        route(d, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
+        route(d, blk->weights_norm, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
         for (int32_t j = 0; j < K; j++) b.cnt[b.sel[(int64_t)t * K + j] + 1]++;
     }
     if (n == 1 && f->pg_layer == l) {   /* how good the guess was, rank by rank */
@@ -388,12 +382,12 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_
         for (int32_t j = 1; j < K; j++) f->k->add(o, o, ys + (int64_t)j * E, E);
     }
 
-    if (d->n_ff_shexp) {
+    if (blk->shared_expert) {
         const sl_stream_tensor *gs, *sg, *su, *sd;
-        if ((rc = find(v, l, "ffn_gate_inp_shexp.weight", &gs)) ||
-            (rc = find(v, l, "ffn_gate_shexp.weight", &sg)) ||
-            (rc = find(v, l, "ffn_up_shexp.weight", &su)) ||
-            (rc = find(v, l, "ffn_down_shexp.weight", &sd)))
+        if ((rc = sl_forward_find(v, l, "ffn_gate_inp_shexp.weight", &gs)) ||
+            (rc = sl_forward_find(v, l, "ffn_gate_shexp.weight", &sg)) ||
+            (rc = sl_forward_find(v, l, "ffn_up_shexp.weight", &su)) ||
+            (rc = sl_forward_find(v, l, "ffn_down_shexp.weight", &sd)))
             return rc;
         /* gate logits z[t] (one row of [n_embd]) land in probs, free again */
         if ((rc = moe_mm(f, f->xn, n, (int)gs->type, gs->data, 1, E, b.probs, 1, gs->name))) return rc;

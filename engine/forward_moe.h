@@ -14,9 +14,10 @@
 /* Bytes of the MoE scratch for n_batch rows (0 for a dense model). */
 uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch);
 
-/* x[i] += MoE-FFN(xn[i]) for i < n (xn: the ffn_norm'ed rows). f->moe holds
- * sl_forward_moe_arena_bytes; v is layer l's stream view. */
-int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n);
+/* x[i] += MoE-FFN(xn[i]) for i < n (xn: the ffn_norm'ed rows) of layer l's
+ * FFN block b. f->moe holds sl_forward_moe_arena_bytes; v is layer l's
+ * stream view. */
+int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n);
 
 /* Pre-gating's read-ahead depth: how many leading ranks of a k-expert guess
  * to read, those whose measured precision (hit[i] / seen, both decayed, a

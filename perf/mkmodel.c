@@ -1,5 +1,6 @@
-/* `sluice mkmodel`: writes a llama / qwen2 / qwen3 / phi3 GGUF with random weights of a chosen
- * shape and quantization, for benchmarks of models nobody has to download.
+/* `sluice mkmodel`: writes a GGUF of one of the engine's architectures (a row
+ * of mk_archs) with random weights of a chosen shape (a row of mk_presets)
+ * and quantization, for benchmarks of models nobody has to download.
  *
  * Weight data is assembled from a pool of genuinely quantized blocks: per
  * weight type, POOL blocks are quantized once (sl_quant_quantize_row) from
@@ -30,7 +31,47 @@
 #define MK_BUF  (16u << 20)           /* write granule */
 #define MK_MAX_TENSORS 2048
 
-/* ---- shapes ------------------------------------------------------------ */
+/* ---- architectures ------------------------------------------------------ */
+/* What a family writes beyond llama's keys and tensors. */
+typedef struct {
+    const char *name;             /* general.architecture */
+    bool qkv_bias;                /* attn_{q,k,v}.bias */
+    bool qk_norm;                 /* attn_{q,k}_norm.weight [head_dim] */
+    bool post_norms;              /* post_attention_norm, post_ffw_norm */
+    bool fused;                   /* attn_qkv (typed like attn_v) and gate|up ffn_up; LongRoPE factors */
+    bool tied;                    /* the head is the embedding */
+    bool window;                  /* attention.sliding_window (16 up to n_ctx 512, else MK_WINDOW) */
+    bool moe_only;                /* only with a MoE preset (the experts come from there) */
+    bool expert_width_key;        /* expert_feed_forward_length (llama's loader has none) */
+    float rope_base;              /* > 0: instead of the preset's */
+    float eps;                    /* attention.layer_norm_rms_epsilon */
+    const char *vocab;            /* default vocab file (NULL: the preset's) */
+    const char *name_tag;         /* in general.name after the preset */
+    const char *what;             /* for --help */
+} mk_arch;
+
+#define MK_WINDOW 1024u   /* Gemma 3's sliding window */
+#define MK_QWEN_VOCAB "ggml-vocab-qwen2.gguf"
+
+static const mk_arch mk_archs[] = {
+    { .name = "llama", .eps = 1e-5f, .name_tag = "", .what = "the base: every other adds to it" },
+    { .name = "qwen2", .qkv_bias = true, .rope_base = 1e6f, .eps = 1e-6f, .vocab = MK_QWEN_VOCAB, .name_tag = "qwen2-",
+      .what = "llama + q/k/v biases, rope base 1e6, Qwen2 vocab" },
+    { .name = "qwen3", .qk_norm = true, .eps = 1e-6f, .vocab = MK_QWEN_VOCAB, .name_tag = "",
+      .what = "per-head q/k norms, Qwen2 vocab" },
+    { .name = "phi3", .fused = true, .eps = 1e-5f, .vocab = "ggml-vocab-phi-3.gguf", .name_tag = "",
+      .what = "fused attn_qkv and gate|up ffn_up, LongRoPE factors when the preset has them" },
+    { .name = "gemma3", .qk_norm = true, .post_norms = true, .tied = true, .window = true, .eps = 1e-6f,
+      .name_tag = "", .what = "q/k norms, post-norms, sliding window, tied head" },
+    /* MoE: qwen2moe has qwen2's attention, qwen3moe qwen3's */
+    { .name = "qwen2moe", .qkv_bias = true, .moe_only = true, .expert_width_key = true, .rope_base = 1e6f,
+      .eps = 1e-6f, .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "qwen2 with experts and a shared expert" },
+    { .name = "qwen3moe", .qk_norm = true, .moe_only = true, .expert_width_key = true, .eps = 1e-6f,
+      .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "qwen3 with experts" },
+};
+
+/* ---- shapes -------------------------------------------------------------- */
+/* A preset with experts fixes its architecture (llama with experts is Mixtral). */
 typedef struct {
     const char *name;
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_ctx;
@@ -38,55 +79,39 @@ typedef struct {
     const char *vocab;            /* default vocab file under models/vocab */
     const char *arch;             /* NULL: llama (--arch chooses) */
     uint32_t head_dim;            /* 0: n_embd / n_head */
-    uint32_t rope_orig_ctx;       /* phi3 LongRoPE: original context (0: no factors) */
+    uint32_t rope_orig_ctx;       /* LongRoPE (fused families): original context (0: no factors) */
     uint32_t n_vocab;             /* > the vocab file's: padded with <unused_N> tokens (0: the file's) */
+    uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* experts (total / used / width), shared width */
+    const char *what;             /* for --help */
 } mk_preset;
 
+#define BPE "ggml-vocab-llama-bpe.gguf"
+#define SPM "ggml-vocab-llama-spm.gguf"
 static const mk_preset mk_presets[] = {
-    /* small: the shape of ../shared/models/synth-tiny-* */
-    { "tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
-    /* Llama-3.2-1B (untied here) */
-    { "1b", 16, 2048, 8192, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
-    /* Llama-3-8B */
-    { "8b", 32, 4096, 14336, 32, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
-    /* Llama-2-13B (no GQA, SPM vocab) */
-    { "13b", 40, 5120, 13824, 40, 40, 4096, 10000.0f, "ggml-vocab-llama-spm.gguf", NULL, 0, 0, 0 },
-    /* Llama-3-70B */
-    { "70b", 80, 8192, 28672, 64, 8, 8192, 500000.0f, "ggml-vocab-llama-bpe.gguf", NULL, 0, 0, 0 },
-    /* dense families of 2026: small test shapes (as ../shared/models/synth2-*),
-     * then Qwen3-8B and Phi-3-mini-128k */
-    { "qwen3-tiny", 2, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0, 0 },
-    { "phi3-tiny", 2, 256, 768, 4, 2, 512, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 64, 0 },
-    { "qwen3-8b", 36, 4096, 12288, 32, 8, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3", 128, 0, 0 },
-    { "phi3-mini", 32, 3072, 8192, 32, 32, 131072, 10000.0f, "ggml-vocab-phi-3.gguf", "phi3", 0, 4096, 0 },
-    /* gemma3: the shape of ../shared/models/synth2-gemma3-*; Gemma-3-12B
-     * (an SPM vocab padded to Gemma's 262144 tokens: the tied head's size) */
-    { "gemma3-tiny", 6, 256, 768, 4, 1, 512, 1000000.0f, "ggml-vocab-llama-spm.gguf", "gemma3", 128, 0, 0 },
-    { "gemma3-12b", 48, 3840, 15360, 16, 8, 131072, 1000000.0f, "ggml-vocab-llama-spm.gguf", "gemma3", 256, 0,
-      262144 },
+    { "tiny", 2, 256, 768, 4, 2, 512, 1e4f, BPE, .what = "the shape of ../shared/models/synth-tiny-*" },
+    { "1b", 16, 2048, 8192, 32, 8, 8192, 5e5f, BPE, .what = "Llama-3.2-1B (untied here)" },
+    { "8b", 32, 4096, 14336, 32, 8, 8192, 5e5f, BPE, .what = "Llama-3-8B" },
+    { "13b", 40, 5120, 13824, 40, 40, 4096, 1e4f, SPM, .what = "Llama-2-13B (no GQA, SPM vocab)" },
+    { "70b", 80, 8192, 28672, 64, 8, 8192, 5e5f, BPE, .what = "Llama-3-70B" },
+    { "qwen3-tiny", 2, 256, 768, 4, 2, 512, 1e6f, MK_QWEN_VOCAB, "qwen3", 128, .what = "synth2 shape" },
+    { "phi3-tiny", 2, 256, 768, 4, 2, 512, 1e4f, "ggml-vocab-phi-3.gguf", "phi3", 0, 64, .what = "synth2 shape" },
+    { "qwen3-8b", 36, 4096, 12288, 32, 8, 40960, 1e6f, MK_QWEN_VOCAB, "qwen3", 128, .what = "Qwen3-8B" },
+    { "phi3-mini", 32, 3072, 8192, 32, 32, 131072, 1e4f, "ggml-vocab-phi-3.gguf", "phi3", 0, 4096,
+      .what = "Phi-3-mini-128k, LongRoPE from 4096" },
+    { "gemma3-tiny", 6, 256, 768, 4, 1, 512, 1e6f, SPM, "gemma3", 128, .what = "synth2 shape" },
+    { "gemma3-12b", 48, 3840, 15360, 16, 8, 131072, 1e6f, SPM, "gemma3", 256, 0, 262144,
+      .what = "Gemma-3-12B (SPM vocab padded to its 262144 tokens)" },
+    { "mixtral-tiny", 2, 256, 512, 4, 2, 512, 1e6f, SPM, "llama", 0, 0, 0, 8, 2, 512, 0, "synth2 shape" },
+    { "qwen2moe-tiny", 4, 256, 768, 4, 2, 512, 1e6f, MK_QWEN_VOCAB, "qwen2moe", 0, 0, 0, 8, 2, 256, 512,
+      "synth2 shape" },
+    { "qwen3moe-tiny", 4, 256, 768, 4, 2, 512, 1e6f, MK_QWEN_VOCAB, "qwen3moe", 128, 0, 0, 16, 4, 256, 0,
+      "synth2 shape" },
+    { "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32768, 1e6f, SPM, "llama", 0, 0, 0, 8, 2, 14336, 0, "Mixtral-8x7B" },
+    { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1e6f, MK_QWEN_VOCAB, "qwen3moe", 128, 0, 0, 128, 8, 768, 0,
+      "Qwen3-30B-A3B" },
 };
-
-enum { MK_LLAMA, MK_QWEN2, MK_QWEN3, MK_PHI3, MK_QWEN2MOE, MK_QWEN3MOE, MK_GEMMA3 };
-static const char *const mk_arch_names[] = { "llama", "qwen2", "qwen3", "phi3", "qwen2moe", "qwen3moe",
-                                             "gemma3" };
-#define MK_GEMMA3_WINDOW 1024u   /* Gemma 3's sliding window (the tiny preset: 16, as synth2) */
-
-/* MoE presets: the shape (its arch fixed: llama with experts is Mixtral),
- * experts (total / used / width), the shared expert's width. */
-typedef struct {
-    mk_preset base;
-    uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
-} mk_moe_preset;
-
-static const mk_moe_preset mk_moe_presets[] = {
-    /* MoE: the shapes of ../shared/models/synth2-{mixtral,qwen2moe,qwen3moe}-* */
-    { { "mixtral-tiny", 2, 256, 512, 4, 2, 512, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0, 0 }, 8, 2, 512, 0 },
-    { { "qwen2moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen2moe", 0, 0, 0 }, 8, 2, 256, 512 },
-    { { "qwen3moe-tiny", 4, 256, 768, 4, 2, 512, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0, 0 }, 16, 4, 256, 0 },
-    /* Mixtral-8x7B; Qwen3-30B-A3B (48 layers, 128 experts x 768, 8 used) */
-    { { "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32768, 1000000.0f, "ggml-vocab-llama-spm.gguf", "llama", 0, 0, 0 }, 8, 2, 14336, 0 },
-    { { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1000000.0f, "ggml-vocab-qwen2.gguf", "qwen3moe", 128, 0, 0 }, 128, 8, 768, 0 },
-};
+#undef BPE
+#undef SPM
 
 /* ---- types and mixes --------------------------------------------------- */
 enum { MIX_PLAIN = 0, MIX_Q4_K_M, MIX_Q4_K_S, MIX_Q2_K };
@@ -284,8 +309,7 @@ typedef struct {
 } mk_tensor;
 
 typedef struct {
-    const char *arch;
-    int arch_id;                  /* MK_* */
+    const mk_arch *arch;
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_ctx, n_vocab;
     uint32_t n_vocab_file;        /* tokens taken from the vocab file (the rest: padding) */
     uint32_t head_dim, rope_orig_ctx;
@@ -349,7 +373,7 @@ static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
     return rc;
 }
 
-/* qwen3 / phi3 tensors of layer l that differ from llama's: q/k norms of
+/* The tensors of layer l that differ from llama's: post-norms, q/k norms of
  * head_dim; the fused attn_qkv (typed like attn_v, as llama-quantize does)
  * and the fused gate|up ffn_up. Returns 1 if it wrote the attention
  * projections itself (and *fused_ffn when also the gate/up pair). */
@@ -359,20 +383,20 @@ static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type,
     uint32_t hd = m->head_dim, q = hd * m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
     char nm[64];
     *fused_ffn = false;
-    if (m->arch_id == MK_GEMMA3) {   /* q/k norms and the post-norms around attention and FFN */
+    if (m->arch->post_norms) {   /* around attention and FFN */
         snprintf(nm, sizeof nm, "blk.%u.post_attention_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
         snprintf(nm, sizeof nm, "blk.%u.post_ffw_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
     }
-    if (m->arch_id == MK_QWEN3 || m->arch_id == MK_QWEN3MOE || m->arch_id == MK_GEMMA3) {
+    if (m->arch->qk_norm) {
         snprintf(nm, sizeof nm, "blk.%u.attn_q_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, hd, 1, 0.1f, 1.0f);
         snprintf(nm, sizeof nm, "blk.%u.attn_k_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, hd, 1, 0.1f, 1.0f);
         return 0;
     }
-    if (m->arch_id != MK_PHI3) return 0;
+    if (!m->arch->fused) return 0;
     snprintf(nm, sizeof nm, "blk.%u.attn_qkv.weight", l);
     *rc |= add_t(m, nm, mk_tensor_type(td, head_type, T_V, l, L, m->n_head, m->n_head_kv), 2, m->n_embd,
                  q + 2 * kv, s_qk, 0);
@@ -413,7 +437,7 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
             LT("attn_v.weight", T_V, 2, m->n_embd, kv, s, 0);
         }
         LT("attn_output.weight", T_O, 2, qd, m->n_embd, s, 0);
-        if (m->arch_id == MK_QWEN2 || m->arch_id == MK_QWEN2MOE) {
+        if (m->arch->qkv_bias) {
             LT("attn_q.bias", T_BIAS, 1, qd, 1, s, 0);
             LT("attn_k.bias", T_BIAS, 1, kv, 1, s, 0);
             LT("attn_v.bias", T_BIAS, 1, kv, 1, s, 0);
@@ -539,22 +563,21 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: sluice mkmodel --preset NAME [options] -o FILE\n"
-        "  NAME: tiny|1b|8b|13b|70b (llama), qwen3-tiny|phi3-tiny|qwen3-8b|phi3-mini,\n"
-        "        gemma3-tiny|gemma3-12b (vocab padded to Gemma's 262144 tokens),\n"
-        "        MoE (architecture and experts fixed): mixtral-tiny, qwen2moe-tiny, qwen3moe-tiny\n"
-        "        (the synth2 MoE shapes), mixtral-8x7b, qwen3-30b-a3b\n"
-        "Writes a llama/qwen2/qwen3/phi3/gemma3/qwen2moe/qwen3moe GGUF with random weights (for benchmarks;\n"
+        "Writes a GGUF of one of the architectures below with random weights (for benchmarks;\n"
         "the output is gibberish).\n"
-        "  --preset NAME     tiny (2 layers, 256, ff 768, 4/2 heads), 1b (Llama-3.2-1B shape),\n"
-        "                    8b (Llama-3-8B: 32 layers, 4096, ff 14336, 32/8 heads),\n"
-        "                    13b (Llama-2-13B: 40, 5120, 13824, 40/40), 70b (80, 8192, 28672, 64/8);\n"
-        "                    qwen3-tiny / phi3-tiny (2 layers, 256, ff 768, 4/2 heads; qwen3 head dim 128),\n"
-        "                    qwen3-8b (Qwen3-8B: 36, 4096, 12288, 32/8, head dim 128),\n"
-        "                    phi3-mini (Phi-3-mini-128k: 32, 3072, 8192, 32/32, LongRoPE from 4096)\n"
-        "  --arch A          llama|qwen2|qwen3|phi3 (default: the preset's, else llama); qwen2 adds\n"
-        "                    q/k/v biases, rope base 1e6, eps 1e-6, Qwen2 vocab; qwen3 per-head q/k\n"
-        "                    norms (Qwen2 vocab); phi3 fused attn_qkv and gate|up ffn_up, LongRoPE\n"
-        "                    factor tensors when the preset has them (Phi-3 vocab)\n"
+        "  --preset NAME     a shape (layers, n_embd, n_ff, heads / kv heads, context); one with\n"
+        "                    experts fixes its architecture:\n");
+    for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++) {
+        const mk_preset *p = &mk_presets[i];
+        fprintf(f, "                    %-14s %-8s %u, %u, %u, %u/%u, %u", p->name, p->arch ? p->arch : "llama",
+                p->n_layer, p->n_embd, p->n_ff, p->n_head, p->n_head_kv, p->n_ctx);
+        if (p->n_expert) fprintf(f, "; experts %u/%u x %u", p->n_expert_used, p->n_expert, p->n_ff_exp);
+        fprintf(f, ": %s\n", p->what);
+    }
+    fprintf(f, "  --arch A          the preset's by default, else llama (MoE ones only by preset):\n");
+    for (size_t i = 0; i < sizeof mk_archs / sizeof mk_archs[0]; i++)
+        fprintf(f, "                    %-9s %s\n", mk_archs[i].name, mk_archs[i].what);
+    fprintf(f,
         "  --type T          f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl\n"
         "                    iq4_xs tq1_0 tq2_0 mxfp4 iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m:\n"
         "                    every matrix in T (lm head Q6_K for k-quants and i-quants, tq*,\n"
@@ -563,9 +586,8 @@ static void usage(FILE *f)
         "                    Q6_K lm head, some attn_v/ffn_down/attn_output at more bits). Default q4_k\n"
         "  --head T          lm head type (overrides the above)\n"
         "  --seed S          default 1; the file is a pure function of the options\n"
-        "  --vocab FILE|none tokenizer metadata source (default models/vocab/ggml-vocab-llama-bpe.gguf,\n"
-        "                    qwen2: ggml-vocab-qwen2.gguf, 13b: ggml-vocab-llama-spm.gguf);\n"
-        "                    none: no tokenizer, --n-vocab rows\n"
+        "  --vocab FILE|none tokenizer metadata source (default: the architecture's, else the\n"
+        "                    preset's, under models/vocab); none: no tokenizer, --n-vocab rows\n"
         "  --n-layer N --n-embd N --n-ff N --n-head N --n-head-kv N --n-ctx N --n-vocab N\n"
         "                    override the preset's shape\n"
         "  --tied            no output.weight (lm head tied to token_embd)\n"
@@ -578,6 +600,20 @@ static void usage(FILE *f)
         "is a genuine quantization of scaled random data and every 4 KiB page is distinct.\n"
         "sigma: matrices 0.02, attn_q/k 1.28/sqrt(n_embd), output 8/sqrt(n_embd); norms 1+N(0,0.1) F32.\n",
         MK_POOL);
+}
+
+static const mk_preset *find_preset(const char *name)
+{
+    for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++)
+        if (!strcmp(mk_presets[i].name, name)) return &mk_presets[i];
+    return NULL;
+}
+
+static const mk_arch *find_arch(const char *name)
+{
+    for (size_t i = 0; i < sizeof mk_archs / sizeof mk_archs[0]; i++)
+        if (!strcmp(mk_archs[i].name, name)) return &mk_archs[i];
+    return NULL;
 }
 
 static const char *arg_val(int argc, char **argv, int *i)
@@ -643,34 +679,22 @@ int perf_mkmodel_main(int argc, char **argv)
         return 2;
     }
     if (!preset || !out) { usage(stderr); return 2; }
-    const mk_preset *ps = NULL;
-    const mk_moe_preset *moe = NULL;
-    for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++)
-        if (!strcmp(mk_presets[i].name, preset)) ps = &mk_presets[i];
-    for (size_t i = 0; i < sizeof mk_moe_presets / sizeof mk_moe_presets[0]; i++)
-        if (!strcmp(mk_moe_presets[i].base.name, preset)) { moe = &mk_moe_presets[i]; ps = &moe->base; }
+    const mk_preset *ps = find_preset(preset);
     if (!ps) {
-        fprintf(stderr, "mkmodel: unknown preset '%s' (tiny 1b 8b 13b 70b qwen3-tiny phi3-tiny qwen3-8b "
-                "phi3-mini gemma3-tiny gemma3-12b mixtral-tiny qwen2moe-tiny qwen3moe-tiny mixtral-8x7b qwen3-30b-a3b)\n", preset);
+        fprintf(stderr, "mkmodel: unknown preset '%s' (sluice mkmodel --help lists them)\n", preset);
         return 2;
     }
+    const bool moe = ps->n_expert > 0;
     if (moe && arch_given && strcmp(arch, ps->arch)) {
         fprintf(stderr, "mkmodel: preset '%s' is architecture %s (--arch %s)\n", preset, ps->arch, arch);
         return 2;
     }
     if (!arch || moe) arch = ps->arch ? ps->arch : "llama";
-    int arch_id = -1;
-    for (int i = 0; i < (int)(sizeof mk_arch_names / sizeof mk_arch_names[0]); i++)
-        if (!strcmp(arch, mk_arch_names[i])) arch_id = i;
-    /* the MoE archs only with their presets (the experts come from there) */
-    if (arch_id < 0 || (!moe && (arch_id == MK_QWEN2MOE || arch_id == MK_QWEN3MOE))) {
-        fprintf(stderr, "mkmodel: unknown --arch '%s' (llama qwen2 qwen3 phi3 gemma3; MoE: by preset)\n", arch);
+    const mk_arch *ar = find_arch(arch);
+    if (!ar || (!moe && ar->moe_only)) {
+        fprintf(stderr, "mkmodel: unknown --arch '%s' (sluice mkmodel --help lists them; MoE: by preset)\n", arch);
         return 2;
     }
-    /* qwen2moe: qwen2 attention (biases, rope, eps, vocab) + experts; qwen3moe: qwen3's */
-    bool qwen2 = arch_id == MK_QWEN2 || arch_id == MK_QWEN2MOE;
-    bool qwen3 = arch_id == MK_QWEN3 || arch_id == MK_QWEN3MOE;
-    bool gemma3 = arch_id == MK_GEMMA3;
     const mk_typedef *td = find_type(tname);
     if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
     uint32_t head_type = default_head(td->type);
@@ -682,26 +706,23 @@ int perf_mkmodel_main(int argc, char **argv)
 
     static mk_model m;   /* ~200 KB: off the stack; one mkmodel per process */
     memset(&m, 0, sizeof m);
-    m.arch = mk_arch_names[arch_id];
-    m.arch_id = arch_id;
-    if (moe) {
-        m.n_expert = moe->n_expert;
-        m.n_expert_used = moe->n_expert_used;
-        m.n_ff_exp = moe->n_ff_exp;
-        m.n_ff_shexp = moe->n_ff_shexp;
-    }
+    m.arch = ar;
+    m.n_expert = ps->n_expert;
+    m.n_expert_used = ps->n_expert_used;
+    m.n_ff_exp = ps->n_ff_exp;
+    m.n_ff_shexp = ps->n_ff_shexp;
     m.n_layer = ov[0] ? ov[0] : ps->n_layer;
     m.n_embd = ov[1] ? ov[1] : ps->n_embd;
     m.n_ff = ov[2] ? ov[2] : ps->n_ff;
     m.n_head = ov[3] ? ov[3] : ps->n_head;
     m.n_head_kv = ov[4] ? ov[4] : (ov[3] ? m.n_head : ps->n_head_kv);
     m.n_ctx = ov[5] ? ov[5] : ps->n_ctx;
-    m.rope_base = qwen2 ? 1000000.0f : ps->rope_base;
-    m.eps = qwen2 || qwen3 || gemma3 ? 1e-6f : 1e-5f;
-    m.tied = tied || gemma3;   /* Gemma's head is its embedding */
+    m.rope_base = ar->rope_base > 0 ? ar->rope_base : ps->rope_base;
+    m.eps = ar->eps;
+    m.tied = tied || ar->tied;
     /* the preset's head dim only while its heads are kept */
     m.head_dim = ps->head_dim && !ov[1] && !ov[3] ? ps->head_dim : m.n_embd / m.n_head;
-    m.rope_orig_ctx = arch_id == MK_PHI3 ? ps->rope_orig_ctx : 0;
+    m.rope_orig_ctx = ar->fused ? ps->rope_orig_ctx : 0;
     if (m.n_embd % m.n_head || m.n_head % m.n_head_kv || m.head_dim % 2) {
         fprintf(stderr, "mkmodel: n_embd %u, n_head %u, n_head_kv %u do not divide into heads\n",
                 m.n_embd, m.n_head, m.n_head_kv);
@@ -711,10 +732,7 @@ int perf_mkmodel_main(int argc, char **argv)
     /* Tokenizer source. */
     char vpath[4096];
     if (!vocab) {
-        snprintf(vpath, sizeof vpath, "%s/models/vocab/%s", SL_SHARED_DIR,
-                 qwen2 || qwen3 ? "ggml-vocab-qwen2.gguf"
-                 : arch_id == MK_PHI3    ? "ggml-vocab-phi-3.gguf"
-                                         : ps->vocab);
+        snprintf(vpath, sizeof vpath, "%s/models/vocab/%s", SL_SHARED_DIR, ar->vocab ? ar->vocab : ps->vocab);
         vocab = vpath;
     }
     sl_gguf *vg = NULL;
@@ -752,8 +770,8 @@ int perf_mkmodel_main(int argc, char **argv)
         return 1;
     }
     char key[128], gname[128];
-    const char *A = m.arch;
-    snprintf(gname, sizeof gname, "sluice-synth-%s-%s%s%s", preset, qwen2 && !m.n_expert ? "qwen2-" : "",
+    const char *A = ar->name;
+    snprintf(gname, sizeof gname, "sluice-synth-%s-%s%s%s", preset, ar->name_tag,
              td->name, tied ? "-tied" : "");
 #define KEY(fmt) (snprintf(key, sizeof key, fmt, A), key)
     rc |= sl_gguf_writer_set_str(w, "general.architecture", A);
@@ -777,13 +795,12 @@ int perf_mkmodel_main(int argc, char **argv)
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.scaling.original_context_length"), m.rope_orig_ctx);
         rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.scaling.attn_factor"), af);
     }
-    if (gemma3)   /* window, pattern and local rope base: llama.cpp's Gemma 3 defaults */
-        rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.sliding_window"),
-                                     m.n_ctx <= 512 ? 16u : MK_GEMMA3_WINDOW);
+    if (ar->window)   /* pattern and local rope base: llama.cpp's Gemma 3 defaults */
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.sliding_window"), m.n_ctx <= 512 ? 16u : MK_WINDOW);
     if (m.n_expert) {
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_count"), m.n_expert);
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_used_count"), m.n_expert_used);
-        if (strcmp(A, "llama"))   /* the llama loader has no expert-width key */
+        if (ar->expert_width_key)
             rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_feed_forward_length"), m.n_ff_exp);
         if (m.n_ff_shexp)
             rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_shared_feed_forward_length"), m.n_ff_shexp);
@@ -865,5 +882,5 @@ int perf_mkmodel_main(int argc, char **argv)
     return 0;
 }
 
-SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight llama/qwen2/qwen3/phi3 GGUF of any shape and quantization",
+SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight GGUF of any architecture, shape and quantization",
                perf_mkmodel_main)

@@ -64,6 +64,24 @@ static sl_gguf *mk_open(const char *name, const char *args)
     return g;
 }
 
+/* mk_open of a file that must be of architecture arch. */
+static sl_gguf *mk_open_arch(const char *name, const char *args, const char *arch)
+{
+    sl_gguf *g = mk_open(name, args);
+    const char *s;
+    uint64_t len;
+    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
+    cr_assert_str_eq(s, arch);
+    return g;
+}
+
+/* The engine's description of g (which checks every shape) into d; layer 0's blocks. */
+static const sl_layer_desc *described(const sl_gguf *g, sl_model_desc *d)
+{
+    cr_assert_eq(sl_model_desc_load(d, g), 0, "%s", sl_last_error());
+    return sl_model_layer(d, 0);
+}
+
 static uint32_t u32_key(const sl_gguf *g, const char *k)
 {
     uint32_t v = 0;
@@ -306,10 +324,7 @@ Test(mkmodel, iq_grid_types, .timeout = 120)
 Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
 {
     setup_paths();
-    sl_gguf *g = mk_open("q3.gguf", "--preset qwen3-tiny --type q4_k_m --vocab none --n-vocab 512");
-    const char *s; uint64_t len;
-    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
-    cr_assert_str_eq(s, "qwen3");
+    sl_gguf *g = mk_open_arch("q3.gguf", "--preset qwen3-tiny --type q4_k_m --vocab none --n-vocab 512", "qwen3");
     cr_assert_eq(u32_key(g, "qwen3.attention.key_length"), 128u);
     cr_assert_eq(u32_key(g, "qwen3.attention.value_length"), 128u);
     cr_assert_eq(u32_key(g, "qwen3.rope.dimension_count"), 128u);
@@ -320,14 +335,11 @@ Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
     check_shape(g, "blk.1.attn_k_norm.weight", SL_GGML_F32, 128, 1);
     cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 * 11 + 2);
     sl_model_desc d;
-    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_QWEN3 && d.has_qk_norm && d.head_dim == 128);
+    cr_assert(described(g, &d)->attn.qk_norm && d.head_dim == 128);
     cr_assert_float_eq(d.rms_eps, 1e-6f, 1e-12);
     sl_gguf_close(g);
 
-    g = mk_open("p3.gguf", "--preset phi3-tiny --type q4_k_m --vocab none --n-vocab 512");
-    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
-    cr_assert_str_eq(s, "phi3");
+    g = mk_open_arch("p3.gguf", "--preset phi3-tiny --type q4_k_m --vocab none --n-vocab 512", "phi3");
     cr_assert_eq(u32_key(g, "phi3.rope.scaling.original_context_length"), 64u);
     float f;
     cr_assert_eq(sl_gguf_get_f32(g, "phi3.rope.scaling.attn_factor", &f), 0);
@@ -341,8 +353,8 @@ Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
     cr_assert_null(sl_gguf_find_tensor(g, "blk.0.ffn_gate.weight"));
     cr_assert_null(sl_gguf_find_tensor(g, "blk.0.attn_q.weight"));
     cr_assert_eq(sl_gguf_n_tensors(g), 1 + 2 + 2 * 6 + 2);
-    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_PHI3 && d.fused_qkv && d.fused_gate_up && d.has_rope_factors);
+    const sl_layer_desc *ld = described(g, &d);
+    cr_assert(ld->attn.fused_qkv && ld->ffn.fused_gate_up && d.has_rope_factors);
     sl_gguf_close(g);
     cleanup();
 }
@@ -352,10 +364,7 @@ Test(mkmodel, qwen3_phi3_presets, .timeout = 120)
 Test(mkmodel, gemma3_presets, .timeout = 120)
 {
     setup_paths();
-    sl_gguf *g = mk_open("g3.gguf", "--preset gemma3-tiny --type q4_k_m");
-    const char *s; uint64_t len;
-    cr_assert_eq(sl_gguf_get_str(g, "general.architecture", &s, &len), 0);
-    cr_assert_str_eq(s, "gemma3");
+    sl_gguf *g = mk_open_arch("g3.gguf", "--preset gemma3-tiny --type q4_k_m", "gemma3");
     cr_assert_eq(u32_key(g, "gemma3.attention.sliding_window"), 16u);
     cr_assert_eq(u32_key(g, "gemma3.attention.key_length"), 128u);
     check_shape(g, "token_embd.weight", SL_GGML_Q6_K, 256, 32000);
@@ -364,13 +373,14 @@ Test(mkmodel, gemma3_presets, .timeout = 120)
     check_shape(g, "blk.5.post_ffw_norm.weight", SL_GGML_F32, 256, 1);
     check_shape(g, "blk.5.attn_k_norm.weight", SL_GGML_F32, 128, 1);
     sl_model_desc d;
-    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_GEMMA3 && d.has_qk_norm && d.has_post_norms && d.ffn_gelu && d.tied_output);
+    const sl_layer_desc *ld = described(g, &d);
+    cr_assert(ld->attn.qk_norm && ld->attn.post_norm && ld->ffn.act == SL_ACT_GELU && d.tied_output);
     cr_assert(d.n_swa == 16 && d.n_head_kv == 1 && d.head_dim == 128);
     sl_gguf_close(g);
 
     g = mk_open("g3p.gguf", "--preset gemma3-tiny --type q8_0 --n-layer 1 --n-vocab 32010");
-    uint32_t et; uint64_t n; const void *data;
+    const char *s;
+    uint32_t et; uint64_t n, len; const void *data;
     cr_assert_eq(sl_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n, &data), 0);
     cr_assert_eq(n, 32010u);
     int64_t kv = sl_gguf_find_key(g, "tokenizer.ggml.tokens");
@@ -400,7 +410,7 @@ Test(mkmodel, moe_presets, .timeout = 120)
 {
     setup_paths();
     sl_model_desc d;
-    sl_gguf *g = mk_open("x.gguf", "--preset mixtral-tiny --type q4_k --vocab none --n-vocab 512");
+    sl_gguf *g = mk_open_arch("x.gguf", "--preset mixtral-tiny --type q4_k --vocab none --n-vocab 512", "llama");
     cr_assert_eq(u32_key(g, "llama.expert_count"), 8u);
     cr_assert_eq(u32_key(g, "llama.expert_used_count"), 2u);
     cr_assert_eq(sl_gguf_find_key(g, "llama.expert_feed_forward_length"), -1);
@@ -408,11 +418,10 @@ Test(mkmodel, moe_presets, .timeout = 120)
     check_experts(g, "blk.1.ffn_gate_exps.weight", SL_GGML_Q4_K, 256, 512, 8);
     check_experts(g, "blk.1.ffn_down_exps.weight", SL_GGML_Q4_K, 512, 256, 8);
     cr_assert_null(sl_gguf_find_tensor(g, "blk.0.ffn_gate.weight"));
-    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_LLAMA && d.n_expert == 8 && d.n_ff_exp == 512 && !d.rope_neox);
+    cr_assert(described(g, &d)->ffn.kind == SL_FFN_MOE && d.n_expert == 8 && d.n_ff_exp == 512 && !d.rope_neox);
     sl_gguf_close(g);
 
-    g = mk_open("q2.gguf", "--preset qwen2moe-tiny --type q4_k_m --vocab none --n-vocab 512");
+    g = mk_open_arch("q2.gguf", "--preset qwen2moe-tiny --type q4_k_m --vocab none --n-vocab 512", "qwen2moe");
     cr_assert_eq(u32_key(g, "qwen2moe.expert_feed_forward_length"), 256u);
     cr_assert_eq(u32_key(g, "qwen2moe.expert_shared_feed_forward_length"), 512u);
     check_experts(g, "blk.3.ffn_up_exps.weight", SL_GGML_Q4_K, 256, 256, 8);
@@ -420,11 +429,11 @@ Test(mkmodel, moe_presets, .timeout = 120)
     check_shape(g, "blk.3.ffn_gate_inp_shexp.weight", SL_GGML_F32, 256, 1);
     check_shape(g, "blk.3.ffn_down_shexp.weight", SL_GGML_Q6_K, 512, 256);
     check_shape(g, "blk.3.attn_q.bias", SL_GGML_F32, 256, 1);
-    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_QWEN2MOE && d.n_ff_shexp == 512 && d.has_qkv_bias && !d.expert_weights_norm);
+    const sl_layer_desc *ld = described(g, &d);
+    cr_assert(d.n_ff_shexp == 512 && ld->attn.qkv_bias && ld->ffn.shared_expert && !ld->ffn.weights_norm);
     sl_gguf_close(g);
 
-    g = mk_open("q3.gguf", "--preset qwen3moe-tiny --type q4_k --vocab none --n-vocab 512");
+    g = mk_open_arch("q3.gguf", "--preset qwen3moe-tiny --type q4_k --vocab none --n-vocab 512", "qwen3moe");
     cr_assert_eq(u32_key(g, "qwen3moe.attention.key_length"), 128u);
     cr_assert_eq(u32_key(g, "qwen3moe.expert_count"), 16u);
     cr_assert_eq(u32_key(g, "qwen3moe.expert_used_count"), 4u);
@@ -432,8 +441,7 @@ Test(mkmodel, moe_presets, .timeout = 120)
     check_shape(g, "blk.0.attn_output.weight", SL_GGML_Q4_K, 512, 256);
     check_shape(g, "blk.0.attn_q_norm.weight", SL_GGML_F32, 128, 1);
     check_experts(g, "blk.2.ffn_gate_exps.weight", SL_GGML_Q4_K, 256, 256, 16);
-    cr_assert_eq(sl_model_desc_load(&d, g), 0, "%s", sl_last_error());
-    cr_assert(d.arch == SL_ARCH_QWEN3MOE && d.has_qk_norm && d.head_dim == 128 && d.n_expert_used == 4);
+    cr_assert(described(g, &d)->attn.qk_norm && d.head_dim == 128 && d.n_expert_used == 4);
     sl_gguf_close(g);
 
     char path[PATH_MAX];
@@ -446,10 +454,7 @@ static float *run_mode(const char *path, int mode, int io, int n_vocab)
 {
     sl_model_params mp;
     sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_threads = 2;
-    mp.mode = mode;
-    mp.io = io;
+    mp.n_ctx = 64; mp.n_threads = 2; mp.mode = mode; mp.io = io;
     if (mode == SL_MODE_STREAM) mp.max_pinned = 0;
     sl_model *m = NULL;
     cr_assert_eq(sl_model_open(&m, path, &mp), 0, "%s mode %d: %s", path, mode, sl_last_error());

@@ -1,0 +1,40 @@
+/* The architecture table: one row per GGUF general.architecture, each
+ * defined in its family's file (arch_<family>.c) and listed once in
+ * arch_table.c. A row names the blocks every layer is made of; its key hook
+ * reads the family's own metadata and may refine the blocks (per-layer
+ * kinds, options that depend on keys). The tensors of a layer follow from
+ * its blocks (arch_blocks.c). */
+#ifndef SL_ENGINE_ARCH_H
+#define SL_ENGINE_ARCH_H
+
+#include <stddef.h>
+
+#include "../model.h"
+
+typedef struct sl_arch {
+    const char *name;         /* general.architecture */
+    bool rope_neox;           /* rope on (i, i + n_rot/2) pairs instead of (2i, 2i+1) */
+    sl_layer_desc layer;      /* the blocks of every layer, before the key hook */
+    /* Family keys after the common ones (NULL: none); a status and message. */
+    int (*keys)(sl_model_desc *d, const sl_gguf *g);
+} sl_arch;
+
+/* The row of general.architecture `name`, NULL if none. */
+const sl_arch *sl_arch_find(const char *name);
+/* "llama, qwen2, ..." (for messages), truncated to n bytes. */
+void sl_arch_names(char *buf, size_t n);
+
+/* Every tensor of layer l's blocks: presence, shape, type. */
+int sl_arch_check_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
+
+/* The expert keys of a MoE family (arch_moe.c): expert_count (required, or
+ * 0 = no experts when optional), expert_used_count, the expert width (key
+ * when width_key, else n_ff) and, with shared, the shared expert's width.
+ * *found: expert_count was present and non-zero. */
+int sl_arch_moe_read(sl_model_desc *d, const sl_gguf *g, bool required, bool width_key, bool shared,
+                     bool *found);
+/* The key hook of a family whose layers all have a MoE FFN block: the
+ * expert keys required, the shared width iff the block has a shared expert. */
+int sl_arch_moe_keys(sl_model_desc *d, const sl_gguf *g);
+
+#endif

@@ -1,0 +1,228 @@
+/* One layer of the forward pass: its blocks by kind (model.h), each
+ * pre-norm -> block -> optional post-norm -> residual add. Softmax
+ * attention (biases, q/k norms, rope, q scale, sliding window, the KV
+ * cache's types and bases); the gated FFN (SiLU / GELU, fused gate|up); the
+ * MoE FFN (forward_moe.c). A new block kind is a function here and a case
+ * in sl_forward_layer. */
+#include "forward_layer.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../gguf/base/sl_internal.h"
+#include "forward_moe.h"
+#include "forward_ops.h"
+#include "forward_qknorm.h"
+
+/* xn = rmsnorm(src) * w over n rows */
+static void norm_rows(sl_forward *f, float *xn, const float *src, const float *w, int32_t n)
+{
+    const int32_t E = f->d->n_embd;
+    for (int32_t i = 0; i < n; i++)
+        f->k->rmsnorm(xn + (int64_t)i * E, src + (int64_t)i * E, w, E, f->d->rms_eps);
+}
+
+/* A block's end: its output rows (f->xn) RMS-normed by post (if any), then
+ * added to the residual stream x. */
+static void block_out(sl_forward *f, const sl_stream_tensor *post, int32_t n)
+{
+    if (post) SL_TIMED(f, SL_PROF_NORM, 0, norm_rows(f, f->xn, f->xn, post->data, n));
+    SL_TIMED(f, SL_PROF_ADD, 0, f->k->add(f->x, f->x, f->xn, (int64_t)n * f->d->n_embd));
+}
+
+/* A block's start: xn = its pre-norm (tensor `name`) of x. */
+static int block_in(sl_forward *f, const sl_stream_view *v, int32_t l, const char *name, int32_t n)
+{
+    const sl_stream_tensor *w;
+    int rc = sl_forward_find(v, l, name, &w);
+    if (!rc) SL_TIMED(f, SL_PROF_NORM, 0, norm_rows(f, f->xn, f->x, w->data, n));
+    return rc;
+}
+
+/* ---- attention blocks ------------------------------------------------------ */
+
+/* The weights of a softmax attention block (a fused attn_qkv split into its
+ * q, k, v row blocks); the optional ones NULL when the block has none. */
+typedef struct attn_w {
+    const sl_stream_tensor *q, *k, *v, *o, *bq, *bk, *bv, *nq, *nk, *post;
+    sl_stream_tensor part[3];
+} attn_w;
+
+static int attn_weights(sl_forward *f, const sl_attn_block *b, const sl_stream_view *v, int32_t l, attn_w *w)
+{
+    const sl_model_desc *d = f->d;
+    const sl_stream_tensor *qkv;
+    int rc;
+    memset(w, 0, sizeof *w);
+    if ((rc = sl_forward_find(v, l, "attn_output.weight", &w->o))) return rc;
+    if (b->fused_qkv) {
+        if ((rc = sl_forward_find(v, l, "attn_qkv.weight", &qkv)) ||
+            (rc = sl_forward_split_rows(l, qkv, (int64_t[]){ d->q_dim, d->kv_dim, d->kv_dim }, 3, w->part)))
+            return rc;
+        w->q = &w->part[0]; w->k = &w->part[1]; w->v = &w->part[2];
+    } else if ((rc = sl_forward_find(v, l, "attn_q.weight", &w->q)) ||
+               (rc = sl_forward_find(v, l, "attn_k.weight", &w->k)) ||
+               (rc = sl_forward_find(v, l, "attn_v.weight", &w->v))) {
+        return rc;
+    }
+    if (b->qkv_bias &&
+        ((rc = sl_forward_find(v, l, "attn_q.bias", &w->bq)) ||
+         (rc = sl_forward_find(v, l, "attn_k.bias", &w->bk)) ||
+         (rc = sl_forward_find(v, l, "attn_v.bias", &w->bv))))
+        return rc;
+    if (b->qk_norm &&
+        ((rc = sl_forward_find(v, l, "attn_q_norm.weight", &w->nq)) ||
+         (rc = sl_forward_find(v, l, "attn_k_norm.weight", &w->nk))))
+        return rc;
+    if (b->post_norm && (rc = sl_forward_find(v, l, "post_attention_norm.weight", &w->post))) return rc;
+    return 0;
+}
+
+static void add_bias(sl_forward *f, const attn_w *w, float *qi, float *ki, float *vi)
+{
+    f->k->add(qi, qi, w->bq->data, f->d->q_dim);
+    f->k->add(ki, ki, w->bk->data, f->d->kv_dim);
+    f->k->add(vi, vi, w->bv->data, f->d->kv_dim);
+}
+
+static void norm_qk(sl_forward *f, const attn_w *w, float *qi, float *ki)
+{
+    const sl_model_desc *d = f->d;
+    sl_forward_qknorm(f->k, qi, d->n_head, d->head_dim, w->nq->data, d->rms_eps);
+    sl_forward_qknorm(f->k, ki, d->n_head_kv, d->head_dim, w->nk->data, d->rms_eps);
+}
+
+/* Rope of q and k at pos, their scales, then q, k, v into the cache's bases. */
+static void rope_qk(sl_forward *f, const sl_attn_block *b, const sl_kv *kv, int32_t pos, float *qi, float *ki,
+                    float *vi)
+{
+    const sl_model_desc *d = f->d;
+    const int32_t QD = d->q_dim, KD = d->kv_dim;
+    const float *inv_freq = b->window > 0 ? f->inv_freq_swa : f->inv_freq;
+    /* phi3: cos/sin times the LongRoPE attention factor (rope is linear in
+     * them: scaling its result is the same product); q_scale: q scaled
+     * before the F16 rounding of q, with attention scale 1 */
+    const float qmul = d->rope_attn_factor * (b->q_scale > 0 ? b->q_scale : 1.0f);
+    const float kmul = d->rope_attn_factor;
+    f->k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
+    f->k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
+    if (qmul != 1.0f) sl_forward_scale_row(qi, QD, qmul);
+    if (kmul != 1.0f) sl_forward_scale_row(ki, KD, kmul);
+    if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
+    if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
+}
+
+/* One token's q, k, v rows (row i of the pass) at pos, then k and v stored
+ * in layer l of kv (in the cache's types). */
+static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, sl_kv *kv, int32_t l, int32_t pos,
+                     int64_t i)
+{
+    float *qi = f->q + i * f->d->q_dim, *ki = f->kx + i * f->d->kv_dim, *vi = f->vx + i * f->d->kv_dim;
+    if (w->bq) SL_TIMED(f, SL_PROF_ROPE, 0, add_bias(f, w, qi, ki, vi));
+    if (w->nq) SL_TIMED(f, SL_PROF_NORM, 0, norm_qk(f, w, qi, ki));
+    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, kv, pos, qi, ki, vi));
+    SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
+}
+
+/* Softmax GQA/MHA attention of layer l over the rows of sq[0..ns), each
+ * sequence against its own cache; x += its output. */
+static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_attn_block *b,
+                        const sl_stream_view *v, int32_t n)
+{
+    const sl_model_desc *d = f->d;
+    const int32_t QD = d->q_dim, KD = d->kv_dim;
+    attn_w w;
+    int rc = attn_weights(f, b, v, l, &w);
+    if (rc) return rc;
+    /* a sliding-window layer's ring keeps only the window (kv.h) */
+    for (int32_t s = 0; s < ns && !rc; s++)
+        SL_TIMED(f, SL_PROF_KV, 0, rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, b->window));
+    if (rc || (rc = block_in(f, v, l, "attn_norm.weight", n))) return rc;
+    sl_act_cache c = { 0 };
+    if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ w.q, w.k, w.v },
+                                  (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ QD, KD, KD },
+                                  (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV)))
+        return rc;
+    for (int32_t s = 0, i = 0; s < ns; s++)
+        for (int32_t j = 0; j < sq[s].n; j++, i++) attn_row(f, b, &w, sq[s].kv, l, sq[s].kv->n_past + j, i);
+    for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
+        const sl_kv *kv = sq[s].kv;
+        sl_attn a = {
+            .q = f->q + (int64_t)i * QD, .q_stride = QD,
+            .k = sl_kv_k(kv, l, 0, kv->base[l]), .v = sl_kv_v(kv, l, 0, kv->base[l]), .kv_stride = d->head_dim,
+            .out = f->att + (int64_t)i * QD, .out_stride = QD,
+            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
+            .pos0 = kv->n_past - kv->base[l], .scale = b->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
+            .kv_head_stride = sl_kv_head_stride(kv, l), .window = b->window,
+            .type_k = kv->type_k, .type_v = kv->type_v,
+        };
+        SL_TIMED(f, SL_PROF_ATTN, 0, rc = sl_kern_attention(f->k, f->pool, &a, f->attn_scratch));
+        if (rc) return sl_err_set(rc, "layer %d: attention failed", l);
+        if (kv->rot_v)   /* back from V's basis */
+            SL_TIMED(f, SL_PROF_ROPE, 0,
+                     sl_kv_rotate(f->att + (int64_t)i * QD, (int64_t)sq[s].n * QD, kv->rot_v));
+    }
+    if ((rc = sl_forward_mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;
+    block_out(f, w.post, n);
+    return 0;
+}
+
+/* ---- FFN blocks -------------------------------------------------------------- */
+
+/* Dense gated FFN: x += down(act(gate . xn) * (up . xn)), act SiLU or GELU;
+ * a fused ffn_up holds gate | up. */
+static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+{
+    const int32_t FF = f->d->n_ff;
+    const sl_stream_tensor *wg = NULL, *wu, *wd, *post = NULL;
+    sl_stream_tensor part[2];
+    int rc;
+    if ((rc = sl_forward_find(v, l, "ffn_up.weight", &wu)) ||
+        (rc = sl_forward_find(v, l, "ffn_down.weight", &wd)) ||
+        (b->post_norm && (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post))))
+        return rc;
+    if (b->fused_gate_up) {
+        if ((rc = sl_forward_split_rows(l, wu, (int64_t[]){ FF, FF }, 2, part))) return rc;
+        wg = &part[0]; wu = &part[1];   /* the gate half comes first */
+    } else if ((rc = sl_forward_find(v, l, "ffn_gate.weight", &wg))) {
+        return rc;
+    }
+    if ((rc = block_in(f, v, l, "ffn_norm.weight", n))) return rc;
+    sl_act_cache c = { 0 };
+    if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 2, (const sl_stream_tensor *[]){ wg, wu },
+                                  (float *[]){ f->gate, f->up }, (int64_t[]){ FF, FF },
+                                  (int[]){ SL_PROF_MV_GATE, SL_PROF_MV_UP }, SL_PROF_MV_GATE_UP)))
+        return rc;
+    void (*act)(float *, const float *, const float *, int64_t) =
+        b->act == SL_ACT_GELU ? f->k->gelu_mul : f->k->silu_mul;
+    SL_TIMED(f, SL_PROF_ACT, 0, act(f->gate, f->gate, f->up, (int64_t)n * FF));
+    if ((rc = sl_forward_mm(f, &c, f->gate, n, wd, f->xn, f->d->n_embd, SL_PROF_MV_DOWN))) return rc;
+    block_out(f, post, n);
+    return 0;
+}
+
+/* Routed experts (forward_moe.c, which adds to x itself). */
+static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+{
+    int rc = block_in(f, v, l, "ffn_norm.weight", n);
+    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
+    return rc;
+}
+
+int sl_forward_layer(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_stream_view *v,
+                     int32_t n)
+{
+    const sl_layer_desc *ld = sl_model_layer(f->d, l);
+    int rc;
+    switch (ld->attn.kind) {
+    case SL_ATTN_SOFTMAX: rc = attn_softmax(f, sq, ns, l, &ld->attn, v, n); break;
+    default:
+        rc = sl_err_set(SL_EUNSUPPORTED, "layer %d: attention block kind %d has no forward", l, ld->attn.kind);
+    }
+    if (rc) return rc;
+    switch (ld->ffn.kind) {
+    case SL_FFN_GATED: return ffn_gated(f, l, &ld->ffn, v, n);
+    case SL_FFN_MOE: return ffn_moe(f, l, &ld->ffn, v, n);
+    default: return sl_err_set(SL_EUNSUPPORTED, "layer %d: FFN block kind %d has no forward", l, ld->ffn.kind);
+    }
+}
