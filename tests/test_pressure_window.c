@@ -1,4 +1,4 @@
-/* The pressure ladder's KV_WINDOW rung (engine/session.c sl_session_kv_window,
+/* The pressure ladder's KV_WINDOW rung (engine/session_shift.c sl_session_kv_window,
  * engine/kv.c sl_kv_release), driven by an injected source of available
  * bytes. Reference: a second session of the same model without a ladder
  * whose cache the test shifts itself (sl_forward_kv_shift, the one shift
@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../engine/session_batch.h"
+#include "../engine/session_internal.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf_type.h"
 #include "../gguf/base/sl_status.h"
@@ -51,9 +51,9 @@ static size_t kv_resident_pages(const sl_kv *kv)
 /* The reference's explicit context shift, as the session keeps its history. */
 static void ref_shift(sl_model *m, sl_session *s, int32_t keep, int32_t n_discard)
 {
-    sl_kv *kv = sl_session_batch_kv(s);
-    int32_t *hist = sl_session_batch_hist(s);
-    cr_assert_eq(sl_forward_kv_shift(sl_model_batch_forward(m), kv, keep, n_discard), 0, "%s", sl_last_error());
+    sl_kv *kv = &s->kv;
+    int32_t *hist = s->hist;
+    cr_assert_eq(sl_forward_kv_shift(&m->fw, kv, keep, n_discard), 0, "%s", sl_last_error());
     memmove(hist + keep, hist + keep + n_discard, (size_t)(kv->n_past - keep) * sizeof *hist);
 }
 
@@ -123,7 +123,7 @@ static void run_case(const wcase *c)
     const int32_t keep = 1 + c->n_keep, cap = keep + c->window;
     int32_t held = c->prompt - keep;
     while (held > c->window) held -= held / 2;
-    sl_kv *kva = sl_session_batch_kv(a);
+    sl_kv *kva = &a->kv;
     size_t pages0 = kv_resident_pages(kva);
     int64_t rss0 = pt_rss_bytes();
     f.avail = 0;
