@@ -3,6 +3,7 @@
  * and backends, and the `sluice` commands' exit codes. SL_HOST_ONLY (runs the
  * sluice binary and reads models from disk in every mode). */
 #include "sl_test.h"
+#include "session_testutil.h"
 
 #include <limits.h>
 #include <math.h>
@@ -23,37 +24,14 @@
 #define Q4K MODELS "/synth-tiny-q4_k.gguf"
 #define S260 MODELS "/stories260K.gguf"
 
-static sl_model *open_model(const char *path, int32_t n_ctx, int32_t n_batch)
-{
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = n_ctx;
-    mp.n_batch = n_batch;
-    mp.n_threads = 2;
-    sl_model *m = NULL;
-    int rc = sl_model_open(&m, path, &mp);
-    cr_assert_eq(rc, 0, "open %s: %s", path, sl_last_error());
-    return m;
-}
-
-static void some_ids(int32_t *ids, int n, int32_t n_vocab)
-{
-    uint64_t x = 42;
-    ids[0] = 1;
-    for (int i = 1; i < n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = 3 + (int32_t)((x >> 33) % (uint64_t)(n_vocab - 3));
-    }
-}
-
 Test(session, context_overflow)
 {
-    sl_model *m = open_model(S260, 16, 0);
+    sl_model *m = st_open_ctx(S260, 16, 0);
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
     cr_assert_eq(sl_session_n_ctx(s), 16);
     int32_t ids[17];
-    some_ids(ids, 17, 512);
+    st_some_ids(ids, 17, 512, 42);
     cr_assert_eq(sl_session_feed_tokens(s, ids, 17), SL_ECTX);
     cr_assert_not_null(strstr(sl_session_errmsg(s), "context full"), "%s", sl_session_errmsg(s));
     cr_assert_eq(sl_session_n_past(s), 0, "nothing fed after an overflow");
@@ -70,7 +48,7 @@ Test(session, context_overflow)
 
 Test(session, bad_input)
 {
-    sl_model *m = open_model(S260, 32, 0);
+    sl_model *m = st_open_ctx(S260, 32, 0);
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
     int32_t t;
@@ -98,7 +76,7 @@ Test(session, bad_input)
  * bad id. */
 Test(session, token_piece)
 {
-    sl_model *m = open_model(S260, 32, 0);
+    sl_model *m = st_open_ctx(S260, 32, 0);
     const char *text = "Once upon a time";
     int32_t ids[32];
     int n = sl_model_tokenize(m, text, strlen(text), false, false, ids, 32);
@@ -183,11 +161,11 @@ Test(session, chunking_is_exact)
 {
     enum { N = 23 };
     int32_t ids[N];
-    some_ids(ids, N, 32000);
+    st_some_ids(ids, N, 32000, 42);
     float *ref = NULL;
     int32_t batches[3] = { 64, 5, 1 };
     for (int b = 0; b < 3; b++) {
-        sl_model *m = open_model(Q4K, 64, batches[b]);
+        sl_model *m = st_open_ctx(Q4K, 64, batches[b]);
         sl_session *s;
         cr_assert_eq(sl_session_create(&s, m), 0);
         float *lg = malloc((size_t)N * 32000 * sizeof(float));
@@ -214,7 +192,7 @@ Test(session, chunking_is_exact)
 
 Test(session, reset_and_seeded_sampling)
 {
-    sl_model *m = open_model(S260, 128, 0);
+    sl_model *m = st_open_ctx(S260, 128, 0);
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
     sl_sampling sp;
@@ -244,7 +222,7 @@ Test(session, reset_and_seeded_sampling)
  * the detokenizer emits only complete UTF-8. */
 Test(session, invalid_utf8_prompt)
 {
-    sl_model *m = open_model(S260, 64, 0);
+    sl_model *m = st_open_ctx(S260, 64, 0);
     sl_session *s;
     cr_assert_eq(sl_session_create(&s, m), 0);
     cr_assert_eq(sl_session_feed_text(s, "Once \xff\xfe upon \xc3", false), 0, "%s", sl_session_errmsg(s));
@@ -315,7 +293,7 @@ static void modes_identical(const char *path, int32_t n_vocab, double max_sd)
         { "resident, pread", SL_MODE_RESIDENT, SL_IO_PREAD, -1, 0, 0 },
     };
     int32_t ids[N];
-    some_ids(ids, N, n_vocab);
+    st_some_ids(ids, N, n_vocab, 42);
     float *ref = malloc((size_t)N * n_vocab * sizeof(float)), *lg = malloc((size_t)N * n_vocab * sizeof(float));
     float *lref = malloc((size_t)n_vocab * sizeof(float)), *last = malloc((size_t)n_vocab * sizeof(float));
     int32_t gref[G], g[G];
