@@ -142,10 +142,7 @@ Test(prompt_cache, full_roundtrip_bitwise)
  * session whose cache has other types refuses the file. */
 Test(prompt_cache, quantized_kv_roundtrip)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(64, 0, 2);
     mp.type_k = SL_GGML_Q8_0;
     mp.type_v = SL_GGML_Q4_0;
     sl_model *m = NULL, *f16 = NULL;

@@ -27,8 +27,7 @@
 Test(session, context_overflow)
 {
     sl_model *m = st_open_ctx(S260, 16, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     cr_assert_eq(sl_session_n_ctx(s), 16);
     int32_t ids[17];
     st_some_ids(ids, 17, 512, 42);
@@ -49,8 +48,7 @@ Test(session, context_overflow)
 Test(session, bad_input)
 {
     sl_model *m = st_open_ctx(S260, 32, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     int32_t t;
     cr_assert_eq(sl_session_step(s, &t), SL_EINVAL, "step before any feed");
     int32_t bad[3] = { 1, 512, 5 };
@@ -166,8 +164,7 @@ Test(session, chunking_is_exact)
     int32_t batches[3] = { 64, 5, 1 };
     for (int b = 0; b < 3; b++) {
         sl_model *m = st_open_ctx(Q4K, 64, batches[b]);
-        sl_session *s;
-        cr_assert_eq(sl_session_create(&s, m), 0);
+        sl_session *s = st_session(m, false);
         float *lg = malloc((size_t)N * 32000 * sizeof(float));
         if (b < 2) {
             cr_assert_eq(sl_session_eval(s, ids, N, lg), 0, "%s", sl_session_errmsg(s));
@@ -193,8 +190,7 @@ Test(session, chunking_is_exact)
 Test(session, reset_and_seeded_sampling)
 {
     sl_model *m = st_open_ctx(S260, 128, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     sl_sampling sp;
     sl_sampling_init(&sp);
     sp.temp = 1.0f;
@@ -223,8 +219,7 @@ Test(session, reset_and_seeded_sampling)
 Test(session, invalid_utf8_prompt)
 {
     sl_model *m = st_open_ctx(S260, 64, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     cr_assert_eq(sl_session_feed_text(s, "Once \xff\xfe upon \xc3", false), 0, "%s", sl_session_errmsg(s));
     cr_assert_gt(sl_session_n_past(s), 3);
     sl_sampling sp;
@@ -249,10 +244,7 @@ typedef struct mode_cfg { const char *name; int mode, io; int32_t max_pinned; ui
 static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int n, float *lg, int32_t *greedy,
                     int n_greedy, float *last, char *why, size_t why_len)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 128;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(128, 0, 2);
     mp.mode = c->mode;
     mp.io = c->io;
     mp.max_pinned = c->max_pinned;
@@ -261,8 +253,7 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     sl_model *m;
     int rc = sl_model_open(&m, path, &mp);
     if (rc) { snprintf(why, why_len, "%s", sl_last_error()); return rc; }
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     sl_model_info mi;
     sl_model_get_info(m, &mi);
     cr_assert_eq(sl_session_eval(s, ids, n, lg), 0, "%s: %s", c->name, sl_session_errmsg(s));
