@@ -71,6 +71,15 @@ static int word(const char *v, const char *const *names, int n)
     return -1;
 }
 
+/* A size above 0 ("2.5G", "800M"): 0 ok, -1 bad. */
+static int size_opt(const char *v, uint64_t *out)
+{
+    unsigned long long b;
+    if (sl_cli_parse_size(v, &b) || b == 0) return -1;
+    *out = b;
+    return 0;
+}
+
 static int parse_type(const char *v, int32_t *out)
 {
     static const int types[] = { SL_GGML_F16, SL_GGML_Q8_0, SL_GGML_Q4_0 };
@@ -122,61 +131,35 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
         return -1;
     }
     const char *v = argv[++*i];
+    static const char *const onoff[] = { "on", "off" };
+    static const char *const placements[] = { "local", "distribute" };   /* params.numa 1, 2 */
     long long n;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) { o->path = v; return 1; }
-    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-        if (sl_cli_int(v, 1, 256, &n)) goto bad;
-        o->mp.n_threads = (int)n; return 1;
+    int k, bad = 0;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->path = v;
+    else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (!(bad = sl_cli_int(v, 1, 256, &n))) o->mp.n_threads = (int)n;
+    } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+        if (!(bad = sl_cli_int(v, 1, 1 << 24, &n))) o->mp.n_ctx = (int32_t)n;
+    } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+        if (!(bad = sl_cli_int(v, 1, 1 << 16, &n))) o->mp.n_batch = (int32_t)n;
+    } else if (!strcmp(a, "--max-pinned")) {
+        if (!(bad = sl_cli_int(v, 0, 1 << 20, &n))) o->mp.max_pinned = (int32_t)n;
+    } else if (!strcmp(a, "--expert-policy")) {
+        bad = sl_stream_policy_parse(v, &o->mp.expert_policy);
+    } else if (!strcmp(a, "--moe-pregate")) {
+        if (!(bad = (k = word(v, onoff, 2)) < 0)) o->mp.moe_pregate = k == 0 ? SL_PREGATE_ON : SL_PREGATE_OFF;
+    } else if (!strcmp(a, "--expert-cache")) {
+        bad = size_opt(v, &o->mp.expert_cache_bytes);
+    } else if (!strcmp(a, "--mode")) {
+        bad = sl_stream_mode_parse(v, &o->mp.mode);
+    } else if (!strcmp(a, "--io")) {
+        bad = sl_stream_io_parse(v, &o->mp.io);
+    } else if (!strcmp(a, "--mem-budget")) {
+        bad = size_opt(v, &o->mp.mem_budget);
+    } else if (!strcmp(a, "--numa")) {
+        if (!(bad = (k = word(v, placements, 2)) < 0)) o->mp.numa = k + 1;
     }
-    if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-        if (sl_cli_int(v, 1, 1 << 24, &n)) goto bad;
-        o->mp.n_ctx = (int32_t)n; return 1;
-    }
-    if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
-        if (sl_cli_int(v, 1, 1 << 16, &n)) goto bad;
-        o->mp.n_batch = (int32_t)n; return 1;
-    }
-    if (!strcmp(a, "--max-pinned")) {
-        if (sl_cli_int(v, 0, 1 << 20, &n)) goto bad;
-        o->mp.max_pinned = (int32_t)n; return 1;
-    }
-    if (!strcmp(a, "--expert-policy")) {
-        if (sl_stream_policy_parse(v, &o->mp.expert_policy)) goto bad;
-        return 1;
-    }
-    if (!strcmp(a, "--moe-pregate")) {
-        static const char *const onoff[] = { "on", "off" };
-        int k = word(v, onoff, 2);
-        if (k < 0) goto bad;
-        o->mp.moe_pregate = k == 0 ? SL_PREGATE_ON : SL_PREGATE_OFF;
-        return 1;
-    }
-    if (!strcmp(a, "--expert-cache")) {
-        unsigned long long b;
-        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
-        o->mp.expert_cache_bytes = b; return 1;
-    }
-    if (!strcmp(a, "--mode")) {
-        if (sl_stream_mode_parse(v, &o->mp.mode)) goto bad;
-        return 1;
-    }
-    if (!strcmp(a, "--io")) {
-        if (sl_stream_io_parse(v, &o->mp.io)) goto bad;
-        return 1;
-    }
-    if (!strcmp(a, "--mem-budget")) {
-        unsigned long long b;
-        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
-        o->mp.mem_budget = b; return 1;
-    }
-    if (!strcmp(a, "--numa")) {
-        static const char *const placements[] = { "local", "distribute" };   /* params.numa 1, 2 */
-        int k = word(v, placements, 2);
-        if (k < 0) goto bad;
-        o->mp.numa = k + 1;
-        return 1;
-    }
-bad:
+    if (!bad) return 1;
     fprintf(stderr, "sluice %s: invalid value '%s' for %s\n", cmd, v, a);
     return -1;
 }
