@@ -52,6 +52,13 @@ static inline sl_session *st_session(sl_model *m, bool greedy)
     return s;
 }
 
+/* The end of a test: its session, then its model. */
+static inline void st_close(sl_session *s, sl_model *m)
+{
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
+
 static inline uint64_t st_lcg(uint64_t x) { return x * 6364136223846793005ull + 1442695040888963407ull; }
 
 /* ids[0] = 1 (BOS of the test vocabularies), then n - 1 ids in [3, n_vocab)

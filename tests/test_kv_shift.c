@@ -66,8 +66,7 @@ Test(kv_shift, run_4x_n_ctx, .timeout = 120)
         /* from 32 full: keep BOS, drop 15, refill 15 ... */
         cr_assert_geq(st.n_ctx_shift, 7, "%s: %lld shifts", runs[r].model, (long long)st.n_ctx_shift);
         cr_assert_eq(st.n_ctx_dropped + sl_session_n_past(s), 5 + 4 * C);
-        sl_session_destroy(s);
-        sl_model_close(m);
+        st_close(s, m);
     }
 }
 
@@ -136,8 +135,7 @@ Test(kv_shift, prompt_longer_than_context)
     ids_for(ids, 17, 512);
     cr_assert_eq(sl_session_feed_tokens(s, ids, 17), SL_ECTX);
     cr_assert_eq(sl_session_n_past(s), 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* gemma3's five sliding-window layers keep a ring of their window (16) plus

@@ -119,8 +119,7 @@ static void reuse_case(const char *path, int type_kv, const char *what)
     p2[0] = p1[0] + 1;
     cr_assert_eq(sl_session_keep_prefix(s, p2, 30), 0);
     cr_assert_eq(sl_session_n_past(s), 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(prefix, f16_equals_fresh, .timeout = 120)
@@ -160,8 +159,7 @@ Test(prefix, sliding_window_rings, .timeout = 120)
     cr_assert_eq(r, 192);
     cr_assert_eq(sl_session_feed_tokens(s, q + r, 200 - r), 0);
     assert_same_as_fresh(m, s, q, 200, "gemma3 recent prefix", NULL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* A context shift re-rotates the rows it keeps: past the sinks nothing is
@@ -189,6 +187,5 @@ Test(prefix, not_after_context_shift, .timeout = 120)
     cr_assert_eq(sl_session_keep_prefix(s, q, nq + 2), 0);
     cr_assert_eq(sl_session_feed_tokens(s, q, nq + 2), 0);
     assert_same_as_fresh(m, s, q, nq + 2, "after a shift", NULL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }

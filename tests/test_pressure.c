@@ -167,8 +167,7 @@ Test(pressure, external_levels, .timeout = 60)
     int32_t id = 5, t;
     cr_assert_eq(sl_session_feed_tokens(s, &id, 1), 0);
     cr_assert_eq(sl_session_step(s, &t), 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* Resident mode has only the KV rung, and by default it acts (the rung
@@ -194,8 +193,7 @@ Test(pressure, resident_has_only_the_window)
     cr_assert_eq(sl_session_n_past(s), 1 + 5);
     p.min_slots = 0;
     cr_assert_eq(sl_session_set_pressure(s, &p), SL_EINVAL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(pressure, proc_parsers)

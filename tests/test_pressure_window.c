@@ -251,6 +251,5 @@ Test(pressure_window, long_feed_and_wide_window, .timeout = 60)
     cr_assert_eq(sl_session_n_past(s), 2 + 30);
     cr_assert_eq(sl_session_feed_tokens(s, ids + 1, 1), 0);
     cr_assert_eq(sl_session_n_past(s), 9 + 1, "32 -> 17 -> 9, then the token");
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }

@@ -347,8 +347,7 @@ Test(prompt_cache, damaged_files_rejected)
     cr_assert_eq(sl_session_step(s, &t), 0);
     free(good);
     unlink(path);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(prompt_cache, wrong_model_rejected)

@@ -41,8 +41,7 @@ Test(session, context_overflow)
     cr_assert_eq(sl_session_step(s, &t), SL_ECTX);
     cr_assert_eq(sl_session_feed_tokens(s, ids, 1), SL_ECTX);
     cr_assert_not_null(sl_session_logits(s), "logits survive a refused feed");
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(session, bad_input)
@@ -58,8 +57,7 @@ Test(session, bad_input)
     cr_assert_eq(sl_session_feed_tokens(s, bad, 3), SL_EINVAL);
     cr_assert_eq(sl_session_n_past(s), 0);
     cr_assert_eq(sl_session_eval(s, bad, 3, NULL), SL_EINVAL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 
     sl_model *m2 = NULL;
     sl_model_params mp;
@@ -181,8 +179,7 @@ Test(session, chunking_is_exact)
             rows_close(lg, ref, N, 32000, 0.14, what);
             free(lg);
         }
-        sl_session_destroy(s);
-        sl_model_close(m);
+        st_close(s, m);
     }
     free(ref);
 }
@@ -210,8 +207,7 @@ Test(session, reset_and_seeded_sampling)
     cr_assert_eq(st.n_prompt, 8);
     cr_assert_eq(st.n_decode, 80);
     cr_assert_gt(st.decode_ms, 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* Invalid UTF-8 in a prompt is tokenized byte-wise (as llama.cpp), never a crash;
@@ -232,8 +228,7 @@ Test(session, invalid_utf8_prompt)
         cr_assert_eq(sl_session_step(s, &t), 0, "%s", sl_session_errmsg(s));
         cr_assert_geq(sl_session_detok(s, t, piece, sizeof piece), 0, "%s", sl_session_errmsg(s));
     }
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* ---- identical output across streamer modes ------------------------------- */
@@ -265,8 +260,7 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0, "%s: %s", c->name, sl_session_errmsg(s));
     memcpy(last, sl_session_logits(s), (size_t)mi.n_vocab * sizeof(float));
     if (c->mode) cr_expect_eq(mi.mode, c->mode, "%s: planner chose mode %d", c->name, mi.mode);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
     return 0;
 }
 

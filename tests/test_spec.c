@@ -565,8 +565,7 @@ Test(spec, sample_keeps_pending_draw)
         sl_spec_destroy(x);
     }
     cr_assert_eq(found, 5, "no rejection in 200 runs");
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(spec, refusals)
@@ -597,8 +596,7 @@ Test(spec, refusals)
     cr_assert_eq(n, 1);
     sl_spec_destroy(x);
     sl_spec_destroy(NULL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* ---- the command line: run, chat (and serve's flags) ----------------------- */
