@@ -3,6 +3,7 @@
  * session's cache. */
 #include "session_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

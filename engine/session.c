@@ -11,8 +11,6 @@
 #include "pressure.h"
 #include "reserve.h"
 
-/* ---- session ------------------------------------------------------------ */
-
 int sl_session_create(sl_session **out, sl_model *m)
 {
     *out = NULL;

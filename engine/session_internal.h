@@ -3,7 +3,8 @@
  * shift and the pressure window), session_pressure.c (applies the pressure
  * ladder's steps), session_state.c (save / load), batch.c and spec.c (which
  * run passes for sessions and report them with sl_session_fed). The one
- * internal way into a session; nothing outside engine/ includes it. */
+ * internal way into a session: outside the library only tests that compare
+ * cache rows (test_pressure_window.c) include it. */
 #ifndef SL_ENGINE_SESSION_INTERNAL_H
 #define SL_ENGINE_SESSION_INTERNAL_H
 
