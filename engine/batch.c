@@ -1,17 +1,12 @@
 /* Batched decode (sluice.h "batched decode"): the members' next tokens as the
  * rows of one forward pass (sl_forward_run_batch), each row in its own
  * session's cache. */
-#include "sluice.h"
+#include "session_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "../gguf/base/sl_internal.h"
-#include "../io/sluice_stream.h"
-#include "forward.h"
-#include "session_batch.h"
 #include "../gguf/base/sl_platform.h"
 
 struct sl_batch {
@@ -48,7 +43,7 @@ int sl_batch_create(sl_batch **out, sl_model *m, const sl_batch_params *pp)
     sl_batch_params_init(&p);
     if (pp && sl_struct_in(&p, sizeof p, pp, SL_BATCH_PARAMS_MIN_SIZE, "sl_batch_params"))
         return SL_EINVAL;
-    sl_forward *fw = sl_model_batch_forward(m);
+    sl_forward *fw = &m->fw;
     int32_t n_vocab = fw->d->n_vocab;
     if (p.max_seqs < 0 || p.max_seqs > (1 << 20))
         return sl_err_set(SL_EINVAL, "batch: max_seqs %d out of range (0..%d)", p.max_seqs, 1 << 20);
@@ -91,11 +86,11 @@ static int find(const sl_batch *b, const sl_session *s)
 int sl_batch_add(sl_batch *b, sl_session *s)
 {
     if (!s) return batch_fail(b, sl_err_set(SL_EINVAL, "batch add: NULL session"));
-    if (sl_session_batch_model(s) != b->m)
+    if (s->m != b->m)
         return batch_fail(b, sl_err_set(SL_EINVAL, "batch add: the session belongs to another model"));
     if (find(b, s) >= 0)
         return batch_fail(b, sl_err_set(SL_EINVAL, "batch add: the session is already a member"));
-    if (!sl_session_batch_has_logits(s))
+    if (!s->have_logits)
         return batch_fail(b, sl_err_set(SL_EINVAL, "batch add: the session has no logits (feed a prompt first)"));
     if (b->n >= b->max_seqs)
         return batch_fail(b, sl_err_set(SL_ERANGE, "batch add: %d members already (max_seqs)", b->n));
@@ -122,33 +117,25 @@ sl_session *sl_batch_session(const sl_batch *b, int i)
 /* Members [i0, i0+n) in one pass. */
 static int pass(sl_batch *b, int32_t i0, int32_t n, const int32_t *tokens)
 {
-    sl_stream *st = sl_model_stream(b->m);
+    sl_stream *st = b->m->st;
     for (int32_t j = 0; j < n; j++)
-        b->rows[j] = (sl_forward_seq){ .kv = sl_session_batch_kv(b->seq[i0 + j]), .ids = tokens + i0 + j,
+        b->rows[j] = (sl_forward_seq){ .kv = &b->seq[i0 + j]->kv, .ids = tokens + i0 + j,
                                        .n = 1, .mode = SL_LOGITS_LAST };
     sl_stream_stats a, z;
     sl_stream_get_stats(st, &a);
-    sl_forward_prof *prof = sl_session_batch_prof(b->seq[i0]);   /* the lead member's, if on */
-    if (prof) {
-        b->fw->prof = prof;
-        sl_pool_set_profile(b->fw->pool, prof->thread_ns, SL_PROF_STRIDE);
-    }
+    bool prof = sl_session_prof_begin(b->seq[i0]);   /* the lead member's profile, if on */
     double t0 = sl_now_ms();
     int rc = sl_forward_run_batch(b->fw, b->rows, n, b->logits);
     double ms = sl_now_ms() - t0;
-    if (prof) {
-        sl_pool_set_profile(b->fw->pool, NULL, 0);
-        b->fw->prof = NULL;
-        if (!rc) sl_session_batch_prof_done(b->seq[i0], n, ms);
-    }
+    if (prof) sl_session_prof_end(b->seq[i0], rc, n, ms);
     sl_stream_get_stats(st, &z);
     double stall = z.stall_ms - a.stall_ms;
     for (int32_t j = 0; j < n; j++) {
         sl_session *s = b->seq[i0 + j];
         if (!rc)
-            memcpy(sl_session_batch_logits(s), b->logits + (size_t)j * (size_t)b->n_vocab,
+            memcpy(s->logits, b->logits + (size_t)j * (size_t)b->n_vocab,
                    (size_t)b->n_vocab * sizeof(float));
-        sl_session_batch_fed(s, tokens + i0 + j, 1, rc == 0, ms, stall);
+        sl_session_fed(s, tokens + i0 + j, 1, rc == 0, ms, stall);
     }
     b->stats.n_passes++;
     b->stats.pass_ms += ms;
@@ -164,7 +151,7 @@ int sl_batch_accept(sl_batch *b, const int32_t *tokens)
     if (b->n == 0) return 0;
     if (!tokens) return batch_fail(b, sl_err_set(SL_EINVAL, "batch accept: NULL tokens"));
     for (int32_t i = 0; i < b->n; i++) {
-        const sl_kv *kv = sl_session_batch_kv(b->seq[i]);
+        const sl_kv *kv = &b->seq[i]->kv;
         if (tokens[i] < 0 || tokens[i] >= b->n_vocab)
             return batch_fail(b, sl_err_set(SL_EINVAL, "batch member %d: token id %d out of range (vocab %d)",
                                             i, tokens[i], b->n_vocab));
@@ -184,7 +171,7 @@ int sl_batch_step(sl_batch *b, int32_t *tokens)
 {
     if (!tokens) return batch_fail(b, sl_err_set(SL_EINVAL, "batch step: NULL tokens"));
     for (int32_t i = 0; i < b->n; i++) {
-        const sl_kv *kv = sl_session_batch_kv(b->seq[i]);
+        const sl_kv *kv = &b->seq[i]->kv;
         if (kv->n_past >= kv->n_ctx)   /* checked before any sampler moves */
             return batch_fail(b, sl_err_set(SL_ECTX, "batch member %d: context full (%d of %d positions)",
                                             i, kv->n_past, kv->n_ctx));

@@ -82,6 +82,17 @@ static void put_trim(wr *w, const char *s)
     put(w, s + a, b - a);
 }
 
+/* pre role mid content post; trim: the content Jinja-trimmed. */
+static void turn(wr *w, const char *pre, const sl_chat_msg *m, const char *mid, bool trim, const char *post)
+{
+    puts_(w, pre);
+    puts_(w, m->role);
+    puts_(w, mid);
+    if (trim) put_trim(w, m->content);
+    else puts_(w, m->content);
+    puts_(w, post);
+}
+
 static int role_of(const char *r)
 {
     if (!r) return -1;
@@ -108,11 +119,7 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
         /* bos + per message: <|start_header_id|>role<|end_header_id|>\n\n trim(content) <|eot_id|> */
         for (size_t i = 0; i < n; i++) {
             if (i == 0) puts_(&w, bos);
-            puts_(&w, "<|start_header_id|>");
-            puts_(&w, msgs[i].role);
-            puts_(&w, "<|end_header_id|>\n\n");
-            put_trim(&w, msgs[i].content);
-            puts_(&w, "<|eot_id|>");
+            turn(&w, "<|start_header_id|>", &msgs[i], "<|end_header_id|>\n\n", true, "<|eot_id|>");
         }
         if (add_generation_prompt) puts_(&w, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
@@ -123,13 +130,7 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
             puts_(&w, t == SL_CHAT_QWEN2 ? QWEN2_SYSTEM : QWEN25_SYSTEM);
             puts_(&w, "<|im_end|>\n");
         }
-        for (size_t i = 0; i < n; i++) {
-            puts_(&w, "<|im_start|>");
-            puts_(&w, msgs[i].role);
-            puts_(&w, "\n");
-            puts_(&w, msgs[i].content);
-            puts_(&w, "<|im_end|>\n");
-        }
+        for (size_t i = 0; i < n; i++) turn(&w, "<|im_start|>", &msgs[i], "\n", false, "<|im_end|>\n");
         if (add_generation_prompt) puts_(&w, "<|im_start|>assistant\n");
         break;
     case SL_CHAT_LLAMA2: {

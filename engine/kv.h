@@ -74,7 +74,7 @@ int sl_kv_ring_advance(sl_kv *kv, int32_t layer, int32_t pos0, int32_t n, int32_
 void sl_kv_free(sl_kv *kv);
 /* Gives the OS back (madvise MADV_DONTNEED) every whole page of the rows at
  * positions >= n_past in each layer's per-head runs: the memory-pressure
- * window (engine/session.c). A released page reads as zeros and is
+ * window (engine/session_shift.c). A released page reads as zeros and is
  * faulted in again when a later position is stored there. Returns the bytes
  * of those pages that were resident (mincore), 0 where the OS refuses. */
 uint64_t sl_kv_release(const sl_kv *kv);

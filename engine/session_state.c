@@ -17,7 +17,7 @@
  * pins architecture, tokenizer, hyperparameters, tensor names, types, shapes
  * and offsets; the data samples catch a re-quantization or fine-tune that kept
  * them all. */
-#include "sluice.h"
+#include "session_internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,10 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../gguf/gguf.h"
 #include "../gguf/gguf_type.h"
-#include "../gguf/base/sl_internal.h"
 #include "hash64.h"
-#include "session_parts.h"
 #include "../gguf/base/sl_platform.h"
 
 #define PC_MAGIC "SLUICEPC"
@@ -80,13 +79,6 @@ static const char *tname(uint32_t t)
 }
 
 
-/* Session message from the thread's last error (as session.c does). */
-static int fail(const sl_session_parts *p, int rc)
-{
-    snprintf(p->err, p->err_cap, "%s", sl_last_error());
-    return rc;
-}
-
 static int read_full(int fd, void *buf, size_t n)
 {
     uint8_t *b = buf;
@@ -126,17 +118,19 @@ static int hash_range(int fd, uint64_t off, uint64_t n, uint8_t *buf, sl_hash64 
     return 0;
 }
 
-static int model_ident(const sl_session_parts *p, uint64_t *out)
+static int model_ident(const sl_session *s, uint64_t *out)
 {
-    if (*p->model_ident) { *out = *p->model_ident; return 0; }
-    int fd = open(p->model_path, O_RDONLY | O_CLOEXEC);
+    sl_model *m = s->m;
+    if (m->ident) { *out = m->ident; return 0; }
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return sl_err_set(SL_EIO, "prompt cache: cannot reopen model %s to name it: %s",
-                                  p->model_path, strerror(errno));
+                                  m->path, strerror(errno));
     uint8_t *buf = malloc(PC_CHUNK);
     if (!buf) { close(fd); return sl_err_set(SL_ENOMEM, "prompt cache: out of memory"); }
     sl_hash64 h;
     sl_hash64_init(&h, PC_SEED_MODEL);
-    uint64_t size = p->file_size, data = p->data_offset;
+    const sl_gguf *g = sl_stream_gguf(m->st);
+    uint64_t size = sl_gguf_file_size(g), data = sl_gguf_data_offset(g);   /* header + tensor table: [0, data) */
     sl_hash64_update(&h, &size, sizeof size);
     uint64_t tail = size - data;
     uint64_t head_n = tail < PC_SAMPLE ? tail : PC_SAMPLE;
@@ -146,41 +140,41 @@ static int model_ident(const sl_session_parts *p, uint64_t *out)
     if (!rc) rc = hash_range(fd, size - tail_n, tail_n, buf, &h);
     free(buf);
     close(fd);
-    if (rc) return sl_err_set(SL_EIO, "prompt cache: reading model %s to name it: %s", p->model_path,
+    if (rc) return sl_err_set(SL_EIO, "prompt cache: reading model %s to name it: %s", m->path,
                               rc == SL_ETRUNC ? "file shrank" : strerror(-rc));
     uint64_t id = sl_hash64_final(&h);
-    *out = *p->model_ident = id ? id : 1;   /* 0 means "not computed" */
+    *out = m->ident = id ? id : 1;   /* 0 means "not computed" */
     return 0;
 }
 
 /* ---- header -------------------------------------------------------------- */
 
-static int header_of(const sl_session_parts *p, uint32_t n_tokens, bool has_logits, pc_header *h)
+static int header_of(const sl_session *s, uint32_t n_tokens, bool has_logits, pc_header *h)
 {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, PC_MAGIC, 8);
     h->version = PC_VERSION;
     h->header_bytes = sizeof *h;
     /* a sliding-window layer's ring does not hold positions from 0 */
-    for (int32_t l = 0; l < p->kv->n_layer; l++)
-        if (p->kv->cap[l] < p->kv->n_ctx)
+    for (int32_t l = 0; l < s->kv.n_layer; l++)
+        if (s->kv.cap[l] < s->kv.n_ctx)
             return sl_err_set(SL_EUNSUPPORTED, "prompt cache: layer %d keeps a sliding-window ring (%d of %d "
                               "positions); state files of such models are not supported yet", l,
-                              p->kv->cap[l], p->kv->n_ctx);
-    int rc = model_ident(p, &h->model_ident);
+                              s->kv.cap[l], s->kv.n_ctx);
+    int rc = model_ident(s, &h->model_ident);
     if (rc) return rc;
     kv_cells k, v;
-    kv_cells_of(p->kv, false, &k);
-    kv_cells_of(p->kv, true, &v);
+    kv_cells_of(&s->kv, false, &k);
+    kv_cells_of(&s->kv, true, &v);
     h->k_type = k.type; h->v_type = v.type;
     h->k_row_bytes = (uint32_t)k.row_bytes; h->v_row_bytes = (uint32_t)v.row_bytes;
-    h->n_layer = (uint32_t)p->kv->n_layer;
-    h->n_head_kv = (uint32_t)p->kv->n_head_kv;
-    h->head_dim = (uint32_t)p->kv->head_dim;
-    h->n_vocab = (uint32_t)p->d->n_vocab;
+    h->n_layer = (uint32_t)s->kv.n_layer;
+    h->n_head_kv = (uint32_t)s->kv.n_head_kv;
+    h->head_dim = (uint32_t)s->kv.head_dim;
+    h->n_vocab = (uint32_t)s->m->d.n_vocab;
     h->n_tokens = n_tokens;
     h->has_logits = has_logits;
-    memcpy(h->rng, p->smp->s, sizeof h->rng);
+    memcpy(h->rng, s->smp.s, sizeof h->rng);
     /* sizes come from our own live cache: they fit (it was allocated) */
     h->payload_bytes = (uint64_t)n_tokens * 4u + (has_logits ? (uint64_t)h->n_vocab * 4u : 0) +
                        (uint64_t)h->n_layer * h->n_head_kv * n_tokens * (k.row_bytes + v.row_bytes);
@@ -190,7 +184,7 @@ static int header_of(const sl_session_parts *p, uint32_t n_tokens, bool has_logi
 
 /* Checks a header read from a file against this session; the message says
  * what differs. n_tokens is bounded by n_ctx, so every size below fits. */
-static int header_check(const sl_session_parts *p, const pc_header *h, uint64_t file_size,
+static int header_check(const sl_session *s, const pc_header *h, uint64_t file_size,
                         const char *path)
 {
     if (memcmp(h->magic, PC_MAGIC, 8))
@@ -201,12 +195,12 @@ static int header_check(const sl_session_parts *p, const pc_header *h, uint64_t 
     if (h->header_hash != sl_hash64_of(h, offsetof(pc_header, header_hash), PC_SEED_HDR))
         return sl_err_set(SL_EFORMAT, "prompt cache %s: header checksum mismatch (corrupt file)", path);
     pc_header want;
-    int rc = header_of(p, 0, false, &want);
+    int rc = header_of(s, 0, false, &want);
     if (rc) return rc;
     if (h->model_ident != want.model_ident)
         return sl_err_set(SL_EUNSUPPORTED, "prompt cache %s: written for another model file "
                           "(identity %016llx, %s is %016llx)", path, (unsigned long long)h->model_ident,
-                          p->model_path, (unsigned long long)want.model_ident);
+                          s->m->path, (unsigned long long)want.model_ident);
     if (h->k_type != want.k_type || h->v_type != want.v_type || h->k_row_bytes != want.k_row_bytes ||
         h->v_row_bytes != want.v_row_bytes)
         return sl_err_set(SL_EUNSUPPORTED, "prompt cache %s: KV cells %s/%s (%u/%u bytes per row), this "
@@ -222,10 +216,10 @@ static int header_check(const sl_session_parts *p, const pc_header *h, uint64_t 
                           want.n_vocab);
     if (h->has_logits > 1)
         return sl_err_set(SL_EFORMAT, "prompt cache %s: has_logits = %u", path, h->has_logits);
-    if (h->n_tokens < 1 || h->n_tokens > (uint32_t)p->kv->n_ctx)
+    if (h->n_tokens < 1 || h->n_tokens > (uint32_t)s->kv.n_ctx)
         return sl_err_set(SL_EUNSUPPORTED, "prompt cache %s: %u tokens; the session holds 1..%d", path,
-                          h->n_tokens, p->kv->n_ctx);
-    header_of(p, h->n_tokens, h->has_logits, &want);
+                          h->n_tokens, s->kv.n_ctx);
+    header_of(s, h->n_tokens, h->has_logits, &want);
     if (h->payload_bytes != want.payload_bytes)
         return sl_err_set(SL_EFORMAT, "prompt cache %s: payload of %llu bytes, %u tokens need %llu", path,
                           (unsigned long long)h->payload_bytes, h->n_tokens,
@@ -251,34 +245,32 @@ static void put(pc_writer *w, const void *b, size_t n)
 
 int sl_session_save(sl_session *s, const char *path)
 {
-    sl_session_parts p;
-    sl_session_parts_get(s, &p);
     sl_err_clear();
-    if (!path) return fail(&p, sl_err_set(SL_EINVAL, "save: path is NULL"));
-    int32_t n = p.kv->n_past;
-    if (n < 1) return fail(&p, sl_err_set(SL_EINVAL, "save %s: nothing fed yet", path));
+    if (!path) return sl_session_fail(s, sl_err_set(SL_EINVAL, "save: path is NULL"));
+    int32_t n = s->kv.n_past;
+    if (n < 1) return sl_session_fail(s, sl_err_set(SL_EINVAL, "save %s: nothing fed yet", path));
     pc_header h;
-    int rc = header_of(&p, (uint32_t)n, *p.have_logits, &h);
-    if (rc) return fail(&p, rc);
+    int rc = header_of(s, (uint32_t)n, s->have_logits, &h);
+    if (rc) return sl_session_fail(s, rc);
 
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
-    if (!tmp) return fail(&p, sl_err_set(SL_ENOMEM, "save: out of memory"));
+    if (!tmp) return sl_session_fail(s, sl_err_set(SL_ENOMEM, "save: out of memory"));
     snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
     pc_writer w = { .fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) };
     if (w.fd < 0) {
         rc = sl_err_set(SL_EIO, "save: cannot create %s: %s", tmp, strerror(errno));
         free(tmp);
-        return fail(&p, rc);
+        return sl_session_fail(s, rc);
     }
     w.rc = write_full(w.fd, &h, sizeof h);
     sl_hash64_init(&w.h, PC_SEED_PAY);
-    put(&w, p.hist, (size_t)n * sizeof(int32_t));
-    if (h.has_logits) put(&w, p.logits, (size_t)h.n_vocab * sizeof(float));
-    for (int32_t l = 0; l < p.kv->n_layer; l++)
+    put(&w, s->hist, (size_t)n * sizeof(int32_t));
+    if (h.has_logits) put(&w, s->logits, (size_t)h.n_vocab * sizeof(float));
+    for (int32_t l = 0; l < s->kv.n_layer; l++)
         for (int side = 0; side < 2; side++)
-            for (int32_t hd = 0; hd < p.kv->n_head_kv; hd++)
-                put(&w, kv_rows(p.kv, side, l, hd),
+            for (int32_t hd = 0; hd < s->kv.n_head_kv; hd++)
+                put(&w, kv_rows(&s->kv, side, l, hd),
                     (size_t)n * (side ? h.v_row_bytes : h.k_row_bytes));
     uint64_t sum = sl_hash64_final(&w.h);
     if (!w.rc) w.rc = write_full(w.fd, &sum, sizeof sum);
@@ -289,7 +281,7 @@ int sl_session_save(sl_session *s, const char *path)
         rc = sl_err_set(SL_EIO, "save %s: %s", tmp, strerror(-w.rc));
         unlink(tmp);
         free(tmp);
-        return fail(&p, rc);
+        return sl_session_fail(s, rc);
     }
     free(tmp);
     /* the rename is durable only once the directory is */
@@ -330,17 +322,15 @@ static int skip(pc_reader *r, uint64_t n)
 /* want: NULL = the whole state (PRNG too); else restore the common prefix with want[0..n_want). */
 static int load(sl_session *s, const char *path, const int32_t *want, int n_want, int32_t *n_reused)
 {
-    sl_session_parts p;
-    sl_session_parts_get(s, &p);
     sl_err_clear();
     double t0 = sl_now_ms();
     if (n_reused) *n_reused = 0;
     sl_session_reset(s);
-    if (!path) return fail(&p, sl_err_set(SL_EINVAL, "load: path is NULL"));
-    if (want && n_want < 1) return fail(&p, sl_err_set(SL_EINVAL, "load %s: no tokens to match", path));
+    if (!path) return sl_session_fail(s, sl_err_set(SL_EINVAL, "load: path is NULL"));
+    if (want && n_want < 1) return sl_session_fail(s, sl_err_set(SL_EINVAL, "load %s: no tokens to match", path));
     pc_reader r = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
     if (r.fd < 0)
-        return fail(&p, sl_err_set(errno == ENOENT ? SL_ENOENT : SL_EIO, "prompt cache %s: %s", path,
+        return sl_session_fail(s, sl_err_set(errno == ENOENT ? SL_ENOENT : SL_EIO, "prompt cache %s: %s", path,
                                    strerror(errno)));
     int32_t *toks = NULL;
     int32_t keep = 0;
@@ -352,7 +342,7 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
                         (long long)sb.st_size);
     if (!rc && (rc = read_full(r.fd, &h, sizeof h)))
         rc = sl_err_set(SL_EIO, "prompt cache %s: reading the header: %s", path, strerror(-rc));
-    if (!rc) rc = header_check(&p, &h, (uint64_t)sb.st_size, path);
+    if (!rc) rc = header_check(s, &h, (uint64_t)sb.st_size, path);
     if (rc) goto out;
 
     r.scratch = malloc(PC_CHUNK);
@@ -376,13 +366,13 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
     }
     if (h.has_logits) {
         size_t lb = (size_t)h.n_vocab * sizeof(float);
-        if ((rc = logits ? get(&r, p.logits, lb) : skip(&r, lb))) goto io;
+        if ((rc = logits ? get(&r, s->logits, lb) : skip(&r, lb))) goto io;
     }
     for (uint32_t l = 0; l < h.n_layer; l++)
         for (int side = 0; side < 2; side++) {
             size_t rb = side ? h.v_row_bytes : h.k_row_bytes;
             for (uint32_t hd = 0; hd < h.n_head_kv; hd++) {
-                if ((rc = get(&r, kv_rows(p.kv, side, (int32_t)l, (int32_t)hd), (size_t)keep * rb))) goto io;
+                if ((rc = get(&r, kv_rows(&s->kv, side, (int32_t)l, (int32_t)hd), (size_t)keep * rb))) goto io;
                 if ((rc = skip(&r, (uint64_t)(h.n_tokens - (uint32_t)keep) * rb))) goto io;
             }
         }
@@ -392,24 +382,24 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
         rc = sl_err_set(SL_EFORMAT, "prompt cache %s: payload checksum mismatch (corrupt file)", path);
         goto out;
     }
-    memcpy(p.hist, toks, (size_t)keep * sizeof *toks);
-    p.kv->n_past = keep;
-    *p.have_logits = logits;
-    if (!want) memcpy(p.smp->s, h.rng, sizeof h.rng);
+    memcpy(s->hist, toks, (size_t)keep * sizeof *toks);
+    s->kv.n_past = keep;
+    s->have_logits = logits;
+    if (!want) memcpy(s->smp.s, h.rng, sizeof h.rng);
     if (n_reused) *n_reused = keep;
     double t1 = sl_now_ms();
-    p.stats->n_restored += keep;
-    p.stats->restore_ms += t1 - t0;
+    s->stats.n_restored += keep;
+    s->stats.restore_ms += t1 - t0;
     /* the time to first token includes the restore; a full restore with logits
      * has nothing left to feed, so the clock starts here */
-    if (keep > 0) *p.t_first_feed = t0;
+    if (keep > 0) s->t_first_feed = t0;
     goto done;
 io:
     rc = sl_err_set(rc == SL_ETRUNC ? SL_ETRUNC : SL_EIO, "prompt cache %s: %s", path,
                     rc == SL_ETRUNC ? "file shrank while reading" : strerror(-rc));
 out:
     sl_session_reset(s);   /* rows already copied are not trusted */
-    fail(&p, rc);
+    sl_session_fail(s, rc);
 done:
     free(toks);
     free(r.scratch);
@@ -425,9 +415,7 @@ int sl_session_load(sl_session *s, const char *path)
 int sl_session_load_prefix(sl_session *s, const char *path, const int32_t *ids, int n, int32_t *n_reused)
 {
     if (!ids) {
-        sl_session_parts p;
-        sl_session_parts_get(s, &p);
-        return fail(&p, sl_err_set(SL_EINVAL, "load_prefix: ids is NULL"));
+        return sl_session_fail(s, sl_err_set(SL_EINVAL, "load_prefix: ids is NULL"));
     }
     return load(s, path, ids, n, n_reused);
 }

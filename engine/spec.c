@@ -1,18 +1,12 @@
 /* Speculative decoding (sluice.h "speculative decoding"): one pass verifies
  * the sampled token and k drafts (n-gram lookup or a draft model); the cache
  * keeps the accepted prefix (rows past it are rolled back by moving n_past). */
-#include "sluice.h"
+#include "session_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "../gguf/base/sl_internal.h"
-#include "../io/sluice_stream.h"
-#include "forward.h"
-#include "sampler.h"
-#include "session_batch.h"
 #include "../gguf/base/sl_platform.h"
 
 #define SPEC_K_LIMIT 8      /* k + 1 <= 9 rows: matmul tiles equal vec_dot */
@@ -92,7 +86,7 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
     if (p.kind == SL_SPEC_DRAFT) {
         if (!p.draft) return sl_err_set(SL_EINVAL, "spec: kind SL_SPEC_DRAFT needs a draft session (params.draft)");
         if (p.draft == s) return sl_err_set(SL_EINVAL, "spec: the draft session is the target session");
-        int rc = same_vocab(sl_session_batch_model(s), sl_session_batch_model(p.draft));
+        int rc = same_vocab(s->m, p.draft->m);
         if (rc) return rc;
     }
     sl_spec *sp = calloc(1, sizeof *sp);
@@ -100,12 +94,12 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
     sp->s = s;
     sp->p = p;
     sp->draft = p.kind == SL_SPEC_DRAFT ? p.draft : NULL;
-    sp->n_vocab = sl_session_batch_n_vocab(s);
+    sp->n_vocab = s->m->d.n_vocab;
     sl_model_info mi;
-    sl_model_get_info(sl_session_batch_model(s), &mi);
+    sl_model_get_info(s->m, &mi);
     /* streaming: a pass costs the disk read whatever its rows; resident: rows cost compute */
     sp->k_max = p.kind == SL_SPEC_OFF ? 0 : p.k_max ? p.k_max : mi.mode == SL_MODE_STREAM ? 8 : 4;
-    int32_t nb = sl_model_batch_forward(sl_session_batch_model(s))->n_batch;
+    int32_t nb = s->m->fw.n_batch;
     if (sp->k_max > nb - 1) sp->k_max = nb - 1;
     sp->k = p.adaptive ? (sp->k_max + 1) / 2 : sp->k_max;
     sp->pending = -1;
@@ -164,8 +158,8 @@ static int32_t cut_at_eog(const sl_model *m, const int32_t *d, int32_t k)
 static int draft_propose(sl_spec *sp, const int32_t *ctx, int32_t len, int32_t k, int32_t *out)
 {
     sl_session *d = sp->draft;
-    sl_kv *dkv = sl_session_batch_kv(d);
-    int32_t *dh = sl_session_batch_hist(d);
+    sl_kv *dkv = &d->kv;
+    int32_t *dh = d->hist;
     if (k > dkv->n_ctx - len + 1) k = dkv->n_ctx - len + 1;   /* no context shift in the draft */
     if (k < 1) return 0;
     int32_t c = 0, lim = dkv->n_past < len - 1 ? dkv->n_past : len - 1;
@@ -173,15 +167,15 @@ static int draft_propose(sl_spec *sp, const int32_t *ctx, int32_t len, int32_t k
     dkv->n_past = c;
     int rc = sl_session_feed_tokens(d, ctx + c, len - c);
     if (rc) return sl_err_set(rc, "spec: draft model: %s", sl_session_errmsg(d));
-    sl_sampler *ds = sl_session_batch_sampler(d), *ts = sl_session_batch_sampler(sp->s);
+    sl_sampler *ds = &d->smp, *ts = &sp->s->smp;
     bool greedy = !(ts->p.temp > 0);
     ds->p = ts->p;   /* q: the target's settings; the draft's PRNG reseeded from the target's */
     if (!greedy) sl_sampler_seed(ds, (uint64_t)(sl_sampler_uniform(ts) * 9007199254740992.0));
-    const sl_model *m = sl_session_batch_model(d);
+    const sl_model *m = d->m;
     int32_t n = 0;
     while (n < k) {
         double sum;
-        int32_t nc = sl_sampler_dist(ds, sl_session_batch_logits(d), dh, dkv->n_past, &sum);
+        int32_t nc = sl_sampler_dist(ds, d->logits, dh, dkv->n_past, &sum);
         int32_t t = greedy ? ds->cand[0].id : sl_sampler_draw(ds, nc, sum);
         if (!greedy) {
             float *q = sp->q + (size_t)n * (size_t)sp->n_vocab;
@@ -198,8 +192,8 @@ static int draft_propose(sl_spec *sp, const int32_t *ctx, int32_t len, int32_t k
 static bool pending_valid(sl_spec *sp)
 {
     sl_session *s = sp->s;
-    return sp->pending >= 0 && sp->pending_past == sl_session_batch_kv(s)->n_past &&
-           sp->pending_epoch == sl_session_batch_epoch(s) && sl_session_batch_has_logits(s);
+    return sp->pending >= 0 && sp->pending_past == s->kv.n_past &&
+           sp->pending_epoch == s->epoch && s->have_logits;
 }
 
 int sl_spec_sample(sl_spec *sp, int32_t *token)
@@ -213,10 +207,10 @@ int sl_spec_sample(sl_spec *sp, int32_t *token)
 int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
 {
     sl_session *s = sp->s;
-    sl_kv *kv = sl_session_batch_kv(s);
-    sl_sampler *smp = sl_session_batch_sampler(s);
-    int32_t *hist = sl_session_batch_hist(s);
-    const sl_model *model = sl_session_batch_model(s);
+    sl_kv *kv = &s->kv;
+    sl_sampler *smp = &s->smp;
+    int32_t *hist = s->hist;
+    const sl_model *model = s->m;
     if (!tokens || !n_out || cap < 1) return spec_fail(sp, sl_err_set(SL_EINVAL, "spec step: bad output buffer"));
     *n_out = 0;
     const int32_t base = kv->n_past;
@@ -256,8 +250,8 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
         sp->st.k = sp->k;
         return 0;
     }
-    sl_forward *fw = sl_model_batch_forward(sl_session_batch_model(s));
-    sl_stream *st = sl_model_stream(sl_session_batch_model(s));
+    sl_forward *fw = &s->m->fw;
+    sl_stream *st = s->m->st;
     sl_forward_seq one = { .kv = kv, .ids = ids, .n = k + 1, .mode = SL_LOGITS_ALL };
     sl_stream_stats a, z;
     sl_stream_get_stats(st, &a);
@@ -267,7 +261,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     sp->st.verify_ms += ms;
     sl_stream_get_stats(st, &z);
     if (rc) {
-        sl_session_batch_fed(s, ids, k + 1, false, ms, 0);
+        sl_session_fed(s, ids, k + 1, false, ms, 0);
         return spec_fail(sp, rc);
     }
     /* row i predicts the token after ids[i]; the draft ids[i+1] is checked against it */
@@ -305,14 +299,14 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     }
     kv->n_past = base + 1 + m;   /* roll back the rejected rows */
     if (sp->draft) {   /* the draft fed ids[0..k): keep what was accepted */
-        sl_kv *dkv = sl_session_batch_kv(sp->draft);
+        sl_kv *dkv = &sp->draft->kv;
         if (dkv->n_past > kv->n_past) dkv->n_past = kv->n_past;
     }
-    memcpy(sl_session_batch_logits(s), sp->rows + (size_t)m * (size_t)sp->n_vocab,
+    memcpy(s->logits, sp->rows + (size_t)m * (size_t)sp->n_vocab,
            (size_t)sp->n_vocab * sizeof(float));
-    sl_session_batch_fed(s, ids, 1 + m, true, ms + dms, z.stall_ms - a.stall_ms);
+    sl_session_fed(s, ids, 1 + m, true, ms + dms, z.stall_ms - a.stall_ms);
     sp->pending_past = kv->n_past;
-    sp->pending_epoch = sl_session_batch_epoch(s);
+    sp->pending_epoch = s->epoch;
     memcpy(tokens, ids, (size_t)(1 + m) * sizeof *ids);
     *n_out = 1 + m;
     sp->st.n_drafted += k;

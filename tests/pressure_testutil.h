@@ -28,6 +28,18 @@ static inline void pt_record(void *ctx, const sl_pressure_event *e)
     f->n_events++;
 }
 
+/* Params of a ladder polled only when the test says (interval 0), fed by f's
+ * avail and recording its steps in f. */
+static inline sl_pressure_params pt_params(pt_fake *f)
+{
+    sl_pressure_params p;
+    sl_pressure_params_init(&p);
+    p.interval_ms = 0;
+    p.source = pt_fake_source; p.source_ctx = f;
+    p.on_step = pt_record; p.step_ctx = f;
+    return p;
+}
+
 /* Resident set of this process, bytes (/proc/self/statm). */
 static inline int64_t pt_rss_bytes(void)
 {

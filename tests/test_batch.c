@@ -5,6 +5,7 @@
  * of the API; the lead member's decode profile. SL_HOST_ONLY (reads the
  * models in every streamer mode). */
 #include "sl_test.h"
+#include "session_testutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -27,11 +28,7 @@ static const char *const mode_names[] = { "resident", "stream", "mmap", "pread" 
 /* Stream / pread: streaming forced with no pinned layer (every layer read each pass). */
 static sl_model *open_mode(const char *path, int mode, int32_t n_batch)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 128;
-    mp.n_batch = n_batch;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(128, n_batch, 2);
     mp.mode = mode == M_RESIDENT ? SL_MODE_RESIDENT : mode == M_MMAP ? SL_MODE_MMAP : SL_MODE_STREAM;
     if (mode == M_STREAM || mode == M_PREAD) mp.max_pinned = 0;
     if (mode == M_PREAD) mp.io = SL_IO_PREAD;

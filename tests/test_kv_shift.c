@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sl_test.h"
+#include "session_testutil.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf_type.h"
 #include "../gguf/base/sl_status.h"
@@ -21,16 +22,11 @@
 
 static sl_model *open_kv(const char *path, int32_t n_ctx, int type, int32_t n_keep)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = n_ctx;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(n_ctx, 0, 2);
     mp.type_k = mp.type_v = type;
     mp.n_keep = n_keep;
     mp.context_shift = true;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
-    return m;
+    return st_open(path, &mp);
 }
 
 static void ids_for(int32_t *ids, int n, int32_t n_vocab)
@@ -56,8 +52,7 @@ Test(kv_shift, run_4x_n_ctx, .timeout = 120)
         sl_model *m = open_kv(runs[r].model, C, runs[r].type, 0);
         sl_model_info mi;
         sl_model_get_info(m, &mi);
-        sl_session *s;
-        cr_assert_eq(sl_session_create(&s, m), 0);
+        sl_session *s = st_session(m, false);
         int32_t ids[5], t;
         ids_for(ids, 5, mi.n_vocab);
         cr_assert_eq(sl_session_feed_tokens(s, ids, 5), 0, "%s", sl_session_errmsg(s));
@@ -71,8 +66,7 @@ Test(kv_shift, run_4x_n_ctx, .timeout = 120)
         /* from 32 full: keep BOS, drop 15, refill 15 ... */
         cr_assert_geq(st.n_ctx_shift, 7, "%s: %lld shifts", runs[r].model, (long long)st.n_ctx_shift);
         cr_assert_eq(st.n_ctx_dropped + sl_session_n_past(s), 5 + 4 * C);
-        sl_session_destroy(s);
-        sl_model_close(m);
+        st_close(s, m);
     }
 }
 
@@ -108,9 +102,7 @@ Test(kv_shift, kept_positions_attend_unchanged, .timeout = 120)
         const int V = mi.n_vocab;
         int32_t ids[C + 1];
         ids_for(ids, C + 1, V);
-        sl_session *a, *b;
-        cr_assert_eq(sl_session_create(&a, m), 0);
-        cr_assert_eq(sl_session_create(&b, m), 0);
+        sl_session *a = st_session(m, false), *b = st_session(m, false);
         cr_assert_eq(sl_session_feed_tokens(a, ids, P0), 0);
         cr_assert_eq(sl_session_feed_tokens(a, ids + P0, C - P0), 0);
         cr_assert_eq(sl_session_n_past(a), C);
@@ -138,27 +130,20 @@ Test(kv_shift, kept_positions_attend_unchanged, .timeout = 120)
 Test(kv_shift, prompt_longer_than_context)
 {
     sl_model *m = open_kv(MODELS "/stories260K.gguf", 16, SL_GGML_F16, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     int32_t ids[17];
     ids_for(ids, 17, 512);
     cr_assert_eq(sl_session_feed_tokens(s, ids, 17), SL_ECTX);
     cr_assert_eq(sl_session_n_past(s), 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* gemma3's five sliding-window layers keep a ring of their window (16) plus
  * a prompt chunk: the cache no longer grows with n_ctx in those layers. */
 Test(kv_shift, window_layers_bounded)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 4096;
-    mp.n_batch = 64;
-    mp.n_threads = 2;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, MODELS "/synth2-gemma3-q4_k_m.gguf", &mp), 0, "%s", sl_last_error());
+    sl_model_params mp = st_params(4096, 64, 2);
+    sl_model *m = st_open(MODELS "/synth2-gemma3-q4_k_m.gguf", &mp);
     sl_model_info mi;
     sl_model_get_info(m, &mi);
     uint64_t per_layer_pos = mi.kv_pos_bytes / (uint64_t)mi.n_layer;

@@ -7,6 +7,7 @@
  * The prompt lengths are chosen so that a reuse not rounded to whole n_batch
  * chunks would differ (different matmul tile shapes). */
 #include "sl_test.h"
+#include "session_testutil.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,38 +22,17 @@
 
 static sl_model *open_model(const char *path, int32_t n_ctx, int type_kv, bool shift)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = n_ctx;
-    mp.n_batch = NB;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(n_ctx, NB, 2);
     mp.type_k = mp.type_v = type_kv;
     mp.context_shift = shift;
     mp.n_keep = 0;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
-    return m;
+    return st_open(path, &mp);
 }
 
-static sl_session *new_session(sl_model *m)
-{
-    sl_session *s = NULL;
-    cr_assert_eq(sl_session_create(&s, m), 0, "%s", sl_last_error());
-    sl_sampling sp;
-    sl_sampling_init(&sp);
-    sp.temp = 0;
-    cr_assert_eq(sl_session_set_sampling(s, &sp), 0);
-    return s;
-}
-
+/* This file's prompts start one LCG step later than st_some_ids from the same seed. */
 static void some_ids(int32_t *ids, int n, int32_t n_vocab, uint64_t seed)
 {
-    uint64_t x = seed;
-    for (int i = 0; i < n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = 3 + (int32_t)((x >> 33) % (uint64_t)(n_vocab - 3));
-    }
-    ids[0] = 1;
+    st_some_ids(ids, n, n_vocab, st_lcg(seed));
 }
 
 static int32_t n_vocab_of(sl_model *m)
@@ -68,7 +48,7 @@ static void assert_same_as_fresh(sl_model *m, sl_session *s, const int32_t *q, i
                                  int32_t *gen)
 {
     int32_t nv = n_vocab_of(m);
-    sl_session *f = new_session(m);
+    sl_session *f = st_session(m, true);
     cr_assert_eq(sl_session_feed_tokens(f, q, n), 0, "%s", sl_session_errmsg(f));
     for (int k = 0; k < 6; k++) {
         cr_assert_eq(memcmp(sl_session_logits(s), sl_session_logits(f), (size_t)nv * sizeof(float)), 0,
@@ -96,7 +76,7 @@ static void reuse_case(const char *path, int type_kv, const char *what)
     memcpy(p2, p1, SHARE * sizeof *p2);
     p2[SHARE] = p1[SHARE] == 5 ? 6 : 5;
 
-    sl_session *s = new_session(m);
+    sl_session *s = st_session(m, true);
     cr_assert_eq(sl_session_keep_prefix(s, p1, N1), 0, "an empty session keeps nothing");
     cr_assert_eq(sl_session_feed_tokens(s, p1, N1), 0, "%s", sl_session_errmsg(s));
     int32_t t;
@@ -123,7 +103,7 @@ static void reuse_case(const char *path, int type_kv, const char *what)
     assert_same_as_fresh(m, s, p2, n3, what, NULL);
 
     /* the same prompt again: all but its last whole-chunk remainder */
-    sl_session *h = new_session(m);
+    sl_session *h = st_session(m, true);
     cr_assert_eq(sl_session_feed_tokens(h, p2, N2), 0);
     r = sl_session_keep_prefix(h, p2, N2);
     cr_assert_eq(r, (N2 - 1) / NB * NB);
@@ -139,8 +119,7 @@ static void reuse_case(const char *path, int type_kv, const char *what)
     p2[0] = p1[0] + 1;
     cr_assert_eq(sl_session_keep_prefix(s, p2, 30), 0);
     cr_assert_eq(sl_session_n_past(s), 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(prefix, f16_equals_fresh, .timeout = 120)
@@ -164,7 +143,7 @@ Test(prefix, sliding_window_rings, .timeout = 120)
     some_ids(p, 200, nv, 21);
     memcpy(q, p, sizeof q);
     q[40] = p[40] == 5 ? 6 : 5;   /* shares 40 positions; the rings hold only the last ~30 of 200 */
-    sl_session *s = new_session(m);
+    sl_session *s = st_session(m, true);
     cr_assert_eq(sl_session_feed_tokens(s, p, 200), 0);
     cr_assert_eq(sl_session_prefix_reusable(s, q, 200), 0, "the rings dropped that window");
     cr_assert_eq(sl_session_keep_prefix(s, q, 200), 0);
@@ -180,8 +159,7 @@ Test(prefix, sliding_window_rings, .timeout = 120)
     cr_assert_eq(r, 192);
     cr_assert_eq(sl_session_feed_tokens(s, q + r, 200 - r), 0);
     assert_same_as_fresh(m, s, q, 200, "gemma3 recent prefix", NULL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* A context shift re-rotates the rows it keeps: past the sinks nothing is
@@ -191,7 +169,7 @@ Test(prefix, not_after_context_shift, .timeout = 120)
     sl_model *m = open_model(MODELS "/synth-tiny-q4_k.gguf", 64, SL_GGML_F16, true);
     int32_t nv = n_vocab_of(m), p[78], q[65];
     some_ids(p, 78, nv, 31);
-    sl_session *s = new_session(m);
+    sl_session *s = st_session(m, true);
     cr_assert_eq(sl_session_feed_tokens(s, p, 48), 0);
     cr_assert_eq(sl_session_feed_tokens(s, p + 48, 30), 0);   /* does not fit: a shift first */
     sl_stats st;
@@ -209,6 +187,5 @@ Test(prefix, not_after_context_shift, .timeout = 120)
     cr_assert_eq(sl_session_keep_prefix(s, q, nq + 2), 0);
     cr_assert_eq(sl_session_feed_tokens(s, q, nq + 2), 0);
     assert_same_as_fresh(m, s, q, nq + 2, "after a shift", NULL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }

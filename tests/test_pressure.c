@@ -6,6 +6,8 @@
  * dropped (a KV hook stands in for the window rung, tested by
  * tests/test_pressure_window.c). Also the /proc parsers. SL_HOST_ONLY (writes temp files). */
 #include "sl_test.h"
+#include "pressure_testutil.h"
+#include "session_testutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -21,43 +23,21 @@
 #define Q4K SL_SHARED_DIR "/models/synth-tiny-q4_k.gguf"
 #define GiB (1ll << 30)
 
-typedef struct fake {
-    int64_t avail;
-    int n_events, n_down, n_up, kv_calls;
-    int32_t kv_n;
-    sl_pressure_event ev[64];
-} fake;
-
-static int64_t fake_source(void *ctx) { return ((fake *)ctx)->avail; }
-
-static void record(void *ctx, const sl_pressure_event *e)
-{
-    fake *f = ctx;
-    if (f->n_events < 64) f->ev[f->n_events] = *e;
-    f->n_events++;
-    if (e->dir < 0) f->n_down++; else f->n_up++;
-}
-
-static fake *g_fake;   /* the KV hook has no context argument: one test at a time per process */
+static struct { int calls; int32_t n; } g_kv;   /* the KV hook has no context argument */
 static int kv_hook(sl_session *s, int32_t n)
 {
     (void)s;
-    g_fake->kv_calls++;
-    g_fake->kv_n = n;
+    g_kv.calls++;
+    g_kv.n = n;
     return 0;
 }
 
 static sl_model *open_stream(int32_t max_pinned)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(64, 0, 2);
     mp.mode = SL_MODE_STREAM;
     mp.max_pinned = max_pinned;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, Q4K, &mp), 0, "%s", sl_last_error());
-    return m;
+    return st_open(Q4K, &mp);
 }
 
 static const sl_stream_plan *plan_of(sl_model *m)
@@ -65,17 +45,13 @@ static const sl_stream_plan *plan_of(sl_model *m)
     return sl_stream_get_plan(sl_model_stream(m));
 }
 
-static void start(sl_session *s, fake *f)
+static void start(sl_session *s, pt_fake *f)
 {
-    sl_pressure_params p;
-    sl_pressure_params_init(&p);
+    sl_pressure_params p = pt_params(f);
     cr_assert_eq(p.floor_bytes, 1ull << 30);
     cr_assert_eq(p.emergency_window, 256);
-    p.interval_ms = 0;   /* explicit polls only */
-    p.source = fake_source; p.source_ctx = f;
-    p.on_step = record; p.step_ctx = f;
     p.kv_window = kv_hook;
-    g_fake = f;
+    g_kv.calls = g_kv.n = 0;
     cr_assert_eq(sl_session_set_pressure(s, &p), 0, "%s", sl_session_errmsg(s));
 }
 
@@ -92,10 +68,8 @@ Test(pressure, ladder_down_and_up, .timeout = 60)
     cr_assert_eq(plan_of(m)->n_pinned, 4);
     cr_assert_eq(plan_of(m)->n_slots, 4);
     int32_t slots0 = plan_of(m)->n_slots;
-    sl_session *s, *ref;
-    cr_assert_eq(sl_session_create(&s, m), 0);
-    cr_assert_eq(sl_session_create(&ref, ref_m), 0);
-    fake f = { .avail = 10 * GiB };
+    sl_session *s = st_session(m, false), *ref = st_session(ref_m, false);
+    pt_fake f = { .avail = 10 * GiB };
     start(s, &f);
     int32_t ids[24];
     for (int i = 0; i < 24; i++) ids[i] = 1 + (i * 977) % 31000;
@@ -124,8 +98,8 @@ Test(pressure, ladder_down_and_up, .timeout = 60)
     for (int i = 1; i <= 3; i++) cr_assert_eq(f.ev[i].rung, SL_RUNG_PINS, "event %d", i);
     for (int i = 4; i < 4 + slots0 - 1; i++) cr_assert_eq(f.ev[i].rung, SL_RUNG_SLOTS, "event %d", i);
     cr_assert_eq(f.ev[4 + slots0 - 1].rung, SL_RUNG_KV_WINDOW);
-    cr_assert_eq(f.kv_calls, 1);
-    cr_assert_eq(f.kv_n, 256);
+    cr_assert_eq(g_kv.calls, 1);
+    cr_assert_eq(g_kv.n, 256);
     cr_assert_eq(plan_of(m)->n_pinned, 0);
     cr_assert_eq(plan_of(m)->n_slots, 1);
     cr_assert_eq(depth_of(s), 4 + slots0 - 1 + 1);
@@ -171,9 +145,8 @@ Test(pressure, ladder_down_and_up, .timeout = 60)
 Test(pressure, external_levels, .timeout = 60)
 {
     sl_model *m = open_stream(4);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
-    fake f = { .avail = 10 * GiB };
+    sl_session *s = st_session(m, false);
+    pt_fake f = { .avail = 10 * GiB };
     start(s, &f);
     int32_t slots0 = plan_of(m)->n_slots;
     cr_assert_eq(sl_session_pressure_level(s, SL_PRESSURE_MODERATE), 2, "half of 4 pins");
@@ -182,7 +155,7 @@ Test(pressure, external_levels, .timeout = 60)
     cr_assert_eq(sl_session_pressure_level(s, SL_PRESSURE_LOW), 2);
     cr_assert_eq(plan_of(m)->n_pinned, 0);
     cr_assert_eq(sl_session_pressure_level(s, SL_PRESSURE_CRITICAL), slots0 - 1 + 1);
-    cr_assert_eq(f.kv_calls, 1);
+    cr_assert_eq(g_kv.calls, 1);
     cr_assert_eq(sl_session_pressure_level(s, 7), SL_EINVAL);
     cr_assert_eq(sl_session_pressure_level(s, SL_PRESSURE_NONE), 0, "a level only allows the climb");
     cr_assert_eq(sl_session_pressure_poll(s), 1);
@@ -194,32 +167,22 @@ Test(pressure, external_levels, .timeout = 60)
     int32_t id = 5, t;
     cr_assert_eq(sl_session_feed_tokens(s, &id, 1), 0);
     cr_assert_eq(sl_session_step(s, &t), 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* Resident mode has only the KV rung, and by default it acts (the rung
  * itself: tests/test_pressure_window.c). */
 Test(pressure, resident_has_only_the_window)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 32;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(32, 0, 2);
     mp.mode = SL_MODE_RESIDENT;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, Q4K, &mp), 0, "%s", sl_last_error());
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_model *m = st_open(Q4K, &mp);
+    sl_session *s = st_session(m, false);
     int32_t ids[20];
     for (int i = 0; i < 20; i++) ids[i] = 1 + (i * 977) % 31000;
     cr_assert_eq(sl_session_feed_tokens(s, ids, 20), 0);
-    fake f = { .avail = 0 };
-    sl_pressure_params p;
-    sl_pressure_params_init(&p);
-    p.interval_ms = 0;
-    p.source = fake_source; p.source_ctx = &f;
-    p.on_step = record; p.step_ctx = &f;
+    pt_fake f = { .avail = 0 };
+    sl_pressure_params p = pt_params(&f);
     p.emergency_window = 8;
     cr_assert_eq(sl_session_set_pressure(s, &p), 0);
     cr_assert_eq(sl_session_pressure_poll(s), 1);
@@ -230,8 +193,7 @@ Test(pressure, resident_has_only_the_window)
     cr_assert_eq(sl_session_n_past(s), 1 + 5);
     p.min_slots = 0;
     cr_assert_eq(sl_session_set_pressure(s, &p), SL_EINVAL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(pressure, proc_parsers)
@@ -262,10 +224,8 @@ Test(pressure, all_pinned_gets_a_slot, .timeout = 60)
     cr_assert_eq(plan_of(m)->n_slots, 0);
     int32_t pins = plan_of(m)->n_pinned;
     cr_assert_gt(pins, 2);
-    sl_session *s, *ref;
-    cr_assert_eq(sl_session_create(&s, m), 0);
-    cr_assert_eq(sl_session_create(&ref, ref_m), 0);
-    fake f = { .avail = 0 };
+    sl_session *s = st_session(m, false), *ref = st_session(ref_m, false);
+    pt_fake f = { .avail = 0 };
     start(s, &f);
     cr_assert_eq(sl_session_pressure_poll(s), pins + 1, "every pin, then the KV window");
     cr_assert_eq(plan_of(m)->n_pinned, 0);

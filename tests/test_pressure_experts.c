@@ -6,6 +6,7 @@
  * cache shrinks to k slots and grows back, and the policy keeps the experts
  * it values most. SL_HOST_ONLY (reads /proc/self/statm). */
 #include "sl_test.h"
+#include "session_testutil.h"
 #include "pressure_testutil.h"
 
 #include <stdint.h>
@@ -35,11 +36,7 @@
 
 static sl_model *open_moe(int io, int policy)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 128;
-    mp.n_batch = 16;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(128, 16, 2);
     mp.mode = SL_MODE_STREAM;
     mp.io = io;
     mp.expert_policy = policy;
@@ -50,9 +47,7 @@ static sl_model *open_moe(int io, int policy)
     cr_assert_eq(sl_stream_plan_model(MOE, &c, &pl, NULL, 0), 0, "%s", sl_last_error());
     cr_assert_gt(pl.expert_slot_bytes, 0);
     mp.expert_cache_bytes = (uint64_t)SLOTS * pl.expert_slot_bytes;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, MOE, &mp), 0, "%s", sl_last_error());
-    return m;
+    return st_open(MOE, &mp);
 }
 
 static const sl_stream_plan *plan_of(sl_model *m) { return sl_stream_get_plan(sl_model_stream(m)); }
@@ -87,15 +82,9 @@ static void ladder(int io)
     cr_assert_eq(step, SLOTS / 8);
     const int32_t k = plan_of(m)->n_expert_used;
     const int32_t n_steps = (SLOTS - k + step - 1) / step;
-    sl_session *s, *ref;
-    cr_assert_eq(sl_session_create(&s, m), 0);
-    cr_assert_eq(sl_session_create(&ref, rm), 0);
-    sl_pressure_params p;
-    sl_pressure_params_init(&p);
-    p.interval_ms = 0;
+    sl_session *s = st_session(m, false), *ref = st_session(rm, false);
     pt_fake f = { .avail = 10 * GiB };
-    p.source = pt_fake_source; p.source_ctx = &f;
-    p.on_step = pt_record; p.step_ctx = &f;
+    sl_pressure_params p = pt_params(&f);
     cr_assert_eq(sl_session_set_pressure(s, &p), 0, "%s", sl_session_errmsg(s));
     sl_sampling sp;
     sl_sampling_init(&sp);

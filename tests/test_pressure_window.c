@@ -1,4 +1,4 @@
-/* The pressure ladder's KV_WINDOW rung (engine/session.c sl_session_kv_window,
+/* The pressure ladder's KV_WINDOW rung (engine/session_shift.c sl_session_kv_window,
  * engine/kv.c sl_kv_release), driven by an injected source of available
  * bytes. Reference: a second session of the same model without a ladder
  * whose cache the test shifts itself (sl_forward_kv_shift, the one shift
@@ -9,6 +9,7 @@
  * lifting the window lets the cache grow past it again without shifts.
  * SL_HOST_ONLY (madvise / mincore figures are the host kernel's). */
 #include "sl_test.h"
+#include "session_testutil.h"
 #include "pressure_testutil.h"
 
 #include <stdint.h>
@@ -18,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../engine/session_batch.h"
+#include "../engine/session_internal.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf_type.h"
 #include "../gguf/base/sl_status.h"
@@ -51,9 +52,9 @@ static size_t kv_resident_pages(const sl_kv *kv)
 /* The reference's explicit context shift, as the session keeps its history. */
 static void ref_shift(sl_model *m, sl_session *s, int32_t keep, int32_t n_discard)
 {
-    sl_kv *kv = sl_session_batch_kv(s);
-    int32_t *hist = sl_session_batch_hist(s);
-    cr_assert_eq(sl_forward_kv_shift(sl_model_batch_forward(m), kv, keep, n_discard), 0, "%s", sl_last_error());
+    sl_kv *kv = &s->kv;
+    int32_t *hist = s->hist;
+    cr_assert_eq(sl_forward_kv_shift(&m->fw, kv, keep, n_discard), 0, "%s", sl_last_error());
     memmove(hist + keep, hist + keep + n_discard, (size_t)(kv->n_past - keep) * sizeof *hist);
 }
 
@@ -75,22 +76,16 @@ typedef struct wcase {
 static void run_case(const wcase *c)
 {
     enum { CTX = 1024 };
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = CTX;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(CTX, 0, 2);
     mp.mode = SL_MODE_RESIDENT;
     mp.type_k = mp.type_v = c->type;
     mp.n_keep = c->n_keep;
     mp.context_shift = c->context_shift;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, c->model, &mp), 0, "%s: %s", c->model, sl_last_error());
+    sl_model *m = st_open(c->model, &mp);
     sl_model_info mi;
     sl_model_get_info(m, &mi);
     const int V = mi.n_vocab;
-    sl_session *a, *b;
-    cr_assert_eq(sl_session_create(&a, m), 0);
-    cr_assert_eq(sl_session_create(&b, m), 0);
+    sl_session *a = st_session(m, false), *b = st_session(m, false);
     sl_sampling sp;
     sl_sampling_init(&sp);
     sp.temp = 0;
@@ -99,11 +94,7 @@ static void run_case(const wcase *c)
     cr_assert_eq(sl_session_set_sampling(b, &sp), 0);
 
     pt_fake f = { .avail = 100 * GiB };
-    sl_pressure_params pp;
-    sl_pressure_params_init(&pp);
-    pp.interval_ms = 0;
-    pp.source = pt_fake_source; pp.source_ctx = &f;
-    pp.on_step = pt_record; pp.step_ctx = &f;
+    sl_pressure_params pp = pt_params(&f);
     pp.emergency_window = c->window;
     cr_assert_eq(sl_session_set_pressure(a, &pp), 0, "%s", sl_session_errmsg(a));
 
@@ -123,7 +114,7 @@ static void run_case(const wcase *c)
     const int32_t keep = 1 + c->n_keep, cap = keep + c->window;
     int32_t held = c->prompt - keep;
     while (held > c->window) held -= held / 2;
-    sl_kv *kva = sl_session_batch_kv(a);
+    sl_kv *kva = &a->kv;
     size_t pages0 = kv_resident_pages(kva);
     int64_t rss0 = pt_rss_bytes();
     f.avail = 0;
@@ -227,20 +218,11 @@ Test(pressure_window, gemma3_window_rings, .timeout = 120)
  * in (up to n_ctx), after the halvings; and a window over n_ctx keeps all. */
 Test(pressure_window, long_feed_and_wide_window, .timeout = 60)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_threads = 2;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, MODELS "/stories260K.gguf", &mp), 0, "%s", sl_last_error());
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_model_params mp = st_params(64, 0, 2);
+    sl_model *m = st_open(MODELS "/stories260K.gguf", &mp);
+    sl_session *s = st_session(m, false);
     pt_fake f = { .avail = 0 };
-    sl_pressure_params pp;
-    sl_pressure_params_init(&pp);
-    pp.interval_ms = 0;
-    pp.source = pt_fake_source; pp.source_ctx = &f;
-    pp.on_step = pt_record; pp.step_ctx = &f;
+    sl_pressure_params pp = pt_params(&f);
     pp.emergency_window = 100;   /* wider than n_ctx: nothing to drop */
     cr_assert_eq(sl_session_set_pressure(s, &pp), 0);
     int32_t ids[40];
@@ -269,6 +251,5 @@ Test(pressure_window, long_feed_and_wide_window, .timeout = 60)
     cr_assert_eq(sl_session_n_past(s), 2 + 30);
     cr_assert_eq(sl_session_feed_tokens(s, ids + 1, 1), 0);
     cr_assert_eq(sl_session_n_past(s), 9 + 1, "32 -> 17 -> 9, then the token");
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }

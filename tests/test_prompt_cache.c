@@ -6,6 +6,7 @@
  * usable session. Also the hash the files use, and `sluice run --prompt-cache`.
  * SL_HOST_ONLY (writes files, runs the sluice binary). */
 #include "sl_test.h"
+#include "session_testutil.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -27,35 +28,6 @@
 #define TS MODELS "/TinyStories-656K-Q8_0.gguf"
 #define S260 MODELS "/stories260K.gguf"
 #define HDR 112   /* sizeof the file header (session_state.c) */
-
-static sl_model *open_model(const char *path, int32_t n_ctx, int32_t n_batch)
-{
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = n_ctx;
-    mp.n_batch = n_batch;
-    mp.n_threads = 2;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
-    return m;
-}
-
-static sl_session *new_session(sl_model *m)
-{
-    sl_session *s = NULL;
-    cr_assert_eq(sl_session_create(&s, m), 0, "%s", sl_last_error());
-    return s;
-}
-
-static void some_ids(int32_t *ids, int n, int32_t n_vocab, uint64_t seed)
-{
-    uint64_t x = seed;
-    ids[0] = 1;
-    for (int i = 1; i < n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = 3 + (int32_t)((x >> 33) % (uint64_t)(n_vocab - 3));
-    }
-}
 
 static void tmp_path(char *buf, size_t cap, const char *tag)
 {
@@ -106,18 +78,18 @@ Test(hash64, streaming_equals_one_shot)
  * tokens with the restored PRNG. */
 Test(prompt_cache, full_roundtrip_bitwise)
 {
-    sl_model *m = open_model(TS, 256, 16);
+    sl_model *m = st_open_ctx(TS, 256, 16);
     int32_t nv = n_vocab_of(m);
     enum { N = 70, M = 9 };
     int32_t ids[N + M];
-    some_ids(ids, N + M, nv, 7);
+    st_some_ids(ids, N + M, nv, 7);
     char path[128];
     tmp_path(path, sizeof path, "full");
     sl_sampling sp;
     sl_sampling_init(&sp);
     sp.seed = 1234;
 
-    sl_session *a = new_session(m);
+    sl_session *a = st_session(m, false);
     cr_assert_eq(sl_session_set_sampling(a, &sp), 0);
     cr_assert_eq(sl_session_save(a, path), SL_EINVAL, "nothing fed yet");
     cr_assert_eq(sl_session_feed_tokens(a, ids, N), 0, "%s", sl_session_errmsg(a));
@@ -131,7 +103,7 @@ Test(prompt_cache, full_roundtrip_bitwise)
     cr_assert(la && lb);
     memcpy(la, sl_session_logits(a), (size_t)nv * sizeof(float));
 
-    sl_session *b = new_session(m);
+    sl_session *b = st_session(m, false);
     sl_sampling other = sp;
     other.seed = 99;
     cr_assert_eq(sl_session_set_sampling(b, &other), 0);
@@ -170,20 +142,17 @@ Test(prompt_cache, full_roundtrip_bitwise)
  * session whose cache has other types refuses the file. */
 Test(prompt_cache, quantized_kv_roundtrip)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(64, 0, 2);
     mp.type_k = SL_GGML_Q8_0;
     mp.type_v = SL_GGML_Q4_0;
     sl_model *m = NULL, *f16 = NULL;
     cr_assert_eq(sl_model_open(&m, MODELS "/synth2-qwen3-q4_k_m.gguf", &mp), 0, "%s", sl_last_error());
     int32_t nv = n_vocab_of(m);
     int32_t ids[24];
-    some_ids(ids, 24, nv, 11);
+    st_some_ids(ids, 24, nv, 11);
     char path[128];
     tmp_path(path, sizeof path, "qkv");
-    sl_session *a = new_session(m), *b = new_session(m);
+    sl_session *a = st_session(m, false), *b = st_session(m, false);
     cr_assert_eq(sl_session_feed_tokens(a, ids, 20), 0, "%s", sl_session_errmsg(a));
     cr_assert_eq(sl_session_save(a, path), 0, "%s", sl_session_errmsg(a));
     cr_assert_eq(sl_session_load(b, path), 0, "%s", sl_session_errmsg(b));
@@ -194,7 +163,7 @@ Test(prompt_cache, quantized_kv_roundtrip)
                  "continuation after a quantized restore bitwise");
     mp.type_k = mp.type_v = SL_GGML_F16;
     cr_assert_eq(sl_model_open(&f16, MODELS "/synth2-qwen3-q4_k_m.gguf", &mp), 0, "%s", sl_last_error());
-    sl_session *c = new_session(f16);
+    sl_session *c = st_session(f16, false);
     cr_assert_neq(sl_session_load(c, path), 0, "an F16 cache refuses a q8_0/q4_0 file");
     cr_assert_eq(sl_session_n_past(c), 0);
     unlink(path);
@@ -209,18 +178,18 @@ Test(prompt_cache, quantized_kv_roundtrip)
  * same chunks as a fresh session gives bitwise the same logits. */
 Test(prompt_cache, prefix_equals_fresh)
 {
-    sl_model *m = open_model(TS, 256, 8);
+    sl_model *m = st_open_ctx(TS, 256, 8);
     int32_t nv = n_vocab_of(m);
     enum { N = 60, P = 37, R = 20 };
     int32_t ids[N], q[P + R];
-    some_ids(ids, N, nv, 11);
+    st_some_ids(ids, N, nv, 11);
     memcpy(q, ids, P * sizeof *q);
-    some_ids(q + P, R, nv, 12);
+    st_some_ids(q + P, R, nv, 12);
     q[P] = ids[P] == 5 ? 6 : 5;   /* diverges right at P */
     char path[128];
     tmp_path(path, sizeof path, "prefix");
 
-    sl_session *a = new_session(m);
+    sl_session *a = st_session(m, false);
     cr_assert_eq(sl_session_feed_tokens(a, ids, N), 0);
     cr_assert_eq(sl_session_save(a, path), 0, "%s", sl_session_errmsg(a));
     float *full = malloc((size_t)nv * sizeof(float));
@@ -228,11 +197,11 @@ Test(prompt_cache, prefix_equals_fresh)
     memcpy(full, sl_session_logits(a), (size_t)nv * sizeof(float));
 
     /* fresh: P tokens, then R tokens */
-    sl_session *f = new_session(m);
+    sl_session *f = st_session(m, false);
     cr_assert_eq(sl_session_feed_tokens(f, q, P), 0);
     cr_assert_eq(sl_session_feed_tokens(f, q + P, R), 0);
 
-    sl_session *b = new_session(m);
+    sl_session *b = st_session(m, false);
     int32_t reused = -1;
     cr_assert_eq(sl_session_load_prefix(b, path, q, P + R, &reused), 0, "%s", sl_session_errmsg(b));
     cr_assert_eq(reused, P);
@@ -290,8 +259,8 @@ static void expect_rejected(sl_session *s, const char *path, const void *bytes, 
 static uint8_t *make_file(sl_model *m, const char *path, int n, size_t *len)
 {
     int32_t ids[256];
-    some_ids(ids, n, n_vocab_of(m), 5);
-    sl_session *a = new_session(m);
+    st_some_ids(ids, n, n_vocab_of(m), 5);
+    sl_session *a = st_session(m, false);
     cr_assert_eq(sl_session_feed_tokens(a, ids, n), 0);
     cr_assert_eq(sl_session_save(a, path), 0, "%s", sl_session_errmsg(a));
     sl_session_destroy(a);
@@ -310,14 +279,14 @@ static void set_u32(uint8_t *b, size_t off, uint32_t v)
 
 Test(prompt_cache, damaged_files_rejected)
 {
-    sl_model *m = open_model(TS, 256, 0);
+    sl_model *m = st_open_ctx(TS, 256, 0);
     char path[128], bad[128];
     tmp_path(path, sizeof path, "good");
     tmp_path(bad, sizeof bad, "bad");
     size_t len = 0;
     uint8_t *good = make_file(m, path, 100, &len);
     cr_assert_gt(len, 8 * 4096, "file spans several 4 KiB pages (%zu)", len);
-    sl_session *s = new_session(m);
+    sl_session *s = st_session(m, false);
     cr_assert_eq(sl_session_load(s, path), 0, "%s", sl_session_errmsg(s));
 
     /* truncated: at every 4 KiB, inside the header, one byte short */
@@ -378,24 +347,23 @@ Test(prompt_cache, damaged_files_rejected)
     cr_assert_eq(sl_session_step(s, &t), 0);
     free(good);
     unlink(path);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(prompt_cache, wrong_model_rejected)
 {
-    sl_model *a = open_model(TS, 64, 0), *b = open_model(S260, 64, 0);
+    sl_model *a = st_open_ctx(TS, 64, 0), *b = st_open_ctx(S260, 64, 0);
     char path[128];
     tmp_path(path, sizeof path, "model");
     size_t len;
     free(make_file(a, path, 10, &len));
-    sl_session *s = new_session(b);
+    sl_session *s = st_session(b, false);
     cr_assert_eq(sl_session_load(s, path), SL_EUNSUPPORTED);
     cr_assert_not_null(strstr(sl_session_errmsg(s), "another model"), "%s", sl_session_errmsg(s));
     cr_assert_eq(sl_session_n_past(s), 0);
     /* the same model opened with a smaller context cannot hold the file either */
-    sl_model *small = open_model(TS, 8, 0);
-    sl_session *t = new_session(small);
+    sl_model *small = st_open_ctx(TS, 8, 0);
+    sl_session *t = st_session(small, false);
     cr_assert_eq(sl_session_load(t, path), SL_EUNSUPPORTED);
     cr_assert_not_null(strstr(sl_session_errmsg(t), "holds 1..8"), "%s", sl_session_errmsg(t));
     unlink(path);

@@ -3,6 +3,7 @@
  * and backends, and the `sluice` commands' exit codes. SL_HOST_ONLY (runs the
  * sluice binary and reads models from disk in every mode). */
 #include "sl_test.h"
+#include "session_testutil.h"
 
 #include <limits.h>
 #include <math.h>
@@ -23,37 +24,13 @@
 #define Q4K MODELS "/synth-tiny-q4_k.gguf"
 #define S260 MODELS "/stories260K.gguf"
 
-static sl_model *open_model(const char *path, int32_t n_ctx, int32_t n_batch)
-{
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = n_ctx;
-    mp.n_batch = n_batch;
-    mp.n_threads = 2;
-    sl_model *m = NULL;
-    int rc = sl_model_open(&m, path, &mp);
-    cr_assert_eq(rc, 0, "open %s: %s", path, sl_last_error());
-    return m;
-}
-
-static void some_ids(int32_t *ids, int n, int32_t n_vocab)
-{
-    uint64_t x = 42;
-    ids[0] = 1;
-    for (int i = 1; i < n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = 3 + (int32_t)((x >> 33) % (uint64_t)(n_vocab - 3));
-    }
-}
-
 Test(session, context_overflow)
 {
-    sl_model *m = open_model(S260, 16, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_model *m = st_open_ctx(S260, 16, 0);
+    sl_session *s = st_session(m, false);
     cr_assert_eq(sl_session_n_ctx(s), 16);
     int32_t ids[17];
-    some_ids(ids, 17, 512);
+    st_some_ids(ids, 17, 512, 42);
     cr_assert_eq(sl_session_feed_tokens(s, ids, 17), SL_ECTX);
     cr_assert_not_null(strstr(sl_session_errmsg(s), "context full"), "%s", sl_session_errmsg(s));
     cr_assert_eq(sl_session_n_past(s), 0, "nothing fed after an overflow");
@@ -64,15 +41,13 @@ Test(session, context_overflow)
     cr_assert_eq(sl_session_step(s, &t), SL_ECTX);
     cr_assert_eq(sl_session_feed_tokens(s, ids, 1), SL_ECTX);
     cr_assert_not_null(sl_session_logits(s), "logits survive a refused feed");
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(session, bad_input)
 {
-    sl_model *m = open_model(S260, 32, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_model *m = st_open_ctx(S260, 32, 0);
+    sl_session *s = st_session(m, false);
     int32_t t;
     cr_assert_eq(sl_session_step(s, &t), SL_EINVAL, "step before any feed");
     int32_t bad[3] = { 1, 512, 5 };
@@ -82,8 +57,7 @@ Test(session, bad_input)
     cr_assert_eq(sl_session_feed_tokens(s, bad, 3), SL_EINVAL);
     cr_assert_eq(sl_session_n_past(s), 0);
     cr_assert_eq(sl_session_eval(s, bad, 3, NULL), SL_EINVAL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 
     sl_model *m2 = NULL;
     sl_model_params mp;
@@ -98,7 +72,7 @@ Test(session, bad_input)
  * bad id. */
 Test(session, token_piece)
 {
-    sl_model *m = open_model(S260, 32, 0);
+    sl_model *m = st_open_ctx(S260, 32, 0);
     const char *text = "Once upon a time";
     int32_t ids[32];
     int n = sl_model_tokenize(m, text, strlen(text), false, false, ids, 32);
@@ -183,13 +157,12 @@ Test(session, chunking_is_exact)
 {
     enum { N = 23 };
     int32_t ids[N];
-    some_ids(ids, N, 32000);
+    st_some_ids(ids, N, 32000, 42);
     float *ref = NULL;
     int32_t batches[3] = { 64, 5, 1 };
     for (int b = 0; b < 3; b++) {
-        sl_model *m = open_model(Q4K, 64, batches[b]);
-        sl_session *s;
-        cr_assert_eq(sl_session_create(&s, m), 0);
+        sl_model *m = st_open_ctx(Q4K, 64, batches[b]);
+        sl_session *s = st_session(m, false);
         float *lg = malloc((size_t)N * 32000 * sizeof(float));
         if (b < 2) {
             cr_assert_eq(sl_session_eval(s, ids, N, lg), 0, "%s", sl_session_errmsg(s));
@@ -206,17 +179,15 @@ Test(session, chunking_is_exact)
             rows_close(lg, ref, N, 32000, 0.14, what);
             free(lg);
         }
-        sl_session_destroy(s);
-        sl_model_close(m);
+        st_close(s, m);
     }
     free(ref);
 }
 
 Test(session, reset_and_seeded_sampling)
 {
-    sl_model *m = open_model(S260, 128, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_model *m = st_open_ctx(S260, 128, 0);
+    sl_session *s = st_session(m, false);
     sl_sampling sp;
     sl_sampling_init(&sp);
     sp.temp = 1.0f;
@@ -236,17 +207,15 @@ Test(session, reset_and_seeded_sampling)
     cr_assert_eq(st.n_prompt, 8);
     cr_assert_eq(st.n_decode, 80);
     cr_assert_gt(st.decode_ms, 0);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* Invalid UTF-8 in a prompt is tokenized byte-wise (as llama.cpp), never a crash;
  * the detokenizer emits only complete UTF-8. */
 Test(session, invalid_utf8_prompt)
 {
-    sl_model *m = open_model(S260, 64, 0);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_model *m = st_open_ctx(S260, 64, 0);
+    sl_session *s = st_session(m, false);
     cr_assert_eq(sl_session_feed_text(s, "Once \xff\xfe upon \xc3", false), 0, "%s", sl_session_errmsg(s));
     cr_assert_gt(sl_session_n_past(s), 3);
     sl_sampling sp;
@@ -259,8 +228,7 @@ Test(session, invalid_utf8_prompt)
         cr_assert_eq(sl_session_step(s, &t), 0, "%s", sl_session_errmsg(s));
         cr_assert_geq(sl_session_detok(s, t, piece, sizeof piece), 0, "%s", sl_session_errmsg(s));
     }
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* ---- identical output across streamer modes ------------------------------- */
@@ -271,10 +239,7 @@ typedef struct mode_cfg { const char *name; int mode, io; int32_t max_pinned; ui
 static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int n, float *lg, int32_t *greedy,
                     int n_greedy, float *last, char *why, size_t why_len)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 128;
-    mp.n_threads = 2;
+    sl_model_params mp = st_params(128, 0, 2);
     mp.mode = c->mode;
     mp.io = c->io;
     mp.max_pinned = c->max_pinned;
@@ -283,8 +248,7 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     sl_model *m;
     int rc = sl_model_open(&m, path, &mp);
     if (rc) { snprintf(why, why_len, "%s", sl_last_error()); return rc; }
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     sl_model_info mi;
     sl_model_get_info(m, &mi);
     cr_assert_eq(sl_session_eval(s, ids, n, lg), 0, "%s: %s", c->name, sl_session_errmsg(s));
@@ -296,8 +260,7 @@ static int run_mode(const char *path, const mode_cfg *c, const int32_t *ids, int
     cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0, "%s: %s", c->name, sl_session_errmsg(s));
     memcpy(last, sl_session_logits(s), (size_t)mi.n_vocab * sizeof(float));
     if (c->mode) cr_expect_eq(mi.mode, c->mode, "%s: planner chose mode %d", c->name, mi.mode);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
     return 0;
 }
 
@@ -315,7 +278,7 @@ static void modes_identical(const char *path, int32_t n_vocab, double max_sd)
         { "resident, pread", SL_MODE_RESIDENT, SL_IO_PREAD, -1, 0, 0 },
     };
     int32_t ids[N];
-    some_ids(ids, N, n_vocab);
+    st_some_ids(ids, N, n_vocab, 42);
     float *ref = malloc((size_t)N * n_vocab * sizeof(float)), *lg = malloc((size_t)N * n_vocab * sizeof(float));
     float *lref = malloc((size_t)n_vocab * sizeof(float)), *last = malloc((size_t)n_vocab * sizeof(float));
     int32_t gref[G], g[G];

@@ -9,6 +9,7 @@
  * against the target's exact distribution (chi-square, fixed seeds), stats.
  * SL_HOST_ONLY (reads the models in several modes). */
 #include "sl_test.h"
+#include "session_testutil.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,9 +36,7 @@ static sl_model *open_mode(const char *path, int mode)
     mp.n_threads = 1;   /* tiny models: a second thread only adds synchronisation */
     mp.mode = mode;
     if (mode == SL_MODE_STREAM) mp.max_pinned = 0;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
-    return m;
+    return st_open(path, &mp);
 }
 
 /* A prompt with a repeated phrase, so that n-gram drafts exist from the start. */
@@ -56,8 +55,7 @@ static sl_session *prompted(sl_model *m, const sl_sampling *sp)
     sl_model_get_info(m, &info);
     int32_t ids[32];
     int n = prompt(info.n_vocab, ids);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     cr_assert_eq(sl_session_set_sampling(s, sp), 0);
     cr_assert_eq(sl_session_feed_tokens(s, ids, n), 0, "%s", sl_session_errmsg(s));
     return s;
@@ -181,8 +179,7 @@ static void second_tokens(sl_model *m, bool spec, int32_t *first, int32_t *out, 
     int32_t ids[64];
     int n = story_prompt(m, ids);
     cr_assert_gt(n, 10);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     sl_spec_params pp = fixed_k(3);
     memset(tot, 0, sizeof *tot);
     for (int r = 0; r < RUNS; r++) {
@@ -247,8 +244,7 @@ Test(spec, sampling_keeps_distribution, .timeout = 400)
     sl_model_get_info(m, &info);
     static double pd_of[512];
     static bool have[512];
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     double expect = 0, var = 0;
     int hits = 0, used = 0, n_rej = 0;
     for (int r = 0; r < RUNS; r++) {
@@ -328,10 +324,7 @@ Test(spec, draft_greedy_identity, .timeout = 120)
 Test(spec, draft_context_shorter)
 {
     sl_model *m = open_mode(TINY("q8_0"), SL_MODE_RESIDENT);
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 24;
-    mp.n_threads = 1;
+    sl_model_params mp = st_params(24, 0, 1);
     mp.mode = SL_MODE_RESIDENT;
     sl_model *dm;
     cr_assert_eq(sl_model_open(&dm, TINY("q4_k"), &mp), 0, "%s", sl_last_error());
@@ -543,8 +536,7 @@ Test(spec, sample_keeps_pending_draw)
     sp.temp = 1.0f; sp.top_k = 0; sp.top_p = 1.0f; sp.min_p = 0.0f;
     int32_t ids[64];
     int n = story_prompt(m, ids);
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_session *s = st_session(m, false);
     sl_spec_params pp = fixed_k(3);
     int found = 0;
     for (int r = 0; r < 200 && found < 5; r++) {
@@ -573,8 +565,7 @@ Test(spec, sample_keeps_pending_draw)
         sl_spec_destroy(x);
     }
     cr_assert_eq(found, 5, "no rejection in 200 runs");
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 Test(spec, refusals)
@@ -605,8 +596,7 @@ Test(spec, refusals)
     cr_assert_eq(n, 1);
     sl_spec_destroy(x);
     sl_spec_destroy(NULL);
-    sl_session_destroy(s);
-    sl_model_close(m);
+    st_close(s, m);
 }
 
 /* ---- the command line: run, chat (and serve's flags) ----------------------- */

@@ -4,6 +4,7 @@
  * the pipeline, gives bitwise the logits of one session; a stage refuses the
  * layers and parts it does not hold. SL_HOST_ONLY (reads the models). */
 #include "sl_test.h"
+#include "session_testutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,18 +19,12 @@
 
 static sl_model *open_part(const char *path, const uint8_t *mask, int n_mask, bool no_head, bool streamed)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_batch = 3;
-    mp.n_threads = 1;
+    sl_model_params mp = st_params(64, 3, 1);
     mp.layer_mask = mask;
     mp.n_layer_mask = n_mask;
     mp.no_head = no_head;
     if (streamed) { mp.max_pinned = 0; mp.mem_budget = 64ull << 20; }
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, path, &mp), 0, "open %s: %s", path, sl_last_error());
-    return m;
+    return st_open(path, &mp);
 }
 
 static int32_t argmax(const float *x, int n)

@@ -29,8 +29,10 @@ static size_t utf8_len(const unsigned char *s, uint64_t n, uint64_t i)
     return len;
 }
 
-/* Quoted, escaped, cut after max bytes at a character boundary. */
-static void text_str(FILE *f, const char *str, uint64_t n, uint64_t max)
+/* Quoted, escaped, cut after max bytes at a character boundary. JSON: valid
+ * whatever the bytes (well-formed UTF-8 passes through, anything else, such
+ * as control bytes and stray high bytes, becomes a \u escape); text: \x. */
+static void quoted(FILE *f, const char *str, uint64_t n, uint64_t max, bool json)
 {
     const unsigned char *s = (const unsigned char *)str;
     fputc('"', f);
@@ -47,7 +49,8 @@ static void text_str(FILE *f, const char *str, uint64_t n, uint64_t max)
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
         else if (c == '\n') fputs("\\n", f);
         else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\x%02x", c);
+        else if (c == '\r' && json) fputs("\\r", f);
+        else if (c < 0x20 || c >= 0x7f) fprintf(f, json ? "\\u%04x" : "\\x%02x", c);
         else fputc(c, f);
         i++;
     }
@@ -55,7 +58,8 @@ static void text_str(FILE *f, const char *str, uint64_t n, uint64_t max)
     if (i < n) fprintf(f, "... (%llu bytes)", (ull)n);
 }
 
-static void json_str(FILE *f, const char *str, uint64_t n);
+static void text_str(FILE *f, const char *str, uint64_t n, uint64_t max) { quoted(f, str, n, max, false); }
+static void json_str(FILE *f, const char *str, uint64_t n) { quoted(f, str, n, UINT64_MAX, true); }
 
 /* One scalar, in either format: integers and bools print alike; JSON writes a
  * non-finite float as null and escapes strings its own way (no truncation). */
@@ -186,32 +190,6 @@ static void print_text(FILE *f, const sl_gguf *g)
 }
 
 /* ---- JSON mode ---------------------------------------------------------- */
-
-/* Valid JSON whatever the bytes: well-formed UTF-8 passes through, anything
- * else (control bytes, stray high bytes) becomes a \u escape. */
-static void json_str(FILE *f, const char *str, uint64_t n)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    fputc('"', f);
-    for (uint64_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        size_t l = utf8_len(s, n, i);
-        if (l > 1) {
-            fwrite(s + i, 1, l, f);
-            i += l;
-            continue;
-        }
-        if (c == '"') fputs("\\\"", f);
-        else if (c == '\\') fputs("\\\\", f);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-        i++;
-    }
-    fputc('"', f);
-}
 
 static void json_value(FILE *f, const sl_gguf_value *v, int top)
 {

@@ -1,4 +1,6 @@
-/* Shared model options of the generation commands. */
+/* Shared model options of the generation commands: loading, threads,
+ * context, streamer mode, and the KV cache (llama.cpp's spellings: cache
+ * types, --keep, context shift). */
 #include "cli_opts.h"
 
 #include <errno.h>
@@ -8,6 +10,7 @@
 #include <string.h>
 
 #include "../../gguf/base/sl_status.h"
+#include "../../gguf/gguf_type.h"
 #include "../../io/sluice_stream.h"
 #include "cli.h"
 #include "cli_progress.h"
@@ -29,8 +32,10 @@ const char sl_cli_model_opts_help[] =
     "  --no-expert-stream     MoE: stream experts with their layer, not one at a time\n"
     "  --numa local|distribute  weights, slots, KV cache on the compute threads' node, or\n"
     "                         interleaved over all nodes (no-op on one node)\n"
-
-    SL_CLI_KV_OPTS_HELP;
+    "  -ctk, --cache-type-k T KV cache type of K: f16 (default), q8_0, q4_0\n"
+    "  -ctv, --cache-type-v T KV cache type of V: f16 (default), q8_0, q4_0\n"
+    "  --keep N               context shift keeps BOS + N tokens (-1: the whole prompt; default 0)\n"
+    "  --no-context-shift     stop at a full context instead of dropping the older half\n";
 
 void sl_cli_model_opts_init(sl_cli_model_opts *o)
 {
@@ -59,10 +64,58 @@ int sl_cli_float(const char *s, double *out)
     return 0;
 }
 
+/* The index of v among names[0..n), -1 if it is none of them. */
+static int word(const char *v, const char *const *names, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (!strcmp(v, names[k])) return k;
+    return -1;
+}
+
+/* A size above 0 ("2.5G", "800M"): 0 ok, -1 bad. */
+static int size_opt(const char *v, uint64_t *out)
+{
+    unsigned long long b;
+    if (sl_cli_parse_size(v, &b) || b == 0) return -1;
+    *out = b;
+    return 0;
+}
+
+static int parse_type(const char *v, int32_t *out)
+{
+    static const int types[] = { SL_GGML_F16, SL_GGML_Q8_0, SL_GGML_Q4_0 };
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+        if (!strcmp(v, sl_gguf_type_name((uint32_t)types[k]))) { *out = types[k]; return 0; }
+    return -1;
+}
+
+/* The KV cache options; returns as sl_cli_model_opt. */
+static int kv_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--no-context-shift")) { o->mp.context_shift = false; return 1; }
+    bool tk = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
+    bool tv = !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v");
+    bool keep = !strcmp(a, "--keep");
+    if (!tk && !tv && !keep) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "sluice %s: option %s needs a value\n", cmd, a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    long long n;
+    if (tk && !parse_type(v, &o->mp.type_k)) return 1;
+    if (tv && !parse_type(v, &o->mp.type_v)) return 1;
+    if (keep && !sl_cli_int(v, -1, 1 << 24, &n)) { o->mp.n_keep = (int32_t)n; return 1; }
+    fprintf(stderr, "sluice %s: invalid value '%s' for %s%s\n", cmd, v, a,
+            keep ? "" : " (f16, q8_0 or q4_0)");
+    return -1;
+}
+
 int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const char *cmd)
 {
     const char *a = argv[*i];
-    int kvr = sl_cli_kv_opt(o, argc, argv, i, cmd);   /* cache types, context shift */
+    int kvr = kv_opt(o, argc, argv, i, cmd);
     if (kvr) return kvr;
     bool takes = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
                  !strcmp(a, "--threads") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size") ||
@@ -79,59 +132,35 @@ int sl_cli_model_opt(sl_cli_model_opts *o, int argc, char **argv, int *i, const 
         return -1;
     }
     const char *v = argv[++*i];
+    static const char *const onoff[] = { "on", "off" };
+    static const char *const placements[] = { "local", "distribute" };   /* params.numa 1, 2 */
     long long n;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) { o->path = v; return 1; }
-    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-        if (sl_cli_int(v, 1, 256, &n)) goto bad;
-        o->mp.n_threads = (int)n; return 1;
+    int k, bad = 0;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->path = v;
+    else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (!(bad = sl_cli_int(v, 1, 256, &n))) o->mp.n_threads = (int)n;
+    } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+        if (!(bad = sl_cli_int(v, 1, 1 << 24, &n))) o->mp.n_ctx = (int32_t)n;
+    } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+        if (!(bad = sl_cli_int(v, 1, 1 << 16, &n))) o->mp.n_batch = (int32_t)n;
+    } else if (!strcmp(a, "--max-pinned")) {
+        if (!(bad = sl_cli_int(v, 0, 1 << 20, &n))) o->mp.max_pinned = (int32_t)n;
+    } else if (!strcmp(a, "--expert-policy")) {
+        bad = sl_stream_policy_parse(v, &o->mp.expert_policy);
+    } else if (!strcmp(a, "--moe-pregate")) {
+        if (!(bad = (k = word(v, onoff, 2)) < 0)) o->mp.moe_pregate = k == 0 ? SL_PREGATE_ON : SL_PREGATE_OFF;
+    } else if (!strcmp(a, "--expert-cache")) {
+        bad = size_opt(v, &o->mp.expert_cache_bytes);
+    } else if (!strcmp(a, "--mode")) {
+        bad = sl_stream_mode_parse(v, &o->mp.mode);
+    } else if (!strcmp(a, "--io")) {
+        bad = sl_stream_io_parse(v, &o->mp.io);
+    } else if (!strcmp(a, "--mem-budget")) {
+        bad = size_opt(v, &o->mp.mem_budget);
+    } else if (!strcmp(a, "--numa")) {
+        if (!(bad = (k = word(v, placements, 2)) < 0)) o->mp.numa = k + 1;
     }
-    if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-        if (sl_cli_int(v, 1, 1 << 24, &n)) goto bad;
-        o->mp.n_ctx = (int32_t)n; return 1;
-    }
-    if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
-        if (sl_cli_int(v, 1, 1 << 16, &n)) goto bad;
-        o->mp.n_batch = (int32_t)n; return 1;
-    }
-    if (!strcmp(a, "--max-pinned")) {
-        if (sl_cli_int(v, 0, 1 << 20, &n)) goto bad;
-        o->mp.max_pinned = (int32_t)n; return 1;
-    }
-    if (!strcmp(a, "--expert-policy")) {
-        if (sl_stream_policy_parse(v, &o->mp.expert_policy)) goto bad;
-        return 1;
-    }
-    if (!strcmp(a, "--moe-pregate")) {
-        if (!strcmp(v, "on")) o->mp.moe_pregate = SL_PREGATE_ON;
-        else if (!strcmp(v, "off")) o->mp.moe_pregate = SL_PREGATE_OFF;
-        else goto bad;
-        return 1;
-    }
-    if (!strcmp(a, "--expert-cache")) {
-        unsigned long long b;
-        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
-        o->mp.expert_cache_bytes = b; return 1;
-    }
-    if (!strcmp(a, "--mode")) {
-        if (sl_stream_mode_parse(v, &o->mp.mode)) goto bad;
-        return 1;
-    }
-    if (!strcmp(a, "--io")) {
-        if (sl_stream_io_parse(v, &o->mp.io)) goto bad;
-        return 1;
-    }
-    if (!strcmp(a, "--mem-budget")) {
-        unsigned long long b;
-        if (sl_cli_parse_size(v, &b) || b == 0) goto bad;
-        o->mp.mem_budget = b; return 1;
-    }
-    if (!strcmp(a, "--numa")) {
-        if (!strcmp(v, "local")) o->mp.numa = 1;
-        else if (!strcmp(v, "distribute")) o->mp.numa = 2;
-        else goto bad;
-        return 1;
-    }
-bad:
+    if (!bad) return 1;
     fprintf(stderr, "sluice %s: invalid value '%s' for %s\n", cmd, v, a);
     return -1;
 }

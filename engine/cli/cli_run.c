@@ -72,6 +72,18 @@ static bool needs_value(const char *a)
 }
 
 /* Parses the common generation flags; returns 0, or 2 for bad flags, or -1 for --help. */
+/* The switch option a names (it takes no value), NULL if none. */
+static bool *flag_of(gen_opts *o, const char *a)
+{
+    static const char *const names[] = { "--stats", "--json", "--profile", "--no-display-prompt", "--ignore-eos",
+                                         "--prompt-cache-ro" };
+    bool *const dst[] = { &o->stats, &o->json, &o->profile, &o->no_display_prompt, &o->ignore_eos,
+                          &o->prompt_cache_ro };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!strcmp(a, names[k])) return dst[k];
+    return NULL;
+}
+
 static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (*usage)(FILE *))
 {
     sl_cli_model_opts_init(&o->mo);
@@ -87,12 +99,12 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         if (r > 0) continue;
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
-        if (!strcmp(a, "--stats")) { o->stats = true; continue; }
-        if (!strcmp(a, "--json")) { o->json = true; sl_cli_progress_set_json(true); continue; }
-        if (!strcmp(a, "--profile")) { o->profile = true; continue; }
-        if (!strcmp(a, "--no-display-prompt")) { o->no_display_prompt = true; continue; }
-        if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = true; continue; }
-        if (!strcmp(a, "--prompt-cache-ro")) { o->prompt_cache_ro = true; continue; }
+        bool *flag = flag_of(o, a);
+        if (flag) {
+            *flag = true;
+            if (flag == &o->json) sl_cli_progress_set_json(true);   /* progress as JSON events */
+            continue;
+        }
         if (!needs_value(a)) {
             fprintf(stderr, "sluice %s: unknown option '%s'\n", cmd, a);
             usage(stderr);
@@ -369,6 +381,17 @@ static void save_cache(const gen_opts *o, sl_session *s, const char *cmd)
         fprintf(stderr, "%s: cannot save the prompt cache: %s\n", cmd, sl_session_errmsg(s));
 }
 
+/* What run and chat hold at their end: the speculation, the draft model's
+ * session, the session, the draft model, the model (any may be NULL). */
+static void close_gen(sl_spec *spec, sl_session *ds, sl_session *s, sl_model *dm, sl_model *m)
+{
+    sl_spec_destroy(spec);
+    sl_session_destroy(ds);
+    sl_session_destroy(s);
+    sl_model_close(dm);
+    sl_model_close(m);
+}
+
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: sluice run -m MODEL -p PROMPT [options]\n"
@@ -449,11 +472,7 @@ static int run_main(int argc, char **argv)
     save_cache(&o, s, "sluice run");
     if (o.stats || o.json) sl_cli_spec_print_stats(spec, o.json);
 out:
-    sl_spec_destroy(spec);
-    sl_session_destroy(ds);
-    sl_session_destroy(s);
-    sl_model_close(dm);
-    sl_model_close(m);
+    close_gen(spec, ds, s, dm, m);
     return ret;
 }
 
@@ -627,11 +646,7 @@ out:
     free(ms.own);
     free(prev);
     free(line);
-    sl_spec_destroy(spec);
-    sl_session_destroy(ds);
-    sl_session_destroy(s);
-    sl_model_close(dm);
-    sl_model_close(m);
+    close_gen(spec, ds, s, dm, m);
     return ret;
 }
 
