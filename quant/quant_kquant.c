@@ -1,4 +1,7 @@
-/* Reference quantizers of the K-quant super-blocks (Q2_K..Q6_K).
+/* The K-quant super-blocks (Q2_K..Q6_K): scalar dequantizers (each product
+ * and sum rounded on its own, in the format's order, so they equal ggml's
+ * to_float bit for bit), reference quantizers and their type-table rows.
+ * The quantizers:
  *
  * Our own scheme, minimising the plain squared reconstruction error:
  *  1. per sub-block, a float scale (and offset for the affine types) from a
@@ -325,8 +328,10 @@ static void sym_superblock(const float *x, struct sym_sb *s)
 
 /* ============================== packing ================================ */
 
-void sl_quant_q2_k_blocks(const float *x, sl_block_q2_k *y, int64_t nb)
+static int quant_q2_k(const float *x, void *dst, int64_t nb, const float *imatrix)
 {
+    sl_block_q2_k *y = dst;
+    (void)imatrix;
     struct affine_sb s = { .nsub = 16, .sublen = 16, .nmax = 3, .smax = 15, .nstep = 3 };
     for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
         affine_superblock(x, &s);
@@ -340,10 +345,13 @@ void sl_quant_q2_k_blocks(const float *x, sl_block_q2_k *y, int64_t nb)
         b->d = sl_f32_to_f16(s.D);
         b->dmin = sl_f32_to_f16(s.M);
     }
+    return 0;
 }
 
-void sl_quant_q3_k_blocks(const float *x, sl_block_q3_k *y, int64_t nb)
+static int quant_q3_k(const float *x, void *dst, int64_t nb, const float *imatrix)
 {
+    sl_block_q3_k *y = dst;
+    (void)imatrix;
     struct sym_sb s = { .N = 4, .S = 32, .nstep = 4, .span = 0.6f };
     for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
         sym_superblock(x, &s);
@@ -362,6 +370,7 @@ void sl_quant_q3_k_blocks(const float *x, sl_block_q3_k *y, int64_t nb)
         }
         b->d = sl_f32_to_f16(s.D);
     }
+    return 0;
 }
 
 static void pack_k4_scales(const uint8_t *sc, const uint8_t *m, uint8_t out[12])
@@ -373,8 +382,10 @@ static void pack_k4_scales(const uint8_t *sc, const uint8_t *m, uint8_t out[12])
     }
 }
 
-void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb)
+static int quant_q4_k(const float *x, void *dst, int64_t nb, const float *imatrix)
 {
+    sl_block_q4_k *y = dst;
+    (void)imatrix;
     struct affine_sb s = { .nsub = 8, .sublen = 32, .nmax = 15, .smax = 63, .nstep = 3 };
     for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
         affine_superblock(x, &s);
@@ -386,10 +397,13 @@ void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb)
         b->d = sl_f32_to_f16(s.D);
         b->dmin = sl_f32_to_f16(s.M);
     }
+    return 0;
 }
 
-void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb)
+static int quant_q5_k(const float *x, void *dst, int64_t nb, const float *imatrix)
 {
+    sl_block_q5_k *y = dst;
+    (void)imatrix;
     struct affine_sb s = { .nsub = 8, .sublen = 32, .nmax = 31, .smax = 63, .nstep = 3 };
     for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
         affine_superblock(x, &s);
@@ -404,10 +418,13 @@ void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb)
         b->d = sl_f32_to_f16(s.D);
         b->dmin = sl_f32_to_f16(s.M);
     }
+    return 0;
 }
 
-void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb)
+static int quant_q6_k(const float *x, void *dst, int64_t nb, const float *imatrix)
 {
+    sl_block_q6_k *y = dst;
+    (void)imatrix;
     struct sym_sb s = { .N = 32, .S = 128, .nstep = 8, .span = 0.15f };
     for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
         sym_superblock(x, &s);
@@ -422,4 +439,126 @@ void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb)
         }
         b->d = sl_f32_to_f16(s.D);
     }
+    return 0;
 }
+
+/* ============================ dequantize =============================== */
+
+static void deq_q2_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q2_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++) {
+        float d = sl_f16_to_f32(b->d), dmin = sl_f16_to_f32(b->dmin);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++)
+                for (int half = 0; half < 2; half++) {
+                    uint8_t sc = b->scales[8 * h + 2 * k + half];
+                    float dl = d * (float)(sc & 15), ml = dmin * (float)(sc >> 4);
+                    for (int l = 16 * half; l < 16 * half + 16; l++) {
+                        int q = (b->qs[32 * h + l] >> (2 * k)) & 3;
+                        y[128 * h + 32 * k + l] = dl * (float)q - ml;
+                    }
+                }
+        y += SL_QKK;
+    }
+}
+
+/* q3_K's 16 six-bit scales, stored +32, as signed values. */
+static void q3k_scales(const uint8_t *s, int8_t out[16])
+{
+    for (int j = 0; j < 16; j++) {
+        int lo = j < 8 ? s[j] & 15 : s[j - 8] >> 4;
+        int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+        out[j] = (int8_t)((lo | hi << 4) - 32);
+    }
+}
+
+static void deq_q3_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q3_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++) {
+        float d = sl_f16_to_f32(b->d);
+        int8_t sc[16];
+        q3k_scales(b->scales, sc);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++)
+                for (int half = 0; half < 2; half++) {
+                    float dl = d * (float)sc[8 * h + 2 * k + half];
+                    for (int l = 16 * half; l < 16 * half + 16; l++) {
+                        int q = (b->qs[32 * h + l] >> (2 * k)) & 3;
+                        if (!(b->hmask[l] & (1u << (4 * h + k)))) q -= 4;
+                        y[128 * h + 32 * k + l] = dl * (float)q;
+                    }
+                }
+        y += SL_QKK;
+    }
+}
+
+/* q4_K / q5_K: 6-bit scale and min of sub-block j from the 12 packed bytes. */
+static void k4_scale_min(const uint8_t *s, int j, int *sc, int *m)
+{
+    if (j < 4) { *sc = s[j] & 63; *m = s[j + 4] & 63; }
+    else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* q4_K and q5_K: the same 6-bit scale/min pairs over 8 groups of 32; q5_K adds
+ * a fifth bit per element from qh (NULL for q4_K). */
+static void deq_k45(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, float d, float dmin,
+                    float *y)
+{
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        k4_scale_min(scales, j, &sc, &m);
+        float d1 = d * (float)sc, m1 = dmin * (float)m;
+        const uint8_t *q = qs + 32 * (j / 2);
+        int shift = 4 * (j & 1);
+        for (int l = 0; l < 32; l++) {
+            int v = ((q[l] >> shift) & 15) | (qh ? ((qh[l] >> j) & 1) << 4 : 0);
+            y[32 * j + l] = d1 * (float)v - m1;
+        }
+    }
+}
+
+static void deq_q4_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q4_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, NULL, sl_f16_to_f32(b->d), sl_f16_to_f32(b->dmin), y);
+}
+
+static void deq_q5_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q5_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, b->qh, sl_f16_to_f32(b->d), sl_f16_to_f32(b->dmin), y);
+}
+
+static void deq_q6_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q6_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++) {
+        float d = sl_f16_to_f32(b->d);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *L = b->ql + 64 * h, *H = b->qh + 32 * h;
+            const int8_t *S = b->scales + 8 * h;
+            for (int g = 0; g < 4; g++) {
+                const uint8_t *lq = L + 32 * (g & 1);
+                int lshift = 4 * (g >> 1);
+                for (int l = 0; l < 32; l++) {
+                    int q = (((lq[l] >> lshift) & 15) | (((H[l] >> (2 * g)) & 3) << 4)) - 32;
+                    y[128 * h + 32 * g + l] = (d * (float)S[l / 16 + 2 * g]) * (float)q;
+                }
+            }
+        }
+        y += SL_QKK;
+    }
+}
+
+const sl_quant_traits sl_qtraits_q2_k = { deq_q2_k, quant_q2_k, SL_GGML_Q8_K };
+const sl_quant_traits sl_qtraits_q3_k = { deq_q3_k, quant_q3_k, SL_GGML_Q8_K };
+const sl_quant_traits sl_qtraits_q4_k = { deq_q4_k, quant_q4_k, SL_GGML_Q8_K };
+const sl_quant_traits sl_qtraits_q5_k = { deq_q5_k, quant_q5_k, SL_GGML_Q8_K };
+const sl_quant_traits sl_qtraits_q6_k = { deq_q6_k, quant_q6_k, SL_GGML_Q8_K };
