@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "kern_internal.h"
-#include "dot_iqgrid.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -1,40 +1,16 @@
 /* aarch64 dot kernels, included by dot_neon.c (armv8.0 ASIMD) and
- * dot_dotprod.c (armv8.2-a+dotprod); each defines before inclusion:
- *   ARM_SUFFIX    name suffix (neon, dotprod)
- *   ARM_DOTPROD   1: 16 int8 products per vdotq_s32, else vmull_s8 + vpadalq_s16
+ * dot_dotprod.c (armv8.2-a+dotprod), which define ARM_SUFFIX and ARM_DOTPROD
+ * (dot_arm_base.h).
  * Quant values are formed as signed int8 (q - offset where the format has
  * one), 16-byte chunks are dotted exactly into 4 int32 lanes, scaled by the
  * sub-block scale in the integer domain (vmlaq_n_s32), converted once per
  * block and accumulated with one FMA by d_x*d_y. Min terms go through the
  * activation block sums (exact ints) into a scalar float accumulator.
- * gemm_T runs nx weight rows x ny (<= SL_GEMM_WIDE) activation rows with the
+ * Every type of the K-quant / legacy list (kern_internal.h) gets its
+ * gemm_T: nx weight rows x ny (<= SL_GEMM_WIDE) activation rows with the
  * same per-pair sequence as vec_dot (bit-identical); q4_K and q6_K unpack a
  * weight block once per tile row (unp_T / pair_T). */
-#include <arm_neon.h>
-#include <string.h>
-
-#include "kern_internal.h"
-
-#define ARM_CAT2(a, b) a##_##b
-#define ARM_CAT(a, b) ARM_CAT2(a, b)
-#define FN(name) ARM_CAT(name, ARM_SUFFIX)
-
-static inline float f16s(sl_f16 h)
-{
-    __fp16 v;
-    memcpy(&v, &h, 2);
-    return (float)v;
-}
-
-static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)
-{
-#if ARM_DOTPROD
-    return vdotq_s32(acc, a, b);
-#else
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-    return vpadalq_s16(acc, vmull_high_s8(a, b));
-#endif
-}
+#include "dot_arm_base.h"
 
 static inline int32x4_t dot32(int8x16_t a0, int8x16_t a1, int8x16_t b0, int8x16_t b1)
 {
@@ -292,18 +268,24 @@ static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)      
     FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
 }
 
-#define DEF_GEMM(T, XB, YB, BE) ARM_NOSPLIT(T, XB, YB) DEF_GEMM_UP(T, XB, YB, BE)
+ARM_NOSPLIT(q5_k, sl_block_q5_k, sl_block_q8_k)
+ARM_NOSPLIT(q2_k, sl_block_q2_k, sl_block_q8_k)
+ARM_NOSPLIT(q3_k, sl_block_q3_k, sl_block_q8_k)
+ARM_NOSPLIT(q4_0, sl_block_q4_0, sl_block_q8_0)
+ARM_NOSPLIT(q4_1, sl_block_q4_1, sl_block_q8_1)
+ARM_NOSPLIT(q5_0, sl_block_q5_0, sl_block_q8_0)
+ARM_NOSPLIT(q5_1, sl_block_q5_1, sl_block_q8_1)
+ARM_NOSPLIT(q8_0, sl_block_q8_0, sl_block_q8_0)
 
-DEF_GEMM_UP(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q5_k, sl_block_q5_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM_UP(q6_k, sl_block_q6_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q2_k, sl_block_q2_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q3_k, sl_block_q3_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q4_0, sl_block_q4_0, sl_block_q8_0, SL_QK)
-DEF_GEMM(q4_1, sl_block_q4_1, sl_block_q8_1, SL_QK)
-DEF_GEMM(q5_0, sl_block_q5_0, sl_block_q8_0, SL_QK)
-DEF_GEMM(q5_1, sl_block_q5_1, sl_block_q8_1, SL_QK)
-DEF_GEMM(q8_0, sl_block_q8_0, sl_block_q8_0, SL_QK)
+/* A family's kernels from its type list (kern_internal.h), and its filler:
+ * WIDE, the gemm also serves the few-row tiles (up to SL_GEMM_WIDE rows). */
+#define ARM_DEF(T, ID, XB, YB, BE, DU) DEF_GEMM_UP(T, XB, YB, BE)
+#define ARM_SET(T, ID, XB, YB, BE, DU) \
+    k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T); if (wide) k->gemm_wide[ID] = FN(gemm_##T);
+#define ARM_FAMILY(LIST, FILL, WIDE) \
+    LIST(ARM_DEF)                                                                        \
+    static void FN(FILL)(sl_kern *k) { const int wide = WIDE; LIST(ARM_SET) }
+ARM_FAMILY(SL_KQ_EACH, arm_fill_kq, 1)
 
 /* ---- float types: 4 lanes of FMA in two chains, scalar tail ------------ */
 
@@ -334,16 +316,10 @@ static void FN(dot_f32)(int64_t n, float *s, const void *x, const void *y) { dot
 static void FN(dot_f16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F16); }
 static void FN(dot_bf16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_BF16); }
 
-/* every arm gemm takes up to SL_GEMM_WIDE activation rows */
-#define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T); k->gemm_wide[ID] = FN(gemm_##T)
 static void FN(arm_fill)(sl_kern *k)
 {
-    SET(q4_k, SL_GGML_Q4_K); SET(q5_k, SL_GGML_Q5_K); SET(q6_k, SL_GGML_Q6_K);
-    SET(q2_k, SL_GGML_Q2_K); SET(q3_k, SL_GGML_Q3_K);
-    SET(q4_0, SL_GGML_Q4_0); SET(q4_1, SL_GGML_Q4_1); SET(q5_0, SL_GGML_Q5_0);
-    SET(q5_1, SL_GGML_Q5_1); SET(q8_0, SL_GGML_Q8_0);
+    FN(arm_fill_kq)(k);
     k->vec_dot[SL_GGML_F32] = FN(dot_f32);
     k->vec_dot[SL_GGML_F16] = FN(dot_f16);
     k->vec_dot[SL_GGML_BF16] = FN(dot_bf16);
 }
-#undef SET

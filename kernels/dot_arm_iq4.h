@@ -98,19 +98,11 @@ static inline void blk_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, ac
     fin_tern(isum, y, x->d, acc);
 }
 
-DEF_GEMM(iq4_nl, sl_block_iq4_nl, sl_block_q8_0, SL_QK)
-DEF_GEMM(mxfp4, sl_block_mxfp4, sl_block_q8_0, SL_QK)
-DEF_GEMM(iq4_xs, sl_block_iq4_xs, sl_block_q8_k, SL_QKK)
-DEF_GEMM(tq2_0, sl_block_tq2_0, sl_block_q8_k, SL_QKK)
-DEF_GEMM(tq1_0, sl_block_tq1_0, sl_block_q8_k, SL_QKK)
-
-static void FN(arm_fill_iq4)(sl_kern *k)
-{
-    k->vec_dot[SL_GGML_IQ4_NL] = FN(dot_iq4_nl); k->gemm[SL_GGML_IQ4_NL] = FN(gemm_iq4_nl);
-    k->vec_dot[SL_GGML_MXFP4] = FN(dot_mxfp4); k->gemm[SL_GGML_MXFP4] = FN(gemm_mxfp4);
-    k->vec_dot[SL_GGML_IQ4_XS] = FN(dot_iq4_xs); k->gemm[SL_GGML_IQ4_XS] = FN(gemm_iq4_xs);
-    k->vec_dot[SL_GGML_TQ2_0] = FN(dot_tq2_0); k->gemm[SL_GGML_TQ2_0] = FN(gemm_tq2_0);
-    k->vec_dot[SL_GGML_TQ1_0] = FN(dot_tq1_0); k->gemm[SL_GGML_TQ1_0] = FN(gemm_tq1_0);
-}
+ARM_NOSPLIT(iq4_nl, sl_block_iq4_nl, sl_block_q8_0)
+ARM_NOSPLIT(mxfp4, sl_block_mxfp4, sl_block_q8_0)
+ARM_NOSPLIT(iq4_xs, sl_block_iq4_xs, sl_block_q8_k)
+ARM_NOSPLIT(tq2_0, sl_block_tq2_0, sl_block_q8_k)
+ARM_NOSPLIT(tq1_0, sl_block_tq1_0, sl_block_q8_k)
+ARM_FAMILY(SL_IQ4_EACH, arm_fill_iq4, 0)
 
 #endif

@@ -1,40 +1,18 @@
 /* aarch64 dots of the grid i-quants with Q8_K (the scheme of dot_iqgrid.h),
  * included by dot_iqgrid_neon.c (armv8.0: vmull_s8 + vpadalq_s16) and
- * dot_iqgrid_dotprod.c (vdotq_s32), which define IQ_SUFFIX and IQ_DOTPROD.
+ * dot_iqgrid_dotprod.c (vdotq_s32), which define ARM_SUFFIX and ARM_DOTPROD (dot_arm_base.h).
  * Per 16 elements: two grid entries side by side as signed bytes (grid
  * values <= 62), negated per sign bit ((g ^ m) - m with m the byte masks
  * vtst expands from the sign bytes), dotted exactly into 4 int32 lanes,
  * scaled by 2s+1 (vmlaq_n_s32); iq1: the bytes 8g + delta8. The super-block
  * sum is reduced once and scaled like the scalar oracle's term, the terms
  * added in double in the same order: bit-identical to scalar. */
-#include <arm_neon.h>
-#include <string.h>
-
+#include "dot_arm_base.h"
 #include "dot_iqgrid.h"
 
-#define IQ_CAT2(a, b) a##_##b
-#define IQ_CAT(a, b) IQ_CAT2(a, b)
-#define FN(name) IQ_CAT(name, IQ_SUFFIX)
 #define INL static inline __attribute__((always_inline))
 
 INL uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-
-INL float f16s(sl_f16 h)
-{
-    __fp16 v;
-    memcpy(&v, &h, 2);
-    return (float)v;
-}
-
-INL int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)
-{
-#if IQ_DOTPROD
-    return vdotq_s32(acc, a, b);
-#else
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-    return vpadalq_s16(acc, vmull_high_s8(a, b));
-#endif
-}
 
 INL int8x16_t pair(uint64_t a, uint64_t b) { return vcombine_s8(vcreate_s8(a), vcreate_s8(b)); }
 

@@ -36,7 +36,7 @@ static void finish(float d, const sl_block_q8_k *y, float mult, int32_t isum, fl
     *b = 0.0f;
 }
 
-void sl_blk_iq2_xxs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+void sl_dot_blk_iq2_xxs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_iq2_xxs *x = (const sl_block_iq2_xxs *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -75,17 +75,17 @@ static void blk_iq2_xs_s(const void *vx, const void *vy, int64_t i, float *a, fl
     finish(sl_f16_to_f32(is_s ? xs->d : x->d), y, 0.125f, isum, a, b, am);
 }
 
-void sl_blk_iq2_xs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+void sl_dot_blk_iq2_xs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     blk_iq2_xs_s(vx, vy, i, a, b, am, 0);
 }
 
-void sl_blk_iq2_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+void sl_dot_blk_iq2_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     blk_iq2_xs_s(vx, vy, i, a, b, am, 1);
 }
 
-void sl_blk_iq3_xxs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+void sl_dot_blk_iq3_xxs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_iq3_xxs *x = (const sl_block_iq3_xxs *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -103,7 +103,7 @@ void sl_blk_iq3_xxs(const void *vx, const void *vy, int64_t i, float *a, float *
     finish(sl_f16_to_f32(x->d), y, 0.25f, isum, a, b, am);
 }
 
-void sl_blk_iq3_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+void sl_dot_blk_iq3_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_iq3_s *x = (const sl_block_iq3_s *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -122,7 +122,7 @@ void sl_blk_iq3_s(const void *vx, const void *vy, int64_t i, float *a, float *b,
     finish(sl_f16_to_f32(x->d), y, 1.0f, isum, a, b, am);
 }
 
-void sl_blk_iq1_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+void sl_dot_blk_iq1_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_iq1_s *x = (const sl_block_iq1_s *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
@@ -139,7 +139,7 @@ void sl_blk_iq1_s(const void *vx, const void *vy, int64_t i, float *a, float *b,
     finish(sl_f16_to_f32(x->d), y, 0.125f, isum, a, b, am);
 }
 
-void sl_blk_iq1_m(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+void sl_dot_blk_iq1_m(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
 {
     const sl_block_iq1_m *x = (const sl_block_iq1_m *)vx + i;
     const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
