@@ -19,6 +19,7 @@ static inline void blk_iq4_nl(const sl_block_iq4_nl *x, const sl_block_q8_0 *y, 
     int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
     fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
 }
+ARM_NOSPLIT(iq4_nl, sl_block_iq4_nl, sl_block_q8_0)
 
 static inline void blk_mxfp4(const sl_block_mxfp4 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
@@ -27,6 +28,7 @@ static inline void blk_mxfp4(const sl_block_mxfp4 *x, const sl_block_q8_0 *y, ac
     int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
     fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(y->d) * sl_e8m0_half(x->e), acc);
 }
+ARM_NOSPLIT(mxfp4, sl_block_mxfp4, sl_block_q8_0)
 
 static inline void blk_iq4_xs(const sl_block_iq4_xs *x, const sl_block_q8_k *y, acc_t *acc)
 {
@@ -44,6 +46,7 @@ static inline void blk_iq4_xs(const sl_block_iq4_xs *x, const sl_block_q8_k *y, 
     }
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
 }
+ARM_NOSPLIT(iq4_xs, sl_block_iq4_xs, sl_block_q8_k)
 
 /* acc += (sum t y - sum y) d d_y, sum t y in the lanes of isum */
 static inline void fin_tern(int32x4_t isum, const sl_block_q8_k *y, sl_f16 d, acc_t *acc)
@@ -55,19 +58,16 @@ static inline void fin_tern(int32x4_t isum, const sl_block_q8_k *y, sl_f16 d, ac
 
 static inline void blk_tq2_0(const sl_block_tq2_0 *x, const sl_block_q8_k *y, acc_t *acc)
 {
-    const uint8x16_t m3 = vdupq_n_u8(3);
     int32x4_t isum = vdupq_n_s32(0);
     for (int h = 0; h < 2; h++) {
         uint8x16_t q0 = vld1q_u8(x->qs + 32 * h), q1 = vld1q_u8(x->qs + 32 * h + 16);
         const int8_t *Y = y->qs + 128 * h;
-        for (int l = 0; l < 4; l++) {
-            int8x16_t sh = vdupq_n_s8((int8_t)(-2 * l));
-            int8x16_t t0 = S8(vandq_u8(vshlq_u8(q0, sh), m3)), t1 = S8(vandq_u8(vshlq_u8(q1, sh), m3));
-            isum = vaddq_s32(isum, dot32(t0, t1, vld1q_s8(Y + 32 * l), vld1q_s8(Y + 32 * l + 16)));
-        }
+        for (int l = 0; l < 4; l++)
+            isum = vaddq_s32(isum, dot32(crumb(q0, l), crumb(q1, l), vld1q_s8(Y + 32 * l), vld1q_s8(Y + 32 * l + 16)));
     }
     fin_tern(isum, y, x->d, acc);
 }
+ARM_NOSPLIT(tq2_0, sl_block_tq2_0, sl_block_q8_k)
 
 /* base-3 digit (v * 3) >> 8 of every byte */
 static inline int8x16_t tq1_digit16(uint8x16_t v)
@@ -97,12 +97,8 @@ static inline void blk_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, ac
     isum = dot16(isum, tq1_digit16(h), vld1q_s8(y->qs + 240));
     fin_tern(isum, y, x->d, acc);
 }
-
-ARM_NOSPLIT(iq4_nl, sl_block_iq4_nl, sl_block_q8_0)
-ARM_NOSPLIT(mxfp4, sl_block_mxfp4, sl_block_q8_0)
-ARM_NOSPLIT(iq4_xs, sl_block_iq4_xs, sl_block_q8_k)
-ARM_NOSPLIT(tq2_0, sl_block_tq2_0, sl_block_q8_k)
 ARM_NOSPLIT(tq1_0, sl_block_tq1_0, sl_block_q8_k)
+
 ARM_FAMILY(SL_IQ4_EACH, arm_fill_iq4, 0)
 
 #endif
