@@ -12,21 +12,25 @@
 #ifndef SL_DOT_ARM_IQ4_H
 #define SL_DOT_ARM_IQ4_H
 
+/* A block's 32 nibbles as the levels of the 16-entry table tab (one
+ * vqtbl1q_s8 each half), dotted with the activation's 32 int8. */
+static inline int32x4_t lut_dot32(const int8_t *tab, const uint8_t *qs, const int8_t *yq)
+{
+    const int8x16_t lut = vld1q_s8(tab);
+    uint8x16_t q = vld1q_u8(qs);
+    int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
+    return dot32(lo, hi, vld1q_s8(yq), vld1q_s8(yq + 16));
+}
+
 static inline void blk_iq4_nl(const sl_block_iq4_nl *x, const sl_block_q8_0 *y, acc_t *acc)
 {
-    const int8x16_t lut = vld1q_s8(sl_kvalues_iq4nl);
-    uint8x16_t q = vld1q_u8(x->qs);
-    int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
-    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
+    fin_legacy(lut_dot32(sl_kvalues_iq4nl, x->qs, y->qs), f16s(x->d) * f16s(y->d), acc);
 }
 ARM_NOSPLIT(iq4_nl, sl_block_iq4_nl, sl_block_q8_0)
 
 static inline void blk_mxfp4(const sl_block_mxfp4 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
-    const int8x16_t lut = vld1q_s8(sl_kvalues_mxfp4);
-    uint8x16_t q = vld1q_u8(x->qs);
-    int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
-    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(y->d) * sl_e8m0_half(x->e), acc);
+    fin_legacy(lut_dot32(sl_kvalues_mxfp4, x->qs, y->qs), f16s(y->d) * sl_e8m0_half(x->e), acc);
 }
 ARM_NOSPLIT(mxfp4, sl_block_mxfp4, sl_block_q8_0)
 

@@ -111,6 +111,14 @@ static inline float sl_ft_get(const void *p, int64_t i, int ft)
     return sl_bf16_to_f32(((const sl_bf16 *)p)[i]);
 }
 
+/* Sum of a Q8_K block's 256 values, from its 16 block sums. */
+static inline int sl_q8k_sum(const sl_block_q8_k *y)
+{
+    int s = 0;
+    for (int j = 0; j < 16; j++) s += y->bsums[j];
+    return s;
+}
+
 /* Two int16 as one dword (lo in the low word): the word pairs vpdpwssd /
  * vpmaddwd multiply (the x86 panel GEMMs). */
 static inline int32_t sl_pair16(int lo, int hi) { return (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16); }
