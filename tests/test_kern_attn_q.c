@@ -246,16 +246,7 @@ Test(kern_attn_q, threads_match_single)
     shape sh = { 8, 2, 64, 17, 40, 1, 0, SL_GGML_Q4_0, SL_GGML_Q4_0 };
     prob P;
     prob_make(&P, &sh);
-    int64_t osz = P.a.out_stride * sh.n_q;
-    float *o1 = malloc((size_t)osz * sizeof(float));
-    cr_assert_not_null(o1);
-    for (int l = 0; l < nl; l++) {
-        cr_assert_eq(run(lv[l], NULL, &P), 0);
-        memcpy(o1, P.out, (size_t)osz * sizeof(float));
-        cr_assert_eq(run(lv[l], pool, &P), 0);
-        cr_assert(memcmp(o1, P.out, (size_t)osz * sizeof(float)) == 0, "threaded != single thread");
-    }
-    free(o1);
+    for (int l = 0; l < nl; l++) attn_check_threads(lv[l], pool, &P.a, P.n_ctx);
     prob_free(&P);
     sl_pool_destroy(pool);
 }
