@@ -268,7 +268,7 @@ static void wp_run_q6_k(const void *W, size_t wrb, int64_t r0, int64_t r1, int64
 }
 
 /* Rows 3..9 (kbench -n, 2 threads, from RAM, against the 8-row tiles: see
- * perf/results/2026-11-25-s9-fewrow-panel.md); 2 rows lost to the tiles.
+ * the few-row panel results of 2026-11-25 in perf/results); 2 rows lost to the tiles.
  * q6_K in L2 only matches its tile; from RAM it wins once the panel chunk
  * stays in L1 (8 rows 1.4-1.5x). */
 static const sl_panel wp_q4_k = { wp_panel_bytes, wp_scratch_bytes, wp_pack, wp_run_q4_k, SL_QKK, 3,
