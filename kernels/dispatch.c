@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "kern_internal.h"
-#include "dot_iqgrid.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -88,7 +87,7 @@ static void init(void)
     const char *w = getenv("SLUICE_WIDE");
     int no_wide = w && !strcmp(w, "0"), no_wpanel = w && !strcmp(w, "tile");
     /* SLUICE_MV_BURST=BYTES: rows up to BYTES decode with one prefetch burst
-     * each (A/B runs; 4096 was the default until session 12) */
+     * each (A/B runs; matvec.c explains the default) */
     const char *mb = getenv("SLUICE_MV_BURST");
     char *mb_end = NULL;
     unsigned long long mbv = mb && *mb ? strtoull(mb, &mb_end, 10) : 0;

@@ -1,40 +1,16 @@
 /* aarch64 dot kernels, included by dot_neon.c (armv8.0 ASIMD) and
- * dot_dotprod.c (armv8.2-a+dotprod); each defines before inclusion:
- *   ARM_SUFFIX    name suffix (neon, dotprod)
- *   ARM_DOTPROD   1: 16 int8 products per vdotq_s32, else vmull_s8 + vpadalq_s16
+ * dot_dotprod.c (armv8.2-a+dotprod), which define ARM_SUFFIX and ARM_DOTPROD
+ * (dot_arm_base.h).
  * Quant values are formed as signed int8 (q - offset where the format has
  * one), 16-byte chunks are dotted exactly into 4 int32 lanes, scaled by the
  * sub-block scale in the integer domain (vmlaq_n_s32), converted once per
  * block and accumulated with one FMA by d_x*d_y. Min terms go through the
  * activation block sums (exact ints) into a scalar float accumulator.
- * gemm_T runs nx weight rows x ny (<= SL_GEMM_WIDE) activation rows with the
+ * Every type of the K-quant / legacy list (kern_internal.h) gets its
+ * gemm_T: nx weight rows x ny (<= SL_GEMM_WIDE) activation rows with the
  * same per-pair sequence as vec_dot (bit-identical); q4_K and q6_K unpack a
  * weight block once per tile row (unp_T / pair_T). */
-#include <arm_neon.h>
-#include <string.h>
-
-#include "kern_internal.h"
-
-#define ARM_CAT2(a, b) a##_##b
-#define ARM_CAT(a, b) ARM_CAT2(a, b)
-#define FN(name) ARM_CAT(name, ARM_SUFFIX)
-
-static inline float f16s(sl_f16 h)
-{
-    __fp16 v;
-    memcpy(&v, &h, 2);
-    return (float)v;
-}
-
-static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)
-{
-#if ARM_DOTPROD
-    return vdotq_s32(acc, a, b);
-#else
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-    return vpadalq_s16(acc, vmull_high_s8(a, b));
-#endif
-}
+#include "dot_arm_base.h"
 
 static inline int32x4_t dot32(int8x16_t a0, int8x16_t a1, int8x16_t b0, int8x16_t b1)
 {
@@ -42,6 +18,14 @@ static inline int32x4_t dot32(int8x16_t a0, int8x16_t a1, int8x16_t b0, int8x16_
 }
 
 typedef struct { float32x4_t a; float s; } acc_t;
+
+/* A type without a split (declared after its block kernel blk_T): the
+ * unpacking is the block pointer (q4_K and q6_K unpack, below). */
+#define ARM_NOSPLIT(T, XB, YB)                                                           \
+typedef const XB *u_##T;                                                                 \
+static inline void unp_##T(const XB *x, u_##T *u) { *u = x; }                           \
+static inline void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
+
 
 #define S8(v) vreinterpretq_s8_u8(v)
 
@@ -81,20 +65,24 @@ static inline void blk_q5_k(const sl_block_q5_k *x, const sl_block_q8_k *y, acc_
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
     acc->s -= (f16s(x->dmin) * y->d) * (float)min_sum8(mn, y->bsums);
 }
+ARM_NOSPLIT(q5_k, sl_block_q5_k, sl_block_q8_k)
+
+/* The 2-bit fields k (0..3) of 16 bytes as signed bytes 0..3 (q2_K, TQ2_0). */
+static inline int8x16_t crumb(uint8x16_t q, int k)
+{
+    return S8(vandq_u8(vshlq_u8(q, vdupq_n_s8((int8_t)(-2 * k))), vdupq_n_u8(3)));
+}
 
 static inline void blk_q2_k(const sl_block_q2_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
-    const uint8x16_t m3 = vdupq_n_u8(3);
     int32x4_t isum = vdupq_n_s32(0);
     for (int h = 0; h < 2; h++) {
         uint8x16_t q0 = vld1q_u8(x->qs + 32 * h), q1 = vld1q_u8(x->qs + 32 * h + 16);
         const uint8_t *sc = x->scales + 8 * h;
         const int8_t *Y = y->qs + 128 * h;
         for (int k = 0; k < 4; k++) {
-            int8x16_t sh = vdupq_n_s8((int8_t)(-2 * k));
-            uint8x16_t v0 = vandq_u8(vshlq_u8(q0, sh), m3), v1 = vandq_u8(vshlq_u8(q1, sh), m3);
-            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), S8(v0), vld1q_s8(Y + 32 * k)), sc[2 * k] & 15);
-            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), S8(v1), vld1q_s8(Y + 32 * k + 16)), sc[2 * k + 1] & 15);
+            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), crumb(q0, k), vld1q_s8(Y + 32 * k)), sc[2 * k] & 15);
+            isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), crumb(q1, k), vld1q_s8(Y + 32 * k + 16)), sc[2 * k + 1] & 15);
         }
     }
     int32_t msum = 0;
@@ -102,6 +90,7 @@ static inline void blk_q2_k(const sl_block_q2_k *x, const sl_block_q8_k *y, acc_
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
     acc->s -= (f16s(x->dmin) * y->d) * (float)msum;
 }
+ARM_NOSPLIT(q2_k, sl_block_q2_k, sl_block_q8_k)
 
 static inline void blk_q3_k(const sl_block_q3_k *x, const sl_block_q8_k *y, acc_t *acc)
 {
@@ -127,6 +116,7 @@ static inline void blk_q3_k(const sl_block_q3_k *x, const sl_block_q8_k *y, acc_
     }
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
 }
+ARM_NOSPLIT(q3_k, sl_block_q3_k, sl_block_q8_k)
 
 /* ---- legacy ------------------------------------------------------------ */
 
@@ -151,6 +141,7 @@ static inline void blk_q4_0(const sl_block_q4_0 *x, const sl_block_q8_0 *y, acc_
     int8x16_t lo = vsubq_s8(S8(vandq_u8(q, vdupq_n_u8(15))), o8), hi = vsubq_s8(S8(vshrq_n_u8(q, 4)), o8);
     fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
 }
+ARM_NOSPLIT(q4_0, sl_block_q4_0, sl_block_q8_0)
 
 static inline void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_t *acc)
 {
@@ -159,6 +150,7 @@ static inline void blk_q4_1(const sl_block_q4_1 *x, const sl_block_q8_1 *y, acc_
     fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
     acc->s += f16s(x->m) * f16s(y->s);
 }
+ARM_NOSPLIT(q4_1, sl_block_q4_1, sl_block_q8_1)
 
 static inline void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
@@ -170,6 +162,7 @@ static inline void blk_q5_0(const sl_block_q5_0 *x, const sl_block_q8_0 *y, acc_
     int8x16_t hi = vsubq_s8(S8(vorrq_u8(vshrq_n_u8(q, 4), bit4_16(qh, 1))), o16);
     fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
 }
+ARM_NOSPLIT(q5_0, sl_block_q5_0, sl_block_q8_0)
 
 static inline void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
 {
@@ -181,12 +174,14 @@ static inline void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_
     fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
     acc->s += f16s(x->m) * f16s(y->s);
 }
+ARM_NOSPLIT(q5_1, sl_block_q5_1, sl_block_q8_1)
 
 static inline void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
     fin_legacy(dot32(vld1q_s8(x->qs), vld1q_s8(x->qs + 16), vld1q_s8(y->qs), vld1q_s8(y->qs + 16)),
                f16s(x->d) * f16s(y->d), acc);
 }
+ARM_NOSPLIT(q8_0, sl_block_q8_0, sl_block_q8_0)
 
 /* ---- split kernels for q4_K / q6_K: the weight block unpacked once per
  * tile row (unp_T), then paired with each activation row (pair_T); vec_dot
@@ -260,12 +255,6 @@ static inline void pair_q6_k(const u_q6_k *u, const sl_block_q8_k *y, acc_t *acc
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(u->d * y->d));
 }
 
-/* The other types have no split: unpacking is the block pointer. */
-#define ARM_NOSPLIT(T, XB, YB)                                                           \
-typedef const XB *u_##T;                                                                 \
-static inline void unp_##T(const XB *x, u_##T *u) { *u = x; }                           \
-static inline void pair_##T(const u_##T *u, const YB *y, acc_t *acc) { blk_##T(*u, y, acc); }
-
 /* nx weight rows x ny (<= SL_GEMM_WIDE) activation rows from unp_T / pair_T:
  * each weight block unpacked once per tile row; vec_dot is its 1 x 1 case.
  * DEF_GEMM: the same for a type with only a block kernel blk_T. */
@@ -292,18 +281,15 @@ static void FN(dot_##T)(int64_t n, float *s, const void *x, const void *y)      
     FN(gemm_##T)(n, x, 0, 1, y, 0, 1, s, 0);                                             \
 }
 
-#define DEF_GEMM(T, XB, YB, BE) ARM_NOSPLIT(T, XB, YB) DEF_GEMM_UP(T, XB, YB, BE)
-
-DEF_GEMM_UP(q4_k, sl_block_q4_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q5_k, sl_block_q5_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM_UP(q6_k, sl_block_q6_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q2_k, sl_block_q2_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q3_k, sl_block_q3_k, sl_block_q8_k, SL_QKK)
-DEF_GEMM(q4_0, sl_block_q4_0, sl_block_q8_0, SL_QK)
-DEF_GEMM(q4_1, sl_block_q4_1, sl_block_q8_1, SL_QK)
-DEF_GEMM(q5_0, sl_block_q5_0, sl_block_q8_0, SL_QK)
-DEF_GEMM(q5_1, sl_block_q5_1, sl_block_q8_1, SL_QK)
-DEF_GEMM(q8_0, sl_block_q8_0, sl_block_q8_0, SL_QK)
+/* A family's kernels from its type list (kern_internal.h), and its filler:
+ * WIDE, the gemm also serves the few-row tiles (up to SL_GEMM_WIDE rows). */
+#define ARM_DEF(T, ID, XB, YB, BE, DU) DEF_GEMM_UP(T, XB, YB, BE)
+#define ARM_SET(T, ID, XB, YB, BE, DU) \
+    k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T); if (wide) k->gemm_wide[ID] = FN(gemm_##T);
+#define ARM_FAMILY(LIST, FILL, WIDE) \
+    LIST(ARM_DEF)                                                                        \
+    static void FN(FILL)(sl_kern *k) { const int wide = WIDE; LIST(ARM_SET) }
+ARM_FAMILY(SL_KQ_EACH, arm_fill_kq, 1)
 
 /* ---- float types: 4 lanes of FMA in two chains, scalar tail ------------ */
 
@@ -334,16 +320,10 @@ static void FN(dot_f32)(int64_t n, float *s, const void *x, const void *y) { dot
 static void FN(dot_f16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_F16); }
 static void FN(dot_bf16)(int64_t n, float *s, const void *x, const void *y) { dot_ft(n, s, x, y, SL_FT_BF16); }
 
-/* every arm gemm takes up to SL_GEMM_WIDE activation rows */
-#define SET(T, ID) k->vec_dot[ID] = FN(dot_##T); k->gemm[ID] = FN(gemm_##T); k->gemm_wide[ID] = FN(gemm_##T)
 static void FN(arm_fill)(sl_kern *k)
 {
-    SET(q4_k, SL_GGML_Q4_K); SET(q5_k, SL_GGML_Q5_K); SET(q6_k, SL_GGML_Q6_K);
-    SET(q2_k, SL_GGML_Q2_K); SET(q3_k, SL_GGML_Q3_K);
-    SET(q4_0, SL_GGML_Q4_0); SET(q4_1, SL_GGML_Q4_1); SET(q5_0, SL_GGML_Q5_0);
-    SET(q5_1, SL_GGML_Q5_1); SET(q8_0, SL_GGML_Q8_0);
+    FN(arm_fill_kq)(k);
     k->vec_dot[SL_GGML_F32] = FN(dot_f32);
     k->vec_dot[SL_GGML_F16] = FN(dot_f16);
     k->vec_dot[SL_GGML_BF16] = FN(dot_bf16);
 }
-#undef SET

@@ -12,21 +12,27 @@
 #ifndef SL_DOT_ARM_IQ4_H
 #define SL_DOT_ARM_IQ4_H
 
+/* A block's 32 nibbles as the levels of the 16-entry table tab (one
+ * vqtbl1q_s8 each half), dotted with the activation's 32 int8. */
+static inline int32x4_t lut_dot32(const int8_t *tab, const uint8_t *qs, const int8_t *yq)
+{
+    const int8x16_t lut = vld1q_s8(tab);
+    uint8x16_t q = vld1q_u8(qs);
+    int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
+    return dot32(lo, hi, vld1q_s8(yq), vld1q_s8(yq + 16));
+}
+
 static inline void blk_iq4_nl(const sl_block_iq4_nl *x, const sl_block_q8_0 *y, acc_t *acc)
 {
-    const int8x16_t lut = vld1q_s8(sl_kvalues_iq4nl);
-    uint8x16_t q = vld1q_u8(x->qs);
-    int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
-    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(x->d) * f16s(y->d), acc);
+    fin_legacy(lut_dot32(sl_kvalues_iq4nl, x->qs, y->qs), f16s(x->d) * f16s(y->d), acc);
 }
+ARM_NOSPLIT(iq4_nl, sl_block_iq4_nl, sl_block_q8_0)
 
 static inline void blk_mxfp4(const sl_block_mxfp4 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
-    const int8x16_t lut = vld1q_s8(sl_kvalues_mxfp4);
-    uint8x16_t q = vld1q_u8(x->qs);
-    int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15))), hi = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
-    fin_legacy(dot32(lo, hi, vld1q_s8(y->qs), vld1q_s8(y->qs + 16)), f16s(y->d) * sl_e8m0_half(x->e), acc);
+    fin_legacy(lut_dot32(sl_kvalues_mxfp4, x->qs, y->qs), f16s(y->d) * sl_e8m0_half(x->e), acc);
 }
+ARM_NOSPLIT(mxfp4, sl_block_mxfp4, sl_block_q8_0)
 
 static inline void blk_iq4_xs(const sl_block_iq4_xs *x, const sl_block_q8_k *y, acc_t *acc)
 {
@@ -44,6 +50,7 @@ static inline void blk_iq4_xs(const sl_block_iq4_xs *x, const sl_block_q8_k *y, 
     }
     acc->a = vfmaq_f32(acc->a, vcvtq_f32_s32(isum), vdupq_n_f32(f16s(x->d) * y->d));
 }
+ARM_NOSPLIT(iq4_xs, sl_block_iq4_xs, sl_block_q8_k)
 
 /* acc += (sum t y - sum y) d d_y, sum t y in the lanes of isum */
 static inline void fin_tern(int32x4_t isum, const sl_block_q8_k *y, sl_f16 d, acc_t *acc)
@@ -55,19 +62,16 @@ static inline void fin_tern(int32x4_t isum, const sl_block_q8_k *y, sl_f16 d, ac
 
 static inline void blk_tq2_0(const sl_block_tq2_0 *x, const sl_block_q8_k *y, acc_t *acc)
 {
-    const uint8x16_t m3 = vdupq_n_u8(3);
     int32x4_t isum = vdupq_n_s32(0);
     for (int h = 0; h < 2; h++) {
         uint8x16_t q0 = vld1q_u8(x->qs + 32 * h), q1 = vld1q_u8(x->qs + 32 * h + 16);
         const int8_t *Y = y->qs + 128 * h;
-        for (int l = 0; l < 4; l++) {
-            int8x16_t sh = vdupq_n_s8((int8_t)(-2 * l));
-            int8x16_t t0 = S8(vandq_u8(vshlq_u8(q0, sh), m3)), t1 = S8(vandq_u8(vshlq_u8(q1, sh), m3));
-            isum = vaddq_s32(isum, dot32(t0, t1, vld1q_s8(Y + 32 * l), vld1q_s8(Y + 32 * l + 16)));
-        }
+        for (int l = 0; l < 4; l++)
+            isum = vaddq_s32(isum, dot32(crumb(q0, l), crumb(q1, l), vld1q_s8(Y + 32 * l), vld1q_s8(Y + 32 * l + 16)));
     }
     fin_tern(isum, y, x->d, acc);
 }
+ARM_NOSPLIT(tq2_0, sl_block_tq2_0, sl_block_q8_k)
 
 /* base-3 digit (v * 3) >> 8 of every byte */
 static inline int8x16_t tq1_digit16(uint8x16_t v)
@@ -97,20 +101,8 @@ static inline void blk_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, ac
     isum = dot16(isum, tq1_digit16(h), vld1q_s8(y->qs + 240));
     fin_tern(isum, y, x->d, acc);
 }
+ARM_NOSPLIT(tq1_0, sl_block_tq1_0, sl_block_q8_k)
 
-DEF_GEMM(iq4_nl, sl_block_iq4_nl, sl_block_q8_0, SL_QK)
-DEF_GEMM(mxfp4, sl_block_mxfp4, sl_block_q8_0, SL_QK)
-DEF_GEMM(iq4_xs, sl_block_iq4_xs, sl_block_q8_k, SL_QKK)
-DEF_GEMM(tq2_0, sl_block_tq2_0, sl_block_q8_k, SL_QKK)
-DEF_GEMM(tq1_0, sl_block_tq1_0, sl_block_q8_k, SL_QKK)
-
-static void FN(arm_fill_iq4)(sl_kern *k)
-{
-    k->vec_dot[SL_GGML_IQ4_NL] = FN(dot_iq4_nl); k->gemm[SL_GGML_IQ4_NL] = FN(gemm_iq4_nl);
-    k->vec_dot[SL_GGML_MXFP4] = FN(dot_mxfp4); k->gemm[SL_GGML_MXFP4] = FN(gemm_mxfp4);
-    k->vec_dot[SL_GGML_IQ4_XS] = FN(dot_iq4_xs); k->gemm[SL_GGML_IQ4_XS] = FN(gemm_iq4_xs);
-    k->vec_dot[SL_GGML_TQ2_0] = FN(dot_tq2_0); k->gemm[SL_GGML_TQ2_0] = FN(gemm_tq2_0);
-    k->vec_dot[SL_GGML_TQ1_0] = FN(dot_tq1_0); k->gemm[SL_GGML_TQ1_0] = FN(gemm_tq1_0);
-}
+ARM_FAMILY(SL_IQ4_EACH, arm_fill_iq4, 0)
 
 #endif

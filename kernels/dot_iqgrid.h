@@ -11,26 +11,6 @@
 
 #include "kern_internal.h"
 
-/* The scalar oracle's per-block terms (dot_iqgrid_scalar.c), in dot_scalar.c's
- * block-kernel form: *a = this block's term, *b = 0; am = magnitudes. */
-void sl_blk_iq2_xxs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_blk_iq2_xs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_blk_iq2_s(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_blk_iq3_xxs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_blk_iq3_s(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_blk_iq1_s(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_blk_iq1_m(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-
-#if defined(__x86_64__) || defined(__i386__)
-void sl_dot_fill_iqgrid_avx2(sl_kern *k);
-void sl_dot_fill_iqgrid_avx512(sl_kern *k);
-void sl_dot_fill_iqgrid_avx512vnni(sl_kern *k);
-#endif
-#if defined(__aarch64__)
-void sl_dot_fill_iqgrid_neon(sl_kern *k);
-void sl_dot_fill_iqgrid_dotprod(sl_kern *k);
-#endif
-
 /* The facts every level instantiates its kernels from, once per type:
  * X(T, ID, BT, DBITS, MULT): T the name suffix, ID the ggml type, BT the
  * block, DBITS the fp16 bits of the block's d (of block pointer x), MULT the
@@ -43,6 +23,10 @@ void sl_dot_fill_iqgrid_dotprod(sl_kern *k);
     X(iq3_s, SL_GGML_IQ3_S, sl_block_iq3_s, x->d, 1.0f)                      \
     X(iq1_s, SL_GGML_IQ1_S, sl_block_iq1_s, x->d, 0.125f)                    \
     X(iq1_m, SL_GGML_IQ1_M, sl_block_iq1_m, sl_iq1m_d_bits(x->scales), 0.125f)
+
+/* The scalar oracle's per-block terms (dot_iqgrid_scalar.c), in dot_scalar.c's
+ * block-kernel form: *a = this block's term, *b = 0; am = magnitudes. */
+SL_IQGRID_EACH(SL_DOT_BLK_DECL)
 
 /* The drivers of the x86 levels (avx2's dot_iqgrid_x86.h, avx512's
  * dot_iqgrid_z.h), which unpack a block before summing it; NEON sums straight

@@ -1,40 +1,18 @@
 /* aarch64 dots of the grid i-quants with Q8_K (the scheme of dot_iqgrid.h),
  * included by dot_iqgrid_neon.c (armv8.0: vmull_s8 + vpadalq_s16) and
- * dot_iqgrid_dotprod.c (vdotq_s32), which define IQ_SUFFIX and IQ_DOTPROD.
+ * dot_iqgrid_dotprod.c (vdotq_s32), which define ARM_SUFFIX and ARM_DOTPROD (dot_arm_base.h).
  * Per 16 elements: two grid entries side by side as signed bytes (grid
  * values <= 62), negated per sign bit ((g ^ m) - m with m the byte masks
  * vtst expands from the sign bytes), dotted exactly into 4 int32 lanes,
  * scaled by 2s+1 (vmlaq_n_s32); iq1: the bytes 8g + delta8. The super-block
  * sum is reduced once and scaled like the scalar oracle's term, the terms
  * added in double in the same order: bit-identical to scalar. */
-#include <arm_neon.h>
-#include <string.h>
-
+#include "dot_arm_base.h"
 #include "dot_iqgrid.h"
 
-#define IQ_CAT2(a, b) a##_##b
-#define IQ_CAT(a, b) IQ_CAT2(a, b)
-#define FN(name) IQ_CAT(name, IQ_SUFFIX)
 #define INL static inline __attribute__((always_inline))
 
 INL uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-
-INL float f16s(sl_f16 h)
-{
-    __fp16 v;
-    memcpy(&v, &h, 2);
-    return (float)v;
-}
-
-INL int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)
-{
-#if IQ_DOTPROD
-    return vdotq_s32(acc, a, b);
-#else
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-    return vpadalq_s16(acc, vmull_high_s8(a, b));
-#endif
-}
 
 INL int8x16_t pair(uint64_t a, uint64_t b) { return vcombine_s8(vcreate_s8(a), vcreate_s8(b)); }
 
@@ -65,16 +43,30 @@ INL int32x4_t sub32(int32x4_t acc, int8x16_t w01, int8x16_t w23, const int8_t *q
     return vmlaq_n_s32(acc, dot16(vdupq_n_s32(0), w23, q16(q + 16)), sb);
 }
 
+/* A group whose four 7-bit sign indices and 4-bit scale share one word w
+ * (iq2_xxs, iq3_xxs), its grid entries e0..e3. */
+INL int32x4_t sub32_w(int32x4_t acc, uint64_t e0, uint64_t e1, uint64_t e2, uint64_t e3, uint32_t w,
+                      const int8_t *q)
+{
+    int8x16_t w01 = apply_signs(pair(e0, e1), sl_iq_sign_byte(w), sl_iq_sign_byte(w >> 7));
+    int8x16_t w23 = apply_signs(pair(e2, e3), sl_iq_sign_byte(w >> 14), sl_iq_sign_byte(w >> 21));
+    int s = (int)(2 * (w >> 28) + 1);
+    return sub32(acc, w01, w23, q, s, s);
+}
+
+/* A group with a scale byte c: 4 bits per 16 elements (iq2_xs, iq2_s). */
+INL int32x4_t sub32_c(int32x4_t acc, int8x16_t w01, int8x16_t w23, const int8_t *q, unsigned c)
+{
+    return sub32(acc, w01, w23, q, (int)(2 * (c & 15) + 1), (int)(2 * (c >> 4) + 1));
+}
+
 INL int32_t isum_iq2_xxs(const sl_block_iq2_xxs *x, const int8_t *q)
 {
     int32x4_t acc = vdupq_n_s32(0);
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *a = x->qs + 8 * ib;
-        uint32_t w = rd32(a + 4);
-        int8x16_t w01 = apply_signs(pair(sl_iq2xxs_grid[a[0]], sl_iq2xxs_grid[a[1]]), sl_iq_sign_byte(w), sl_iq_sign_byte(w >> 7));
-        int8x16_t w23 = apply_signs(pair(sl_iq2xxs_grid[a[2]], sl_iq2xxs_grid[a[3]]), sl_iq_sign_byte(w >> 14), sl_iq_sign_byte(w >> 21));
-        int s = (int)(2 * (w >> 28) + 1);
-        acc = sub32(acc, w01, w23, q + 32 * ib, s, s);
+        acc = sub32_w(acc, sl_iq2xxs_grid[a[0]], sl_iq2xxs_grid[a[1]], sl_iq2xxs_grid[a[2]], sl_iq2xxs_grid[a[3]],
+                      rd32(a + 4), q + 32 * ib);
     }
     return vaddvq_s32(acc);
 }
@@ -88,8 +80,7 @@ INL int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q)
                                     sl_iq_sign_byte(s[0] >> 9), sl_iq_sign_byte(s[1] >> 9));
         int8x16_t w23 = apply_signs(pair(sl_iq2xs_grid[s[2] & 511], sl_iq2xs_grid[s[3] & 511]),
                                     sl_iq_sign_byte(s[2] >> 9), sl_iq_sign_byte(s[3] >> 9));
-        unsigned c = x->scales[ib];
-        acc = sub32(acc, w01, w23, q + 32 * ib, (int)(2 * (c & 15) + 1), (int)(2 * (c >> 4) + 1));
+        acc = sub32_c(acc, w01, w23, q + 32 * ib, x->scales[ib]);
     }
     return vaddvq_s32(acc);
 }
@@ -102,8 +93,7 @@ INL int32_t isum_iq2_s(const sl_block_iq2_s *x, const int8_t *q)
         unsigned h = x->qh[ib];
         int8x16_t w01 = apply_signs(pair(sl_iq2s_grid[s[0] | (h & 3) << 8], sl_iq2s_grid[s[1] | ((h >> 2) & 3) << 8]), sg[0], sg[1]);
         int8x16_t w23 = apply_signs(pair(sl_iq2s_grid[s[2] | ((h >> 4) & 3) << 8], sl_iq2s_grid[s[3] | ((h >> 6) & 3) << 8]), sg[2], sg[3]);
-        unsigned c = x->scales[ib];
-        acc = sub32(acc, w01, w23, q + 32 * ib, (int)(2 * (c & 15) + 1), (int)(2 * (c >> 4) + 1));
+        acc = sub32_c(acc, w01, w23, q + 32 * ib, x->scales[ib]);
     }
     return vaddvq_s32(acc);
 }
@@ -119,12 +109,8 @@ INL int32_t isum_iq3_xxs(const sl_block_iq3_xxs *x, const int8_t *q)
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *a = x->qs + 8 * ib;
         uint32_t w = rd32(x->w + 4 * ib);
-        int8x16_t w01 = apply_signs(pair(g3(sl_iq3xxs_grid, a[0], a[1]), g3(sl_iq3xxs_grid, a[2], a[3])),
-                                    sl_iq_sign_byte(w), sl_iq_sign_byte(w >> 7));
-        int8x16_t w23 = apply_signs(pair(g3(sl_iq3xxs_grid, a[4], a[5]), g3(sl_iq3xxs_grid, a[6], a[7])),
-                                    sl_iq_sign_byte(w >> 14), sl_iq_sign_byte(w >> 21));
-        int s = (int)(2 * (w >> 28) + 1);
-        acc = sub32(acc, w01, w23, q + 32 * ib, s, s);
+        acc = sub32_w(acc, g3(sl_iq3xxs_grid, a[0], a[1]), g3(sl_iq3xxs_grid, a[2], a[3]),
+                      g3(sl_iq3xxs_grid, a[4], a[5]), g3(sl_iq3xxs_grid, a[6], a[7]), w, q + 32 * ib);
     }
     return vaddvq_s32(acc);
 }

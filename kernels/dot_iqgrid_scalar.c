@@ -29,41 +29,33 @@ static int32_t grp8_iq1(uint64_t e, int delta8, const int8_t *q, int am)
     return s;
 }
 
-static void finish(float d, const sl_block_q8_k *y, float mult, int32_t isum, float *a, float *b, int am)
+/* Each type's exact integer sum of a super-block against the Q8_K values q
+ * (am: magnitudes); the terms are SL_IQGRID_EACH's (below). */
+static int32_t isum_iq2_xxs(const sl_block_iq2_xxs *x, const int8_t *q, int am)
 {
-    float dd = d * y->d;
-    *a = (am && dd < 0 ? -dd : dd) * mult * (float)isum;
-    *b = 0.0f;
-}
-
-void sl_blk_iq2_xxs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
-{
-    const sl_block_iq2_xxs *x = (const sl_block_iq2_xxs *)vx + i;
-    const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
     int32_t isum = 0;
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(x->qs + 8 * ib + 4);
         int32_t s = 0;
         for (int l = 0; l < 4; l++)
-            s += grp8(sl_iq2xxs_grid[x->qs[8 * ib + l]], sl_iq_sign_byte(w >> (7 * l)), y->qs + 32 * ib + 8 * l, am);
+            s += grp8(sl_iq2xxs_grid[x->qs[8 * ib + l]], sl_iq_sign_byte(w >> (7 * l)), q + 32 * ib + 8 * l, am);
         isum += (int32_t)(2 * (w >> 28) + 1) * s;
     }
-    finish(sl_f16_to_f32(x->d), y, 0.125f, isum, a, b, am);
+    return isum;
 }
 
 /* iq2_xs and iq2_s: a 4-bit scale per 16 elements (see quant_iqgrid.c) */
-static void blk_iq2_xs_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am, int is_s)
+static int32_t isum_iq2_xs_s(const void *vx, const int8_t *q8, int am, int is_s)
 {
-    const sl_block_iq2_xs *x = (const sl_block_iq2_xs *)vx + i;
-    const sl_block_iq2_s *xs = (const sl_block_iq2_s *)vx + i;
-    const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
+    const sl_block_iq2_xs *x = vx;
+    const sl_block_iq2_s *xs = vx;
     const uint8_t *scales = is_s ? xs->scales : x->scales;
     int32_t isum = 0;
     for (int ib = 0; ib < 8; ib++)
         for (int h = 0; h < 2; h++) {
             int32_t s = 0;
             for (int l = 2 * h; l < 2 * h + 2; l++) {
-                const int8_t *q = y->qs + 32 * ib + 8 * l;
+                const int8_t *q = q8 + 32 * ib + 8 * l;
                 if (is_s)
                     s += grp8(sl_iq2s_grid[xs->qs[4 * ib + l] | ((xs->qh[ib] >> (2 * l)) & 3) << 8],
                               xs->signs[4 * ib + l], q, am);
@@ -72,23 +64,14 @@ static void blk_iq2_xs_s(const void *vx, const void *vy, int64_t i, float *a, fl
             }
             isum += (2 * ((scales[ib] >> (4 * h)) & 15) + 1) * s;
         }
-    finish(sl_f16_to_f32(is_s ? xs->d : x->d), y, 0.125f, isum, a, b, am);
+    return isum;
 }
 
-void sl_blk_iq2_xs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
-{
-    blk_iq2_xs_s(vx, vy, i, a, b, am, 0);
-}
+static int32_t isum_iq2_xs(const sl_block_iq2_xs *x, const int8_t *q, int am) { return isum_iq2_xs_s(x, q, am, 0); }
+static int32_t isum_iq2_s(const sl_block_iq2_s *x, const int8_t *q, int am) { return isum_iq2_xs_s(x, q, am, 1); }
 
-void sl_blk_iq2_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+static int32_t isum_iq3_xxs(const sl_block_iq3_xxs *x, const int8_t *q, int am)
 {
-    blk_iq2_xs_s(vx, vy, i, a, b, am, 1);
-}
-
-void sl_blk_iq3_xxs(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
-{
-    const sl_block_iq3_xxs *x = (const sl_block_iq3_xxs *)vx + i;
-    const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
     int32_t isum = 0;
     for (int ib = 0; ib < 8; ib++) {
         uint32_t w = rd32(x->w + 4 * ib);
@@ -96,17 +79,15 @@ void sl_blk_iq3_xxs(const void *vx, const void *vy, int64_t i, float *a, float *
         for (int l = 0; l < 4; l++) {
             uint64_t e = sl_iq3xxs_grid[x->qs[8 * ib + 2 * l]]
                        | (uint64_t)sl_iq3xxs_grid[x->qs[8 * ib + 2 * l + 1]] << 32;
-            s += grp8(e, sl_iq_sign_byte(w >> (7 * l)), y->qs + 32 * ib + 8 * l, am);
+            s += grp8(e, sl_iq_sign_byte(w >> (7 * l)), q + 32 * ib + 8 * l, am);
         }
         isum += (int32_t)(2 * (w >> 28) + 1) * s;
     }
-    finish(sl_f16_to_f32(x->d), y, 0.25f, isum, a, b, am);
+    return isum;
 }
 
-void sl_blk_iq3_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+static int32_t isum_iq3_s(const sl_block_iq3_s *x, const int8_t *q, int am)
 {
-    const sl_block_iq3_s *x = (const sl_block_iq3_s *)vx + i;
-    const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
     int32_t isum = 0;
     for (int ib = 0; ib < 8; ib++) {
         int32_t s = 0;
@@ -115,17 +96,15 @@ void sl_blk_iq3_s(const void *vx, const void *vy, int64_t i, float *a, float *b,
             unsigned i0 = x->qs[k] | ((x->qh[k / 8] >> (k % 8)) & 1) << 8;
             unsigned i1 = x->qs[k + 1] | ((x->qh[(k + 1) / 8] >> ((k + 1) % 8)) & 1) << 8;
             uint64_t e = sl_iq3s_grid[i0] | (uint64_t)sl_iq3s_grid[i1] << 32;
-            s += grp8(e, x->signs[4 * ib + l], y->qs + 32 * ib + 8 * l, am);
+            s += grp8(e, x->signs[4 * ib + l], q + 32 * ib + 8 * l, am);
         }
         isum += (2 * ((x->scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1) * s;
     }
-    finish(sl_f16_to_f32(x->d), y, 1.0f, isum, a, b, am);
+    return isum;
 }
 
-void sl_blk_iq1_s(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+static int32_t isum_iq1_s(const sl_block_iq1_s *x, const int8_t *q, int am)
 {
-    const sl_block_iq1_s *x = (const sl_block_iq1_s *)vx + i;
-    const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
     int32_t isum = 0;
     for (int ib = 0; ib < 8; ib++) {
         unsigned h = x->qh[ib];
@@ -133,16 +112,14 @@ void sl_blk_iq1_s(const void *vx, const void *vy, int64_t i, float *a, float *b,
         int32_t s = 0;
         for (int l = 0; l < 4; l++)
             s += grp8_iq1(sl_iq1s_grid[x->qs[4 * ib + l] | ((h >> (3 * l)) & 7) << 8], delta8,
-                          y->qs + 32 * ib + 8 * l, am);
+                          q + 32 * ib + 8 * l, am);
         isum += (int32_t)(2 * ((h >> 12) & 7) + 1) * s;
     }
-    finish(sl_f16_to_f32(x->d), y, 0.125f, isum, a, b, am);
+    return isum;
 }
 
-void sl_blk_iq1_m(const void *vx, const void *vy, int64_t i, float *a, float *b, int am)
+static int32_t isum_iq1_m(const sl_block_iq1_m *x, const int8_t *q8, int am)
 {
-    const sl_block_iq1_m *x = (const sl_block_iq1_m *)vx + i;
-    const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;
     int32_t isum = 0;
     for (int ib = 0; ib < 8; ib++) {
         unsigned sc = (unsigned)(x->scales[2 * (ib / 2)] | x->scales[2 * (ib / 2) + 1] << 8);
@@ -152,10 +129,22 @@ void sl_blk_iq1_m(const void *vx, const void *vy, int64_t i, float *a, float *b,
             for (int l = 2 * h; l < 2 * h + 2; l++) {
                 unsigned q = x->qh[2 * ib + h] >> (4 * (l % 2));
                 s += grp8_iq1(sl_iq1s_grid[x->qs[4 * ib + l] | (q & 7) << 8], q & 8 ? -1 : 1,
-                              y->qs + 32 * ib + 8 * l, am);
+                              q8 + 32 * ib + 8 * l, am);
             }
             isum += (int32_t)(2 * ((v >> (3 * h)) & 7) + 1) * s;
         }
     }
-    finish(sl_f16_to_f32(sl_iq1m_d_bits(x->scales)), y, 0.125f, isum, a, b, am);
+    return isum;
 }
+
+/* Block i's term: (d * d8) * MULT * isum (magnitudes: |d * d8|), *b = 0. */
+#define BLK(T, ID, BT, DBITS, MULT)                                                        \
+    void sl_dot_blk_##T(const void *vx, const void *vy, int64_t i, float *a, float *b, int am) \
+    {                                                                                     \
+        const BT *x = (const BT *)vx + i;                                                 \
+        const sl_block_q8_k *y = (const sl_block_q8_k *)vy + i;                           \
+        float dd = sl_f16_to_f32(DBITS) * y->d;                                           \
+        *a = (am && dd < 0 ? -dd : dd) * (MULT) * (float)isum_##T(x, y->qs, am);          \
+        *b = 0.0f;                                                                        \
+    }
+SL_IQGRID_EACH(BLK)

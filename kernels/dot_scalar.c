@@ -269,45 +269,21 @@ float sl_dot_scalar_mag(int type, int64_t n, const void *x, const void *y)
     return (float)s;
 }
 
-#define DEF(T, ID) \
-    static void dot_##T(int64_t n, float *s, const void *x, const void *y) \
-    { *s = run(blk_##T, ID, n, x, y); }
-DEF(q4_0, SL_GGML_Q4_0) DEF(q4_1, SL_GGML_Q4_1) DEF(q5_0, SL_GGML_Q5_0) DEF(q5_1, SL_GGML_Q5_1)
-DEF(q8_0, SL_GGML_Q8_0) DEF(q2_k, SL_GGML_Q2_K) DEF(q3_k, SL_GGML_Q3_K) DEF(q4_k, SL_GGML_Q4_K)
-DEF(q5_k, SL_GGML_Q5_K) DEF(q6_k, SL_GGML_Q6_K) DEF(f32, SL_GGML_F32) DEF(f16, SL_GGML_F16)
-DEF(bf16, SL_GGML_BF16)
-#define blk_iq4_nl sl_dot_blk_iq4_nl
-#define blk_iq4_xs sl_dot_blk_iq4_xs
-#define blk_mxfp4 sl_dot_blk_mxfp4
-#define blk_tq1_0 sl_dot_blk_tq1_0
-#define blk_tq2_0 sl_dot_blk_tq2_0
-DEF(iq4_nl, SL_GGML_IQ4_NL) DEF(iq4_xs, SL_GGML_IQ4_XS) DEF(mxfp4, SL_GGML_MXFP4)
-DEF(tq1_0, SL_GGML_TQ1_0) DEF(tq2_0, SL_GGML_TQ2_0)
-#undef DEF
-#define DEF(T, ID) \
-    static void dot_##T(int64_t n, float *s, const void *x, const void *y) \
-    { *s = run(sl_blk_##T, ID, n, x, y); }
-DEF(iq2_xxs, SL_GGML_IQ2_XXS) DEF(iq2_xs, SL_GGML_IQ2_XS) DEF(iq2_s, SL_GGML_IQ2_S)
-DEF(iq3_xxs, SL_GGML_IQ3_XXS) DEF(iq3_s, SL_GGML_IQ3_S) DEF(iq1_s, SL_GGML_IQ1_S)
-DEF(iq1_m, SL_GGML_IQ1_M)
-#undef DEF
+/* The oracle's vec_dot of a type from its block kernel BLK. */
+#define DEF(T, ID, BLK) \
+    static void dot_##T(int64_t n, float *s, const void *x, const void *y) { *s = run(BLK, ID, n, x, y); }
+#define KQ_DEF(T, ID, ...) DEF(T, ID, blk_##T)
+#define EXT_DEF(T, ID, ...) DEF(T, ID, sl_dot_blk_##T)
+SL_KQ_EACH(KQ_DEF) SL_IQ4_EACH(EXT_DEF) SL_IQGRID_EACH(EXT_DEF)
+DEF(f32, SL_GGML_F32, blk_f32) DEF(f16, SL_GGML_F16, blk_f16) DEF(bf16, SL_GGML_BF16, blk_bf16)
 
 /* The oracle's types: block kernel and vec_dot of each. */
+#define ROW(T, ID, BLK) [ID] = {BLK, dot_##T},
+#define KQ_ROW(T, ID, ...) ROW(T, ID, blk_##T)
+#define EXT_ROW(T, ID, ...) ROW(T, ID, sl_dot_blk_##T)
 static const struct { blk_fn blk; sl_vec_dot_fn dot; } scalar_types[SL_GGML_TYPE_COUNT] = {
-    [SL_GGML_Q4_0] = {blk_q4_0, dot_q4_0}, [SL_GGML_Q4_1] = {blk_q4_1, dot_q4_1},
-    [SL_GGML_Q5_0] = {blk_q5_0, dot_q5_0}, [SL_GGML_Q5_1] = {blk_q5_1, dot_q5_1},
-    [SL_GGML_Q8_0] = {blk_q8_0, dot_q8_0}, [SL_GGML_Q2_K] = {blk_q2_k, dot_q2_k},
-    [SL_GGML_Q3_K] = {blk_q3_k, dot_q3_k}, [SL_GGML_Q4_K] = {blk_q4_k, dot_q4_k},
-    [SL_GGML_Q5_K] = {blk_q5_k, dot_q5_k}, [SL_GGML_Q6_K] = {blk_q6_k, dot_q6_k},
-    [SL_GGML_F32] = {blk_f32, dot_f32}, [SL_GGML_F16] = {blk_f16, dot_f16},
-    [SL_GGML_BF16] = {blk_bf16, dot_bf16},
-    [SL_GGML_IQ4_NL] = {blk_iq4_nl, dot_iq4_nl}, [SL_GGML_IQ4_XS] = {blk_iq4_xs, dot_iq4_xs},
-    [SL_GGML_MXFP4] = {blk_mxfp4, dot_mxfp4}, [SL_GGML_TQ1_0] = {blk_tq1_0, dot_tq1_0},
-    [SL_GGML_TQ2_0] = {blk_tq2_0, dot_tq2_0},
-    [SL_GGML_IQ2_XXS] = {sl_blk_iq2_xxs, dot_iq2_xxs}, [SL_GGML_IQ2_XS] = {sl_blk_iq2_xs, dot_iq2_xs},
-    [SL_GGML_IQ2_S] = {sl_blk_iq2_s, dot_iq2_s}, [SL_GGML_IQ3_XXS] = {sl_blk_iq3_xxs, dot_iq3_xxs},
-    [SL_GGML_IQ3_S] = {sl_blk_iq3_s, dot_iq3_s}, [SL_GGML_IQ1_S] = {sl_blk_iq1_s, dot_iq1_s},
-    [SL_GGML_IQ1_M] = {sl_blk_iq1_m, dot_iq1_m},
+    SL_KQ_EACH(KQ_ROW) SL_IQ4_EACH(EXT_ROW) SL_IQGRID_EACH(EXT_ROW)
+    ROW(f32, SL_GGML_F32, blk_f32) ROW(f16, SL_GGML_F16, blk_f16) ROW(bf16, SL_GGML_BF16, blk_bf16)
 };
 
 static blk_fn blk_for(int type)

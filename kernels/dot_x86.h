@@ -6,8 +6,8 @@
  * and dot_x86_vnni.h (avx512vnni: vpdpbusd / vpdpwssd), which define the
  * integer products madd_scaled() and dot_u8s8() first and the q4_K, q6_K,
  * q2_K, q3_K kernels after; the level files (dot_avx2.c, dot_avx512.c,
- * dot_avx512vnni.c) name each instance (dot_q4_k_avx2, gemm_q4_k_avx2, ...)
- * in one X86_LEVEL(...).
+ * dot_avx512vnni.c) expand the type lists (kern_internal.h) in one
+ * X86_LEVEL(...), which names each instance dot_q4_k_avx2, gemm_q4_k_avx2, ...
  * Scheme (every type): exact integer sums per 32-byte chunk in 8 int32 lanes,
  * scaled in the integer domain by the sub-block scales (madd / dpwssd with an
  * i16 scale vector), converted once per block and accumulated in float lanes
@@ -274,16 +274,8 @@ DEF_NOSPLIT(q5_1, sl_block_q5_1, sl_block_q8_1)
 DEF_NOSPLIT(q8_0, sl_block_q8_0, sl_block_q8_0)
 
 /* Weight block, activation block and elements per block of each type. */
-typedef sl_block_q4_k xb_q4_k; typedef sl_block_q8_k yb_q4_k; enum { be_q4_k = SL_QKK };
-typedef sl_block_q5_k xb_q5_k; typedef sl_block_q8_k yb_q5_k; enum { be_q5_k = SL_QKK };
-typedef sl_block_q6_k xb_q6_k; typedef sl_block_q8_k yb_q6_k; enum { be_q6_k = SL_QKK };
-typedef sl_block_q2_k xb_q2_k; typedef sl_block_q8_k yb_q2_k; enum { be_q2_k = SL_QKK };
-typedef sl_block_q3_k xb_q3_k; typedef sl_block_q8_k yb_q3_k; enum { be_q3_k = SL_QKK };
-typedef sl_block_q4_0 xb_q4_0; typedef sl_block_q8_0 yb_q4_0; enum { be_q4_0 = SL_QK };
-typedef sl_block_q4_1 xb_q4_1; typedef sl_block_q8_1 yb_q4_1; enum { be_q4_1 = SL_QK };
-typedef sl_block_q5_0 xb_q5_0; typedef sl_block_q8_0 yb_q5_0; enum { be_q5_0 = SL_QK };
-typedef sl_block_q5_1 xb_q5_1; typedef sl_block_q8_1 yb_q5_1; enum { be_q5_1 = SL_QK };
-typedef sl_block_q8_0 xb_q8_0; typedef sl_block_q8_0 yb_q8_0; enum { be_q8_0 = SL_QK };
+#define X86_BLOCKS(T, ID, XB, YB, BE, DU) typedef XB xb_##T; typedef YB yb_##T; enum { be_##T = BE };
+SL_KQ_EACH(X86_BLOCKS)
 
 /* The tile body for compile-time NX x NY: accumulators in registers, each
  * weight block unpacked once and paired with the NY activation rows. */
@@ -374,33 +366,35 @@ static void DOT##_pf(int64_t n, float *s, const void *vx, const void *vy,       
     DOT##_body(n, s, vx, vy, pf, pfn);                                                   \
 }
 
-/* q2_K / q3_K decode: two blocks per iteration measured 1-2% faster (more
- * independent work in flight); q4_K / q6_K measured slower with it. */
-#define DU2 _Pragma("GCC unroll 2")
+/* DU of the type lists (kern_internal.h): blocks per decode iteration. */
+#define X86_DU_1
+#define X86_DU_2 _Pragma("GCC unroll 2")
 
 #define X86_SET(k, ID, DOT, GEMM) \
     ((k)->vec_dot[ID] = (DOT), (k)->vec_dot_pf[ID] = (DOT##_pf), (k)->gemm[ID] = (GEMM), \
      (k)->gemm_wide[ID] = (wide_##GEMM))
 
-/* A level's kernels: its table filler FILL (sl_dot_fill_<level>, declared
- * in kern_internal.h), then the vec_dot and gemm names of q4_K, q5_K, q6_K,
- * q2_K, q3_K, q4_0, q4_1, q5_0, q5_1, q8_0, in that order (the level file
- * spells them, e.g. dot_q4_k_avx2, gemm_q4_k_avx2). */
-#define X86_LEVEL(FILL, d4k, g4k, d5k, g5k, d6k, g6k, d2k, g2k, d3k, g3k,                       \
-                  d40, g40, d41, g41, d50, g50, d51, g51, d80, g80)                       \
-DEF_DOT(q4_k, d4k, g4k, ) DEF_DOT(q5_k, d5k, g5k, ) DEF_DOT(q6_k, d6k, g6k, )               \
-DEF_DOT(q2_k, d2k, g2k, DU2) DEF_DOT(q3_k, d3k, g3k, DU2)                                  \
-DEF_DOT(q4_0, d40, g40, ) DEF_DOT(q4_1, d41, g41, ) DEF_DOT(q5_0, d50, g50, )               \
-DEF_DOT(q5_1, d51, g51, ) DEF_DOT(q8_0, d80, g80, )                                        \
+/* A level's instance names: dot_q4_k_avx2, gemm_q4_k_avx2, ... (the level
+ * file defines X86_SUFFIX before including its products header). */
+#define X86_CAT3(a, b, c) a##_##b##_##c
+#define X86_NAME3(a, b, c) X86_CAT3(a, b, c)
+#define X86_NAME(K, T) X86_NAME3(K, T, X86_SUFFIX)
+/* (names expanded before DEF_DOT / X86_SET paste onto them) */
+#define X86_DEF_(T, DOT, GEMM, DU) DEF_DOT(T, DOT, GEMM, DU)
+#define X86_DEF(T, ID, XB, YB, BE, DU) X86_DEF_(T, X86_NAME(dot, T), X86_NAME(gemm, T), X86_DU_##DU)
+#define X86_SET_(ID, DOT, GEMM) X86_SET(k, ID, DOT, GEMM);
+#define X86_SET_T(T, ID, XB, YB, BE, DU) X86_SET_(ID, X86_NAME(dot, T), X86_NAME(gemm, T))
+
+/* A level's kernels of a family LIST (SL_KQ_EACH, SL_IQ4_EACH) and its
+ * table filler FILL (kern_internal.h); FLOAT: the float-type dots too. */
+#define X86_FAMILY(LIST, FILL, FLOAT)                                                      \
+LIST(X86_DEF)                                                                              \
 void FILL(sl_kern *k)                                                                      \
 {                                                                                          \
-    X86_SET(k, SL_GGML_Q4_K, d4k, g4k); X86_SET(k, SL_GGML_Q5_K, d5k, g5k);                      \
-    X86_SET(k, SL_GGML_Q6_K, d6k, g6k); X86_SET(k, SL_GGML_Q2_K, d2k, g2k);                      \
-    X86_SET(k, SL_GGML_Q3_K, d3k, g3k); X86_SET(k, SL_GGML_Q4_0, d40, g40);                      \
-    X86_SET(k, SL_GGML_Q4_1, d41, g41); X86_SET(k, SL_GGML_Q5_0, d50, g50);                      \
-    X86_SET(k, SL_GGML_Q5_1, d51, g51); X86_SET(k, SL_GGML_Q8_0, d80, g80);                      \
-    x86_fill_float(k);                                                                     \
+    LIST(X86_SET_T)                                                                        \
+    if (FLOAT) x86_fill_float(k);                                                          \
 }
+#define X86_LEVEL(FILL) X86_FAMILY(SL_KQ_EACH, FILL, 1)
 
 /* ---- float types: 8 lanes of FMA, scalar tail -------------------------- */
 

@@ -10,7 +10,7 @@
  *   block sum of y (from bsums) subtracted exactly in the integer lanes.
  *   TQ1_0's base-3 digits: byte b times 3^n (mod 256, by byte adds) then
  *   (v * 3) >> 8 as the high half of a 16-bit product.
- * X86_IQ4_LEVEL names a level's instances and its table filler. */
+ * X86_IQ4_LEVEL expands a level's instances and its table filler. */
 #ifndef SL_DOT_X86_IQ4_H
 #define SL_DOT_X86_IQ4_H
 
@@ -141,28 +141,14 @@ INL void blk_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, acc_t *acc)
     fin_tern(i0, i1, y, x->d, acc);
 }
 
-/* A type's reduction and the weight block, activation block and block size
- * the driver reads; X86_SIMPLE_TYPE adds the unpack/pair of a block kernel
- * that needs no split. */
-#define X86_IQ4_TYPE(T, XB, YB, BE)                                                       \
-DEF_RED(T) typedef XB xb_##T; typedef YB yb_##T; enum { be_##T = BE };
-#define X86_SIMPLE_TYPE(T, XB, YB, BE) X86_IQ4_TYPE(T, XB, YB, BE) DEF_NOSPLIT(T, XB, YB)
-X86_IQ4_TYPE(iq4_nl, sl_block_iq4_nl, sl_block_q8_0, SL_QK)
-X86_IQ4_TYPE(mxfp4, sl_block_mxfp4, sl_block_q8_0, SL_QK)
-X86_IQ4_TYPE(iq4_xs, sl_block_iq4_xs, sl_block_q8_k, SL_QKK)
-X86_SIMPLE_TYPE(tq2_0, sl_block_tq2_0, sl_block_q8_k, SL_QKK)
-X86_SIMPLE_TYPE(tq1_0, sl_block_tq1_0, sl_block_q8_k, SL_QKK)
+/* Each type's reduction and blocks (X86_BLOCKS); TQ2_0 and TQ1_0 need no
+ * split (unpack / pair of the block kernel). */
+#define X86_IQ4_TYPE(T, ID, XB, YB, BE, DU) DEF_RED(T) X86_BLOCKS(T, ID, XB, YB, BE, DU)
+SL_IQ4_EACH(X86_IQ4_TYPE)
+DEF_NOSPLIT(tq2_0, sl_block_tq2_0, sl_block_q8_k)
+DEF_NOSPLIT(tq1_0, sl_block_tq1_0, sl_block_q8_k)
 
-/* A level's instances (vec_dot and gemm tile of IQ4_NL, IQ4_XS, MXFP4,
- * TQ1_0, TQ2_0, in that order) and its filler FILL (kern_internal.h). */
-#define X86_IQ4_LEVEL(FILL, dnl, gnl, dxs, gxs, dmx, gmx, dt1, gt1, dt2, gt2)                  \
-DEF_DOT(iq4_nl, dnl, gnl, ) DEF_DOT(iq4_xs, dxs, gxs, ) DEF_DOT(mxfp4, dmx, gmx, )              \
-DEF_DOT(tq1_0, dt1, gt1, ) DEF_DOT(tq2_0, dt2, gt2, )                                         \
-void FILL(sl_kern *k)                                                                          \
-{                                                                                              \
-    X86_SET(k, SL_GGML_IQ4_NL, dnl, gnl); X86_SET(k, SL_GGML_IQ4_XS, dxs, gxs);                \
-    X86_SET(k, SL_GGML_MXFP4, dmx, gmx); X86_SET(k, SL_GGML_TQ1_0, dt1, gt1);                  \
-    X86_SET(k, SL_GGML_TQ2_0, dt2, gt2);                                                       \
-}
+/* A level's instances of the family and its filler FILL (kern_internal.h). */
+#define X86_IQ4_LEVEL(FILL) X86_FAMILY(SL_IQ4_EACH, FILL, 0)
 
 #endif

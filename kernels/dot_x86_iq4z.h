@@ -225,7 +225,7 @@ INL __m512 z_tq1_0(const sl_block_tq1_0 *x, const sl_block_q8_k *y, __m512 acc)
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(f16s(x->d) * y->d), acc);
 }
 
-#define X86_IQ4Z_TQ1(DOT, GEMM)                                                         \
+#define X86_IQ4Z_TQ1(T, XB, DOT, GEMM)                                                       \
 static void DOT(int64_t n, float *s, const void *vx, const void *vy)                    \
 {                                                                                        \
     const sl_block_tq1_0 *x = vx;                                                        \
@@ -243,7 +243,7 @@ static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy, s
 }
 
 /* vec_dot and gemm tile (each weight block unpacked once for the ny rows). */
-#define X86_IQ4Z_XS(DOT, GEMM)                                                          \
+#define X86_IQ4Z_XS(T, XB, DOT, GEMM)                                                        \
 static void DOT(int64_t n, float *s, const void *vx, const void *vy)                    \
 {                                                                                        \
     const sl_block_iq4_xs *x = vx;                                                       \
@@ -329,17 +329,21 @@ static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy, s
 #define X86_SET_Z(k, ID, DOT, GEMM) \
     ((k)->vec_dot[ID] = (DOT), (k)->vec_dot_pf[ID] = NULL, (k)->gemm[ID] = (GEMM), (k)->gemm_wide[ID] = NULL)
 
-/* A level's 512-bit instances and FILL, which first runs BASE (the 256-bit fill). */
-#define X86_IQ4Z_LEVEL(FILL, BASE, dnl, gnl, dxs, gxs, dmx, gmx, dt1, gt1)               \
-X86_IQ4Z_NL(iq4_nl, sl_block_iq4_nl, dnl, gnl)                                           \
-X86_IQ4Z_TQ1(dt1, gt1)                                                                   \
-X86_IQ4Z_NL(mxfp4, sl_block_mxfp4, dmx, gmx)                                             \
-X86_IQ4Z_XS(dxs, gxs)                                                                    \
+/* The family's types with a 512-bit kernel, X(T, ID, XB, DRIVER) (TQ2_0
+ * keeps its 256-bit one), and a level's instances (dot_iq4_nl_z_avx512, ...)
+ * and FILL, which first runs BASE (the 256-bit fill). */
+#define X86_IQ4Z_EACH(X)                                                                 \
+    X(iq4_nl, SL_GGML_IQ4_NL, sl_block_iq4_nl, NL) X(tq1_0, SL_GGML_TQ1_0, sl_block_tq1_0, TQ1) \
+    X(mxfp4, SL_GGML_MXFP4, sl_block_mxfp4, NL) X(iq4_xs, SL_GGML_IQ4_XS, sl_block_iq4_xs, XS)
+#define X86_IQ4Z_DEF_(DRV, T, XB, DOT, GEMM) X86_IQ4Z_##DRV(T, XB, DOT, GEMM)
+#define X86_IQ4Z_DEF(T, ID, XB, DRV) X86_IQ4Z_DEF_(DRV, T, XB, X86_NAME(dot, T##_z), X86_NAME(gemm, T##_z))
+#define X86_IQ4Z_SET(T, ID, XB, DRV) X86_SET_Z(k, ID, X86_NAME(dot, T##_z), X86_NAME(gemm, T##_z));
+#define X86_IQ4Z_LEVEL(FILL, BASE)                                                       \
+X86_IQ4Z_EACH(X86_IQ4Z_DEF)                                                              \
 void FILL(sl_kern *k)                                                                    \
 {                                                                                        \
     BASE(k);                                                                             \
-    X86_SET_Z(k, SL_GGML_IQ4_NL, dnl, gnl); X86_SET_Z(k, SL_GGML_IQ4_XS, dxs, gxs);      \
-    X86_SET_Z(k, SL_GGML_MXFP4, dmx, gmx); X86_SET_Z(k, SL_GGML_TQ1_0, dt1, gt1);        \
+    X86_IQ4Z_EACH(X86_IQ4Z_SET)                                                          \
 }
 
 #endif

@@ -72,13 +72,11 @@ static inline void unp_q6_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q3_k *x = vx;
-    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     __m256i hm = ld(x->hmask);
     for (int h = 0; h < 2; h++) {
         __m256i v = ld(x->qs + 32 * h);
-        for (int k = 0; k < 4; k++) {
-            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
+        for (int k = 0; k < 4; k++) {   /* the high bit: bit 4h+k of hm, as bit 2 */
+            __m256i lo = crumbs(v, k), hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), _mm256_set1_epi8(1));
             st(q + 128 * h + 32 * k, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2)));
         }
     }
@@ -95,10 +93,9 @@ static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
 static inline void unp_q2_k(const void *vx, uint8_t *q, kq_meta *m)
 {
     const sl_block_q2_k *x = vx;
-    const __m256i m3 = _mm256_set1_epi8(3);
     for (int h = 0; h < 2; h++) {
         __m256i v = ld(x->qs + 32 * h);
-        for (int k = 0; k < 4; k++) st(q + 128 * h + 32 * k, _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3));
+        for (int k = 0; k < 4; k++) st(q + 128 * h + 32 * k, crumbs(v, k));
     }
     for (int s = 0; s < 16; s++) m->scw[s] = sl_pair16(x->scales[s] & 15, x->scales[s] & 15);
     for (int p = 0; p < 8; p++) m->mn[p] = sl_pair16(x->scales[2 * p] >> 4, x->scales[2 * p + 1] >> 4);

@@ -57,13 +57,10 @@ typedef struct {
  * transposition itself is panel_pack in gemm_panel.h). */
 static void kq_extra(const void *vy, void *vp, int lane, int arg)
 {
-    const sl_block_q8_k *y = vy;
     kq_act *g = vp;
     (void)arg;
-    x86_kq_extra(y, g, lane);
-    int sum = 0;
-    for (int j = 0; j < 16; j++) sum += y->bsums[j];
-    g->osum[lane] = 127 * sum;
+    x86_kq_extra(vy, g, lane);
+    g->osum[lane] = 127 * sl_q8k_sum(vy);
 }
 
 /* q4_K/q5_K 6-bit scales and mins of the 8 sub-blocks, unpacked 4 at a time
@@ -103,12 +100,12 @@ static inline void unp_q3_k(const void *vx, uint8_t *q, kq_meta *m)
     __m512i scw = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));     /* words 0..15: sc */
     const __m512i hi1 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
     const __m512i o127 = _mm512_set1_epi16(127);
-    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    const __m256i four = _mm256_set1_epi8(4);
     __m256i hm = ld(x->hmask);
     for (int h = 0; h < 2; h++) {
         __m256i v = ld(x->qs + 32 * h);
         for (int k = 0; k < 4; k++) {
-            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3);
+            __m256i lo = crumbs(v, k);
             __mmask32 hb = _mm256_test_epi8_mask(hm, _mm256_set1_epi8((char)(1 << (4 * h + k))));
             __m256i qv = _mm256_mask_sub_epi8(lo, (__mmask32)~hb, lo, four);   /* q - 4 */
             /* words 0..15 get sub-block 8h+2k's scale, 16..31 the next one's */

@@ -18,6 +18,8 @@
 static inline float f16s(sl_f16 h) { return _cvtsh_ss(h); }
 static inline __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline void st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+/* The 2-bit fields k (0..3) of the 32 bytes v as bytes 0..3 (q2_K, q3_K). */
+static inline __m256i crumbs(__m256i v, int k) { return _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), _mm256_set1_epi8(3)); }
 
 static inline void x86_q4k_values(const sl_block_q4_k *x, uint8_t *q)
 {

@@ -26,12 +26,17 @@ void sl_wide_fill_avx512vnni(sl_kern *k);  /* few-row panel (q4_K, q6_K) */
 void sl_dot_fill_iq4_avx2(sl_kern *k);     /* IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0 */
 void sl_dot_fill_iq4_avx512(sl_kern *k);
 void sl_dot_fill_iq4_avx512vnni(sl_kern *k);
+void sl_dot_fill_iqgrid_avx2(sl_kern *k);  /* the grid i-quants (dot_iqgrid.h) */
+void sl_dot_fill_iqgrid_avx512(sl_kern *k);
+void sl_dot_fill_iqgrid_avx512vnni(sl_kern *k);
 #endif
 #if defined(__aarch64__)
 void sl_dot_fill_neon(sl_kern *k);
 void sl_ops_fill_neon(sl_kern *k);
 void sl_dot_fill_dotprod(sl_kern *k);      /* may reuse neon ops */
 void sl_gemm_fill_dotprod(sl_kern *k);     /* prefill panel GEMM */
+void sl_dot_fill_iqgrid_neon(sl_kern *k);
+void sl_dot_fill_iqgrid_dotprod(sl_kern *k);
 #endif
 
 #define SL_PANEL_MIN_ACT 10
@@ -52,16 +57,41 @@ typedef struct sl_panel {
     int min_act, max_act;    /* few-row panels: the row counts they are used for */
 } sl_panel;
 
+/* The integer-dot types, one X-macro list per kernel family; the scalar
+ * oracle and every SIMD level expand them (as the grid i-quants expand
+ * SL_IQGRID_EACH, dot_iqgrid.h) instead of naming instances, so a new type is
+ * its kernels plus one line here.
+ * X(T, ID, XB, YB, BE, DU): T the name suffix, ID the ggml type, XB / YB the
+ * weight and activation blocks, BE elements per block, DU the blocks per
+ * decode iteration of the x86 drivers (q2_K / q3_K measured 1-2% faster with
+ * two: more independent work in flight; q4_K / q6_K slower). */
+#define SL_KQ_EACH(X)                                                          \
+    X(q4_k, SL_GGML_Q4_K, sl_block_q4_k, sl_block_q8_k, SL_QKK, 1)              \
+    X(q5_k, SL_GGML_Q5_K, sl_block_q5_k, sl_block_q8_k, SL_QKK, 1)              \
+    X(q6_k, SL_GGML_Q6_K, sl_block_q6_k, sl_block_q8_k, SL_QKK, 1)              \
+    X(q2_k, SL_GGML_Q2_K, sl_block_q2_k, sl_block_q8_k, SL_QKK, 2)              \
+    X(q3_k, SL_GGML_Q3_K, sl_block_q3_k, sl_block_q8_k, SL_QKK, 2)              \
+    X(q4_0, SL_GGML_Q4_0, sl_block_q4_0, sl_block_q8_0, SL_QK, 1)               \
+    X(q4_1, SL_GGML_Q4_1, sl_block_q4_1, sl_block_q8_1, SL_QK, 1)               \
+    X(q5_0, SL_GGML_Q5_0, sl_block_q5_0, sl_block_q8_0, SL_QK, 1)               \
+    X(q5_1, SL_GGML_Q5_1, sl_block_q5_1, sl_block_q8_1, SL_QK, 1)               \
+    X(q8_0, SL_GGML_Q8_0, sl_block_q8_0, sl_block_q8_0, SL_QK, 1)
+/* The codebook and ternary family, the same columns. */
+#define SL_IQ4_EACH(X)                                                         \
+    X(iq4_nl, SL_GGML_IQ4_NL, sl_block_iq4_nl, sl_block_q8_0, SL_QK, 1)         \
+    X(iq4_xs, SL_GGML_IQ4_XS, sl_block_iq4_xs, sl_block_q8_k, SL_QKK, 1)        \
+    X(mxfp4, SL_GGML_MXFP4, sl_block_mxfp4, sl_block_q8_0, SL_QK, 1)            \
+    X(tq1_0, SL_GGML_TQ1_0, sl_block_tq1_0, sl_block_q8_k, SL_QKK, 1)           \
+    X(tq2_0, SL_GGML_TQ2_0, sl_block_tq2_0, sl_block_q8_k, SL_QKK, 1)
+
 /* Scalar block kernel of the oracle: block i of x with block i of y gives the
  * float terms a - b of the dot; am = 1 gives magnitudes (sl_dot_scalar_mag).
- * dot_scalar.c has the table; the codebook/ternary types' are in
- * dot_scalar_iq4.c. */
+ * dot_scalar.c has the table and the K-quant / legacy ones; the codebook /
+ * ternary types' are dot_scalar_iq4.c's. */
 typedef void (*sl_dot_blk_fn)(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_dot_blk_iq4_nl(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_dot_blk_iq4_xs(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_dot_blk_mxfp4(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_dot_blk_tq1_0(const void *x, const void *y, int64_t i, float *a, float *b, int am);
-void sl_dot_blk_tq2_0(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+#define SL_DOT_BLK_DECL(T, ...) \
+    void sl_dot_blk_##T(const void *x, const void *y, int64_t i, float *a, float *b, int am);
+SL_IQ4_EACH(SL_DOT_BLK_DECL)
 
 /* Scalar oracle helpers (dot_scalar.c), shared with the SIMD files and tests. */
 /* sum over elements of |d sc| (|q| + 2 offset) |y| + |dmin m| |y|: bounds the
@@ -79,6 +109,14 @@ static inline float sl_ft_get(const void *p, int64_t i, int ft)
     if (ft == SL_FT_F16)
         return sl_f16_to_f32(((const sl_f16 *)p)[i]);
     return sl_bf16_to_f32(((const sl_bf16 *)p)[i]);
+}
+
+/* Sum of a Q8_K block's 256 values, from its 16 block sums. */
+static inline int sl_q8k_sum(const sl_block_q8_k *y)
+{
+    int s = 0;
+    for (int j = 0; j < 16; j++) s += y->bsums[j];
+    return s;
 }
 
 /* Two int16 as one dword (lo in the low word): the word pairs vpdpwssd /

@@ -74,9 +74,9 @@ static bool take_rows(_Atomic int64_t *next, int64_t chunk, int64_t rows, int64_
  * (kbench 4096x14336 q4_K/q6_K 64-70% of the read rate with bursts, 88-94%
  * spread, Zen 4), and on Zen 5 even the 36-54 lines of a 4096-column row
  * (kbench 14336x4096 q4_K 86-91% -> 100%, q6_K 75-76% -> 100%; 8B resident
- * decode, 4 alternated rounds, medians 9.42 -> 10.21 tok/s). Session 11 saw
- * 4096-column rows measure worse spread on Zen 4 (overlapping ranges in a
- * noisy VM), hence the knob (SLUICE_MV_BURST, dispatch.c). */
+ * decode, 4 alternated rounds, medians 9.42 -> 10.21 tok/s). 4096-column rows
+ * have also measured worse spread on Zen 4 (overlapping ranges in a noisy
+ * VM), hence the knob (SLUICE_MV_BURST, dispatch.c). */
 #if defined(__x86_64__)
 #define MV_PF_LOCALITY 2
 #else

@@ -20,6 +20,7 @@
 
 #include "kern_internal.h"
 #include "ops_internal.h"
+#include "rope.h"
 
 /* Elements the vector loop covers: all of them with masks, else whole vectors. */
 static inline int64_t sl_vbody(int64_t n, int64_t w)
@@ -182,14 +183,6 @@ static void ops_gelu_mul(float *y, const float *g, const float *u, int64_t n)
     }
 }
 
-static inline void ops_fill(sl_kern *k)
-{
-    k->rmsnorm = ops_rmsnorm;
-    k->rope = ops_rope;
-    k->silu_mul = ops_silu_mul;
-    k->add = ops_add;
-    k->f32_to_f16 = ops_f32_to_f16;
-    k->gelu_mul = ops_gelu_mul;
-}
+static inline void ops_fill(sl_kern *k) { SL_OPS_FILL(k, ops); }
 
 #endif

@@ -3,19 +3,11 @@
 
 #include "kern_internal.h"
 #include "ops_internal.h"
-
-void sl_rope_cs(float *c, float *s, int32_t pos, const float *inv_freq, int n)
-{
-    for (int i = 0; i < n; i++) {
-        float th = (float)pos * inv_freq[i];
-        c[i] = cosf(th);
-        s[i] = sinf(th);
-    }
-}
+#include "rope.h"
 
 /* Squares summed in double (as llama.cpp's ggml_float sum) so long rows keep
  * full float accuracy; then (x * scale) * w in float. */
-static void rmsnorm_scalar(float *y, const float *x, const float *w, int64_t n, float eps)
+static void scalar_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps)
 {
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++)
@@ -26,20 +18,20 @@ static void rmsnorm_scalar(float *y, const float *x, const float *w, int64_t n, 
         y[i] = (x[i] * scale) * w[i];
 }
 
-static void rope_scalar(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
+static void scalar_rope(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
                         const float *inv_freq, int neox)
 {
     sl_rope_run(x, n_head, head_dim, n_rot, pos, inv_freq, neox, NULL);
 }
 
-static void silu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
+static void scalar_silu_mul(float *y, const float *g, const float *u, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 /* The oracle: the table entry computed for each element. */
-static void gelu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
+static void scalar_gelu_mul(float *y, const float *g, const float *u, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         if (g[i] <= -10.0f) y[i] = 0.0f;
@@ -48,24 +40,16 @@ static void gelu_mul_scalar(float *y, const float *g, const float *u, int64_t n)
     }
 }
 
-static void add_scalar(float *y, const float *a, const float *b, int64_t n)
+static void scalar_add(float *y, const float *a, const float *b, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = a[i] + b[i];
 }
 
-static void f32_to_f16_scalar(sl_f16 *y, const float *x, int64_t n)
+static void scalar_f32_to_f16(sl_f16 *y, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = sl_f32_to_f16(x[i]);
 }
 
-void sl_ops_fill_scalar(sl_kern *k)
-{
-    k->rmsnorm = rmsnorm_scalar;
-    k->rope = rope_scalar;
-    k->silu_mul = silu_mul_scalar;
-    k->add = add_scalar;
-    k->f32_to_f16 = f32_to_f16_scalar;
-    k->gelu_mul = gelu_mul_scalar;
-}
+void sl_ops_fill_scalar(sl_kern *k) { SL_OPS_FILL(k, scalar); }

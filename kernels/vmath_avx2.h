@@ -42,48 +42,21 @@
 typedef __m256 sl_vf;
 typedef struct { __m256d a, b; } sl_vacc;
 
-SL_VINL sl_vf sl_v_zero(void) { return _mm256_setzero_ps(); }
-SL_VINL sl_vf sl_v_set1(float x) { return _mm256_set1_ps(x); }
-SL_VINL sl_vf sl_v_ld(const float *p) { return _mm256_loadu_ps(p); }
-SL_VINL void sl_v_st(float *p, sl_vf v) { _mm256_storeu_ps(p, v); }
+#define SL_AVX2_LDB(p) _mm_loadl_epi64((const __m128i *)(p))
+SL_X86_VPRIMS(_mm256, 256, SL_AVX2_LDB)
 
 SL_VINL sl_vf sl_v_ldh(const sl_f16 *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 /* F16C rounds to nearest even, the same as sl_f32_to_f16. */
 SL_VINL __m128i sl_v_cvth(sl_vf v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { _mm_storeu_si128((__m128i *)p, sl_v_cvth(v)); }
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return _mm256_cvtph_ps(sl_v_cvth(v)); }
-SL_VINL sl_vf sl_v_ld_i8(const int8_t *p)
-{
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
-}
-SL_VINL sl_vf sl_v_ld_q4(const uint8_t *p, int hi)
-{
-    __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
-    if (hi) b = _mm256_srli_epi32(b, 4);
-    b = _mm256_sub_epi32(_mm256_and_si256(b, _mm256_set1_epi32(15)), _mm256_set1_epi32(8));
-    return _mm256_cvtepi32_ps(b);
-}
 
 #include "vmath_nomask.h"
 
-SL_VINL sl_vf sl_v_min(sl_vf a, sl_vf b) { return _mm256_min_ps(a, b); }
-SL_VINL sl_vf sl_v_max(sl_vf a, sl_vf b) { return _mm256_max_ps(a, b); }
-SL_VINL sl_vf sl_v_fma(sl_vf a, sl_vf b, sl_vf c) { return _mm256_fmadd_ps(a, b, c); }
-SL_VINL sl_vf sl_v_fnma(sl_vf a, sl_vf b, sl_vf c) { return _mm256_fnmadd_ps(a, b, c); }
 SL_VINL sl_vf sl_v_roundn(sl_vf v)
 {
     return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
-SL_VINL sl_vf sl_v_scale2n(sl_vf p, sl_vf n)
-{
-    __m256i ni = _mm256_cvtps_epi32(n);
-    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
-    __m256i b = _mm256_set1_epi32(127);
-    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b), 23));
-    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-}
-
 SL_VINL float sl_v_hsum(sl_vf v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -23,10 +23,8 @@ SL_VINL __mmask16 sl_v_mask(int64_t left)
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
-SL_VINL sl_vf sl_v_zero(void) { return _mm512_setzero_ps(); }
-SL_VINL sl_vf sl_v_set1(float x) { return _mm512_set1_ps(x); }
-SL_VINL sl_vf sl_v_ld(const float *p) { return _mm512_loadu_ps(p); }
-SL_VINL void sl_v_st(float *p, sl_vf v) { _mm512_storeu_ps(p, v); }
+#define SL_AVX512_LDB(p) _mm_loadu_si128((const __m128i *)(p))
+SL_X86_VPRIMS(_mm512, 512, SL_AVX512_LDB)
 SL_VINL sl_vf sl_v_ldm(const float *p, int64_t left) { return _mm512_maskz_loadu_ps(sl_v_mask(left), p); }
 SL_VINL void sl_v_stm(float *p, sl_vf v, int64_t left) { _mm512_mask_storeu_ps(p, sl_v_mask(left), v); }
 SL_VINL sl_vf sl_v_ldp(const float *p, int64_t n, float fill)
@@ -45,36 +43,10 @@ SL_VINL __m256i sl_v_cvth(sl_vf v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEA
 SL_VINL void sl_v_sth(sl_f16 *p, sl_vf v) { _mm256_storeu_si256((__m256i *)p, sl_v_cvth(v)); }
 SL_VINL void sl_v_sthp(sl_f16 *p, sl_vf v, int64_t n) { _mm256_mask_storeu_epi16(p, sl_v_mask(n), sl_v_cvth(v)); }
 SL_VINL sl_vf sl_v_round_h(sl_vf v) { return _mm512_cvtph_ps(sl_v_cvth(v)); }
-SL_VINL sl_vf sl_v_ld_i8(const int8_t *p)
-{
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
-}
-SL_VINL sl_vf sl_v_ld_q4(const uint8_t *p, int hi)
-{
-    __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-    if (hi) b = _mm512_srli_epi32(b, 4);
-    b = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(15)), _mm512_set1_epi32(8));
-    return _mm512_cvtepi32_ps(b);
-}
-
-SL_VINL sl_vf sl_v_min(sl_vf a, sl_vf b) { return _mm512_min_ps(a, b); }
-SL_VINL sl_vf sl_v_max(sl_vf a, sl_vf b) { return _mm512_max_ps(a, b); }
-SL_VINL sl_vf sl_v_fma(sl_vf a, sl_vf b, sl_vf c) { return _mm512_fmadd_ps(a, b, c); }
-SL_VINL sl_vf sl_v_fnma(sl_vf a, sl_vf b, sl_vf c) { return _mm512_fnmadd_ps(a, b, c); }
 SL_VINL sl_vf sl_v_roundn(sl_vf v)
 {
     return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
-SL_VINL sl_vf sl_v_scale2n(sl_vf p, sl_vf n)
-{
-    __m512i ni = _mm512_cvtps_epi32(n);
-    __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
-    __m512i b = _mm512_set1_epi32(127);
-    __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, b), 23));
-    __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, b), 23));
-    return _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
-}
-
 SL_VINL float sl_v_hsum(sl_vf v) { return _mm512_reduce_add_ps(v); }
 SL_VINL float sl_v_hmax(sl_vf v) { return _mm512_reduce_max_ps(v); }
 

@@ -55,12 +55,9 @@ SL_VINL sl_vf sl_v_fnma(sl_vf a, sl_vf b, sl_vf c) { return vfmsq_f32(c, a, b); 
 SL_VINL sl_vf sl_v_roundn(sl_vf v) { return vrndnq_f32(v); }
 SL_VINL sl_vf sl_v_scale2n(sl_vf p, sl_vf n)
 {
-    int32x4_t ni = vcvtq_s32_f32(n);
-    int32x4_t n1 = vshrq_n_s32(ni, 1), n2 = vsubq_s32(ni, n1);
-    int32x4_t b = vdupq_n_s32(127);
-    float32x4_t s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n1, b), 23));
-    float32x4_t s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n2, b), 23));
-    return vmulq_f32(vmulq_f32(p, s1), s2);
+    int32x4_t ni = vcvtq_s32_f32(n), n1 = vshrq_n_s32(ni, 1);
+    sl_vf s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n1, vdupq_n_s32(127)), 23));
+    return vmulq_f32(vmulq_f32(p, s1), vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vsubq_s32(ni, n1), vdupq_n_s32(127)), 23)));
 }
 
 SL_VINL float sl_v_hsum(sl_vf v) { return vaddvq_f32(v); }

@@ -1,6 +1,7 @@
 /* Activation quantizers: f32 -> Q8_0 / Q8_1 / Q8_K / F16 / BF16 with exactly
  * the reference semantics the dot kernels are validated against (golden
- * README): bytes equal ggml's reference from_float. */
+ * README): bytes equal ggml's reference from_float. With their dequantizers,
+ * the type-table rows of these formats and of F32. */
 #include <math.h>
 #include <string.h>
 
@@ -83,3 +84,70 @@ void sl_quant_row_bf16(const float *x, sl_bf16 *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = sl_f32_to_bf16(x[i]);
 }
+
+/* ---- the rows of the formats whose quantizer is one of the above ---------- */
+
+#define F16(h) sl_f16_to_f32(h)
+
+static void deq_f32(const void *src, float *y, int64_t nb) { memcpy(y, src, (size_t)nb * sizeof(float)); }
+
+static void deq_f16(const void *src, float *y, int64_t nb)
+{
+    const uint8_t *p = src;
+    for (int64_t i = 0; i < nb; i++) { sl_f16 h; memcpy(&h, p + 2 * i, 2); y[i] = sl_f16_to_f32(h); }
+}
+
+static void deq_bf16(const void *src, float *y, int64_t nb)
+{
+    const uint8_t *p = src;
+    for (int64_t i = 0; i < nb; i++) { sl_bf16 h; memcpy(&h, p + 2 * i, 2); y[i] = sl_bf16_to_f32(h); }
+}
+
+/* 32 int8 levels times their block's f16 scale (Q8_0, Q8_1). */
+static void deq_q8_32(sl_f16 dh, const int8_t *qs, float *y)
+{
+    float d = F16(dh);
+    for (int j = 0; j < SL_QK; j++) y[j] = (float)qs[j] * d;
+}
+
+static void deq_q8_0(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q8_0 *b = src;
+    for (int64_t i = 0; i < nb; i++, y += SL_QK) deq_q8_32(b[i].d, b[i].qs, y);
+}
+
+static void deq_q8_1(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q8_1 *b = src;
+    for (int64_t i = 0; i < nb; i++, y += SL_QK) deq_q8_32(b[i].d, b[i].qs, y);
+}
+
+static void deq_q8_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q8_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QKK)
+        for (int j = 0; j < SL_QKK; j++) y[j] = b->d * (float)b->qs[j];
+}
+
+static int quant_f32(const float *x, void *y, int64_t nb, const float *imatrix)
+{
+    (void)imatrix;
+    memcpy(y, x, (size_t)nb * sizeof(float));
+    return 0;
+}
+
+/* The activation quantizers as rows (nb blocks, no importance matrix). */
+#define ACT_ROW(t, BE, VT)                                                              \
+    static int quant_##t(const float *x, void *y, int64_t nb, const float *imatrix)     \
+    {                                                                                   \
+        (void)imatrix;                                                                  \
+        sl_quant_row_##t(x, y, nb * (BE));                                              \
+        return 0;                                                                       \
+    }                                                                                   \
+    const sl_quant_traits sl_qtraits_##t = { deq_##t, quant_##t, VT };
+ACT_ROW(f16, 1, SL_GGML_F16)
+ACT_ROW(bf16, 1, SL_GGML_BF16)
+ACT_ROW(q8_0, SL_QK, SL_GGML_Q8_0)
+ACT_ROW(q8_1, SL_QK, -1)       /* activation-only */
+ACT_ROW(q8_k, SL_QKK, -1)
+const sl_quant_traits sl_qtraits_f32 = { deq_f32, quant_f32, SL_GGML_F32 };

@@ -15,33 +15,38 @@ static inline int sl_rint(float x)
     return (int)t;
 }
 
-/* Weight quantizers over nb whole blocks (x holds nb * block elements). */
-void sl_quant_q4_0_blocks(const float *x, sl_block_q4_0 *y, int64_t nb);
-void sl_quant_q4_1_blocks(const float *x, sl_block_q4_1 *y, int64_t nb);
-void sl_quant_q5_0_blocks(const float *x, sl_block_q5_0 *y, int64_t nb);
-void sl_quant_q5_1_blocks(const float *x, sl_block_q5_1 *y, int64_t nb);
-void sl_quant_q2_k_blocks(const float *x, sl_block_q2_k *y, int64_t nb);
-void sl_quant_q3_k_blocks(const float *x, sl_block_q3_k *y, int64_t nb);
-void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb);
-void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb);
-void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb);
+/* One row of the type table: what quant/ does with a ggml type (its name and
+ * block geometry are gguf/gguf_type.c's). Both functions take nb whole blocks;
+ * imatrix is NULL or nb * block importance weights (types that do not use one
+ * ignore it); quantize returns 0 or a negative SL_E*. */
+typedef struct sl_quant_traits {
+    void (*dequantize)(const void *src, float *y, int64_t nb);
+    int (*quantize)(const float *x, void *dst, int64_t nb, const float *imatrix); /* NULL: none */
+    int vec_dot_type;   /* the activation type of its dot; -1: activation-only */
+} sl_quant_traits;
 
-/* The codebook and ternary formats (quant_iq4.c, quant_ternary.c): dequantize
- * n elements; quantize nb blocks, qw = optional per-element importance
- * weights (NULL: plain squared error). */
-void sl_quant_deq_iq4_nl(const void *src, float *y, int64_t n);
-void sl_quant_deq_iq4_xs(const void *src, float *y, int64_t n);
-void sl_quant_deq_mxfp4(const void *src, float *y, int64_t n);
-void sl_quant_deq_tq1_0(const void *src, float *y, int64_t n);
-void sl_quant_deq_tq2_0(const void *src, float *y, int64_t n);
-void sl_quant_iq4_nl_blocks(const float *x, const float *qw, sl_block_iq4_nl *y, int64_t nb);
-void sl_quant_iq4_xs_blocks(const float *x, const float *qw, sl_block_iq4_xs *y, int64_t nb);
-void sl_quant_mxfp4_blocks(const float *x, const float *qw, sl_block_mxfp4 *y, int64_t nb);
-void sl_quant_tq1_0_blocks(const float *x, sl_block_tq1_0 *y, int64_t nb);
-void sl_quant_tq2_0_blocks(const float *x, sl_block_tq2_0 *y, int64_t nb);
-/* Grid i-quants (quant_iqgrid.c, quant_iqgrid_q.c) over nb super-blocks;
+/* Every type quant/ knows: X(ID, t) for SL_GGML_<ID>, whose row
+ * sl_qtraits_<t> its family file defines (quant_act.c: the float and 8-bit
+ * activation formats; quant_legacy.c, quant_kquant.c, quant_iq4.c,
+ * quant_ternary.c, quant_iqgrid.c). A new type is its file's row and a line here. */
+#define SL_QUANT_TYPES(X)                                                     \
+    X(F32, f32) X(F16, f16) X(BF16, bf16) X(Q8_0, q8_0) X(Q8_1, q8_1) X(Q8_K, q8_k) \
+    X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1)                   \
+    X(Q2_K, q2_k) X(Q3_K, q3_k) X(Q4_K, q4_k) X(Q5_K, q5_k) X(Q6_K, q6_k)    \
+    X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs) X(MXFP4, mxfp4) X(TQ1_0, tq1_0) X(TQ2_0, tq2_0) \
+    X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ2_S, iq2_s) X(IQ3_XXS, iq3_xxs) \
+    X(IQ3_S, iq3_s) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m)
+
+#define SL_QUANT_DECLARE_ROW(ID, t) extern const sl_quant_traits sl_qtraits_##t;
+SL_QUANT_TYPES(SL_QUANT_DECLARE_ROW)
+#undef SL_QUANT_DECLARE_ROW
+
+/* The row of a type; NULL with gguf's "unknown ggml tensor type N" message for
+ * an id the type table does not know. */
+const sl_quant_traits *sl_quant_traits_of(int type);
+
+/* Grid i-quants (quant_iqgrid_q.c) over nb super-blocks;
  * SL_EUNSUPPORTED for another type. imatrix: NULL or 256*nb importance weights. */
-int sl_quant_iqgrid_dequantize(int type, const void *src, float *y, int64_t nb);
 int sl_quant_iqgrid_quantize(int type, const float *x, void *dst, int64_t nb, const float *imatrix);
 
 #endif

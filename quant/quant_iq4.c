@@ -18,10 +18,10 @@ const int8_t sl_kvalues_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4
 
 /* ---- dequantize ---------------------------------------------------------- */
 
-void sl_quant_deq_iq4_nl(const void *src, float *y, int64_t n)
+static void deq_iq4_nl(const void *src, float *y, int64_t nb)
 {
     const sl_block_iq4_nl *b = src;
-    for (int64_t i = 0; i < n / SL_QK; i++, b++, y += SL_QK) {
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QK) {
         float d = sl_f16_to_f32(b->d);
         for (int j = 0; j < SL_QK / 2; j++) {
             y[j] = d * (float)sl_kvalues_iq4nl[b->qs[j] & 15];
@@ -37,10 +37,10 @@ int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib)
     return lo | hi << 4;
 }
 
-void sl_quant_deq_iq4_xs(const void *src, float *y, int64_t n)
+static void deq_iq4_xs(const void *src, float *y, int64_t nb)
 {
     const sl_block_iq4_xs *b = src;
-    for (int64_t i = 0; i < n / SL_QKK; i++, b++) {
+    for (int64_t i = 0; i < nb; i++, b++) {
         float d = sl_f16_to_f32(b->d);
         for (int ib = 0; ib < SL_QKK / 32; ib++, y += 32) {
             /* (float)(ls - 32) on its own keeps the sign of a zero as ggml does */
@@ -54,10 +54,10 @@ void sl_quant_deq_iq4_xs(const void *src, float *y, int64_t n)
     }
 }
 
-void sl_quant_deq_mxfp4(const void *src, float *y, int64_t n)
+static void deq_mxfp4(const void *src, float *y, int64_t nb)
 {
     const sl_block_mxfp4 *b = src;
-    for (int64_t i = 0; i < n / SL_QK; i++, b++, y += SL_QK) {
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QK) {
         float d = sl_e8m0_half(b->e);
         for (int j = 0; j < SL_QK / 2; j++) {
             y[j] = (float)sl_kvalues_mxfp4[b->qs[j] & 15] * d;
@@ -134,14 +134,16 @@ static float iq4_best_scale(const float *x, const float *qw, int n)
     return best_d;
 }
 
-void sl_quant_iq4_nl_blocks(const float *x, const float *qw, sl_block_iq4_nl *y, int64_t nb)
+static int quant_iq4_nl(const float *x, void *dst, int64_t nb, const float *qw)
 {
+    sl_block_iq4_nl *y = dst;
     for (int64_t i = 0; i < nb; i++, x += SL_QK, qw = qw ? qw + SL_QK : NULL) {
         uint8_t q[SL_QK];
         y[i].d = sl_f32_to_f16(iq4_best_scale(x, qw, SL_QK));
         iq4_assign(x, SL_QK, sl_f16_to_f32(y[i].d), q);   /* levels for the stored scale */
         for (int j = 0; j < 16; j++) y[i].qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
     }
+    return 0;
 }
 
 /* Total error of one IQ4_XS superblock with super-scale d (as stored) and
@@ -162,8 +164,9 @@ static double iq4xs_try(const float *x, const float *qw, const float *s, float d
     return e;
 }
 
-void sl_quant_iq4_xs_blocks(const float *x, const float *qw, sl_block_iq4_xs *y, int64_t nb)
+static int quant_iq4_xs(const float *x, void *dst, int64_t nb, const float *qw)
 {
+    sl_block_iq4_xs *y = dst;
     for (int64_t i = 0; i < nb; i++, x += SL_QKK, qw = qw ? qw + SL_QKK : NULL) {
         float s[8], smax = 0.0f;
         for (int ib = 0; ib < 8; ib++) {
@@ -200,6 +203,7 @@ void sl_quant_iq4_xs_blocks(const float *x, const float *qw, sl_block_iq4_xs *y,
             for (int j = 0; j < 16; j++) b->qs[16 * ib + j] = (uint8_t)(q[j] | q[j + 16] << 4);
         }
     }
+    return 0;
 }
 
 /* MXFP4 code of the level nearest to v (magnitudes 0,1,2,3,4,6,8,12; bit 3 = sign). */
@@ -212,8 +216,9 @@ static int mxfp4_nearest(float v)
     return k && v < 0.0f ? 8 | k : k;
 }
 
-void sl_quant_mxfp4_blocks(const float *x, const float *qw, sl_block_mxfp4 *y, int64_t nb)
+static int quant_mxfp4(const float *x, void *dst, int64_t nb, const float *qw)
 {
+    sl_block_mxfp4 *y = dst;
     for (int64_t i = 0; i < nb; i++, x += SL_QK, qw = qw ? qw + SL_QK : NULL) {
         float amax = 0.0f;
         for (int j = 0; j < SL_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
@@ -240,4 +245,9 @@ void sl_quant_mxfp4_blocks(const float *x, const float *qw, sl_block_mxfp4 *y, i
         for (int j = 0; j < 16; j++)
             y[i].qs[j] = (uint8_t)(mxfp4_nearest(x[j] * id) | mxfp4_nearest(x[j + 16] * id) << 4);
     }
+    return 0;
 }
+
+const sl_quant_traits sl_qtraits_iq4_nl = { deq_iq4_nl, quant_iq4_nl, SL_GGML_Q8_0 };
+const sl_quant_traits sl_qtraits_iq4_xs = { deq_iq4_xs, quant_iq4_xs, SL_GGML_Q8_K };
+const sl_quant_traits sl_qtraits_mxfp4 = { deq_mxfp4, quant_mxfp4, SL_GGML_Q8_0 };

@@ -1,4 +1,5 @@
-/* Scalar dequantization of the grid i-quants (quant_iqgrid.h). Every value is
+/* Scalar dequantization of the grid i-quants (quant_iqgrid.h) and their
+ * type-table rows. Every value is
  * exact in float32 (an f16 scale of 11 significant bits times small integers
  * or eighths), so the order of the products does not matter; what does is the
  * sign of a zero: each factor is converted to float on its own and a sign is
@@ -129,16 +130,20 @@ static void deq_iq1_m(const void *src, float *y, int64_t nb)
     }
 }
 
-int sl_quant_iqgrid_dequantize(int type, const void *src, float *dst, int64_t nb)
-{
-    switch (type) {
-    case SL_GGML_IQ2_XXS: deq_iq2_xxs(src, dst, nb); return 0;
-    case SL_GGML_IQ2_XS:  deq_iq2_xs_s(src, dst, nb, 0); return 0;
-    case SL_GGML_IQ2_S:   deq_iq2_xs_s(src, dst, nb, 1); return 0;
-    case SL_GGML_IQ3_XXS: deq_iq3_xxs(src, dst, nb); return 0;
-    case SL_GGML_IQ3_S:   deq_iq3_s(src, dst, nb); return 0;
-    case SL_GGML_IQ1_S:   deq_iq1_s(src, dst, nb); return 0;
-    case SL_GGML_IQ1_M:   deq_iq1_m(src, dst, nb); return 0;
-    default: return SL_EUNSUPPORTED;
-    }
-}
+static void deq_iq2_xs(const void *src, float *y, int64_t nb) { deq_iq2_xs_s(src, y, nb, 0); }
+static void deq_iq2_s(const void *src, float *y, int64_t nb) { deq_iq2_xs_s(src, y, nb, 1); }
+
+/* The rows: quantize is quant_iqgrid_q.c's, one search for every grid type. */
+#define IQGRID_ROW(t, ID)                                                                  \
+    static int quant_##t(const float *x, void *dst, int64_t nb, const float *imatrix)     \
+    {                                                                                     \
+        return sl_quant_iqgrid_quantize(ID, x, dst, nb, imatrix);                         \
+    }                                                                                     \
+    const sl_quant_traits sl_qtraits_##t = { deq_##t, quant_##t, SL_GGML_Q8_K };
+IQGRID_ROW(iq2_xxs, SL_GGML_IQ2_XXS)
+IQGRID_ROW(iq2_xs, SL_GGML_IQ2_XS)
+IQGRID_ROW(iq2_s, SL_GGML_IQ2_S)
+IQGRID_ROW(iq3_xxs, SL_GGML_IQ3_XXS)
+IQGRID_ROW(iq3_s, SL_GGML_IQ3_S)
+IQGRID_ROW(iq1_s, SL_GGML_IQ1_S)
+IQGRID_ROW(iq1_m, SL_GGML_IQ1_M)

@@ -1,4 +1,7 @@
-/* Reference quantizers of the K-quant super-blocks (Q2_K..Q6_K).
+/* The K-quant super-blocks (Q2_K..Q6_K): scalar dequantizers (each product
+ * and sum rounded on its own, in the format's order, so they equal ggml's
+ * to_float bit for bit), reference quantizers and their type-table rows.
+ * The quantizers:
  *
  * Our own scheme, minimising the plain squared reconstruction error:
  *  1. per sub-block, a float scale (and offset for the affine types) from a
@@ -213,6 +216,19 @@ static void affine_superblock(const float *x, struct affine_sb *s)
 
 /* ======================= symmetric: value = a*q ======================== */
 
+/* The least-squares sums of the levels l = clamp(rint(x * is)) to [-N, N-1]:
+ * sum l x and sum l^2, in double, in element order. */
+static void sym_sums(const float *x, int n, int N, float is, double *sqx, double *sqq)
+{
+    double lx = 0, ll = 0;
+    for (int i = 0; i < n; i++) {
+        int l = clamp_rint(x[i] * is, -N, N - 1);
+        lx += (double)l * x[i]; ll += (double)l * l;
+    }
+    *sqx = lx;
+    *sqq = ll;
+}
+
 /* Float scale of one sub-block, levels in [-N, N-1]. */
 static float sym_fit(const float *x, int n, int N, int nstep, float span)
 {
@@ -227,22 +243,16 @@ static float sym_fit(const float *x, int n, int N, int nstep, float span)
         for (int t = 0; t <= nstep; t++) {
             float lev = (float)N + 0.5f - span * (float)N * (float)t / (float)nstep;
             float is = (float)sign * lev / max;
-            double sqx = 0, sqq = 0;
-            for (int i = 0; i < n; i++) {
-                int l = clamp_rint(x[i] * is, -N, N - 1);
-                sqx += (double)l * x[i]; sqq += (double)l * l;
-            }
+            double sqx, sqq;
+            sym_sums(x, n, N, is, &sqx, &sqq);
             if (sqq == 0) continue;
             double e = sxx - sqx * sqx / sqq;
             if (e < best) { best = e; best_a = (float)(sqx / sqq); }
         }
     for (int it = 0; it < 4; it++) {
         float is = 1.0f / best_a;
-        double sqx = 0, sqq = 0;
-        for (int i = 0; i < n; i++) {
-            int l = clamp_rint(x[i] * is, -N, N - 1);
-            sqx += (double)l * x[i]; sqq += (double)l * l;
-        }
+        double sqx, sqq;
+        sym_sums(x, n, N, is, &sqx, &sqq);
         if (sqq == 0) break;
         double e = sxx - sqx * sqx / sqq;
         if (!(e < best)) break;
@@ -325,43 +335,33 @@ static void sym_superblock(const float *x, struct sym_sb *s)
 
 /* ============================== packing ================================ */
 
-void sl_quant_q2_k_blocks(const float *x, sl_block_q2_k *y, int64_t nb)
+static void pack_q2_k(const struct affine_sb *s, sl_block_q2_k *b)
 {
-    struct affine_sb s = { .nsub = 16, .sublen = 16, .nmax = 3, .smax = 15, .nstep = 3 };
-    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
-        affine_superblock(x, &s);
-        sl_block_q2_k *b = &y[i];
-        for (int j = 0; j < 16; j++) b->scales[j] = (uint8_t)(s.sc[j] | s.m[j] << 4);
-        memset(b->qs, 0, sizeof b->qs);
-        for (int e = 0; e < SL_QKK; e++) {
-            int h = e / 128, k = (e / 32) & 3, l = e & 31;
-            b->qs[32 * h + l] |= (uint8_t)(s.q[e] << (2 * k));
-        }
-        b->d = sl_f32_to_f16(s.D);
-        b->dmin = sl_f32_to_f16(s.M);
+    for (int j = 0; j < 16; j++) b->scales[j] = (uint8_t)(s->sc[j] | s->m[j] << 4);
+    memset(b->qs, 0, sizeof b->qs);
+    for (int e = 0; e < SL_QKK; e++) {
+        int h = e / 128, k = (e / 32) & 3, l = e & 31;
+        b->qs[32 * h + l] |= (uint8_t)(s->q[e] << (2 * k));
     }
+    b->d = sl_f32_to_f16(s->D);
+    b->dmin = sl_f32_to_f16(s->M);
 }
 
-void sl_quant_q3_k_blocks(const float *x, sl_block_q3_k *y, int64_t nb)
+static void pack_q3_k(const struct sym_sb *s, sl_block_q3_k *b)
 {
-    struct sym_sb s = { .N = 4, .S = 32, .nstep = 4, .span = 0.6f };
-    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
-        sym_superblock(x, &s);
-        sl_block_q3_k *b = &y[i];
-        memset(b, 0, sizeof *b);
-        for (int j = 0; j < 16; j++) {
-            int v = s.sc[j] + 32;
-            if (j < 8) b->scales[j] |= (uint8_t)(v & 15);
-            else b->scales[j - 8] |= (uint8_t)((v & 15) << 4);
-            b->scales[8 + (j & 3)] |= (uint8_t)((v >> 4) << (2 * (j >> 2)));
-        }
-        for (int e = 0; e < SL_QKK; e++) {
-            int h = e / 128, k = (e / 32) & 3, l = e & 31, u = s.q[e] + 4;
-            b->qs[32 * h + l] |= (uint8_t)((u & 3) << (2 * k));
-            if (u & 4) b->hmask[l] |= (uint8_t)(1u << (4 * h + k));
-        }
-        b->d = sl_f32_to_f16(s.D);
+    memset(b, 0, sizeof *b);
+    for (int j = 0; j < 16; j++) {
+        int v = s->sc[j] + 32;
+        if (j < 8) b->scales[j] |= (uint8_t)(v & 15);
+        else b->scales[j - 8] |= (uint8_t)((v & 15) << 4);
+        b->scales[8 + (j & 3)] |= (uint8_t)((v >> 4) << (2 * (j >> 2)));
     }
+    for (int e = 0; e < SL_QKK; e++) {
+        int h = e / 128, k = (e / 32) & 3, l = e & 31, u = s->q[e] + 4;
+        b->qs[32 * h + l] |= (uint8_t)((u & 3) << (2 * k));
+        if (u & 4) b->hmask[l] |= (uint8_t)(1u << (4 * h + k));
+    }
+    b->d = sl_f32_to_f16(s->D);
 }
 
 static void pack_k4_scales(const uint8_t *sc, const uint8_t *m, uint8_t out[12])
@@ -373,53 +373,173 @@ static void pack_k4_scales(const uint8_t *sc, const uint8_t *m, uint8_t out[12])
     }
 }
 
-void sl_quant_q4_k_blocks(const float *x, sl_block_q4_k *y, int64_t nb)
+static void pack_q4_k(const struct affine_sb *s, sl_block_q4_k *b)
 {
-    struct affine_sb s = { .nsub = 8, .sublen = 32, .nmax = 15, .smax = 63, .nstep = 3 };
-    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
-        affine_superblock(x, &s);
-        sl_block_q4_k *b = &y[i];
-        pack_k4_scales(s.sc, s.m, b->scales);
-        for (int p = 0; p < 4; p++)
-            for (int l = 0; l < 32; l++)
-                b->qs[32 * p + l] = (uint8_t)(s.q[64 * p + l] | s.q[64 * p + 32 + l] << 4);
-        b->d = sl_f32_to_f16(s.D);
-        b->dmin = sl_f32_to_f16(s.M);
+    pack_k4_scales(s->sc, s->m, b->scales);
+    for (int p = 0; p < 4; p++)
+        for (int l = 0; l < 32; l++)
+            b->qs[32 * p + l] = (uint8_t)(s->q[64 * p + l] | s->q[64 * p + 32 + l] << 4);
+    b->d = sl_f32_to_f16(s->D);
+    b->dmin = sl_f32_to_f16(s->M);
+}
+
+static void pack_q5_k(const struct affine_sb *s, sl_block_q5_k *b)
+{
+    pack_k4_scales(s->sc, s->m, b->scales);
+    memset(b->qh, 0, sizeof b->qh);
+    for (int p = 0; p < 4; p++)
+        for (int l = 0; l < 32; l++)
+            b->qs[32 * p + l] = (uint8_t)((s->q[64 * p + l] & 15) | (s->q[64 * p + 32 + l] & 15) << 4);
+    for (int e = 0; e < SL_QKK; e++)
+        b->qh[e & 31] |= (uint8_t)((s->q[e] >> 4) << (e / 32));
+    b->d = sl_f32_to_f16(s->D);
+    b->dmin = sl_f32_to_f16(s->M);
+}
+
+static void pack_q6_k(const struct sym_sb *s, sl_block_q6_k *b)
+{
+    memset(b->qh, 0, sizeof b->qh);
+    memset(b->ql, 0, sizeof b->ql);
+    for (int j = 0; j < 16; j++) b->scales[j] = s->sc[j];
+    for (int e = 0; e < SL_QKK; e++) {
+        int h = e / 128, g = (e / 32) & 3, l = e & 31, u = s->q[e] + 32;
+        b->ql[64 * h + l + 32 * (g & 1)] |= (uint8_t)((u & 15) << (4 * (g >> 1)));
+        b->qh[32 * h + l] |= (uint8_t)((u >> 4) << (2 * g));
+    }
+    b->d = sl_f32_to_f16(s->D);
+}
+
+/* ============================ dequantize =============================== */
+
+static void deq_q2_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q2_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++) {
+        float d = sl_f16_to_f32(b->d), dmin = sl_f16_to_f32(b->dmin);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++)
+                for (int half = 0; half < 2; half++) {
+                    uint8_t sc = b->scales[8 * h + 2 * k + half];
+                    float dl = d * (float)(sc & 15), ml = dmin * (float)(sc >> 4);
+                    for (int l = 16 * half; l < 16 * half + 16; l++) {
+                        int q = (b->qs[32 * h + l] >> (2 * k)) & 3;
+                        y[128 * h + 32 * k + l] = dl * (float)q - ml;
+                    }
+                }
+        y += SL_QKK;
     }
 }
 
-void sl_quant_q5_k_blocks(const float *x, sl_block_q5_k *y, int64_t nb)
+/* q3_K's 16 six-bit scales, stored +32, as signed values. */
+static void q3k_scales(const uint8_t *s, int8_t out[16])
 {
-    struct affine_sb s = { .nsub = 8, .sublen = 32, .nmax = 31, .smax = 63, .nstep = 3 };
-    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
-        affine_superblock(x, &s);
-        sl_block_q5_k *b = &y[i];
-        pack_k4_scales(s.sc, s.m, b->scales);
-        memset(b->qh, 0, sizeof b->qh);
-        for (int p = 0; p < 4; p++)
-            for (int l = 0; l < 32; l++)
-                b->qs[32 * p + l] = (uint8_t)((s.q[64 * p + l] & 15) | (s.q[64 * p + 32 + l] & 15) << 4);
-        for (int e = 0; e < SL_QKK; e++)
-            b->qh[e & 31] |= (uint8_t)((s.q[e] >> 4) << (e / 32));
-        b->d = sl_f32_to_f16(s.D);
-        b->dmin = sl_f32_to_f16(s.M);
+    for (int j = 0; j < 16; j++) {
+        int lo = j < 8 ? s[j] & 15 : s[j - 8] >> 4;
+        int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+        out[j] = (int8_t)((lo | hi << 4) - 32);
     }
 }
 
-void sl_quant_q6_k_blocks(const float *x, sl_block_q6_k *y, int64_t nb)
+static void deq_q3_k(const void *src, float *y, int64_t nb)
 {
-    struct sym_sb s = { .N = 32, .S = 128, .nstep = 8, .span = 0.15f };
-    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
-        sym_superblock(x, &s);
-        sl_block_q6_k *b = &y[i];
-        memset(b->qh, 0, sizeof b->qh);
-        memset(b->ql, 0, sizeof b->ql);
-        for (int j = 0; j < 16; j++) b->scales[j] = s.sc[j];
-        for (int e = 0; e < SL_QKK; e++) {
-            int h = e / 128, g = (e / 32) & 3, l = e & 31, u = s.q[e] + 32;
-            b->ql[64 * h + l + 32 * (g & 1)] |= (uint8_t)((u & 15) << (4 * (g >> 1)));
-            b->qh[32 * h + l] |= (uint8_t)((u >> 4) << (2 * g));
+    const sl_block_q3_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++) {
+        float d = sl_f16_to_f32(b->d);
+        int8_t sc[16];
+        q3k_scales(b->scales, sc);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++)
+                for (int half = 0; half < 2; half++) {
+                    float dl = d * (float)sc[8 * h + 2 * k + half];
+                    for (int l = 16 * half; l < 16 * half + 16; l++) {
+                        int q = (b->qs[32 * h + l] >> (2 * k)) & 3;
+                        if (!(b->hmask[l] & (1u << (4 * h + k)))) q -= 4;
+                        y[128 * h + 32 * k + l] = dl * (float)q;
+                    }
+                }
+        y += SL_QKK;
+    }
+}
+
+/* q4_K / q5_K: 6-bit scale and min of sub-block j from the 12 packed bytes. */
+static void k4_scale_min(const uint8_t *s, int j, int *sc, int *m)
+{
+    if (j < 4) { *sc = s[j] & 63; *m = s[j + 4] & 63; }
+    else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* q4_K and q5_K: the same 6-bit scale/min pairs over 8 groups of 32; q5_K adds
+ * a fifth bit per element from qh (NULL for q4_K). */
+static void deq_k45(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, float d, float dmin,
+                    float *y)
+{
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        k4_scale_min(scales, j, &sc, &m);
+        float d1 = d * (float)sc, m1 = dmin * (float)m;
+        const uint8_t *q = qs + 32 * (j / 2);
+        int shift = 4 * (j & 1);
+        for (int l = 0; l < 32; l++) {
+            int v = ((q[l] >> shift) & 15) | (qh ? ((qh[l] >> j) & 1) << 4 : 0);
+            y[32 * j + l] = d1 * (float)v - m1;
         }
-        b->d = sl_f32_to_f16(s.D);
     }
 }
+
+static void deq_q4_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q4_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, NULL, sl_f16_to_f32(b->d), sl_f16_to_f32(b->dmin), y);
+}
+
+static void deq_q5_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q5_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QKK)
+        deq_k45(b->scales, b->qs, b->qh, sl_f16_to_f32(b->d), sl_f16_to_f32(b->dmin), y);
+}
+
+static void deq_q6_k(const void *src, float *y, int64_t nb)
+{
+    const sl_block_q6_k *b = src;
+    for (int64_t i = 0; i < nb; i++, b++) {
+        float d = sl_f16_to_f32(b->d);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *L = b->ql + 64 * h, *H = b->qh + 32 * h;
+            const int8_t *S = b->scales + 8 * h;
+            for (int g = 0; g < 4; g++) {
+                const uint8_t *lq = L + 32 * (g & 1);
+                int lshift = 4 * (g >> 1);
+                for (int l = 0; l < 32; l++) {
+                    int q = (((lq[l] >> lshift) & 15) | (((H[l] >> (2 * g)) & 3) << 4)) - 32;
+                    y[128 * h + 32 * g + l] = (d * (float)S[l / 16 + 2 * g]) * (float)q;
+                }
+            }
+        }
+        y += SL_QKK;
+    }
+}
+
+/* A type's row: each super-block fitted by FIT (state: a struct SBT with the
+ * given fields, kept across super-blocks) and packed by pack_t. */
+#define KQ_ROW(t, SBT, FIT, ...)                                                           \
+    static int quant_##t(const float *x, void *dst, int64_t nb, const float *imatrix)     \
+    {                                                                                     \
+        struct SBT s = { __VA_ARGS__ };                                                   \
+        (void)imatrix;                                                                    \
+        for (int64_t i = 0; i < nb; i++, x += SL_QKK) {                                   \
+            FIT(x, &s);                                                                   \
+            pack_##t(&s, (sl_block_##t *)dst + i);                                        \
+        }                                                                                 \
+        return 0;                                                                         \
+    }                                                                                     \
+    const sl_quant_traits sl_qtraits_##t = { deq_##t, quant_##t, SL_GGML_Q8_K };
+KQ_ROW(q2_k, affine_sb, affine_superblock, .nsub = 16, .sublen = 16, .nmax = 3, .smax = 15, .nstep = 3)
+KQ_ROW(q3_k, sym_sb, sym_superblock, .N = 4, .S = 32, .nstep = 4, .span = 0.6f)
+KQ_ROW(q4_k, affine_sb, affine_superblock, .nsub = 8, .sublen = 32, .nmax = 15, .smax = 63, .nstep = 3)
+KQ_ROW(q5_k, affine_sb, affine_superblock, .nsub = 8, .sublen = 32, .nmax = 31, .smax = 63, .nstep = 3)
+KQ_ROW(q6_k, sym_sb, sym_superblock, .N = 32, .S = 128, .nstep = 8, .span = 0.15f)

@@ -1,5 +1,5 @@
-/* Reference quantizers of the 32-element formats Q4_0, Q4_1, Q5_0, Q5_1 and
- * Q8_0. These are the straightforward min/max quantizers: they reproduce the
+/* The 32-element formats Q4_0, Q4_1, Q5_0, Q5_1: scalar dequantizers,
+ * reference quantizers and their type-table rows (Q8_0's is quant_act.c's). These are the straightforward min/max quantizers: they reproduce the
  * bytes of ggml's (and gguf-py's) reference quantizers exactly, which is what
  * the golden tests check; a smarter search would not be byte-compatible. */
 #include <math.h>
@@ -59,50 +59,60 @@ static void pack_fifth_bits(const uint8_t *q, uint8_t qh[4])
     for (int k = 0; k < 4; k++) qh[k] = (uint8_t)(h >> (8 * k));
 }
 
-void sl_quant_q4_0_blocks(const float *x, sl_block_q4_0 *y, int64_t nb)
+/* One block's levels (symmetric around 2^(bits-1), or affine from min when m
+ * is set), f16 scale and min, the fifth bits (qh set: 5-bit formats) and the
+ * nibbles. */
+static void legacy_block(const float *x, int bits, sl_f16 *d, sl_f16 *m, uint8_t *qh, uint8_t *qs)
 {
-    for (int64_t i = 0; i < nb; i++, x += SL_QK) {
-        uint8_t q[SL_QK];
-        float d;
-        sym_levels(x, 8, q, &d);
-        y[i].d = sl_f32_to_f16(d);
-        pack_nibbles(q, y[i].qs);
+    uint8_t q[SL_QK];
+    float df, mf = 0.0f;
+    if (m) affine_levels(x, (1 << bits) - 1, q, &df, &mf);
+    else sym_levels(x, 1 << (bits - 1), q, &df);
+    *d = sl_f32_to_f16(df);
+    if (m) *m = sl_f32_to_f16(mf);
+    if (qh) pack_fifth_bits(q, qh);
+    pack_nibbles(q, qs);
+}
+
+static uint32_t load_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* One block's values: (q - off) * d, or q * d + m when m is set; q takes its
+ * fifth bit from qh when set. Each product and sum rounded on its own. */
+static void legacy_deq(sl_f16 dh, const sl_f16 *m, const uint8_t *qh, const uint8_t *qs, int off, float *y)
+{
+    float d = sl_f16_to_f32(dh), mf = m ? sl_f16_to_f32(*m) : 0.0f;
+    uint32_t h = qh ? load_u32(qh) : 0;
+    for (int j = 0; j < SL_QK / 2; j++) {
+        int lo = (qs[j] & 15) | (int)((h >> j) & 1) << 4;
+        int hi = (qs[j] >> 4) | (int)((h >> (j + 16)) & 1) << 4;
+        if (m) {
+            y[j] = (float)lo * d + mf;
+            y[j + 16] = (float)hi * d + mf;
+        } else {
+            y[j] = (float)(lo - off) * d;
+            y[j + 16] = (float)(hi - off) * d;
+        }
     }
 }
 
-void sl_quant_q4_1_blocks(const float *x, sl_block_q4_1 *y, int64_t nb)
-{
-    for (int64_t i = 0; i < nb; i++, x += SL_QK) {
-        uint8_t q[SL_QK];
-        float d, m;
-        affine_levels(x, 15, q, &d, &m);
-        y[i].d = sl_f32_to_f16(d);
-        y[i].m = sl_f32_to_f16(m);
-        pack_nibbles(q, y[i].qs);
-    }
-}
+/* Type t's dequantizer, quantizer and row: BITS per level, M / QH the block's
+ * min and fifth-bit fields (NULL: none), OFF the symmetric offset. */
+#define LEGACY_ROW(t, BITS, OFF, M, QH, VT)                                                      \
+    static void deq_##t(const void *src, float *y, int64_t nb)                                  \
+    {                                                                                            \
+        const sl_block_##t *b = src;                                                             \
+        for (int64_t i = 0; i < nb; i++, b++, y += SL_QK) legacy_deq(b->d, M, QH, b->qs, OFF, y); \
+    }                                                                                            \
+    static int quant_##t(const float *x, void *dst, int64_t nb, const float *imatrix)            \
+    {                                                                                            \
+        sl_block_##t *b = dst;                                                                   \
+        (void)imatrix;                                                                           \
+        for (int64_t i = 0; i < nb; i++, b++, x += SL_QK) legacy_block(x, BITS, &b->d, M, QH, b->qs); \
+        return 0;                                                                                \
+    }                                                                                            \
+    const sl_quant_traits sl_qtraits_##t = { deq_##t, quant_##t, VT };
 
-void sl_quant_q5_0_blocks(const float *x, sl_block_q5_0 *y, int64_t nb)
-{
-    for (int64_t i = 0; i < nb; i++, x += SL_QK) {
-        uint8_t q[SL_QK];
-        float d;
-        sym_levels(x, 16, q, &d);
-        y[i].d = sl_f32_to_f16(d);
-        pack_fifth_bits(q, y[i].qh);
-        pack_nibbles(q, y[i].qs);
-    }
-}
-
-void sl_quant_q5_1_blocks(const float *x, sl_block_q5_1 *y, int64_t nb)
-{
-    for (int64_t i = 0; i < nb; i++, x += SL_QK) {
-        uint8_t q[SL_QK];
-        float d, m;
-        affine_levels(x, 31, q, &d, &m);
-        y[i].d = sl_f32_to_f16(d);
-        y[i].m = sl_f32_to_f16(m);
-        pack_fifth_bits(q, y[i].qh);
-        pack_nibbles(q, y[i].qs);
-    }
-}
+LEGACY_ROW(q4_0, 4, 8, NULL, NULL, SL_GGML_Q8_0)
+LEGACY_ROW(q4_1, 4, 0, &b->m, NULL, SL_GGML_Q8_1)
+LEGACY_ROW(q5_0, 5, 16, NULL, b->qh, SL_GGML_Q8_0)
+LEGACY_ROW(q5_1, 5, 0, &b->m, b->qh, SL_GGML_Q8_1)

@@ -29,10 +29,10 @@ void sl_quant_tq1_0_digits(const sl_block_tq1_0 *b, uint8_t t[SL_QKK])
         for (int m = 0; m < 4; m++) t[240 + 4 * n + m] = (uint8_t)tq1_digit(b->qh[m], n);
 }
 
-void sl_quant_deq_tq1_0(const void *src, float *y, int64_t n)
+static void deq_tq1_0(const void *src, float *y, int64_t nb)
 {
     const sl_block_tq1_0 *b = src;
-    for (int64_t i = 0; i < n / SL_QKK; i++, b++, y += SL_QKK) {
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QKK) {
         uint8_t t[SL_QKK];
         sl_quant_tq1_0_digits(b, t);
         float d = sl_f16_to_f32(b->d);
@@ -40,10 +40,10 @@ void sl_quant_deq_tq1_0(const void *src, float *y, int64_t n)
     }
 }
 
-void sl_quant_deq_tq2_0(const void *src, float *y, int64_t n)
+static void deq_tq2_0(const void *src, float *y, int64_t nb)
 {
     const sl_block_tq2_0 *b = src;
-    for (int64_t i = 0; i < n / SL_QKK; i++, b++, y += SL_QKK) {
+    for (int64_t i = 0; i < nb; i++, b++, y += SL_QKK) {
         float d = sl_f16_to_f32(b->d);
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 4; l++)
@@ -78,17 +78,14 @@ static sl_f16 ternary_block(const float *x, uint8_t t[SL_QKK])
     return dh;
 }
 
-void sl_quant_tq2_0_blocks(const float *x, sl_block_tq2_0 *y, int64_t nb)
+/* The digits t of a block in TQ2_0's layout (d is the caller's). */
+static void pack_tq2_0(const uint8_t *t, sl_block_tq2_0 *b)
 {
-    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
-        uint8_t t[SL_QKK];
-        y[i].d = ternary_block(x, t);
-        memset(y[i].qs, 0, sizeof y[i].qs);
-        for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 4; l++)
-                for (int m = 0; m < 32; m++)
-                    y[i].qs[32 * h + m] |= (uint8_t)(t[128 * h + 32 * l + m] << (2 * l));
-    }
+    memset(b->qs, 0, sizeof b->qs);
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 4; l++)
+            for (int m = 0; m < 32; m++)
+                b->qs[32 * h + m] |= (uint8_t)(t[128 * h + 32 * l + m] << (2 * l));
 }
 
 /* Five digits (t[0] most significant) as a byte: ceil(v * 256 / 243), which
@@ -100,13 +97,27 @@ static uint8_t tq1_pack(const uint8_t *t, int stride, int ndig)
     return (uint8_t)((v * 256 + 242) / 243);
 }
 
-void sl_quant_tq1_0_blocks(const float *x, sl_block_tq1_0 *y, int64_t nb)
+/* The digits t of a block in TQ1_0's layout (d is the caller's). */
+static void pack_tq1_0(const uint8_t *t, sl_block_tq1_0 *b)
 {
-    for (int64_t i = 0; i < nb; i++, x += SL_QKK) {
-        uint8_t t[SL_QKK];
-        y[i].d = ternary_block(x, t);
-        for (int m = 0; m < 32; m++) y[i].qs[m] = tq1_pack(t + m, 32, 5);
-        for (int m = 0; m < 16; m++) y[i].qs[32 + m] = tq1_pack(t + 160 + m, 16, 5);
-        for (int m = 0; m < 4; m++) y[i].qh[m] = tq1_pack(t + 240 + m, 4, 4);
-    }
+    for (int m = 0; m < 32; m++) b->qs[m] = tq1_pack(t + m, 32, 5);
+    for (int m = 0; m < 16; m++) b->qs[32 + m] = tq1_pack(t + 160 + m, 16, 5);
+    for (int m = 0; m < 4; m++) b->qh[m] = tq1_pack(t + 240 + m, 4, 4);
 }
+
+/* A type's row: per block, d and the digits (ternary_block), then its packing. */
+#define TERNARY_ROW(t)                                                                    \
+    static int quant_##t(const float *x, void *dst, int64_t nb, const float *imatrix)     \
+    {                                                                                     \
+        sl_block_##t *y = dst;                                                            \
+        (void)imatrix;                                                                    \
+        for (int64_t i = 0; i < nb; i++, x += SL_QKK) {                                   \
+            uint8_t digits[SL_QKK];                                                       \
+            y[i].d = ternary_block(x, digits);                                            \
+            pack_##t(digits, &y[i]);                                                      \
+        }                                                                                 \
+        return 0;                                                                         \
+    }                                                                                     \
+    const sl_quant_traits sl_qtraits_##t = { deq_##t, quant_##t, SL_GGML_Q8_K };
+TERNARY_ROW(tq1_0)
+TERNARY_ROW(tq2_0)

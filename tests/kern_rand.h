@@ -11,6 +11,15 @@
 
 #include "../kernels/kernels.h"
 
+/* 2^-24, the unit roundoff of the derived tolerances (test_kern_dot.c). */
+#define KR_U (1.0 / 16777216.0)
+/* Every type with a vec_dot, in the order the kernel tests draw their data. */
+#define KR_DOT_TYPES                                                                          \
+    SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q2_K, SL_GGML_Q3_K, \
+    SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F32, SL_GGML_F16, SL_GGML_BF16,           \
+    SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_TQ1_0, SL_GGML_TQ2_0,               \
+    SL_GGML_IQ2_XXS, SL_GGML_IQ2_XS, SL_GGML_IQ2_S, SL_GGML_IQ3_XXS, SL_GGML_IQ3_S, SL_GGML_IQ1_S, SL_GGML_IQ1_M
+
 static inline uint64_t kr_next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

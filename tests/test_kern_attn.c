@@ -17,6 +17,7 @@
 
 #include "sl_test.h"
 #include "../kernels/kernels.h"
+#include "attn_testutil.h"
 
 static uint64_t rng_s = 0x2545F4914F6CDD1Dull;
 static uint32_t rnd32(void)
@@ -99,18 +100,7 @@ static void prob_free(prob *P) { free(P->q); free(P->out); free(P->k); free(P->v
 
 static int run(const sl_kern *k, sl_pool *pool, const prob *P)
 {
-    int nt = pool ? sl_pool_n_threads(pool) : 1;
-    size_t sz = sl_kern_attn_scratch(nt, P->sh.head_dim, P->n_ctx);
-    cr_assert_gt(sz, 0);
-    void *ws = malloc(sz);
-    cr_assert_not_null(ws);
-    /* poison: results must not depend on the scratch's previous contents */
-    memset(ws, 0xff, sz);
-    int64_t qs = P->a.out_stride;
-    for (int64_t i = 0; i < qs * P->sh.n_q; i++) P->out[i] = NAN;
-    int rc = sl_kern_attention(k, pool, &P->a, ws);
-    free(ws);
-    return rc;
+    return attn_run_poisoned(k, pool, &P->a, P->n_ctx);
 }
 
 /* Naive double reference with the f16 roundings; checks P->out. */
@@ -275,16 +265,7 @@ Test(kern_attn, threads_match_single)
     shape sh = { 8, 2, 64, 17, 40, 0, 0, 3.0f, 0 };
     prob P;
     prob_make(&P, &sh);
-    int64_t osz = P.a.out_stride * sh.n_q;
-    float *o1 = malloc((size_t)osz * sizeof(float));
-    cr_assert_not_null(o1);
-    for (int l = 0; l < nl; l++) {
-        cr_assert_eq(run(&lv[l], NULL, &P), 0);
-        memcpy(o1, P.out, (size_t)osz * sizeof(float));
-        cr_assert_eq(run(&lv[l], pool, &P), 0);
-        cr_assert(memcmp(o1, P.out, (size_t)osz * sizeof(float)) == 0, "threaded != single thread");
-    }
-    free(o1);
+    for (int l = 0; l < nl; l++) attn_check_threads(&lv[l], pool, &P.a, P.n_ctx);
     prob_free(&P);
     sl_pool_destroy(pool);
 }

@@ -18,6 +18,7 @@
 
 #include "sl_test.h"
 #include "../kernels/kernels.h"
+#include "attn_testutil.h"
 
 static uint64_t rng_s = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd32(void)
@@ -102,16 +103,7 @@ static void prob_free(prob *P) { free(P->q); free(P->out); free(P->k); free(P->v
 
 static int run(const sl_kern *k, sl_pool *pool, const prob *P)
 {
-    int nt = pool ? sl_pool_n_threads(pool) : 1;
-    size_t sz = sl_kern_attn_scratch(nt, P->sh.head_dim, P->n_ctx);
-    cr_assert_gt(sz, 0);
-    void *ws = malloc(sz);
-    cr_assert_not_null(ws);
-    memset(ws, 0xff, sz);   /* results must not depend on the scratch's contents */
-    for (int64_t i = 0; i < P->a.out_stride * P->sh.n_q; i++) P->out[i] = NAN;
-    int rc = sl_kern_attention(k, pool, &P->a, ws);
-    free(ws);
-    return rc;
+    return attn_run_poisoned(k, pool, &P->a, P->n_ctx);
 }
 
 /* The q values the kernel dots with: Q8_0 of q for a quantized K, F16 for F16. */
@@ -254,16 +246,7 @@ Test(kern_attn_q, threads_match_single)
     shape sh = { 8, 2, 64, 17, 40, 1, 0, SL_GGML_Q4_0, SL_GGML_Q4_0 };
     prob P;
     prob_make(&P, &sh);
-    int64_t osz = P.a.out_stride * sh.n_q;
-    float *o1 = malloc((size_t)osz * sizeof(float));
-    cr_assert_not_null(o1);
-    for (int l = 0; l < nl; l++) {
-        cr_assert_eq(run(lv[l], NULL, &P), 0);
-        memcpy(o1, P.out, (size_t)osz * sizeof(float));
-        cr_assert_eq(run(lv[l], pool, &P), 0);
-        cr_assert(memcmp(o1, P.out, (size_t)osz * sizeof(float)) == 0, "threaded != single thread");
-    }
-    free(o1);
+    for (int l = 0; l < nl; l++) attn_check_threads(lv[l], pool, &P.a, P.n_ctx);
     prob_free(&P);
     sl_pool_destroy(pool);
 }

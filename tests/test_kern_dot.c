@@ -25,14 +25,9 @@
 #include "sl_test.h"
 #include "golden_quant.h"
 
-#define U (1.0 / 16777216.0)
+#define U KR_U
 
-static const int types[] = {
-    SL_GGML_Q4_0, SL_GGML_Q4_1, SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q2_K, SL_GGML_Q3_K,
-    SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_F32, SL_GGML_F16, SL_GGML_BF16,
-    SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
-    SL_GGML_IQ2_XXS, SL_GGML_IQ2_XS, SL_GGML_IQ2_S, SL_GGML_IQ3_XXS, SL_GGML_IQ3_S, SL_GGML_IQ1_S, SL_GGML_IQ1_M,
-};
+static const int types[] = { KR_DOT_TYPES };
 #define NTYPES (int)(sizeof types / sizeof types[0])
 
 static double bound(int t, int64_t n, const void *x, const void *y)

@@ -16,7 +16,7 @@
 #include "sl_test.h"
 #include "golden_quant.h"
 
-#define U (1.0 / 16777216.0)
+#define U KR_U
 
 static const struct { const char *name; int type; } k_types[] = {
     {"iq2_xxs", SL_GGML_IQ2_XXS}, {"iq2_xs", SL_GGML_IQ2_XS}, {"iq2_s", SL_GGML_IQ2_S},
