@@ -1,7 +1,7 @@
 /* Batched decode (sluice.h "batched decode"): the members' next tokens as the
  * rows of one forward pass (sl_forward_run_batch), each row in its own
  * session's cache. */
-#include "session_internal.h"
+#include "session_obj.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "forward.h"
+#include "forward_pass.h"
 
 /* Layer l over the rows of a pass (sequence s owns sq[s].n consecutive
  * rows of f->x, its cache, its positions from sq[s].kv->n_past; n = the

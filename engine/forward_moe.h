@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "forward.h"
+#include "forward_pass.h"
 
 /* Bytes of the MoE scratch for n_batch rows (0 for a dense model). */
 uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch);

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "forward.h"
+#include "forward_pass.h"
 
 /* Quantized copy of activation rows (in f->act), reused by every matrix
  * that reads the same input with the same vec_dot_type (q/k/v; gate/up). */

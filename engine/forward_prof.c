@@ -1,9 +1,10 @@
 /* The decode profile's op names and its export into the public struct
- * (sluice.h: sl_profile); the accumulation itself is inline (forward.h). */
+ * (sluice.h: sl_profile); the accumulation itself is inline (forward_pass.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "forward.h"
+#include "../gguf/base/sl_status.h"
+#include "forward_pass.h"
 
 static const char *const op_names[SL_PROF_N_OPS] = {
     [SL_PROF_EMBD] = "embd",       [SL_PROF_MV_Q] = "mv_q",       [SL_PROF_MV_K] = "mv_k",

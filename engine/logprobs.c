@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "../gguf/base/sl_internal.h"
-#include "session_internal.h"
+#include "session_obj.h"
 
 int sl_session_logprobs(sl_session *s, int32_t token, int32_t k, int32_t *ids, float *lps, float *token_lp)
 {

@@ -1,7 +1,7 @@
 /* The model handle behind sluice.h's sl_model (model_handle.c): the loaded
  * description, streamer, tokenizer, thread pool and forward pass that the
  * sessions of one model share. Library-internal: the session files
- * (session_internal.h) read it; nothing else should. */
+ * (session_obj.h) read it; nothing else should. */
 #ifndef SL_ENGINE_MODEL_HANDLE_H
 #define SL_ENGINE_MODEL_HANDLE_H
 

@@ -1,7 +1,7 @@
 /* The session (sluice.h "session"): a model's KV cache, logits, sampler and
  * detokenizer state; feeds, samples, pipeline stages and the decode profile.
- * Its struct and the other files that make it up: session_internal.h. */
-#include "session_internal.h"
+ * Its struct and the other files that make it up: session_obj.h. */
+#include "session_obj.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -374,7 +374,7 @@ int sl_session_commit(sl_session *s, const int32_t *ids, int n)
     return 0;
 }
 
-/* ---- for batch.c and spec.c (session_internal.h) ------------------------ */
+/* ---- for batch.c and spec.c (session_obj.h) ------------------------ */
 
 bool sl_session_prof_begin(sl_session *s)
 {

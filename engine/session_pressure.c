@@ -1,7 +1,7 @@
 /* The memory-pressure ladder of a session (sluice.h "memory pressure"): the
  * ladder (pressure.c) decides each step; this file carries it out on the
  * model's streamer or the session's cache and hands it back. */
-#include "session_internal.h"
+#include "session_obj.h"
 
 #include "pressure.h"
 

@@ -2,7 +2,7 @@
  * the rest goes, the kept rows are rotated to their new positions
  * (sl_forward_kv_shift); and the memory-pressure window, which shifts the
  * same way with sinks + window as the context. */
-#include "session_internal.h"
+#include "session_obj.h"
 
 #include <string.h>
 

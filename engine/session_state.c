@@ -17,7 +17,7 @@
  * pins architecture, tokenizer, hyperparameters, tensor names, types, shapes
  * and offsets; the data samples catch a re-quantization or fine-tune that kept
  * them all. */
-#include "session_internal.h"
+#include "session_obj.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Speculative decoding (sluice.h "speculative decoding"): one pass verifies
  * the sampled token and k drafts (n-gram lookup or a draft model); the cache
  * keeps the accepted prefix (rows past it are rolled back by moving n_past). */
-#include "session_internal.h"
+#include "session_obj.h"
 
 #include <stdio.h>
 #include <stdlib.h>

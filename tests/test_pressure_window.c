@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../engine/session_internal.h"
+#include "../engine/session_obj.h"
 #include "../engine/sluice.h"
 #include "../gguf/gguf_type.h"
 #include "../gguf/base/sl_status.h"

@@ -9,7 +9,8 @@
 
 #include <stddef.h>
 
-#include "../model.h"
+#include "../../gguf/gguf.h"
+#include "../model_desc.h"
 
 typedef struct sl_arch {
     const char *name;         /* general.architecture */

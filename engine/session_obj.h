@@ -5,8 +5,8 @@
  * run passes for sessions and report them with sl_session_fed). The one
  * internal way into a session: outside the library only tests that compare
  * cache rows (test_pressure_window.c) include it. */
-#ifndef SL_ENGINE_SESSION_INTERNAL_H
-#define SL_ENGINE_SESSION_INTERNAL_H
+#ifndef SL_ENGINE_SESSION_OBJ_H
+#define SL_ENGINE_SESSION_OBJ_H
 
 #include <stdbool.h>
 #include <stdint.h>
