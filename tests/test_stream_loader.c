@@ -7,7 +7,8 @@
  * (pread pool). */
 #include "sl_test.h"
 #include "../gguf/base/sl_status.h"
-#include "../io/stream_internal.h"
+#include "../io/stream_io.h"
+#include "../io/stream_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
