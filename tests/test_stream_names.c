@@ -1,9 +1,11 @@
-/* The one spelling of modes and backends (io/stream_names.c): every name
- * parses back to its value, anything else is SL_EINVAL and leaves the output
- * alone. Portable. */
+/* The one spelling of modes and backends (the tables of io/stream_modes.c and
+ * io/stream_io.c): every name parses back to its value, anything else is
+ * SL_EINVAL and leaves the output alone; every mode has its operations.
+ * Portable. */
 #include "sl_test.h"
 #include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
+#include "../io/stream_modes.h"
 
 Test(stream_names, round_trip_and_rejects)
 {
@@ -24,11 +26,24 @@ Test(stream_names, round_trip_and_rejects)
     cr_assert_str_eq(sl_stream_mode_name(-1), "?");
     cr_assert_str_eq(sl_stream_mode_name(SL_MODE_MMAP + 1), "?");
     cr_assert_str_eq(sl_stream_io_name(SL_IO_PREAD + 1), "?");
+    cr_assert_eq(SL_MODE_COUNT, SL_MODE_MMAP + 1);
+    cr_assert_eq(SL_IO_COUNT, SL_IO_PREAD + 1);
     const char *bad[] = { "", "Stream", "streams", "io_uring", "uring ", "pread pool", NULL };
     for (int i = 0; i < 7; i++) {
         int v = 77;
         cr_assert_eq(sl_stream_mode_parse(bad[i], &v), SL_EINVAL);
         cr_assert_eq(sl_stream_io_parse(bad[i], &v), SL_EINVAL);
         cr_assert_eq(v, 77);
+    }
+}
+
+/* A mode is its row: a name and the operations every mode must have. */
+Test(stream_names, every_mode_has_its_row)
+{
+    for (int m = SL_MODE_AUTO + 1; m < SL_MODE_COUNT; m++) {
+        const sl_stream_mode_ops *ops = sl_stream_mode_ops_of(m);
+        cr_assert_not_null(ops, "mode %d", m);
+        cr_assert(ops->open && ops->close && ops->acquire, "mode %s", sl_stream_mode_name(m));
+        cr_assert_str_neq(sl_stream_mode_name(m), "?");
     }
 }
