@@ -129,20 +129,40 @@ JFN(jintArray, modelInfo)(JNIEnv *env, jclass c, jlong h)
     return a;
 }
 
-/* Names of enum values and the model's strings ("arch", "isa"), as UTF-8 bytes. */
-JFN(jbyteArray, modeName)(JNIEnv *env, jclass c, jint mode)
+/* The enums Java names, as the library spells them (Native.MODES, Native.IOS). */
+static const struct {
+    const char *(*name)(int);
+    int (*parse)(const char *, int *);
+} enums[] = { { sl_stream_mode_name, sl_stream_mode_parse }, { sl_stream_io_name, sl_stream_io_parse } };
+#define N_ENUMS (jint)(sizeof enums / sizeof enums[0])
+
+/* A value's name ("?" for a value the library does not know), as UTF-8 bytes. */
+JFN(jbyteArray, enumName)(JNIEnv *env, jclass c, jint which, jint value)
 {
     (void)c;
-    const char *s = sl_stream_mode_name(mode);
+    if (which < 0 || which >= N_ENUMS) { throw_sl(env, SL_EINVAL, "no such enum"); return NULL; }
+    const char *s = enums[which].name(value);
     return bytes(env, s, (int)strlen(s));
 }
 
-JFN(jbyteArray, ioName)(JNIEnv *env, jclass c, jint io)
+/* A name's value; SL_EINVAL for a name the library does not know. */
+JFN(jint, enumValue)(JNIEnv *env, jclass c, jint which, jbyteArray name)
 {
     (void)c;
-    const char *s = sl_stream_io_name(io);
-    return bytes(env, s, (int)strlen(s));
+    if (which < 0 || which >= N_ENUMS) return throw_sl(env, SL_EINVAL, "no such enum");
+    char *s = cstr(env, name, "name is null");
+    if (!s) return 0;
+    int v = 0, rc = enums[which].parse(s, &v);
+    if (rc) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "unknown %s name \"%.100s\"", which ? "io backend" : "mode", s);
+        throw_sl(env, rc, msg);
+    }
+    free(s);
+    return v;
 }
+
+/* The model's strings ("arch", "isa"), as UTF-8 bytes. */
 
 JFN(jbyteArray, modelString)(JNIEnv *env, jclass c, jlong h, jint which)
 {
