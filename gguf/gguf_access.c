@@ -78,30 +78,37 @@ int sl_gguf_index_add(sl_gguf_index *ix, uint64_t hash, uint64_t idx)
     return SL_OK;
 }
 
+/* Index of the entry of ix under name whose own name is_name() accepts, or -1
+ * (the hash narrows the probe; the name decides). */
+static int64_t lookup(const sl_gguf *g, const sl_gguf_index *ix, const char *name, size_t len,
+                      bool (*is_name)(const sl_gguf *g, uint64_t i, const char *name, size_t len))
+{
+    if (!ix->cap) return -1;
+    uint64_t h = sl_gguf_hash(name, len);
+    for (uint64_t j = h & (ix->cap - 1); ix->slot[j].idx1; j = (j + 1) & (ix->cap - 1))
+        if (ix->slot[j].hash == h && is_name(g, ix->slot[j].idx1 - 1, name, len))
+            return (int64_t)ix->slot[j].idx1 - 1;
+    return -1;
+}
+
+static bool kv_is(const sl_gguf *g, uint64_t i, const char *key, size_t len)
+{
+    return g->kvs[i].key_len == len && !memcmp(g->kvs[i].key, key, len);
+}
+
+static bool tensor_is(const sl_gguf *g, uint64_t i, const char *name, size_t len)
+{
+    return !strncmp(g->tensors[i].name, name, len) && g->tensors[i].name[len] == '\0';
+}
+
 int64_t sl_gguf_kv_lookup(const sl_gguf *g, const char *key, size_t len)
 {
-    const sl_gguf_index *ix = &g->kv_index;
-    if (!ix->cap) return -1;
-    uint64_t h = sl_gguf_hash(key, len);
-    for (uint64_t j = h & (ix->cap - 1); ix->slot[j].idx1; j = (j + 1) & (ix->cap - 1)) {
-        const sl_gguf_kv *kv = &g->kvs[ix->slot[j].idx1 - 1];
-        if (ix->slot[j].hash == h && kv->key_len == len && !memcmp(kv->key, key, len))
-            return (int64_t)ix->slot[j].idx1 - 1;
-    }
-    return -1;
+    return lookup(g, &g->kv_index, key, len, kv_is);
 }
 
 int64_t sl_gguf_tensor_lookup(const sl_gguf *g, const char *name, size_t len)
 {
-    const sl_gguf_index *ix = &g->t_index;
-    if (!ix->cap) return -1;
-    uint64_t h = sl_gguf_hash(name, len);
-    for (uint64_t j = h & (ix->cap - 1); ix->slot[j].idx1; j = (j + 1) & (ix->cap - 1)) {
-        const sl_gguf_tensor *t = &g->tensors[ix->slot[j].idx1 - 1];
-        if (ix->slot[j].hash == h && !strncmp(t->name, name, len) && t->name[len] == '\0')
-            return (int64_t)ix->slot[j].idx1 - 1;
-    }
-    return -1;
+    return lookup(g, &g->t_index, name, len, tensor_is);
 }
 
 /* ---- header ------------------------------------------------------------ */

@@ -259,16 +259,25 @@ static int grow(void **arr, int64_t *cap, int64_t need_n, size_t elem)
     return SL_OK;
 }
 
+/* Entry i of an array the parser grows, zeroed; p->what names it ("kv #3")
+ * for the messages that follow. */
+static int next_entry(parser *p, void **arr, int64_t *cap, uint64_t i, size_t elem, const char *what)
+{
+    snprintf(p->what, sizeof p->what, "%s #%llu", what, U64(i));
+    int st = grow(arr, cap, (int64_t)i + 1, elem);
+    if (st) return fail(p, st, "out of memory");
+    memset((char *)*arr + i * elem, 0, elem);
+    return SL_OK;
+}
+
 static int parse_kvs(parser *p, uint64_t n_kv)
 {
     sl_gguf *g = p->g;
     int64_t cap = 0;
     for (uint64_t i = 0; i < n_kv; i++) {
-        snprintf(p->what, sizeof p->what, "kv #%llu", U64(i));
-        int st = grow((void **)&g->kvs, &cap, (int64_t)i + 1, sizeof *g->kvs);
-        if (st) return fail(p, st, "out of memory");
+        int st = next_entry(p, (void **)&g->kvs, &cap, i, sizeof *g->kvs, "kv");
+        if (st) return st;
         sl_gguf_kv *kv = &g->kvs[i];
-        memset(kv, 0, sizeof *kv);
         kv->offset = p->pos;
         if ((st = rd_str(p, SL_GGUF_MAX_KEY, "key", &kv->key, &kv->key_len))) return st;
         if (kv->key_len == 0) return fail(p, SL_EFORMAT, "empty key at offset 0x%llx", U64(kv->offset));
@@ -340,11 +349,9 @@ static int parse_tensor_infos(parser *p, uint64_t n_tensors)
     sl_gguf *g = p->g;
     int64_t cap = 0;
     for (uint64_t i = 0; i < n_tensors; i++) {
-        snprintf(p->what, sizeof p->what, "tensor #%llu", U64(i));
-        int st = grow((void **)&g->tensors, &cap, (int64_t)i + 1, sizeof *g->tensors);
-        if (st) return fail(p, st, "out of memory");
+        int st = next_entry(p, (void **)&g->tensors, &cap, i, sizeof *g->tensors, "tensor");
+        if (st) return st;
         sl_gguf_tensor *t = &g->tensors[i];
-        memset(t, 0, sizeof *t);
         uint64_t noff = p->pos, nlen;
         if ((st = rd_str(p, SL_GGUF_MAX_NAME, "name", &t->name, &nlen))) return st;
         if (nlen == 0) return fail(p, SL_EFORMAT, "empty name at offset 0x%llx", U64(noff));
