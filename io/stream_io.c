@@ -1,31 +1,22 @@
 /* The I/O backends' table: names (flags, reports, bindings) and rows, and the
  * loader's creation with the backend the config asks for. */
 #include "stream_io.h"
+#include "stream_names.h"
 #include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>
-#include <string.h>
 
 /* indexed by enum sl_stream_io; AUTO has no backend of its own */
-static const struct { const char *name; const sl_io_backend *be; } backends[SL_IO_COUNT] = {
+static const sl_named backends[SL_IO_COUNT] = {
     [SL_IO_AUTO] = { "auto", NULL },
     [SL_IO_URING] = { "uring", &sl_io_uring_backend },
     [SL_IO_PREAD] = { "pread", &sl_io_pread_backend },
 };
 
-const char *sl_stream_io_name(int io)
-{
-    return io >= 0 && io < SL_IO_COUNT ? backends[io].name : "?";
-}
-
-int sl_stream_io_parse(const char *s, int *io)
-{
-    for (int i = 0; s && i < SL_IO_COUNT; i++)
-        if (!strcmp(s, backends[i].name)) { *io = i; return 0; }
-    return SL_EINVAL;
-}
-
 int sl_io_auto(void) { return sl_uring_probe() == 0 ? SL_IO_URING : SL_IO_PREAD; }
+
+const char *sl_stream_io_name(int io) { return sl_named_name(backends, SL_IO_COUNT, io); }
+int sl_stream_io_parse(const char *s, int *io) { return sl_named_parse(backends, SL_IO_COUNT, s, io); }
 
 int sl_loader_create(sl_loader **out, const sl_loader_cfg *cfg, char *notice, size_t notice_len)
 {
@@ -36,7 +27,7 @@ int sl_loader_create(sl_loader **out, const sl_loader_cfg *cfg, char *notice, si
     int rc = sl_loader_new(&L, cfg);
     if (rc) return rc;
     if (cfg->io != SL_IO_AUTO) {
-        rc = sl_loader_start(L, backends[cfg->io].be, cfg->io);
+        rc = sl_loader_start(L, backends[cfg->io].row, cfg->io);
         if (rc) { sl_loader_destroy(L); return rc; }
         *out = L;
         return 0;
