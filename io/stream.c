@@ -7,8 +7,11 @@
 #include "stream_experts.h"
 #include "stream_io.h"
 #include "stream_limits.h"
+#include "stream_loader.h"
 #include "stream_modes.h"
+#include "stream_numa.h"
 #include "stream_plan.h"
+#include "stream_units.h"
 #include "../gguf/base/sl_internal.h"
 
 #include <errno.h>

@@ -17,6 +17,8 @@
  * expert is a slice of the layer unit's 3-D tensors; the layer must be held. */
 #include "stream_experts.h"
 #include "stream_core.h"
+#include "stream_loader.h"
+#include "stream_units.h"
 #include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>

@@ -3,6 +3,7 @@
  * the work (its ops table); this file checks the arguments and keeps the plan
  * the callers print in step with what is held. */
 #include "stream_core.h"
+#include "stream_loader.h"
 #include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* Resident mode: the whole tensor data read once through the loader into one
  * buffer; acquire is a pointer into it. */
 #include "stream_core.h"
+#include "stream_loader.h"
 #include "../gguf/base/sl_internal.h"
 
 #include <errno.h>

@@ -5,6 +5,8 @@
 #include "stream_core.h"
 #include "stream_experts.h"
 #include "stream_limits.h"
+#include "stream_loader.h"
+#include "stream_units.h"
 #include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>
