@@ -168,21 +168,25 @@ static bool is_signed(uint32_t t)
     return t == SL_GGUF_I8 || t == SL_GGUF_I16 || t == SL_GGUF_I32 || t == SL_GGUF_I64;
 }
 
-int sl_gguf_get_u64(const sl_gguf *g, const char *key, uint64_t *out)
+/* An integer key's value as u64 (want_signed false) or as the bits of an i64:
+ * SL_ERANGE when it does not fit, SL_ETYPE when it is not an integer. */
+static int get_int(const sl_gguf *g, const char *key, bool want_signed, uint64_t *bits)
 {
     const sl_gguf_value *v = NULL;
     int st = get(g, key, &v);
     if (st) return st;
-    if (is_unsigned(v->type)) { *out = v->v.u; return SL_OK; }
-    if (is_signed(v->type)) {
-        if (v->v.i < 0)
-            return sl_err_set(SL_ERANGE, "%s: key '%s' = %lld is negative", g->name, key,
-                              (long long)v->v.i);
-        *out = (uint64_t)v->v.i;
-        return SL_OK;
-    }
-    return type_err(g, key, v, "an integer");
+    bool sgn = is_signed(v->type);
+    if (!sgn && !is_unsigned(v->type)) return type_err(g, key, v, "an integer");
+    if (sgn && !want_signed && v->v.i < 0)
+        return sl_err_set(SL_ERANGE, "%s: key '%s' = %lld is negative", g->name, key, (long long)v->v.i);
+    if (!sgn && want_signed && v->v.u > (uint64_t)INT64_MAX)
+        return sl_err_set(SL_ERANGE, "%s: key '%s' = %llu does not fit in int64", g->name, key,
+                          (unsigned long long)v->v.u);
+    *bits = sgn ? (uint64_t)v->v.i : v->v.u;
+    return SL_OK;
 }
+
+int sl_gguf_get_u64(const sl_gguf *g, const char *key, uint64_t *out) { return get_int(g, key, false, out); }
 
 int sl_gguf_get_u32(const sl_gguf *g, const char *key, uint32_t *out)
 {
@@ -198,18 +202,10 @@ int sl_gguf_get_u32(const sl_gguf *g, const char *key, uint32_t *out)
 
 int sl_gguf_get_i64(const sl_gguf *g, const char *key, int64_t *out)
 {
-    const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
-    if (st) return st;
-    if (is_signed(v->type)) { *out = v->v.i; return SL_OK; }
-    if (is_unsigned(v->type)) {
-        if (v->v.u > (uint64_t)INT64_MAX)
-            return sl_err_set(SL_ERANGE, "%s: key '%s' = %llu does not fit in int64", g->name, key,
-                              (unsigned long long)v->v.u);
-        *out = (int64_t)v->v.u;
-        return SL_OK;
-    }
-    return type_err(g, key, v, "an integer");
+    uint64_t bits;
+    int st = get_int(g, key, true, &bits);
+    if (!st) *out = (int64_t)bits;
+    return st;
 }
 
 int sl_gguf_get_f64(const sl_gguf *g, const char *key, double *out)
