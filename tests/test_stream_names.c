@@ -1,7 +1,7 @@
-/* The one spelling of modes and backends (the tables of io/stream_modes.c and
- * io/stream_io.c): every name parses back to its value, anything else is
- * SL_EINVAL and leaves the output alone; every mode has its operations.
- * Portable. */
+/* The one spelling of modes, backends and eviction policies (the tables of
+ * io/stream_modes.c, io/stream_io.c, io/stream_names.c): every name parses
+ * back to its value, anything else is SL_EINVAL and leaves the output alone;
+ * every mode has its operations. Portable. */
 #include "sl_test.h"
 #include "../gguf/base/sl_status.h"
 #include "../io/sluice_stream.h"
@@ -26,6 +26,14 @@ Test(stream_names, round_trip_and_rejects)
     cr_assert_str_eq(sl_stream_mode_name(-1), "?");
     cr_assert_str_eq(sl_stream_mode_name(SL_MODE_MMAP + 1), "?");
     cr_assert_str_eq(sl_stream_io_name(SL_IO_PREAD + 1), "?");
+    const char *policies[] = { "auto", "lru", "lfu", "decay" };
+    for (int pol = SL_EVICT_AUTO; pol <= SL_EVICT_DECAY; pol++) {
+        cr_assert_str_eq(sl_stream_policy_name(pol), policies[pol]);
+        int got = -1;
+        cr_assert_eq(sl_stream_policy_parse(policies[pol], &got), 0);
+        cr_assert_eq(got, pol);
+    }
+    cr_assert_str_eq(sl_stream_policy_name(SL_EVICT_DECAY + 1), "?");
     cr_assert_eq(SL_MODE_COUNT, SL_MODE_MMAP + 1);
     cr_assert_eq(SL_IO_COUNT, SL_IO_PREAD + 1);
     const char *bad[] = { "", "Stream", "streams", "io_uring", "uring ", "pread pool", NULL };
@@ -33,6 +41,7 @@ Test(stream_names, round_trip_and_rejects)
         int v = 77;
         cr_assert_eq(sl_stream_mode_parse(bad[i], &v), SL_EINVAL);
         cr_assert_eq(sl_stream_io_parse(bad[i], &v), SL_EINVAL);
+        cr_assert_eq(sl_stream_policy_parse(bad[i], &v), SL_EINVAL);
         cr_assert_eq(v, 77);
     }
 }
