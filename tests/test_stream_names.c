@@ -7,33 +7,28 @@
 #include "../io/sluice_stream.h"
 #include "../io/stream_modes.h"
 
+/* Each of the n names is the name of its value and parses back to it; value n has none. */
+static void round_trip(const char *const *names, int n, const char *(*name_of)(int),
+                       int (*parse)(const char *, int *))
+{
+    for (int v = 0; v < n; v++) {
+        cr_assert_str_eq(name_of(v), names[v]);
+        int got = -1;
+        cr_assert_eq(parse(names[v], &got), 0);
+        cr_assert_eq(got, v);
+    }
+    cr_assert_str_eq(name_of(n), "?");
+    cr_assert_str_eq(name_of(-1), "?");
+}
+
 Test(stream_names, round_trip_and_rejects)
 {
-    const char *modes[] = { "auto", "resident", "stream", "mmap" };
-    for (int m = SL_MODE_AUTO; m <= SL_MODE_MMAP; m++) {
-        cr_assert_str_eq(sl_stream_mode_name(m), modes[m]);
-        int got = -1;
-        cr_assert_eq(sl_stream_mode_parse(modes[m], &got), 0);
-        cr_assert_eq(got, m);
-    }
-    const char *ios[] = { "auto", "uring", "pread" };
-    for (int io = SL_IO_AUTO; io <= SL_IO_PREAD; io++) {
-        cr_assert_str_eq(sl_stream_io_name(io), ios[io]);
-        int got = -1;
-        cr_assert_eq(sl_stream_io_parse(ios[io], &got), 0);
-        cr_assert_eq(got, io);
-    }
-    cr_assert_str_eq(sl_stream_mode_name(-1), "?");
-    cr_assert_str_eq(sl_stream_mode_name(SL_MODE_MMAP + 1), "?");
-    cr_assert_str_eq(sl_stream_io_name(SL_IO_PREAD + 1), "?");
-    const char *policies[] = { "auto", "lru", "lfu", "decay" };
-    for (int pol = SL_EVICT_AUTO; pol <= SL_EVICT_DECAY; pol++) {
-        cr_assert_str_eq(sl_stream_policy_name(pol), policies[pol]);
-        int got = -1;
-        cr_assert_eq(sl_stream_policy_parse(policies[pol], &got), 0);
-        cr_assert_eq(got, pol);
-    }
-    cr_assert_str_eq(sl_stream_policy_name(SL_EVICT_DECAY + 1), "?");
+    const char *const modes[] = { "auto", "resident", "stream", "mmap" };
+    round_trip(modes, SL_MODE_MMAP + 1, sl_stream_mode_name, sl_stream_mode_parse);
+    const char *const ios[] = { "auto", "uring", "pread" };
+    round_trip(ios, SL_IO_PREAD + 1, sl_stream_io_name, sl_stream_io_parse);
+    const char *const policies[] = { "auto", "lru", "lfu", "decay" };
+    round_trip(policies, SL_EVICT_DECAY + 1, sl_stream_policy_name, sl_stream_policy_parse);
     cr_assert_eq(SL_MODE_COUNT, SL_MODE_MMAP + 1);
     cr_assert_eq(SL_IO_COUNT, SL_IO_PREAD + 1);
     const char *bad[] = { "", "Stream", "streams", "io_uring", "uring ", "pread pool", NULL };
