@@ -78,7 +78,7 @@ Test(stream, order_wraparound_restart_and_misuse)
 {
     char path[1100];
     make(path, sizeof path, "order", &small_spec);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
         st_stream_cfg(&c, io);
         c.depth = 2;
@@ -152,7 +152,7 @@ Test(stream, many_tiny_units_and_multi_request_units)
     char path[1100];
     st_model_spec tiny = { .n_layers = 150, .ne0 = 8, .rows_q = 1, .rows_up = 3, .n_vocab = 5 };
     make(path, sizeof path, "tiny", &tiny);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
         st_stream_cfg(&c, io);
         sl_stream *s;
@@ -164,7 +164,7 @@ Test(stream, many_tiny_units_and_multi_request_units)
     unlink(path);
     st_model_spec big = { .n_layers = 4, .ne0 = 1024, .rows_q = 200, .rows_up = 333, .n_vocab = 700 };
     make(path, sizeof path, "multireq", &big);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
         st_stream_cfg(&c, io);
         c.req_bytes = 4096;      /* ~2 MB units: hundreds of requests each */
@@ -213,7 +213,7 @@ Test(stream, fault_short_reads_and_eagain_are_retried)
     char path[1100];
     make(path, sizeof path, "fault", &small_spec);
     for (int kind = 0; kind < 2; kind++)
-        for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++)
+        for (int io = SL_IO_URING; io < SL_IO_COUNT; io++)
             for (int mode = SL_MODE_RESIDENT; mode <= SL_MODE_STREAM; mode++) {
                 fault f = { .kind = kind };
                 sl_stream_config c;
@@ -247,7 +247,7 @@ Test(stream, row_reads_retried_through_the_loader)
     cr_assert(p.embd_pinned);
     c.mem_budget = p.peak_bytes - p.embd_bytes / 2;   /* everything but the table */
     for (int kind = 0; kind < 2; kind++)
-        for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
             fault f = { .kind = kind };
             c.io = io;
             c.read_hook = fault_hook; c.read_hook_ctx = &f;
@@ -273,7 +273,7 @@ Test(stream, fault_eio_fails_acquire_with_a_clear_message)
 {
     char path[1100];
     make(path, sizeof path, "eio", &small_spec);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         fault f = { .kind = 2 };
         sl_stream_config c;
         st_stream_cfg(&c, io);
@@ -390,7 +390,7 @@ Test(stream, prefetch_runs_depth_units_ahead)
     make(path, sizeof path, "overlap", &sp);
     sl_gguf *g;
     cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_last_error());
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         reach_ctx rc = { 0 };
         sl_stream_config c;
         st_stream_cfg(&c, io);
@@ -445,7 +445,7 @@ Test(stream, layer_subset_reads_and_plans_only_its_units)
     cr_assert_gt(e0.end - e0.begin, 3u << 16);
     const uint8_t mask[8] = { 0, 0, 1, 1, 0, 0, 1, 1 };   /* two windows of two layers */
     const int32_t order[] = { 2, 3, 6, 7 };
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         /* layer 0 less what a neighbour's aligned read may touch */
         subset_ctx x = { .beg = e0.begin + (1u << 16), .end = e0.end - (1u << 16) };
         sl_stream_config c;
@@ -587,7 +587,7 @@ Test(stream, random_order_and_hints_never_wrong_data)
 {
     char path[1100];
     make(path, sizeof path, "random", &small_spec);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
         st_stream_cfg(&c, io);
         c.req_bytes = 4096; c.queue_depth = 3; c.n_io_threads = 3;

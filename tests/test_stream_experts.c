@@ -136,7 +136,7 @@ Test(stream_experts, bytes_match_every_policy_and_backend_while_thrashing)
 {
     char path[1100];
     make_moe(path, sizeof path, "xbytes", &small_moe);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++)
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++)
         for (int pol = SL_EVICT_AUTO; pol <= SL_EVICT_DECAY; pol++) {
             sl_stream_config c;
             st_stream_cfg(&c, io);
@@ -195,7 +195,7 @@ Test(stream_experts, union_larger_than_the_cache_reads_each_once)
 {
     char path[1100];
     make_moe(path, sizeof path, "xunion", &small_moe);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
         st_stream_cfg(&c, io);
         c.expert_cache_bytes = 1;
@@ -275,7 +275,7 @@ Test(stream_experts, eio_on_one_expert_names_layer_and_expert)
 {
     char path[1100];
     make_moe(path, sizeof path, "xeio", &small_moe);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
         st_stream_cfg(&c, io);
         c.expert_cache_bytes = 1;
@@ -394,7 +394,7 @@ static void bitwise(const char *stem)
     float *ref = logits_of(r, mi.n_vocab, &miss);
     cr_assert_eq(miss, 0);
     sl_model_close(r);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_model *m = open_model(path, SL_MODE_STREAM, io);
         const sl_stream_plan *p = sl_stream_get_plan((sl_stream *)sl_model_stream(m));
         cr_assert(p->experts_split, "%s", stem);
@@ -468,7 +468,7 @@ static void pregate_bitwise(const char *stem)
     sl_model_info mi;
     sl_model_get_info(r, &mi);
     sl_model_close(r);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stats on, off;
         int k;
         float *a = pregate_logits(path, SL_PREGATE_ON, io, mi.n_vocab, &on, &k);
