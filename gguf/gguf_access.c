@@ -208,14 +208,21 @@ int sl_gguf_get_i64(const sl_gguf *g, const char *key, int64_t *out)
     return st;
 }
 
+/* The value of key when its type is t or t2; else SL_ETYPE ("expected want"). */
+static int get_as(const sl_gguf *g, const char *key, uint32_t t, uint32_t t2, const char *want,
+                  const sl_gguf_value **v)
+{
+    int st = get(g, key, v);
+    if (!st && (*v)->type != t && (*v)->type != t2) st = type_err(g, key, *v, want);
+    return st;
+}
+
 int sl_gguf_get_f64(const sl_gguf *g, const char *key, double *out)
 {
     const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
-    if (st) return st;
-    if (v->type != SL_GGUF_F32 && v->type != SL_GGUF_F64) return type_err(g, key, v, "f32 or f64");
-    *out = v->v.f;
-    return SL_OK;
+    int st = get_as(g, key, SL_GGUF_F32, SL_GGUF_F64, "f32 or f64", &v);
+    if (!st) *out = v->v.f;
+    return st;
 }
 
 int sl_gguf_get_f32(const sl_gguf *g, const char *key, float *out)
@@ -226,25 +233,22 @@ int sl_gguf_get_f32(const sl_gguf *g, const char *key, float *out)
     return st;
 }
 
-int sl_gguf_get_bool(const sl_gguf *g, const char *key, bool *out)
-{
-    const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
-    if (st) return st;
-    if (v->type != SL_GGUF_BOOL) return type_err(g, key, v, "bool");
-    *out = v->v.u != 0;
-    return SL_OK;
-}
-
 int sl_gguf_get_str(const sl_gguf *g, const char *key, const char **s, uint64_t *len)
 {
     const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
+    int st = get_as(g, key, SL_GGUF_STRING, SL_GGUF_STRING, "string", &v);
     if (st) return st;
-    if (v->type != SL_GGUF_STRING) return type_err(g, key, v, "string");
     *s = v->v.s;
     if (len) *len = v->n;
     return SL_OK;
+}
+
+int sl_gguf_get_bool(const sl_gguf *g, const char *key, bool *out)
+{
+    const sl_gguf_value *v = NULL;
+    int st = get_as(g, key, SL_GGUF_BOOL, SL_GGUF_BOOL, "bool", &v);
+    if (!st) *out = v->v.u != 0;
+    return st;
 }
 
 int sl_gguf_kv_arr(const sl_gguf *g, int64_t kv, uint32_t *elem_type, uint64_t *n,
