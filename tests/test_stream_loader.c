@@ -32,6 +32,13 @@ static int make_file(char *path, size_t n)
     return fd;
 }
 
+/* What every hook does after its own part: the plain read, as a read hook answers. */
+static int64_t plain_read(int fd, void *buf, size_t len, uint64_t off)
+{
+    ssize_t r = pread(fd, buf, len, (off_t)off);
+    return r < 0 ? -errno : r;
+}
+
 typedef struct slow { atomic_int calls; } slow;
 
 /* 2 ms per request, every third call EINTR: a long job to cancel, retries to count */
@@ -41,8 +48,7 @@ static int64_t slow_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
     int n = atomic_fetch_add(&s->calls, 1);
     if (n % 3 == 1) return -EINTR;
     usleep(2000);
-    ssize_t r = pread(fd, buf, len, (off_t)off);
-    return r < 0 ? -errno : r;
+    return plain_read(fd, buf, len, off);
 }
 
 /* A pread pool of n threads, 4 KiB requests, every read through hook. */
@@ -61,12 +67,14 @@ static sl_loader *hooked(int fd, int n, sl_stream_read_hook hook, void *ctx)
 /* Each test's file, a buffer of its size and a loader over it (done frees them). */
 typedef struct rig { char path[256]; int fd; uint8_t *buf; sl_loader *L; } rig;
 
-static void rig_up(rig *r, int n_threads, sl_stream_read_hook hook, void *ctx)
+/* Returns r->L. */
+static sl_loader *rig_up(rig *r, int n_threads, sl_stream_read_hook hook, void *ctx)
 {
     r->fd = make_file(r->path, sizeof r->path);
     r->L = hooked(r->fd, n_threads, hook, ctx);
     r->buf = calloc(1, FILE_BYTES);
     cr_assert_not_null(r->buf);
+    return r->L;
 }
 
 static void rig_done(rig *r)
@@ -90,8 +98,7 @@ Test(stream_loader, cancelled_job_ends_with_ecanceled)
 {
     slow h = { 0 };
     rig r;
-    rig_up(&r, 2, slow_hook, &h);
-    sl_loader *L = r.L;
+    sl_loader *L = rig_up(&r, 2, slow_hook, &h);
     sl_io_job j = job_of(r.buf, 0, FILE_BYTES, 7);
     sl_loader_submit(L, &j);   /* 256 requests of 2 ms on 2 threads: ~250 ms */
     usleep(5000);
@@ -112,8 +119,7 @@ Test(stream_loader, read_now_retries_and_stays_out_of_the_stats)
 {
     slow h = { 0 };
     rig r;
-    rig_up(&r, 2, slow_hook, &h);
-    sl_loader *L = r.L;
+    sl_loader *L = rig_up(&r, 2, slow_hook, &h);
     sl_loader_stats st;
     for (uint64_t off = 3; off < FILE_BYTES; off += 77777) {
         uint8_t got[300], want[300];
@@ -154,8 +160,7 @@ static int64_t order_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off
     int n = atomic_fetch_add(&o->calls, 1);
     if (n < 16) o->off[n] = off;
     while (n == 0 && !atomic_load(&o->go)) usleep(1000);
-    ssize_t r = pread(fd, buf, len, (off_t)off);
-    return r < 0 ? -errno : r;
+    return plain_read(fd, buf, len, off);
 }
 
 /* submit_front jobs first (newest first), then submit_next ones in their
@@ -164,8 +169,7 @@ Test(stream_loader, next_jobs_queue_behind_front_ones)
 {
     order o = { 0 };
     rig r;
-    rig_up(&r, 1, order_hook, &o);
-    sl_loader *L = r.L;
+    sl_loader *L = rig_up(&r, 1, order_hook, &o);
     enum { BLOCK, N, F, X, F2, X2, NJ };
     sl_io_job j[NJ];
     for (int i = 0; i < NJ; i++) j[i] = job_of(r.buf + i * 4096, (uint64_t)i * 4096, 4096, i);
@@ -194,9 +198,9 @@ static int64_t conc_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
     int now = atomic_fetch_add(&c->cur, 1) + 1, p = atomic_load(&c->peak);
     while (now > p && !atomic_compare_exchange_weak(&c->peak, &p, now)) { }
     usleep(2000);
-    ssize_t r = pread(fd, buf, len, (off_t)off);
+    int64_t r = plain_read(fd, buf, len, off);
     atomic_fetch_sub(&c->cur, 1);
-    return r < 0 ? -errno : r;
+    return r;
 }
 
 /* 64 requests of read-ahead on 16 threads stay within the cap; reads needed
@@ -205,8 +209,7 @@ Test(stream_loader, read_ahead_is_capped)
 {
     conc c = { 0 };
     rig r;
-    rig_up(&r, 16, conc_hook, &c);
-    sl_loader *L = r.L;
+    sl_loader *L = rig_up(&r, 16, conc_hook, &c);
     uint8_t *buf = r.buf;
     sl_io_job ahead = job_of(buf, 0, 64 * 4096, 1), plain;
     sl_io_job now = job_of(buf + ahead.len, ahead.len, 4 * 4096, 2);
