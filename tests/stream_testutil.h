@@ -170,6 +170,16 @@ static inline void st_open(sl_stream **s, const char *path, const sl_stream_conf
     cr_assert_eq(sl_stream_open(s, path, c), 0, "open: %s", sl_stream_open_errmsg());
 }
 
+/* st_open with st_stream_cfg(io) as it is. */
+static inline sl_stream *st_open_streamed(const char *path, int io)
+{
+    sl_stream_config c;
+    st_stream_cfg(&c, io);
+    sl_stream *s;
+    st_open(&s, path, &c);
+    return s;
+}
+
 /* Peak RSS of this process (Criterion forks per test: it starts fresh). */
 static inline uint64_t st_vm_hwm(void)
 {

@@ -153,10 +153,7 @@ Test(stream, many_tiny_units_and_multi_request_units)
     st_model_spec tiny = { .n_layers = 150, .ne0 = 8, .rows_q = 1, .rows_up = 3, .n_vocab = 5 };
     make(path, sizeof path, "tiny", &tiny);
     for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
-        sl_stream_config c;
-        st_stream_cfg(&c, io);
-        sl_stream *s;
-        st_open(&s, path, &c);
+        sl_stream *s = st_open_streamed(path, io);
         cr_assert_eq(sl_stream_n_units(s), 151);
         st_run_passes(s, path, 3);
         sl_stream_close(s);

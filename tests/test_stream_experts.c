@@ -171,10 +171,7 @@ Test(stream_experts, a_cache_of_every_expert_hits_after_warmup)
 {
     char path[1100];
     make_moe(path, sizeof path, "xwarm", &small_moe);
-    sl_stream_config c;
-    st_stream_cfg(&c, SL_IO_AUTO);
-    sl_stream *s;
-    st_open(&s, path, &c);
+    sl_stream *s = st_open_streamed(path, SL_IO_AUTO);
     cr_assert_eq(sl_stream_get_plan(s)->n_expert_slots, 64);
     const int32_t all[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
     for (int l = 0; l < small_moe.n_layers; l++) cr_assert_eq(sl_stream_expert_request(s, l, all, 16), 0);
@@ -244,10 +241,7 @@ Test(stream_experts, misuse_is_refused)
 {
     char path[1100];
     make_moe(path, sizeof path, "xmisuse", &small_moe);
-    sl_stream_config c;
-    st_stream_cfg(&c, SL_IO_PREAD);
-    sl_stream *s;
-    st_open(&s, path, &c);
+    sl_stream *s = st_open_streamed(path, SL_IO_PREAD);
     int32_t twice[2] = { 3, 3 }, out[1] = { 16 };
     cr_assert_eq(sl_stream_expert_request(s, 0, twice, 2), SL_EINVAL);
     cr_assert_eq(sl_stream_expert_request(s, 0, out, 1), SL_EINVAL);
