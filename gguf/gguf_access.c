@@ -78,30 +78,37 @@ int sl_gguf_index_add(sl_gguf_index *ix, uint64_t hash, uint64_t idx)
     return SL_OK;
 }
 
+/* Index of the entry of ix under name whose own name is_name() accepts, or -1
+ * (the hash narrows the probe; the name decides). */
+static int64_t lookup(const sl_gguf *g, const sl_gguf_index *ix, const char *name, size_t len,
+                      bool (*is_name)(const sl_gguf *g, uint64_t i, const char *name, size_t len))
+{
+    if (!ix->cap) return -1;
+    uint64_t h = sl_gguf_hash(name, len);
+    for (uint64_t j = h & (ix->cap - 1); ix->slot[j].idx1; j = (j + 1) & (ix->cap - 1))
+        if (ix->slot[j].hash == h && is_name(g, ix->slot[j].idx1 - 1, name, len))
+            return (int64_t)ix->slot[j].idx1 - 1;
+    return -1;
+}
+
+static bool kv_is(const sl_gguf *g, uint64_t i, const char *key, size_t len)
+{
+    return g->kvs[i].key_len == len && !memcmp(g->kvs[i].key, key, len);
+}
+
+static bool tensor_is(const sl_gguf *g, uint64_t i, const char *name, size_t len)
+{
+    return !strncmp(g->tensors[i].name, name, len) && g->tensors[i].name[len] == '\0';
+}
+
 int64_t sl_gguf_kv_lookup(const sl_gguf *g, const char *key, size_t len)
 {
-    const sl_gguf_index *ix = &g->kv_index;
-    if (!ix->cap) return -1;
-    uint64_t h = sl_gguf_hash(key, len);
-    for (uint64_t j = h & (ix->cap - 1); ix->slot[j].idx1; j = (j + 1) & (ix->cap - 1)) {
-        const sl_gguf_kv *kv = &g->kvs[ix->slot[j].idx1 - 1];
-        if (ix->slot[j].hash == h && kv->key_len == len && !memcmp(kv->key, key, len))
-            return (int64_t)ix->slot[j].idx1 - 1;
-    }
-    return -1;
+    return lookup(g, &g->kv_index, key, len, kv_is);
 }
 
 int64_t sl_gguf_tensor_lookup(const sl_gguf *g, const char *name, size_t len)
 {
-    const sl_gguf_index *ix = &g->t_index;
-    if (!ix->cap) return -1;
-    uint64_t h = sl_gguf_hash(name, len);
-    for (uint64_t j = h & (ix->cap - 1); ix->slot[j].idx1; j = (j + 1) & (ix->cap - 1)) {
-        const sl_gguf_tensor *t = &g->tensors[ix->slot[j].idx1 - 1];
-        if (ix->slot[j].hash == h && !strncmp(t->name, name, len) && t->name[len] == '\0')
-            return (int64_t)ix->slot[j].idx1 - 1;
-    }
-    return -1;
+    return lookup(g, &g->t_index, name, len, tensor_is);
 }
 
 /* ---- header ------------------------------------------------------------ */
@@ -161,21 +168,25 @@ static bool is_signed(uint32_t t)
     return t == SL_GGUF_I8 || t == SL_GGUF_I16 || t == SL_GGUF_I32 || t == SL_GGUF_I64;
 }
 
-int sl_gguf_get_u64(const sl_gguf *g, const char *key, uint64_t *out)
+/* An integer key's value as u64 (want_signed false) or as the bits of an i64:
+ * SL_ERANGE when it does not fit, SL_ETYPE when it is not an integer. */
+static int get_int(const sl_gguf *g, const char *key, bool want_signed, uint64_t *bits)
 {
     const sl_gguf_value *v = NULL;
     int st = get(g, key, &v);
     if (st) return st;
-    if (is_unsigned(v->type)) { *out = v->v.u; return SL_OK; }
-    if (is_signed(v->type)) {
-        if (v->v.i < 0)
-            return sl_err_set(SL_ERANGE, "%s: key '%s' = %lld is negative", g->name, key,
-                              (long long)v->v.i);
-        *out = (uint64_t)v->v.i;
-        return SL_OK;
-    }
-    return type_err(g, key, v, "an integer");
+    bool sgn = is_signed(v->type);
+    if (!sgn && !is_unsigned(v->type)) return type_err(g, key, v, "an integer");
+    if (sgn && !want_signed && v->v.i < 0)
+        return sl_err_set(SL_ERANGE, "%s: key '%s' = %lld is negative", g->name, key, (long long)v->v.i);
+    if (!sgn && want_signed && v->v.u > (uint64_t)INT64_MAX)
+        return sl_err_set(SL_ERANGE, "%s: key '%s' = %llu does not fit in int64", g->name, key,
+                          (unsigned long long)v->v.u);
+    *bits = sgn ? (uint64_t)v->v.i : v->v.u;
+    return SL_OK;
 }
+
+int sl_gguf_get_u64(const sl_gguf *g, const char *key, uint64_t *out) { return get_int(g, key, false, out); }
 
 int sl_gguf_get_u32(const sl_gguf *g, const char *key, uint32_t *out)
 {
@@ -191,28 +202,27 @@ int sl_gguf_get_u32(const sl_gguf *g, const char *key, uint32_t *out)
 
 int sl_gguf_get_i64(const sl_gguf *g, const char *key, int64_t *out)
 {
-    const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
-    if (st) return st;
-    if (is_signed(v->type)) { *out = v->v.i; return SL_OK; }
-    if (is_unsigned(v->type)) {
-        if (v->v.u > (uint64_t)INT64_MAX)
-            return sl_err_set(SL_ERANGE, "%s: key '%s' = %llu does not fit in int64", g->name, key,
-                              (unsigned long long)v->v.u);
-        *out = (int64_t)v->v.u;
-        return SL_OK;
-    }
-    return type_err(g, key, v, "an integer");
+    uint64_t bits;
+    int st = get_int(g, key, true, &bits);
+    if (!st) *out = (int64_t)bits;
+    return st;
+}
+
+/* The value of key when its type is t or t2; else SL_ETYPE ("expected want"). */
+static int get_as(const sl_gguf *g, const char *key, uint32_t t, uint32_t t2, const char *want,
+                  const sl_gguf_value **v)
+{
+    int st = get(g, key, v);
+    if (!st && (*v)->type != t && (*v)->type != t2) st = type_err(g, key, *v, want);
+    return st;
 }
 
 int sl_gguf_get_f64(const sl_gguf *g, const char *key, double *out)
 {
     const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
-    if (st) return st;
-    if (v->type != SL_GGUF_F32 && v->type != SL_GGUF_F64) return type_err(g, key, v, "f32 or f64");
-    *out = v->v.f;
-    return SL_OK;
+    int st = get_as(g, key, SL_GGUF_F32, SL_GGUF_F64, "f32 or f64", &v);
+    if (!st) *out = v->v.f;
+    return st;
 }
 
 int sl_gguf_get_f32(const sl_gguf *g, const char *key, float *out)
@@ -223,25 +233,22 @@ int sl_gguf_get_f32(const sl_gguf *g, const char *key, float *out)
     return st;
 }
 
-int sl_gguf_get_bool(const sl_gguf *g, const char *key, bool *out)
-{
-    const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
-    if (st) return st;
-    if (v->type != SL_GGUF_BOOL) return type_err(g, key, v, "bool");
-    *out = v->v.u != 0;
-    return SL_OK;
-}
-
 int sl_gguf_get_str(const sl_gguf *g, const char *key, const char **s, uint64_t *len)
 {
     const sl_gguf_value *v = NULL;
-    int st = get(g, key, &v);
+    int st = get_as(g, key, SL_GGUF_STRING, SL_GGUF_STRING, "string", &v);
     if (st) return st;
-    if (v->type != SL_GGUF_STRING) return type_err(g, key, v, "string");
     *s = v->v.s;
     if (len) *len = v->n;
     return SL_OK;
+}
+
+int sl_gguf_get_bool(const sl_gguf *g, const char *key, bool *out)
+{
+    const sl_gguf_value *v = NULL;
+    int st = get_as(g, key, SL_GGUF_BOOL, SL_GGUF_BOOL, "bool", &v);
+    if (!st) *out = v->v.u != 0;
+    return st;
 }
 
 int sl_gguf_kv_arr(const sl_gguf *g, int64_t kv, uint32_t *elem_type, uint64_t *n,

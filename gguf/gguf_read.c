@@ -259,39 +259,72 @@ static int grow(void **arr, int64_t *cap, int64_t need_n, size_t elem)
     return SL_OK;
 }
 
-static int parse_kvs(parser *p, uint64_t n_kv)
+/* The header's lists of named entries (kvs, tensor infos): the array they are
+ * read into, its count and name index, and the reader of one entry. */
+typedef struct entries {
+    void **arr; size_t elem; int64_t *n; sl_gguf_index *index;
+    const char *what;        /* "kv": p->what is "kv #3" until one() names the entry */
+    /* reads entry i into e (zeroed) and gives its name for the index */
+    int (*one)(parser *p, void *e, uint64_t i, const char **name, uint64_t *len);
+} entries;
+
+static int parse_entries(parser *p, uint64_t n, const entries *E)
 {
-    sl_gguf *g = p->g;
     int64_t cap = 0;
-    for (uint64_t i = 0; i < n_kv; i++) {
-        snprintf(p->what, sizeof p->what, "kv #%llu", U64(i));
-        int st = grow((void **)&g->kvs, &cap, (int64_t)i + 1, sizeof *g->kvs);
+    for (uint64_t i = 0; i < n; i++) {
+        snprintf(p->what, sizeof p->what, "%s #%llu", E->what, U64(i));
+        int st = grow(E->arr, &cap, (int64_t)i + 1, E->elem);
         if (st) return fail(p, st, "out of memory");
-        sl_gguf_kv *kv = &g->kvs[i];
-        memset(kv, 0, sizeof *kv);
-        kv->offset = p->pos;
-        if ((st = rd_str(p, SL_GGUF_MAX_KEY, "key", &kv->key, &kv->key_len))) return st;
-        if (kv->key_len == 0) return fail(p, SL_EFORMAT, "empty key at offset 0x%llx", U64(kv->offset));
-        if (strlen(kv->key) != kv->key_len)
-            return fail(p, SL_EFORMAT, "key at offset 0x%llx contains a NUL byte", U64(kv->offset));
-        snprintf(p->what, sizeof p->what, "kv #%llu '%.200s'", U64(i), kv->key);
-        if (sl_gguf_kv_lookup(g, kv->key, kv->key_len) >= 0)
-            return fail(p, SL_EFORMAT, "duplicate key at offset 0x%llx", U64(kv->offset));
-        uint32_t type;
-        uint64_t toff = p->pos;
-        if ((st = rd_u32(p, &type, "value type"))) return st;
-        if (!sl_gguf_vtype_name(type))
-            return fail(p, SL_EFORMAT, "value type %u at offset 0x%llx is not a GGUF value type",
-                        type, U64(toff));
-        p->depth = 0;
-        if ((st = parse_value(p, type, &kv->val, 0))) return st;
-        p->depth = 0;
-        g->n_kv = (int64_t)i + 1;
-        if ((st = sl_gguf_index_add(&g->kv_index, sl_gguf_hash(kv->key, kv->key_len), i)))
-            return fail(p, st, "out of memory");
+        void *e = memset((char *)*E->arr + i * E->elem, 0, E->elem);
+        const char *name;
+        uint64_t len;
+        if ((st = E->one(p, e, i, &name, &len))) return st;
+        *E->n = (int64_t)i + 1;
+        if ((st = sl_gguf_index_add(E->index, sl_gguf_hash(name, len), i))) return fail(p, st, "out of memory");
     }
     p->what[0] = '\0';
     return SL_OK;
+}
+
+/* A key or tensor name (field): at most cap bytes, not empty, no NUL inside. */
+static int rd_name(parser *p, uint64_t cap, const char *field, const char **s, uint64_t *len)
+{
+    uint64_t off = p->pos;
+    int st = rd_str(p, cap, field, s, len);
+    if (st) return st;
+    if (*len == 0) return fail(p, SL_EFORMAT, "empty %s at offset 0x%llx", field, U64(off));
+    if (strlen(*s) != *len)
+        return fail(p, SL_EFORMAT, "%s at offset 0x%llx contains a NUL byte", field, U64(off));
+    return SL_OK;
+}
+
+static int parse_kv(parser *p, void *e, uint64_t i, const char **name, uint64_t *len)
+{
+    sl_gguf_kv *kv = e;
+    kv->offset = p->pos;
+    int st = rd_name(p, SL_GGUF_MAX_KEY, "key", &kv->key, &kv->key_len);
+    if (st) return st;
+    snprintf(p->what, sizeof p->what, "kv #%llu '%.200s'", U64(i), kv->key);
+    if (sl_gguf_kv_lookup(p->g, kv->key, kv->key_len) >= 0)
+        return fail(p, SL_EFORMAT, "duplicate key at offset 0x%llx", U64(kv->offset));
+    uint32_t type;
+    uint64_t toff = p->pos;
+    if ((st = rd_u32(p, &type, "value type"))) return st;
+    if (!sl_gguf_vtype_name(type))
+        return fail(p, SL_EFORMAT, "value type %u at offset 0x%llx is not a GGUF value type",
+                    type, U64(toff));
+    p->depth = 0;
+    if ((st = parse_value(p, type, &kv->val, 0))) return st;
+    p->depth = 0;
+    *name = kv->key; *len = kv->key_len;
+    return SL_OK;
+}
+
+static int parse_kvs(parser *p, uint64_t n_kv)
+{
+    sl_gguf *g = p->g;
+    const entries kvs = { (void **)&g->kvs, sizeof *g->kvs, &g->n_kv, &g->kv_index, "kv", parse_kv };
+    return parse_entries(p, n_kv, &kvs);
 }
 
 static int parse_alignment(parser *p)
@@ -335,58 +368,54 @@ static int32_t layer_of(const char *name)
     return n < SL_GGUF_MAX_LAYERS ? (int32_t)n : -2;
 }
 
+static int parse_tensor_info(parser *p, void *e, uint64_t i, const char **name, uint64_t *len)
+{
+    (void)i;
+    sl_gguf_tensor *t = e;
+    uint64_t noff = p->pos, nlen;
+    int st = rd_name(p, SL_GGUF_MAX_NAME, "name", &t->name, &nlen);
+    if (st) return st;
+    snprintf(p->what, sizeof p->what, "tensor '%s'", t->name);
+    if (sl_gguf_tensor_lookup(p->g, t->name, nlen) >= 0)
+        return fail(p, SL_EFORMAT, "duplicate tensor name at offset 0x%llx", U64(noff));
+    uint64_t off = p->pos;
+    if ((st = rd_u32(p, &t->n_dims, "n_dims"))) return st;
+    if (t->n_dims < 1 || t->n_dims > SL_GGUF_MAX_DIMS)
+        return fail(p, SL_EFORMAT, "n_dims %u at offset 0x%llx not in 1..%d", t->n_dims,
+                    U64(off), SL_GGUF_MAX_DIMS);
+    for (uint32_t d = 0; d < SL_GGUF_MAX_DIMS; d++) t->ne[d] = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++) {
+        off = p->pos;
+        if ((st = rd_u64(p, &t->ne[d], "dimension"))) return st;
+        if (t->ne[d] == 0 || t->ne[d] > (uint64_t)INT64_MAX)
+            return fail(p, SL_EFORMAT, "ne[%u] = %llu at offset 0x%llx is out of range", d,
+                        U64(t->ne[d]), U64(off));
+    }
+    off = p->pos;
+    if ((st = rd_u32(p, &t->type, "type"))) return st;
+    if (!sl_gguf_type_name(t->type))
+        return fail(p, SL_EUNSUPPORTED, "type %u at offset 0x%llx is not a known ggml type",
+                    t->type, U64(off));
+    if ((st = rd_u64(p, &t->offset, "offset"))) return st;
+    if ((st = sl_gguf_tensor_size(t->type, t->n_dims, t->ne, &t->nbytes))) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", sl_last_error());
+        return fail(p, st, "shape at offset 0x%llx: %s", U64(noff), msg);
+    }
+    t->layer = layer_of(t->name);
+    if (t->layer == -2)
+        return fail(p, SL_EFORMAT, "layer index at offset 0x%llx is %d or more",
+                    U64(noff), SL_GGUF_MAX_LAYERS);
+    *name = t->name; *len = nlen;
+    return SL_OK;
+}
+
 static int parse_tensor_infos(parser *p, uint64_t n_tensors)
 {
     sl_gguf *g = p->g;
-    int64_t cap = 0;
-    for (uint64_t i = 0; i < n_tensors; i++) {
-        snprintf(p->what, sizeof p->what, "tensor #%llu", U64(i));
-        int st = grow((void **)&g->tensors, &cap, (int64_t)i + 1, sizeof *g->tensors);
-        if (st) return fail(p, st, "out of memory");
-        sl_gguf_tensor *t = &g->tensors[i];
-        memset(t, 0, sizeof *t);
-        uint64_t noff = p->pos, nlen;
-        if ((st = rd_str(p, SL_GGUF_MAX_NAME, "name", &t->name, &nlen))) return st;
-        if (nlen == 0) return fail(p, SL_EFORMAT, "empty name at offset 0x%llx", U64(noff));
-        if (strlen(t->name) != nlen)
-            return fail(p, SL_EFORMAT, "name at offset 0x%llx contains a NUL byte", U64(noff));
-        snprintf(p->what, sizeof p->what, "tensor '%s'", t->name);
-        if (sl_gguf_tensor_lookup(g, t->name, nlen) >= 0)
-            return fail(p, SL_EFORMAT, "duplicate tensor name at offset 0x%llx", U64(noff));
-        uint64_t off = p->pos;
-        if ((st = rd_u32(p, &t->n_dims, "n_dims"))) return st;
-        if (t->n_dims < 1 || t->n_dims > SL_GGUF_MAX_DIMS)
-            return fail(p, SL_EFORMAT, "n_dims %u at offset 0x%llx not in 1..%d", t->n_dims,
-                        U64(off), SL_GGUF_MAX_DIMS);
-        for (uint32_t d = 0; d < SL_GGUF_MAX_DIMS; d++) t->ne[d] = 1;
-        for (uint32_t d = 0; d < t->n_dims; d++) {
-            off = p->pos;
-            if ((st = rd_u64(p, &t->ne[d], "dimension"))) return st;
-            if (t->ne[d] == 0 || t->ne[d] > (uint64_t)INT64_MAX)
-                return fail(p, SL_EFORMAT, "ne[%u] = %llu at offset 0x%llx is out of range", d,
-                            U64(t->ne[d]), U64(off));
-        }
-        off = p->pos;
-        if ((st = rd_u32(p, &t->type, "type"))) return st;
-        if (!sl_gguf_type_name(t->type))
-            return fail(p, SL_EUNSUPPORTED, "type %u at offset 0x%llx is not a known ggml type",
-                        t->type, U64(off));
-        if ((st = rd_u64(p, &t->offset, "offset"))) return st;
-        if ((st = sl_gguf_tensor_size(t->type, t->n_dims, t->ne, &t->nbytes))) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "%s", sl_last_error());
-            return fail(p, st, "shape at offset 0x%llx: %s", U64(noff), msg);
-        }
-        t->layer = layer_of(t->name);
-        if (t->layer == -2)
-            return fail(p, SL_EFORMAT, "layer index at offset 0x%llx is %d or more",
-                        U64(noff), SL_GGUF_MAX_LAYERS);
-        g->n_tensors = (int64_t)i + 1;
-        if ((st = sl_gguf_index_add(&g->t_index, sl_gguf_hash(t->name, nlen), i)))
-            return fail(p, st, "out of memory");
-    }
-    p->what[0] = '\0';
-    return SL_OK;
+    const entries tensors = { (void **)&g->tensors, sizeof *g->tensors, &g->n_tensors, &g->t_index, "tensor",
+                              parse_tensor_info };
+    return parse_entries(p, n_tensors, &tensors);
 }
 
 static int cmp_by_offset(const void *a, const void *b, void *ctx)

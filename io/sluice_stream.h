@@ -71,8 +71,10 @@ extern "C" {
 
 typedef struct sl_stream sl_stream;
 
-enum sl_stream_io   { SL_IO_AUTO = 0, SL_IO_URING, SL_IO_PREAD };
-enum sl_stream_mode { SL_MODE_AUTO = 0, SL_MODE_RESIDENT, SL_MODE_STREAM, SL_MODE_MMAP };
+/* _COUNT: how many values this header knows (a range bound, not a value to pass); it
+ * follows the last one, so appending a backend or mode keeps every value's number. */
+enum sl_stream_io   { SL_IO_AUTO = 0, SL_IO_URING, SL_IO_PREAD, SL_IO_COUNT };
+enum sl_stream_mode { SL_MODE_AUTO = 0, SL_MODE_RESIDENT, SL_MODE_STREAM, SL_MODE_MMAP, SL_MODE_COUNT };
 enum sl_unit_kind   { SL_UNIT_LAYER = 0, SL_UNIT_HEAD };
 /* MoE: stream the routed experts one (layer, expert) at a time (auto: when an
  * MoE file is streamed) or with their layer (off). */
@@ -204,8 +206,9 @@ typedef struct sl_stream_plan {
 #define SL_STREAM_PLAN_MIN_SIZE SL_STRUCT_END(sl_stream_plan, fits)   /* layout of 0.2.0 */
 
 /* Names of modes ("auto" "resident" "stream" "mmap") and backends ("auto"
- * "uring" "pread"), as flags and reports spell them; "?" for other values.
- * parse: 0 and *out set, or SL_EINVAL (*out untouched) for any other string. */
+ * "uring" "pread"), as flags and reports spell them; "?" for other values
+ * (bindings list the values 0, 1, ... up to the first "?"). parse: 0 and *out
+ * set, or SL_EINVAL (*out untouched) for any other string. */
 SL_API const char *sl_stream_mode_name(int mode);
 SL_API const char *sl_stream_io_name(int io);
 SL_API int sl_stream_mode_parse(const char *s, int *mode);

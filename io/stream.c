@@ -1,8 +1,18 @@
 /* The streamer: open (plan, then the mode's open), globals and embedding
  * rows, views, and acquire/release/prefetch handed to the mode's operations
- * (stream_resident.c, stream_mmap.c, stream_ring.c). All sl_stream_* calls
- * come from one thread; the loader's threads touch only the jobs. */
-#include "stream_mode.h"
+ * (the table of stream_modes.h). All sl_stream_* calls come from one thread;
+ * the loader's threads touch only the jobs. */
+#include "stream_core.h"
+#include "stream_dio.h"
+#include "stream_experts.h"
+#include "stream_io.h"
+#include "stream_limits.h"
+#include "stream_loader.h"
+#include "stream_modes.h"
+#include "stream_numa.h"
+#include "stream_plan.h"
+#include "stream_units.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,13 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* indexed by enum sl_stream_mode (the plan never says AUTO) */
-static const sl_stream_mode_ops *const mode_ops[] = {
-    [SL_MODE_RESIDENT] = &sl_stream_resident_ops,
-    [SL_MODE_STREAM] = &sl_stream_ring_ops,
-    [SL_MODE_MMAP] = &sl_stream_mmap_ops,
-};
 
 static __thread char open_err[512];
 
@@ -31,12 +34,6 @@ static int fail(sl_stream *s, int st)
 {
     snprintf(s->err, sizeof s->err, "%s", sl_last_error());
     return st;
-}
-
-void sl_stream_add_notice(sl_stream *s, const char *msg)
-{
-    size_t n = strlen(s->notice);
-    snprintf(s->notice + n, sizeof s->notice - n, "%s%s", n ? "; " : "", msg);
 }
 
 int sl_stream_config_init_sized(sl_stream_config *c, size_t struct_size)
@@ -57,9 +54,9 @@ static int config_in(sl_stream_config *dst, const sl_stream_config *c)
 
 static int check_config(const sl_stream_config *c)
 {
-    if (c->io < SL_IO_AUTO || c->io > SL_IO_PREAD)
+    if (c->io < 0 || c->io >= SL_IO_COUNT)
         return sl_err_set(SL_EINVAL, "streamer: bad io backend %d", c->io);
-    if (c->mode < SL_MODE_AUTO || c->mode > SL_MODE_MMAP)
+    if (c->mode < 0 || c->mode >= SL_MODE_COUNT)
         return sl_err_set(SL_EINVAL, "streamer: bad mode %d", c->mode);
     if (c->depth < 0 || c->depth > SL_MAX_DEPTH)
         return sl_err_set(SL_EINVAL, "streamer: prefetch depth %d out of range 1..%d", c->depth, SL_MAX_DEPTH);
@@ -146,7 +143,7 @@ static int plan_model(const char *path, const sl_stream_config *c, sl_stream_pla
         open_direct(&s, path);
         rc = plan_for(&s, s.g, err, err_len);
         *out = s.plan;
-        if (out->io == SL_IO_AUTO) out->io = sl_uring_probe() == 0 ? SL_IO_URING : SL_IO_PREAD;
+        if (out->io == SL_IO_AUTO) out->io = sl_io_auto();
     }
     if (rc && err && err_len && !err[0]) snprintf(err, err_len, "%s", sl_last_error());
     sl_unit_map_free(&s.um);
@@ -165,27 +162,6 @@ int sl_stream_plan_model_sized(const char *path, const sl_stream_config *c, sl_s
     rc = plan_model(path, c, &full, err, err_len);
     memcpy(out, &full, size);
     return rc;
-}
-
-void sl_stream_job_init(const sl_stream *s, sl_io_job *j, uint8_t *dst, uint64_t abeg, uint64_t aend,
-                        uint64_t need_end, int32_t unit, int buf_index)
-{
-    memset(j, 0, sizeof *j);
-    uint64_t fsize = sl_gguf_file_size(s->g);
-    uint64_t a = s->align;
-    uint64_t fend = (fsize + a - 1) / a * a;   /* never ask past the aligned EOF */
-    j->dst = dst; j->off = abeg; j->len = (aend < fend ? aend : fend) - abeg;
-    j->need_end = need_end; j->unit = unit; j->buf_index = buf_index;
-}
-
-int sl_stream_unit_jobs(const sl_stream *s, int32_t u, sl_io_job *jobs, uint8_t *buf, int buf_index)
-{
-    const sl_unit *un = &s->um.units[u];
-    for (int k = 0; k < un->n_seg; k++) {
-        const sl_seg *sg = &un->seg[k];
-        sl_stream_job_init(s, &jobs[k], buf + sg->buf_off, sg->abeg, sg->aend, sg->end, u, buf_index);
-    }
-    return un->n_seg;
 }
 
 static int load_globals(sl_stream *s)
@@ -224,26 +200,6 @@ static int load_globals(sl_stream *s)
     return 0;
 }
 
-int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed)
-{
-    sl_loader_cfg lc;
-    memset(&lc, 0, sizeof lc);
-    lc.io = s->cfg.io;
-    lc.fd = s->direct ? s->dfd : s->fd;
-    lc.direct = s->direct;
-    lc.align = s->align;
-    lc.req_bytes = s->cfg.req_bytes;
-    lc.queue_depth = s->cfg.queue_depth;
-    lc.n_threads = s->cfg.n_io_threads;
-    lc.hook = s->cfg.read_hook; lc.hook_ctx = s->cfg.read_hook_ctx;
-    lc.fixed = fixed; lc.n_fixed = n_fixed;
-    char notice[256] = "";
-    int rc = sl_loader_create(&s->L, &lc, notice, sizeof notice);
-    if (notice[0]) sl_stream_add_notice(s, notice);
-    if (rc == 0) s->plan.io = sl_loader_backend(s->L);
-    return rc;
-}
-
 int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
 {
     *out = NULL;
@@ -271,7 +227,7 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     s->cfg.layer_mask = NULL;   /* the caller's: the units' flags keep what it said */
     if (rc) goto bad;
     sl_numa_decide_here(s->cfg.numa, &s->numa);
-    s->ops = mode_ops[s->plan.mode];
+    s->ops = sl_stream_mode_ops_of(s->plan.mode);
     rc = s->ops->open(s);
     if (rc) goto bad;
     if (s->ops->file_at && s->um.embd) s->embd_data = s->ops->file_at(s, s->um.embd->file_offset);

@@ -15,7 +15,11 @@
  *
  * Not split (resident, mmap, or experts streamed with their layer): an
  * expert is a slice of the layer unit's 3-D tensors; the layer must be held. */
-#include "stream_mode.h"
+#include "stream_experts.h"
+#include "stream_core.h"
+#include "stream_loader.h"
+#include "stream_units.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* The loader: a FIFO of read jobs cut into requests of req_bytes, served by
- * a backend (io_uring thread or pread pool) picked from a const table. Jobs
+ * a backend (io_uring thread or pread pool) it is handed (stream_io.c picks). Jobs
  * queued by submit_front (needed now) and submit_next (read-ahead) go first;
  * read-ahead is handed out only while fewer than SL_READAHEAD_QD requests are
  * in flight, so a device that serves its queue in parallel does not make the
@@ -8,7 +8,10 @@
  * and EAGAIN/EINTR are resubmitted, anything else fails the job with a message
  * naming the unit, file offset, length and errno. A job is "done" only when
  * every request has finished, so nobody sees a half-filled buffer as complete. */
-#include "stream_internal.h"
+#include "stream_loader.h"
+#include "stream_limits.h"
+#include "../gguf/base/sl_internal.h"
+#include "../gguf/base/sl_platform.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +25,7 @@
 struct sl_loader {
     sl_loader_cfg cfg;
     const sl_io_backend *be;
+    int io;                  /* what the caller calls be (sl_loader_backend) */
     void *be_state;
     bool fixed;              /* cfg.fixed registered by the backend */
     pthread_mutex_t mu;
@@ -31,12 +35,6 @@ struct sl_loader {
     int active;              /* counted requests being served */
     double busy_t0;
     sl_loader_stats st;
-};
-
-/* indexed by enum sl_stream_io */
-static const sl_io_backend *const backends[] = {
-    [SL_IO_URING] = &sl_io_uring_backend,
-    [SL_IO_PREAD] = &sl_io_pread_backend,
 };
 
 /* First failure of a job wins; "unit N: " when the job is a unit. Mutex held. */
@@ -296,7 +294,7 @@ void sl_loader_reset_stats(sl_loader *L)
     pthread_mutex_unlock(&L->mu);
 }
 
-int sl_loader_backend(const sl_loader *L) { return L->be->io; }
+int sl_loader_backend(const sl_loader *L) { return L->io; }
 bool sl_loader_fixed(const sl_loader *L) { return L->fixed; }
 
 static void stop_threads(sl_loader *L, const sl_io_backend *be)
@@ -311,20 +309,18 @@ static void stop_threads(sl_loader *L, const sl_io_backend *be)
 }
 
 /* A backend that fails part-way may leave state (threads running): stopped here. */
-static int start(sl_loader *L, int io)
+int sl_loader_start(sl_loader *L, const sl_io_backend *be, int io)
 {
     L->be_state = NULL;
-    int rc = backends[io]->start(L, &L->cfg, &L->be_state, &L->fixed);
-    if (rc == 0) L->be = backends[io];
-    else if (L->be_state) stop_threads(L, backends[io]);
+    int rc = be->start(L, &L->cfg, &L->be_state, &L->fixed);
+    if (rc == 0) { L->be = be; L->io = io; }
+    else if (L->be_state) stop_threads(L, be);
     return rc;
 }
 
-int sl_loader_create(sl_loader **out, const sl_loader_cfg *cfg, char *notice, size_t notice_len)
+int sl_loader_new(sl_loader **out, const sl_loader_cfg *cfg)
 {
     *out = NULL;
-    if (cfg->io < SL_IO_AUTO || cfg->io > SL_IO_PREAD)
-        return sl_err_set(SL_EINVAL, "streamer: bad io backend %d", cfg->io);
     sl_loader *L = calloc(1, sizeof *L);
     if (!L) return sl_err_set(SL_ENOMEM, "streamer: out of memory for the loader");
     L->cfg = *cfg;
@@ -338,15 +334,6 @@ int sl_loader_create(sl_loader **out, const sl_loader_cfg *cfg, char *notice, si
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv_work, NULL);
     pthread_cond_init(&L->cv_done, NULL);
-
-    int rc = SL_ENOSYS;
-    if (cfg->io != SL_IO_PREAD) {
-        rc = start(L, SL_IO_URING);
-        if (rc && cfg->io == SL_IO_URING) { sl_loader_destroy(L); return rc; }
-        if (rc && notice && notice_len)
-            snprintf(notice, notice_len, "io_uring unavailable (%s); using the pread pool", sl_last_error());
-    }
-    if (rc && (rc = start(L, SL_IO_PREAD)) != 0) { sl_loader_destroy(L); return rc; }
     *out = L;
     return 0;
 }

@@ -1,6 +1,7 @@
 /* mmap mode (the baseline): the file mapped read-only; the kernel pages it
  * in. acquire advises WILLNEED on the next depth units, release DONTNEED. */
-#include "stream_mode.h"
+#include "stream_core.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -63,6 +64,6 @@ static void mmap_release(sl_stream *s, int32_t unit) { advise(s, &s->um.units[un
 static void mmap_prefetch(sl_stream *s, int32_t unit) { advise(s, &s->um.units[unit], MADV_WILLNEED); }
 
 const sl_stream_mode_ops sl_stream_mmap_ops = {
-    .mode = SL_MODE_MMAP, .open = mmap_open, .close = mmap_close, .file_at = mmap_at,
+    .open = mmap_open, .close = mmap_close, .file_at = mmap_at,
     .acquire = mmap_acquire, .release = mmap_release, .prefetch = mmap_prefetch,
 };

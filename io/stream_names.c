@@ -1,40 +1,26 @@
-/* The one spelling of the streamer's modes, I/O backends and eviction policies, for flags,
- * reports and JSON (enum order). */
-#include "stream_internal.h"
+/* Names of enum values (stream_names.h) and the one spelling of the expert
+ * cache's eviction policies, for flags, reports and JSON. Modes and backends
+ * are named in their tables (stream_modes.c, stream_io.c). */
+#include "stream_names.h"
+#include "sluice_stream.h"
+#include "../gguf/base/sl_status.h"
 
+#include <stddef.h>
 #include <string.h>
 
-static const char *const mode_names[] = { "auto", "resident", "stream", "mmap" };
-static const char *const io_names[] = { "auto", "uring", "pread" };
+const char *sl_named_name(const sl_named *t, int n, int v) { return v >= 0 && v < n ? t[v].name : "?"; }
 
-static int parse(const char *const *names, int n, const char *s, int *out)
+int sl_named_parse(const sl_named *t, int n, const char *s, int *v)
 {
     for (int i = 0; s && i < n; i++)
-        if (!strcmp(s, names[i])) { *out = i; return 0; }
+        if (!strcmp(s, t[i].name)) { *v = i; return 0; }
     return SL_EINVAL;
 }
 
-const char *sl_stream_mode_name(int mode)
-{
-    return mode >= SL_MODE_AUTO && mode <= SL_MODE_MMAP ? mode_names[mode] : "?";
-}
+/* indexed by enum sl_expert_policy */
+static const sl_named policies[] = { { "auto", NULL }, { "lru", NULL }, { "lfu", NULL }, { "decay", NULL } };
+#define N_POLICIES (int)(sizeof policies / sizeof *policies)
+_Static_assert(N_POLICIES == SL_EVICT_DECAY + 1, "one name per enum sl_expert_policy");
 
-const char *sl_stream_io_name(int io)
-{
-    return io >= SL_IO_AUTO && io <= SL_IO_PREAD ? io_names[io] : "?";
-}
-
-int sl_stream_mode_parse(const char *s, int *mode) { return parse(mode_names, SL_MODE_MMAP + 1, s, mode); }
-int sl_stream_io_parse(const char *s, int *io) { return parse(io_names, SL_IO_PREAD + 1, s, io); }
-
-static const char *const policy_names[] = { "auto", "lru", "lfu", "decay" };
-
-const char *sl_stream_policy_name(int policy)
-{
-    return policy >= SL_EVICT_AUTO && policy <= SL_EVICT_DECAY ? policy_names[policy] : "?";
-}
-
-int sl_stream_policy_parse(const char *s, int *policy)
-{
-    return parse(policy_names, SL_EVICT_DECAY + 1, s, policy);
-}
+const char *sl_stream_policy_name(int policy) { return sl_named_name(policies, N_POLICIES, policy); }
+int sl_stream_policy_parse(const char *s, int *policy) { return sl_named_parse(policies, N_POLICIES, s, policy); }

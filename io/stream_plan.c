@@ -5,7 +5,10 @@
  * if pinned. With an MoE file's experts split off, the layer units are the
  * dense parts; what is left after pinning them goes to the expert cache
  * (at least k slots: one token's experts of a layer). */
-#include "stream_internal.h"
+#include "stream_plan.h"
+#include "stream_limits.h"
+#include "../gguf/base/sl_internal.h"
+#include "../gguf/base/sl_platform.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /* pread thread-pool backend: where io_uring is unavailable (old kernels,
  * seccomp-filtered Android apps) or chosen with --io pread. Each worker takes
  * one request at a time from the loader's queue. */
-#include "stream_internal.h"
+#include "stream_loader.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -45,4 +46,4 @@ static int pool_start(sl_loader *L, const sl_loader_cfg *cfg, void **state, bool
     return 0;
 }
 
-const sl_io_backend sl_io_pread_backend = { SL_IO_PREAD, pool_start, pool_stop };
+const sl_io_backend sl_io_pread_backend = { pool_start, pool_stop };

@@ -2,7 +2,9 @@
  * unpin / re-pin one layer unit, shrink / grow the slots in use. The mode does
  * the work (its ops table); this file checks the arguments and keeps the plan
  * the callers print in step with what is held. */
-#include "stream_mode.h"
+#include "stream_core.h"
+#include "stream_loader.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,8 @@
 /* Resident mode: the whole tensor data read once through the loader into one
  * buffer; acquire is a pointer into it. */
-#include "stream_mode.h"
+#include "stream_core.h"
+#include "stream_loader.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -65,6 +67,6 @@ static int resident_acquire(sl_stream *s, int32_t unit, const uint8_t **base)
 }
 
 const sl_stream_mode_ops sl_stream_resident_ops = {
-    .mode = SL_MODE_RESIDENT, .open = resident_open, .close = resident_close,
+    .open = resident_open, .close = resident_close,
     .file_at = resident_at, .acquire = resident_acquire,
 };

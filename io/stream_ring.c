@@ -2,7 +2,12 @@
  * (and the embedding table) the planner pinned, read once at open. Every free
  * slot gets the next unpinned unit of the schedule 0..U-1, 0..U-1, ...; an
  * acquire out of schedule order (or a prefetch hint) restarts the schedule. */
-#include "stream_mode.h"
+#include "stream_core.h"
+#include "stream_experts.h"
+#include "stream_limits.h"
+#include "stream_loader.h"
+#include "stream_units.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,7 +393,7 @@ static int ring_set_slots(sl_stream *s, int32_t n)
 }
 
 const sl_stream_mode_ops sl_stream_ring_ops = {
-    .mode = SL_MODE_STREAM, .open = ring_open, .close = ring_close, .file_at = NULL,
+    .open = ring_open, .close = ring_close, .file_at = NULL,
     .acquire = ring_acquire, .release = ring_release, .prefetch = ring_prefetch,
     .set_pinned = ring_set_pinned, .set_slots = ring_set_slots,
 };

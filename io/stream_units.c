@@ -4,7 +4,8 @@
  * tensors' offsets. In an MoE file split for expert streaming, a layer unit
  * is its dense part only (the file ranges between the 3-D expert tensors);
  * the experts are (layer, expert) units of the expert cache (stream_experts.c). */
-#include "stream_internal.h"
+#include "stream_units.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,8 @@
  * RLIMIT_MEMLOCK allow (READ_FIXED), else plain READ. With a read hook the
  * thread serves each request through the loader's read instead. Builds
  * without liburing (cross builds) report ENOSYS. */
-#include "stream_internal.h"
+#include "stream_loader.h"
+#include "../gguf/base/sl_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -238,4 +239,4 @@ static void uring_stop(void *state) { (void)state; }
 
 #endif
 
-const sl_io_backend sl_io_uring_backend = { SL_IO_URING, uring_start, uring_stop };
+const sl_io_backend sl_io_uring_backend = { uring_start, uring_stop };

@@ -19,7 +19,12 @@
  * slot count (`sluice plan`) to land them in as much memory as the engine's
  * do; on the 2026-11 VM 640-800 slots read 0-7% slower than 64. */
 #include "../engine/cli/cli.h"
-#include "../io/stream_internal.h"
+#include "../io/stream_dio.h"
+#include "../io/stream_io.h"
+#include "../io/stream_limits.h"
+#include "../io/stream_units.h"
+#include "../gguf/base/sl_platform.h"
+#include "../gguf/base/sl_status.h"
 #include "perf.h"
 
 #include <errno.h>

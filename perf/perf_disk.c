@@ -2,7 +2,10 @@
  * bandwidth of one file (request size x queue depth) through the streamer's
  * own loader, without slots or GGUF units, and memory read bandwidth. */
 #include "perf.h"
-#include "../io/stream_internal.h"
+#include "../io/stream_dio.h"
+#include "../io/stream_io.h"
+#include "../gguf/base/sl_platform.h"
+#include "../gguf/base/sl_status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +64,7 @@ static int disk_core(const char *path, uint64_t begin, uint64_t end, int once, u
     }
     sl_loader_cfg lc;
     memset(&lc, 0, sizeof lc);
-    lc.io = sl_uring_probe() == 0 ? SL_IO_URING : SL_IO_PREAD;
+    lc.io = sl_io_auto();
     lc.fd = fd; lc.direct = out->direct; lc.align = align;
     lc.req_bytes = req; lc.queue_depth = qd; lc.n_threads = qd;
     lc.fixed = iov; lc.n_fixed = 2;

@@ -155,6 +155,31 @@ static inline void st_run_passes(sl_stream *s, const char *path, int passes)
     close(fd);
 }
 
+/* Streams with nothing pinned, whatever MemAvailable is (a shared machine). */
+static inline void st_stream_cfg(sl_stream_config *c, int io)
+{
+    sl_stream_config_init(c);
+    c->mem_budget = 1ull << 30;
+    c->io = io;
+    c->mode = SL_MODE_STREAM;
+    c->max_pinned = 0;
+}
+
+static inline void st_open(sl_stream **s, const char *path, const sl_stream_config *c)
+{
+    cr_assert_eq(sl_stream_open(s, path, c), 0, "open: %s", sl_stream_open_errmsg());
+}
+
+/* st_open with st_stream_cfg(io) as it is. */
+static inline sl_stream *st_open_streamed(const char *path, int io)
+{
+    sl_stream_config c;
+    st_stream_cfg(&c, io);
+    sl_stream *s;
+    st_open(&s, path, &c);
+    return s;
+}
+
 /* Peak RSS of this process (Criterion forks per test: it starts fresh). */
 static inline uint64_t st_vm_hwm(void)
 {
@@ -183,5 +208,20 @@ static inline uint64_t st_rss_allowance(uint64_t budget) { return budget + budge
 #else
 static inline uint64_t st_rss_allowance(uint64_t budget) { return budget; }
 #endif
+
+/* The peak RSS grew by no more than the streamer's budget since `before`
+ * (st_vm_hwm at open); logs the growth beside the plan's figures. */
+static inline void st_check_rss(uint64_t before, uint64_t budget, int io, const sl_stream_plan *p)
+{
+    uint64_t after = st_vm_hwm();
+    cr_log_info("io %d: VmHWM grew %llu bytes (budget %llu, planned peak %llu, %d pinned, %d slots x %llu, "
+                "%d expert slots x %llu)", io, (unsigned long long)(after - before), (unsigned long long)budget,
+                (unsigned long long)p->peak_bytes, (int)p->n_pinned, (int)p->n_slots,
+                (unsigned long long)p->slot_bytes, (int)p->n_expert_slots,
+                (unsigned long long)p->expert_slot_bytes);
+    cr_assert_leq(after - before, st_rss_allowance(budget), "VmHWM grew %llu > budget %llu (allowed %llu)",
+                  (unsigned long long)(after - before), (unsigned long long)budget,
+                  (unsigned long long)st_rss_allowance(budget));
+}
 
 #endif

@@ -17,22 +17,6 @@ static void make(char *path, size_t n, const char *tag, const st_model_spec *sp)
     cr_assert_eq(st_make_model(path, sp), 0, "%s", sl_last_error());
 }
 
-static void open_ok(sl_stream **s, const char *path, const sl_stream_config *c)
-{
-    int rc = sl_stream_open(s, path, c);
-    cr_assert_eq(rc, 0, "open: %s", sl_stream_open_errmsg());
-}
-
-/* a budget that forces streaming with nothing pinned */
-static void stream_cfg(sl_stream_config *c, int io)
-{
-    sl_stream_config_init(c);
-    c->mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
-    c->io = io;
-    c->mode = SL_MODE_STREAM;
-    c->max_pinned = 0;
-}
-
 Test(stream, identical_bytes_every_mode_and_backend)
 {
     char path[1100];
@@ -48,7 +32,7 @@ Test(stream, identical_bytes_every_mode_and_backend)
         c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
         c.mode = cfgs[i].mode; c.io = cfgs[i].io; c.max_pinned = cfgs[i].max_pinned;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         const sl_stream_plan *p = sl_stream_get_plan(s);
         cr_assert_eq(p->mode, cfgs[i].mode);
         if (cfgs[i].mode != SL_MODE_MMAP) cr_assert_eq(p->io, cfgs[i].io);
@@ -94,12 +78,12 @@ Test(stream, order_wraparound_restart_and_misuse)
 {
     char path[1100];
     make(path, sizeof path, "order", &small_spec);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
-        stream_cfg(&c, io);
+        st_stream_cfg(&c, io);
         c.depth = 2;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         const sl_stream_plan *p = sl_stream_get_plan(s);
         cr_assert_eq(p->n_slots, 3);
         int fd = open(path, O_RDONLY);
@@ -168,11 +152,8 @@ Test(stream, many_tiny_units_and_multi_request_units)
     char path[1100];
     st_model_spec tiny = { .n_layers = 150, .ne0 = 8, .rows_q = 1, .rows_up = 3, .n_vocab = 5 };
     make(path, sizeof path, "tiny", &tiny);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
-        sl_stream_config c;
-        stream_cfg(&c, io);
-        sl_stream *s;
-        open_ok(&s, path, &c);
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
+        sl_stream *s = st_open_streamed(path, io);
         cr_assert_eq(sl_stream_n_units(s), 151);
         st_run_passes(s, path, 3);
         sl_stream_close(s);
@@ -180,13 +161,13 @@ Test(stream, many_tiny_units_and_multi_request_units)
     unlink(path);
     st_model_spec big = { .n_layers = 4, .ne0 = 1024, .rows_q = 200, .rows_up = 333, .n_vocab = 700 };
     make(path, sizeof path, "multireq", &big);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
-        stream_cfg(&c, io);
+        st_stream_cfg(&c, io);
         c.req_bytes = 4096;      /* ~2 MB units: hundreds of requests each */
         c.queue_depth = 5;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         st_run_passes(s, path, 2);
         sl_stream_stats st;
         sl_stream_get_stats(s, &st);
@@ -229,16 +210,16 @@ Test(stream, fault_short_reads_and_eagain_are_retried)
     char path[1100];
     make(path, sizeof path, "fault", &small_spec);
     for (int kind = 0; kind < 2; kind++)
-        for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++)
+        for (int io = SL_IO_URING; io < SL_IO_COUNT; io++)
             for (int mode = SL_MODE_RESIDENT; mode <= SL_MODE_STREAM; mode++) {
                 fault f = { .kind = kind };
                 sl_stream_config c;
-                stream_cfg(&c, io);
+                st_stream_cfg(&c, io);
                 c.mode = mode;
                 c.req_bytes = 16384;
                 c.read_hook = fault_hook; c.read_hook_ctx = &f;
                 sl_stream *s;
-                open_ok(&s, path, &c);
+                st_open(&s, path, &c);
                 st_run_passes(s, path, 2);
                 sl_stream_stats st;
                 sl_stream_get_stats(s, &st);
@@ -256,19 +237,19 @@ Test(stream, row_reads_retried_through_the_loader)
     char path[1100];
     make(path, sizeof path, "rowfault", &small_spec);
     sl_stream_config c;
-    stream_cfg(&c, SL_IO_PREAD);
+    st_stream_cfg(&c, SL_IO_PREAD);
     sl_stream_plan p;
     char err[256];
     cr_assert_eq(sl_stream_plan_model(path, &c, &p, err, sizeof err), 0, "%s", err);
     cr_assert(p.embd_pinned);
     c.mem_budget = p.peak_bytes - p.embd_bytes / 2;   /* everything but the table */
     for (int kind = 0; kind < 2; kind++)
-        for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+        for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
             fault f = { .kind = kind };
             c.io = io;
             c.read_hook = fault_hook; c.read_hook_ctx = &f;
             sl_stream *s;
-            open_ok(&s, path, &c);
+            st_open(&s, path, &c);
             cr_assert(!sl_stream_get_plan(s)->embd_pinned);
             const sl_gguf_tensor *et = sl_gguf_find_tensor(sl_stream_gguf(s), "token_embd.weight");
             uint8_t row[1024], ref[1024];
@@ -289,14 +270,14 @@ Test(stream, fault_eio_fails_acquire_with_a_clear_message)
 {
     char path[1100];
     make(path, sizeof path, "eio", &small_spec);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         fault f = { .kind = 2 };
         sl_stream_config c;
-        stream_cfg(&c, io);
+        st_stream_cfg(&c, io);
         c.req_bytes = 8192;
         c.read_hook = fault_hook; c.read_hook_ctx = &f;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         sl_stream_unit info;
         cr_assert_eq(sl_stream_unit_info(s, 3, &info), 0);
         /* the EIO sits inside unit 3; the loader may already have read it: reopen */
@@ -309,7 +290,7 @@ Test(stream, fault_eio_fails_acquire_with_a_clear_message)
         sl_gguf_layer_extent(g, 3, &e);
         f.eio_off = e.begin + (e.end - e.begin) / 2;
         sl_gguf_close(gg);
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         int fd = open(path, O_RDONLY);
         for (int32_t u = 0; u < 6; u++) {
             sl_stream_view v;
@@ -357,7 +338,7 @@ static void rss_bound(int io)
         c.mem_budget = budget;
         uint64_t before = st_vm_hwm();
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         const sl_stream_plan *p = sl_stream_get_plan(s);
         cr_assert_eq(p->mode, SL_MODE_STREAM);
         cr_assert_leq(p->peak_bytes, budget);
@@ -373,14 +354,7 @@ static void rss_bound(int io)
                         sum += ((const uint8_t *)v.tensors[i].data)[k];
                 sl_stream_release(s, u);
             }
-        uint64_t after = st_vm_hwm();
-        cr_log_info("io %d: VmHWM grew %llu bytes (budget %llu, planned peak %llu, %d pinned, %d slots x %llu)",
-                    io, (unsigned long long)(after - before), (unsigned long long)budget,
-                    (unsigned long long)p->peak_bytes, (int)p->n_pinned, (int)p->n_slots,
-                    (unsigned long long)p->slot_bytes);
-        cr_assert_leq(after - before, st_rss_allowance(budget), "VmHWM grew %llu > budget %llu (allowed %llu)",
-                      (unsigned long long)(after - before), (unsigned long long)budget,
-                      (unsigned long long)st_rss_allowance(budget));
+        st_check_rss(before, budget, io, p);
         cr_assert_gt(sum, 0);
         sl_stream_close(s);
     }
@@ -413,14 +387,14 @@ Test(stream, prefetch_runs_depth_units_ahead)
     make(path, sizeof path, "overlap", &sp);
     sl_gguf *g;
     cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_last_error());
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         reach_ctx rc = { 0 };
         sl_stream_config c;
-        stream_cfg(&c, io);
+        st_stream_cfg(&c, io);
         c.read_hook = reach_hook;
         c.read_hook_ctx = &rc;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         int depth = sl_stream_get_plan(s)->depth;
         cr_assert_geq(depth, 1);
         for (int32_t u = 0; u + depth < sp.n_layers; u++) {
@@ -468,11 +442,11 @@ Test(stream, layer_subset_reads_and_plans_only_its_units)
     cr_assert_gt(e0.end - e0.begin, 3u << 16);
     const uint8_t mask[8] = { 0, 0, 1, 1, 0, 0, 1, 1 };   /* two windows of two layers */
     const int32_t order[] = { 2, 3, 6, 7 };
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         /* layer 0 less what a neighbour's aligned read may touch */
         subset_ctx x = { .beg = e0.begin + (1u << 16), .end = e0.end - (1u << 16) };
         sl_stream_config c;
-        stream_cfg(&c, io);
+        st_stream_cfg(&c, io);
         c.layer_mask = mask;
         c.n_layer_mask = 8;
         c.skip_head = c.skip_embd = true;
@@ -480,7 +454,7 @@ Test(stream, layer_subset_reads_and_plans_only_its_units)
         c.read_hook_ctx = &x;
         c.depth = 1;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         const sl_stream_plan *p = sl_stream_get_plan(s);
         uint64_t kept = 0;
         for (int i = 0; i < 4; i++) {
@@ -517,7 +491,7 @@ Test(stream, layer_subset_reads_and_plans_only_its_units)
         c.layer_mask = mask;
         c.n_layer_mask = 8;
         c.skip_head = c.skip_embd = true;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         p = sl_stream_get_plan(s);
         cr_assert_eq(p->mode, SL_MODE_STREAM);
         cr_assert_eq(p->n_pinned, 4);
@@ -585,9 +559,9 @@ static void fallback_to_pread(uint32_t action)
     cr_assert_eq(sigaction(SIGSYS, &host, NULL), 0);
     block_io_uring(action);
     sl_stream_config c;
-    stream_cfg(&c, SL_IO_AUTO);
+    st_stream_cfg(&c, SL_IO_AUTO);
     sl_stream *s;
-    open_ok(&s, path, &c);
+    st_open(&s, path, &c);
     cr_assert_eq(sl_stream_get_plan(s)->io, SL_IO_PREAD);
     cr_assert_not_null(strstr(sl_stream_notice(s), "io_uring unavailable"), "%s", sl_stream_notice(s));
     cr_assert_eq(sigaction(SIGSYS, NULL, &cur), 0);
@@ -610,12 +584,12 @@ Test(stream, random_order_and_hints_never_wrong_data)
 {
     char path[1100];
     make(path, sizeof path, "random", &small_spec);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
-        stream_cfg(&c, io);
+        st_stream_cfg(&c, io);
         c.req_bytes = 4096; c.queue_depth = 3; c.n_io_threads = 3;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         int fd = open(path, O_RDONLY);
         int32_t U = sl_stream_n_units(s);
         uint32_t x = 12345;

@@ -72,20 +72,6 @@ static void make_moe(char *path, size_t n, const char *tag, const moe_spec *sp)
 static const moe_spec small_moe = { .n_layers = 4, .n_expert = 16, .k = 4, .ne0 = 256, .ff = 48,
                                     .rows_q = 32, .n_vocab = 64 };
 
-static void cfg_stream(sl_stream_config *c, int io)
-{
-    sl_stream_config_init(c);
-    c->mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */
-    c->io = io;
-    c->mode = SL_MODE_STREAM;
-    c->max_pinned = 0;
-}
-
-static void open_ok(sl_stream **s, const char *path, const sl_stream_config *c)
-{
-    cr_assert_eq(sl_stream_open(s, path, c), 0, "open: %s", sl_stream_open_errmsg());
-}
-
 /* The tensor equals the file at its offset (oracle: the reader). One static
  * buffer: no heap growth of the test's own in the RSS measurement (ASan's
  * quarantine would keep every freed one). */
@@ -150,14 +136,14 @@ Test(stream_experts, bytes_match_every_policy_and_backend_while_thrashing)
 {
     char path[1100];
     make_moe(path, sizeof path, "xbytes", &small_moe);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++)
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++)
         for (int pol = SL_EVICT_AUTO; pol <= SL_EVICT_DECAY; pol++) {
             sl_stream_config c;
-            cfg_stream(&c, io);
+            st_stream_cfg(&c, io);
             c.expert_policy = pol;
             c.expert_cache_bytes = 1;   /* the minimum: k slots, every layer evicts */
             sl_stream *s;
-            open_ok(&s, path, &c);
+            st_open(&s, path, &c);
             const sl_stream_plan *p = sl_stream_get_plan(s);
             cr_assert(p->experts_split);
             cr_assert_eq(p->n_expert, 16);
@@ -185,10 +171,7 @@ Test(stream_experts, a_cache_of_every_expert_hits_after_warmup)
 {
     char path[1100];
     make_moe(path, sizeof path, "xwarm", &small_moe);
-    sl_stream_config c;
-    cfg_stream(&c, SL_IO_AUTO);
-    sl_stream *s;
-    open_ok(&s, path, &c);
+    sl_stream *s = st_open_streamed(path, SL_IO_AUTO);
     cr_assert_eq(sl_stream_get_plan(s)->n_expert_slots, 64);
     const int32_t all[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
     for (int l = 0; l < small_moe.n_layers; l++) cr_assert_eq(sl_stream_expert_request(s, l, all, 16), 0);
@@ -209,12 +192,12 @@ Test(stream_experts, union_larger_than_the_cache_reads_each_once)
 {
     char path[1100];
     make_moe(path, sizeof path, "xunion", &small_moe);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
-        cfg_stream(&c, io);
+        st_stream_cfg(&c, io);
         c.expert_cache_bytes = 1;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         const sl_gguf *g = sl_stream_gguf(s);
         int32_t all[16];
         for (int e = 0; e < 16; e++) all[e] = 15 - e;
@@ -258,10 +241,7 @@ Test(stream_experts, misuse_is_refused)
 {
     char path[1100];
     make_moe(path, sizeof path, "xmisuse", &small_moe);
-    sl_stream_config c;
-    cfg_stream(&c, SL_IO_PREAD);
-    sl_stream *s;
-    open_ok(&s, path, &c);
+    sl_stream *s = st_open_streamed(path, SL_IO_PREAD);
     int32_t twice[2] = { 3, 3 }, out[1] = { 16 };
     cr_assert_eq(sl_stream_expert_request(s, 0, twice, 2), SL_EINVAL);
     cr_assert_eq(sl_stream_expert_request(s, 0, out, 1), SL_EINVAL);
@@ -289,9 +269,9 @@ Test(stream_experts, eio_on_one_expert_names_layer_and_expert)
 {
     char path[1100];
     make_moe(path, sizeof path, "xeio", &small_moe);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stream_config c;
-        cfg_stream(&c, io);
+        st_stream_cfg(&c, io);
         c.expert_cache_bytes = 1;
         sl_gguf *g;
         cr_assert_eq(sl_gguf_open_path(&g, path), 0);
@@ -301,7 +281,7 @@ Test(stream_experts, eio_on_one_expert_names_layer_and_expert)
         sl_gguf_close(g);
         c.read_hook = eio_hook; c.read_hook_ctx = &f;
         sl_stream *s;
-        open_ok(&s, path, &c);
+        st_open(&s, path, &c);
         int32_t ex[2] = { 2, 5 };
         cr_assert_eq(sl_stream_expert_request(s, 1, ex, 2), 0);
         sl_stream_view v;
@@ -335,24 +315,18 @@ static void rss_bound(int io)
     make_moe(path, sizeof path, "xrss", &sp);
     const uint64_t budget = 24ull << 20;
     sl_stream_config c;
-    cfg_stream(&c, io);
+    st_stream_cfg(&c, io);
     c.max_pinned = -1;
     c.mem_budget = budget;
     uint64_t before = st_vm_hwm();
     sl_stream *s;
-    open_ok(&s, path, &c);
+    st_open(&s, path, &c);
     const sl_stream_plan *p = sl_stream_get_plan(s);
     cr_assert(p->experts_split);
     cr_assert_leq(p->peak_bytes, budget);
     cr_assert_lt(p->n_expert_slots, 8 * 16, "the budget holds only part of the experts");
     run_tokens(s, &sp, 3, 11);
-    uint64_t after = st_vm_hwm();
-    cr_log_info("io %d: VmHWM grew %llu (budget %llu, peak %llu, %d expert slots x %llu)", io,
-                (unsigned long long)(after - before), (unsigned long long)budget,
-                (unsigned long long)p->peak_bytes, (int)p->n_expert_slots,
-                (unsigned long long)p->expert_slot_bytes);
-    cr_assert_leq(after - before, st_rss_allowance(budget), "VmHWM grew %llu > budget %llu",
-                  (unsigned long long)(after - before), (unsigned long long)budget);
+    st_check_rss(before, budget, io, p);
     sl_stream_close(s);
     unlink(path);
 }
@@ -414,7 +388,7 @@ static void bitwise(const char *stem)
     float *ref = logits_of(r, mi.n_vocab, &miss);
     cr_assert_eq(miss, 0);
     sl_model_close(r);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_model *m = open_model(path, SL_MODE_STREAM, io);
         const sl_stream_plan *p = sl_stream_get_plan((sl_stream *)sl_model_stream(m));
         cr_assert(p->experts_split, "%s", stem);
@@ -488,7 +462,7 @@ static void pregate_bitwise(const char *stem)
     sl_model_info mi;
     sl_model_get_info(r, &mi);
     sl_model_close(r);
-    for (int io = SL_IO_URING; io <= SL_IO_PREAD; io++) {
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
         sl_stats on, off;
         int k;
         float *a = pregate_logits(path, SL_PREGATE_ON, io, mi.n_vocab, &on, &k);
@@ -585,10 +559,10 @@ Test(stream_experts, ready_reports_loaded_experts)
     char path[1100];
     make_moe(path, sizeof path, "ready", &small_moe);
     sl_stream_config c;
-    cfg_stream(&c, SL_IO_PREAD);
+    st_stream_cfg(&c, SL_IO_PREAD);
     c.expert_cache_bytes = 1;   /* k slots: experts are split off */
     sl_stream *s;
-    open_ok(&s, path, &c);
+    st_open(&s, path, &c);
     cr_assert(sl_stream_get_plan(s)->experts_split);
     int32_t e[2] = { 3, 9 };
     cr_assert_eq(sl_stream_expert_ready(s, 1, 3), 0, "not requested: acquiring it would read");

@@ -7,7 +7,8 @@
  * (pread pool). */
 #include "sl_test.h"
 #include "../gguf/base/sl_status.h"
-#include "../io/stream_internal.h"
+#include "../io/stream_io.h"
+#include "../io/stream_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,13 @@ static int make_file(char *path, size_t n)
     return fd;
 }
 
+/* What every hook does after its own part: the plain read, as a read hook answers. */
+static int64_t plain_read(int fd, void *buf, size_t len, uint64_t off)
+{
+    ssize_t r = pread(fd, buf, len, (off_t)off);
+    return r < 0 ? -errno : r;
+}
+
 typedef struct slow { atomic_int calls; } slow;
 
 /* 2 ms per request, every third call EINTR: a long job to cancel, retries to count */
@@ -40,8 +48,7 @@ static int64_t slow_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
     int n = atomic_fetch_add(&s->calls, 1);
     if (n % 3 == 1) return -EINTR;
     usleep(2000);
-    ssize_t r = pread(fd, buf, len, (off_t)off);
-    return r < 0 ? -errno : r;
+    return plain_read(fd, buf, len, off);
 }
 
 /* A pread pool of n threads, 4 KiB requests, every read through hook. */
@@ -57,18 +64,42 @@ static sl_loader *hooked(int fd, int n, sl_stream_read_hook hook, void *ctx)
     return L;
 }
 
-static sl_loader *loader(int fd, slow *h) { return hooked(fd, 2, slow_hook, h); }
+/* Each test's file, a buffer of its size and a loader over it (done frees them). */
+typedef struct rig { char path[256]; int fd; uint8_t *buf; sl_loader *L; } rig;
+
+/* Returns r->L. */
+static sl_loader *rig_up(rig *r, int n_threads, sl_stream_read_hook hook, void *ctx)
+{
+    r->fd = make_file(r->path, sizeof r->path);
+    r->L = hooked(r->fd, n_threads, hook, ctx);
+    r->buf = calloc(1, FILE_BYTES);
+    cr_assert_not_null(r->buf);
+    return r->L;
+}
+
+static void rig_done(rig *r)
+{
+    sl_loader_destroy(r->L);
+    free(r->buf);
+    close(r->fd);
+    unlink(r->path);
+}
+
+/* A job reading [off, off + len) into dst, all of it needed. */
+static sl_io_job job_of(uint8_t *dst, uint64_t off, uint64_t len, int32_t unit)
+{
+    sl_io_job j;
+    memset(&j, 0, sizeof j);
+    j.dst = dst; j.off = off; j.len = len; j.need_end = off + len; j.unit = unit; j.buf_index = -1;
+    return j;
+}
 
 Test(stream_loader, cancelled_job_ends_with_ecanceled)
 {
-    char path[256];
-    int fd = make_file(path, sizeof path);
     slow h = { 0 };
-    sl_loader *L = loader(fd, &h);
-    uint8_t *buf = calloc(1, FILE_BYTES);
-    sl_io_job j;
-    memset(&j, 0, sizeof j);
-    j.dst = buf; j.off = 0; j.len = FILE_BYTES; j.need_end = FILE_BYTES; j.unit = 7; j.buf_index = -1;
+    rig r;
+    sl_loader *L = rig_up(&r, 2, slow_hook, &h);
+    sl_io_job j = job_of(r.buf, 0, FILE_BYTES, 7);
     sl_loader_submit(L, &j);   /* 256 requests of 2 ms on 2 threads: ~250 ms */
     usleep(5000);
     sl_loader_cancel(L, &j);
@@ -81,26 +112,20 @@ Test(stream_loader, cancelled_job_ends_with_ecanceled)
     j.len = 65536; j.need_end = 65536;
     sl_loader_submit(L, &j);
     cr_assert_eq(sl_loader_wait(L, &j), 0, "%s", j.err);
-    sl_loader_destroy(L);
-    free(buf);
-    close(fd);
-    unlink(path);
+    rig_done(&r);
 }
 
 Test(stream_loader, read_now_retries_and_stays_out_of_the_stats)
 {
-    char path[256];
-    int fd = make_file(path, sizeof path);
     slow h = { 0 };
-    sl_loader *L = loader(fd, &h);
+    rig r;
+    sl_loader *L = rig_up(&r, 2, slow_hook, &h);
     sl_loader_stats st;
     for (uint64_t off = 3; off < FILE_BYTES; off += 77777) {
         uint8_t got[300], want[300];
-        sl_io_job j;
-        memset(&j, 0, sizeof j);
-        j.dst = got; j.off = off; j.len = sizeof got; j.need_end = off + sizeof got; j.unit = -1;
-        cr_assert_eq(sl_loader_read_now(L, &j, fd), 0, "%s", j.err);
-        cr_assert_eq(pread(fd, want, sizeof want, (off_t)off), (ssize_t)sizeof want);
+        sl_io_job j = job_of(got, off, sizeof got, -1);
+        cr_assert_eq(sl_loader_read_now(L, &j, r.fd), 0, "%s", j.err);
+        cr_assert_eq(pread(r.fd, want, sizeof want, (off_t)off), (ssize_t)sizeof want);
         cr_assert_eq(memcmp(got, want, sizeof got), 0, "offset %llu", (unsigned long long)off);
     }
     cr_assert_gt(atomic_load(&h.calls), 14, "EINTR was retried");
@@ -109,15 +134,11 @@ Test(stream_loader, read_now_retries_and_stays_out_of_the_stats)
     cr_assert_eq(st.retries, 0);
     /* past the end: SL_ETRUNC with the offset, no "unit" prefix */
     uint8_t b[16];
-    sl_io_job j;
-    memset(&j, 0, sizeof j);
-    j.dst = b; j.off = FILE_BYTES - 8; j.len = 16; j.need_end = FILE_BYTES + 8; j.unit = -1;
-    cr_assert_eq(sl_loader_read_now(L, &j, fd), SL_ETRUNC);
+    sl_io_job j = job_of(b, FILE_BYTES - 8, 16, -1);
+    cr_assert_eq(sl_loader_read_now(L, &j, r.fd), SL_ETRUNC);
     cr_assert_not_null(strstr(j.err, "file offset"), "%s", j.err);
     cr_assert_null(strstr(j.err, "unit"), "%s", j.err);
-    sl_loader_destroy(L);
-    close(fd);
-    unlink(path);
+    rig_done(&r);
 }
 
 Test(stream_loader, bad_backend_is_an_error)
@@ -139,26 +160,19 @@ static int64_t order_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off
     int n = atomic_fetch_add(&o->calls, 1);
     if (n < 16) o->off[n] = off;
     while (n == 0 && !atomic_load(&o->go)) usleep(1000);
-    ssize_t r = pread(fd, buf, len, (off_t)off);
-    return r < 0 ? -errno : r;
+    return plain_read(fd, buf, len, off);
 }
 
 /* submit_front jobs first (newest first), then submit_next ones in their
  * order, then plain submits. */
 Test(stream_loader, next_jobs_queue_behind_front_ones)
 {
-    char path[256];
-    int fd = make_file(path, sizeof path);
     order o = { 0 };
-    sl_loader *L = hooked(fd, 1, order_hook, &o);
-    uint8_t *buf = calloc(1, FILE_BYTES);
+    rig r;
+    sl_loader *L = rig_up(&r, 1, order_hook, &o);
     enum { BLOCK, N, F, X, F2, X2, NJ };
     sl_io_job j[NJ];
-    memset(j, 0, sizeof j);
-    for (int i = 0; i < NJ; i++) {
-        j[i].dst = buf + i * 4096; j[i].off = (uint64_t)i * 4096; j[i].len = 4096;
-        j[i].need_end = j[i].off + 4096; j[i].unit = i; j[i].buf_index = -1;
-    }
+    for (int i = 0; i < NJ; i++) j[i] = job_of(r.buf + i * 4096, (uint64_t)i * 4096, 4096, i);
     sl_loader_submit(L, &j[BLOCK]);
     while (atomic_load(&o.calls) == 0) usleep(1000);   /* the one thread is held in the hook */
     sl_io_job *p;
@@ -172,10 +186,7 @@ Test(stream_loader, next_jobs_queue_behind_front_ones)
     const int want[NJ] = { BLOCK, F2, F, X, X2, N };
     cr_assert_eq(atomic_load(&o.calls), NJ);
     for (int i = 0; i < NJ; i++) cr_assert_eq(o.off[i], (uint64_t)want[i] * 4096, "read %d", i);
-    sl_loader_destroy(L);
-    free(buf);
-    close(fd);
-    unlink(path);
+    rig_done(&r);
 }
 
 typedef struct conc { atomic_int cur, peak; } conc;
@@ -187,27 +198,21 @@ static int64_t conc_hook(void *ctx, int fd, void *buf, size_t len, uint64_t off)
     int now = atomic_fetch_add(&c->cur, 1) + 1, p = atomic_load(&c->peak);
     while (now > p && !atomic_compare_exchange_weak(&c->peak, &p, now)) { }
     usleep(2000);
-    ssize_t r = pread(fd, buf, len, (off_t)off);
+    int64_t r = plain_read(fd, buf, len, off);
     atomic_fetch_sub(&c->cur, 1);
-    return r < 0 ? -errno : r;
+    return r;
 }
 
 /* 64 requests of read-ahead on 16 threads stay within the cap; reads needed
  * now start beside them at once and finish first; plain jobs use every thread. */
 Test(stream_loader, read_ahead_is_capped)
 {
-    char path[256];
-    int fd = make_file(path, sizeof path);
     conc c = { 0 };
-    sl_loader *L = hooked(fd, 16, conc_hook, &c);
-    uint8_t *buf = calloc(1, FILE_BYTES);
-    sl_io_job ahead, now, plain;
-    memset(&ahead, 0, sizeof ahead);
-    ahead.dst = buf; ahead.off = 0; ahead.len = 64 * 4096; ahead.need_end = ahead.len; ahead.unit = 1;
-    ahead.buf_index = -1;
-    now = ahead;
-    now.dst = buf + ahead.len; now.off = ahead.len; now.len = 4 * 4096; now.need_end = now.off + now.len;
-    now.unit = 2;
+    rig r;
+    sl_loader *L = rig_up(&r, 16, conc_hook, &c);
+    uint8_t *buf = r.buf;
+    sl_io_job ahead = job_of(buf, 0, 64 * 4096, 1), plain;
+    sl_io_job now = job_of(buf + ahead.len, ahead.len, 4 * 4096, 2);
     sl_io_job *p = &ahead;
     sl_loader_submit_next(L, &p, 1);   /* ~16 ms at 8 in flight */
     usleep(3000);
@@ -225,8 +230,5 @@ Test(stream_loader, read_ahead_is_capped)
     sl_loader_submit(L, &plain);
     cr_assert_eq(sl_loader_wait(L, &plain), 0, "%s", plain.err);
     cr_assert_gt(atomic_load(&c.peak), SL_READAHEAD_QD, "peak %d", atomic_load(&c.peak));
-    sl_loader_destroy(L);
-    free(buf);
-    close(fd);
-    unlink(path);
+    rig_done(&r);
 }

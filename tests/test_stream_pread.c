@@ -111,7 +111,7 @@ Test(stream_pread, real_models_every_unit_matches_the_file)
         char path[512];
         if (!st_shared_model(path, sizeof path, models[i])) continue;
         seen++;
-        for (int mode = SL_MODE_RESIDENT; mode <= SL_MODE_MMAP; mode++) {
+        for (int mode = SL_MODE_RESIDENT; mode < SL_MODE_COUNT; mode++) {
             sl_stream_config c;
             sl_stream_config_init(&c);
             c.mem_budget = 1ull << 30;   /* independent of MemAvailable (shared machine) */

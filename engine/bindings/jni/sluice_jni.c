@@ -64,6 +64,15 @@ static jbyteArray bytes(JNIEnv *env, const char *p, int n)
     return b;
 }
 
+static jbyteArray string_bytes(JNIEnv *env, const char *s) { return bytes(env, s, (int)strlen(s)); }
+
+/* The n bytes a call wrote into buf, or its failure n < 0 thrown with msg. */
+static jbyteArray piece_bytes(JNIEnv *env, const char *buf, int n, const char *msg)
+{
+    if (n < 0) { throw_sl(env, n, msg); return NULL; }
+    return bytes(env, buf, n);
+}
+
 static sl_model *model_of(JNIEnv *env, jlong h)
 {
     if (!h) throw_sl(env, SL_EINVAL, "model is closed");
@@ -76,11 +85,20 @@ static sl_session *session_of(JNIEnv *env, jlong h)
     return (sl_session *)(intptr_t)h;
 }
 
+/* sl_model_get_info of handle h; false with the exception pending. */
+static bool model_info(JNIEnv *env, jlong h, sl_model_info *mi)
+{
+    sl_model *m = model_of(env, h);
+    if (!m) return false;
+    int rc = sl_model_get_info(m, mi);
+    if (rc) throw_sl(env, rc, sl_model_errmsg(m));
+    return rc == 0;
+}
+
 JFN(jbyteArray, version)(JNIEnv *env, jclass c)
 {
     (void)c;
-    const char *v = sl_version();
-    return bytes(env, v, (int)strlen(v));
+    return string_bytes(env, sl_version());
 }
 
 JFN(jlong, modelOpen)(JNIEnv *env, jclass c, jbyteArray path, jint n_threads, jint n_ctx, jint n_batch,
@@ -117,11 +135,8 @@ JFN(void, modelClose)(JNIEnv *env, jclass c, jlong h)
 JFN(jintArray, modelInfo)(JNIEnv *env, jclass c, jlong h)
 {
     (void)c;
-    sl_model *m = model_of(env, h);
-    if (!m) return NULL;
     sl_model_info mi;
-    int rc = sl_model_get_info(m, &mi);
-    if (rc) { throw_sl(env, rc, sl_model_errmsg(m)); return NULL; }
+    if (!model_info(env, h, &mi)) return NULL;
     jint v[] = { mi.n_layer, mi.n_embd, mi.n_vocab, mi.n_ctx, mi.n_ctx_train, mi.mode, mi.io,
                  mi.n_threads, mi.bos_id, mi.eos_id };
     jintArray a = (*env)->NewIntArray(env, (jsize)(sizeof v / sizeof v[0]));
@@ -129,31 +144,45 @@ JFN(jintArray, modelInfo)(JNIEnv *env, jclass c, jlong h)
     return a;
 }
 
-/* Names of enum values and the model's strings ("arch", "isa"), as UTF-8 bytes. */
-JFN(jbyteArray, modeName)(JNIEnv *env, jclass c, jint mode)
+/* The enums Java names, as the library spells them (Native.MODES, Native.IOS). */
+static const struct {
+    const char *(*name)(int);
+    int (*parse)(const char *, int *);
+} enums[] = { { sl_stream_mode_name, sl_stream_mode_parse }, { sl_stream_io_name, sl_stream_io_parse } };
+#define N_ENUMS (jint)(sizeof enums / sizeof enums[0])
+
+/* A value's name ("?" for a value the library does not know), as UTF-8 bytes. */
+JFN(jbyteArray, enumName)(JNIEnv *env, jclass c, jint which, jint value)
 {
     (void)c;
-    const char *s = sl_stream_mode_name(mode);
-    return bytes(env, s, (int)strlen(s));
+    if (which < 0 || which >= N_ENUMS) { throw_sl(env, SL_EINVAL, "no such enum"); return NULL; }
+    return string_bytes(env, enums[which].name(value));
 }
 
-JFN(jbyteArray, ioName)(JNIEnv *env, jclass c, jint io)
+/* A name's value; SL_EINVAL for a name the library does not know. */
+JFN(jint, enumValue)(JNIEnv *env, jclass c, jint which, jbyteArray name)
 {
     (void)c;
-    const char *s = sl_stream_io_name(io);
-    return bytes(env, s, (int)strlen(s));
+    if (which < 0 || which >= N_ENUMS) return throw_sl(env, SL_EINVAL, "no such enum");
+    char *s = cstr(env, name, "name is null");
+    if (!s) return 0;
+    int v = 0, rc = enums[which].parse(s, &v);
+    if (rc) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "unknown %s name \"%.100s\"", which ? "io backend" : "mode", s);
+        throw_sl(env, rc, msg);
+    }
+    free(s);
+    return v;
 }
 
+/* The model's strings ("arch", "isa"), as UTF-8 bytes. */
 JFN(jbyteArray, modelString)(JNIEnv *env, jclass c, jlong h, jint which)
 {
     (void)c;
-    sl_model *m = model_of(env, h);
-    if (!m) return NULL;
     sl_model_info mi;
-    int rc = sl_model_get_info(m, &mi);
-    if (rc) { throw_sl(env, rc, sl_model_errmsg(m)); return NULL; }
-    const char *s = which == 0 ? mi.arch : mi.isa;
-    return bytes(env, s, (int)strlen(s));
+    if (!model_info(env, h, &mi)) return NULL;
+    return string_bytes(env, which == 0 ? mi.arch : mi.isa);
 }
 
 JFN(jintArray, tokenize)(JNIEnv *env, jclass c, jlong h, jbyteArray text, jboolean add_bos, jboolean special)
@@ -193,8 +222,7 @@ JFN(jbyteArray, tokenPiece)(JNIEnv *env, jclass c, jlong h, jint tok)
     if (!m) return NULL;
     char buf[1024];
     int n = sl_model_token_piece(m, tok, buf, sizeof buf);
-    if (n < 0) { throw_sl(env, n, sl_model_errmsg(m)); return NULL; }
-    return bytes(env, buf, n);
+    return piece_bytes(env, buf, n, sl_model_errmsg(m));
 }
 
 JFN(jlong, sessionCreate)(JNIEnv *env, jclass c, jlong h)
@@ -287,8 +315,7 @@ JFN(jbyteArray, detok)(JNIEnv *env, jclass c, jlong h, jint tok)
     if (!s) return NULL;
     char buf[2048];
     int n = sl_session_detok(s, tok, buf, sizeof buf);
-    if (n < 0) { throw_sl(env, n, sl_session_errmsg(s)); return NULL; }
-    return bytes(env, buf, n);
+    return piece_bytes(env, buf, n, sl_session_errmsg(s));
 }
 
 /* {n_past, n_ctx} */

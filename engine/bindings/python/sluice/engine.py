@@ -12,8 +12,17 @@ from . import _lib
 from ._lib import SluiceError, lib, check, text, SL_EINVAL
 from .completion import CompletionMixin
 
-MODES = {"auto": 0, "resident": 1, "stream": 2, "mmap": 3}
-IOS = {"auto": 0, "uring": 1, "pread": 2}
+
+def _names(name_of):
+    """{name: value} of an enum as the library spells it (values 0, 1, ... up to "?")."""
+    table = {}
+    while text(name_of(len(table))) != "?":
+        table[text(name_of(len(table)))] = len(table)
+    return table
+
+
+MODES = _names(lib.sl_stream_mode_name)
+IOS = _names(lib.sl_stream_io_name)
 
 
 def _enum(table, value, what):

@@ -65,8 +65,8 @@ public final class Engine implements AutoCloseable {
     public synchronized int nVocab() { return info(2); }
     public synchronized int nCtx() { return info(3); }
     /** The plan's mode ("resident", "stream", "mmap") and backend ("uring", "pread"). */
-    public synchronized String mode() { return utf8(Native.modeName(info(5))); }
-    public synchronized String io() { return utf8(Native.ioName(info(6))); }
+    public synchronized String mode() { return utf8(Native.enumName(Native.MODES, info(5))); }
+    public synchronized String io() { return utf8(Native.enumName(Native.IOS, info(6))); }
     public synchronized String arch() { return utf8(Native.modelString(handle(), 0)); }
     public synchronized String isa() { return utf8(Native.modelString(handle(), 1)); }
 

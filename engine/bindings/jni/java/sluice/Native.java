@@ -17,8 +17,10 @@ final class Native {
     static native void modelClose(long m);
     static native int[] modelInfo(long m);
     static native byte[] modelString(long m, int which);
-    static native byte[] modeName(int mode);
-    static native byte[] ioName(int io);
+    /** Enums the library names (which: MODES or IOS; sluice_stream.h's name and parse). */
+    static final int MODES = 0, IOS = 1;
+    static native byte[] enumName(int which, int value);
+    static native int enumValue(int which, byte[] name);
     static native int[] tokenize(long m, byte[] text, boolean addBos, boolean special);
     static native boolean isEog(long m, int tok);
     static native byte[] tokenPiece(long m, int tok);

@@ -1,6 +1,6 @@
-/* File facts for the streamer: the O_DIRECT alignment of a file (buffers and
- * memory figures: gguf/base/sl_platform.h). */
-#include "stream_internal.h"
+/* O_DIRECT for the streamer: the alignment a file's direct reads need (buffers
+ * and memory figures: gguf/base/sl_platform.h). */
+#include "stream_dio.h"
 
 #include <errno.h>
 #include <fcntl.h>

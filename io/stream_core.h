@@ -1,17 +1,28 @@
-/* The stream object and its modes. Each mode (stream_resident.c,
- * stream_mmap.c, stream_ring.c) brings its operations in a const table the
- * stream holds; stream.c does what all modes share (open, plan, globals,
- * views, rows, stats) and calls the mode for what differs. */
-#ifndef SL_STREAM_MODE_H
-#define SL_STREAM_MODE_H
+/* The stream object (struct sl_stream) and what its parts share
+ * (stream_core.c): the interface a mode implements (sl_stream_mode_ops; the
+ * modes' table is stream_modes.h), the loader over the stream's file, the
+ * read jobs of a unit, notices and the buffers the modes own. stream.c does
+ * what all modes share (open, plan, globals, views, rows, stats) and calls
+ * the mode for what differs. */
+#ifndef SL_STREAM_CORE_H
+#define SL_STREAM_CORE_H
 
-#include "stream_internal.h"
+#include "sluice_stream.h"
+#include "stream_loader.h"
 #include "stream_numa.h"
+#include "stream_units.h"
+#include "../gguf/gguf.h"
+#include "../gguf/base/sl_platform.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct sl_owned_buf { void *map; size_t len; } sl_owned_buf;
 
+/* One mode's operations, a const row in its file (stream_resident.c,
+ * stream_ring.c, stream_mmap.c); the stream holds the row of its plan's mode. */
 typedef struct sl_stream_mode_ops {
-    int mode;                                  /* enum sl_stream_mode */
     /* Loads, maps or allocates what s->plan says; sets s->mode_state. */
     int (*open)(sl_stream *s);
     /* Frees the mode's state, also after a failed open. */
@@ -26,8 +37,6 @@ typedef struct sl_stream_mode_ops {
     int (*set_pinned)(sl_stream *s, int32_t unit, bool pinned);   /* unit not acquired */
     int (*set_slots)(sl_stream *s, int32_t n_slots);              /* 1..plan n_slots, none acquired beyond */
 } sl_stream_mode_ops;
-
-extern const sl_stream_mode_ops sl_stream_resident_ops, sl_stream_mmap_ops, sl_stream_ring_ops;
 
 struct sl_stream {
     sl_gguf *g;
@@ -58,24 +67,16 @@ struct sl_stream {
     sl_numa_place numa;
 };
 
-/* Shared by the modes (stream.c). */
 void sl_stream_add_notice(sl_stream *s, const char *msg);
 /* The loader over the stream's file; fixed: buffers to register (may be NULL). */
 int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed);
 /* A job reading [abeg, aend) (clipped to the aligned EOF) into dst. */
 void sl_stream_job_init(const sl_stream *s, sl_io_job *j, uint8_t *dst, uint64_t abeg, uint64_t aend,
                         uint64_t need_end, int32_t unit, int buf_index);
-/* The expert cache (stream_experts.c), made by the ring mode of a split MoE
- * file. create: allocates the slot pool (plain reads, not fixed buffers).
- * destroy: waits for its reads (before the loader goes). */
-int sl_experts_create(sl_stream *s);
-void sl_experts_destroy(sl_stream *s);
-void sl_experts_get_stats(const sl_stream *s, sl_stream_stats *out);
-void sl_experts_reset_stats(sl_stream *s);
-
 /* The jobs reading unit u into buf: one per segment (at most SL_MAX_SEGS),
  * not submitted. Returns their number. */
 int sl_stream_unit_jobs(const sl_stream *s, int32_t u, sl_io_job *jobs, uint8_t *buf, int buf_index);
+
 static inline void *sl_owned_alloc(sl_owned_buf *b, size_t len) { return sl_buf_alloc(len, &b->len, &b->map); }
 /* sl_owned_alloc placed where the stream's NUMA decision says (before any page is touched). */
 static inline void *sl_stream_alloc(sl_stream *s, sl_owned_buf *b, size_t len)
