@@ -1,5 +1,5 @@
 #!/bin/sh
-# The MoE target benchmark of issue #11: a Qwen3-30B-A3B-shaped Q4_K_M file
+# The MoE streaming benchmark: a Qwen3-30B-A3B-shaped Q4_K_M file
 # decoded with 2 threads while a balloon leaves FREE bytes of memory
 # available, Sluice (expert streaming, O_DIRECT) against llama.cpp (mmap), in
 # the same run, alternated, median of REPS. Per free-memory level it also
