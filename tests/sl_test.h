@@ -2,7 +2,7 @@
  * Criterion hangs) the same test files build against a minimal runner
  * (SL_MINI_TEST, tests/mini_runner.c) that prints "N passed, N failed".
  * Use only: Test(suite, name[, .timeout = s]), cr_assert, cr_assert_eq/neq/lt/
- * leq/gt/geq, cr_assert_float_eq, cr_assert_str_eq, cr_assert_null,
+ * leq/gt/geq, cr_assert_float_eq, cr_assert_str_eq/neq, cr_assert_null,
  * cr_assert_not_null, cr_assert_fail, cr_skip_test, cr_log_info, and the
  * cr_expect_* twins (same meaning, not fatal). */
 #ifndef SL_TEST_H
@@ -56,6 +56,7 @@ struct sl_mt_opts { double timeout; int disabled; };
 #define cr_assert_null(p, ...)        cr_assert((p) == NULL, __VA_ARGS__)
 #define cr_assert_not_null(p, ...)    cr_assert((p) != NULL, __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...)   cr_assert(strcmp((a), (b)) == 0, __VA_ARGS__)
+#define cr_assert_str_neq(a, b, ...)  cr_assert(strcmp((a), (b)) != 0, __VA_ARGS__)
 #define cr_assert_float_eq(a, b, eps, ...) cr_assert(fabs((double)(a) - (double)(b)) <= (eps), __VA_ARGS__)
 #define cr_expect_eq(a, b, ...)       cr_expect((a) == (b), __VA_ARGS__)
 #define cr_expect_neq(a, b, ...)      cr_expect((a) != (b), __VA_ARGS__)
