@@ -30,6 +30,9 @@ enum sl_gguf_vtype {
 
 #define SL_GGUF_MAX_DIMS 4
 #define SL_GGUF_DEFAULT_ALIGNMENT 32
+/* Kernels load tensor data in place as f32/f16/i64/f64 and block structs: a
+ * smaller general.alignment would make those loads misaligned (undefined). */
+#define SL_GGUF_MIN_ALIGNMENT 8
 
 /* Caps on hostile sizes (a real file is far below all of them). */
 #define SL_GGUF_MAX_STRING   (1u << 24)   /* 16 MiB per string */

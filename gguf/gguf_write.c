@@ -199,6 +199,9 @@ static int alignment_of(sl_gguf_writer *w, const sl_gguf_value *v, uint64_t *a)
     }
     if (*a == 0 || (*a & (*a - 1)) || *a > (1u << 30))
         return werr(w, SL_EINVAL, "alignment %llu is not a power of two in 1..2^30", U64(*a));
+    if (*a < SL_GGUF_MIN_ALIGNMENT)
+        return werr(w, SL_EINVAL, "general.alignment %llu is below %u, the least readers accept",
+                    U64(*a), SL_GGUF_MIN_ALIGNMENT);
     return SL_OK;
 }
 

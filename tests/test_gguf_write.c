@@ -325,6 +325,7 @@ Test(gguf_write, misuse_is_reported)
     cr_assert_eq(sl_gguf_writer_set_u32(w, "", 2), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_alignment(w, 48), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_alignment(w, 0), SL_EINVAL);
+    cr_assert_eq(sl_gguf_writer_set_alignment(w, 2), SL_EINVAL);   /* below SL_GGUF_MIN_ALIGNMENT */
     cr_assert_eq(sl_gguf_writer_set_u32(w, "general.alignment", 3), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_arr(w, "a", SL_GGUF_STRING, NULL, 0), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_scalar(w, "s", SL_GGUF_ARRAY, &w), SL_EINVAL);
