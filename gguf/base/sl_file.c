@@ -68,6 +68,17 @@ int sl_file_out_write(sl_file_out *o, const void *buf, size_t n)
     return 0;
 }
 
+FILE *sl_file_out_stream(sl_file_out *o)
+{
+    int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if (!f) {
+        sl_err_set(SL_EIO, "%s %s: cannot open a stream on %s: %s", o->what, o->path, o->tmp, strerror(errno));
+        if (fd >= 0) close(fd);
+    }
+    return f;
+}
+
 /* The rename is durable only once the directory is; some file systems refuse
  * fsync on a directory, which changes nothing about the data. */
 static void sync_dir(const char *path)

@@ -9,6 +9,7 @@
 #define SL_FILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct sl_file_out {
     int fd;             /* the temporary; -1 when closed */
@@ -20,6 +21,10 @@ typedef struct sl_file_out {
 int sl_file_out_open(sl_file_out *o, const char *path, const char *what);
 /* Writes all n bytes; SL_EIO naming the errno (ENOSPC, EIO, EFBIG) on failure. */
 int sl_file_out_write(sl_file_out *o, const void *buf, size_t n);
+/* A stdio stream on the temporary (a dup of fd), for writers that format:
+ * fclose it before commit, whose fsync then covers what it wrote. NULL and
+ * a message on failure. */
+FILE *sl_file_out_stream(sl_file_out *o);
 /* fsync, close, rename over the target, fsync of its directory. On failure the
  * temporary is removed (as by abort) and the target keeps its old contents. */
 int sl_file_out_commit(sl_file_out *o);
