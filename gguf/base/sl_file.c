@@ -79,6 +79,18 @@ FILE *sl_file_out_stream(sl_file_out *o)
     return f;
 }
 
+int sl_file_out_close_stream(sl_file_out *o, FILE *f)
+{
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        int st = sl_err_set(SL_EIO, "%s %s: writing %s: %s; the previous file is unchanged", o->what, o->path,
+                            o->tmp, strerror(errno ? errno : EIO));
+        sl_file_out_abort(o);
+        return st;
+    }
+    return sl_file_out_commit(o);
+}
+
 /* The rename is durable only once the directory is; some file systems refuse
  * fsync on a directory, which changes nothing about the data. */
 static void sync_dir(const char *path)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "sl_status.h"   /* SL_E*, sl_last_error */
+
 typedef struct sl_file_out {
     int fd;             /* the temporary; -1 when closed */
     char *path, *tmp;   /* the target and the temporary's name */
@@ -25,6 +27,8 @@ int sl_file_out_write(sl_file_out *o, const void *buf, size_t n);
  * fclose it before commit, whose fsync then covers what it wrote. NULL and
  * a message on failure. */
 FILE *sl_file_out_stream(sl_file_out *o);
+/* Closes the stream f of o, then commits; aborts if the stream failed. */
+int sl_file_out_close_stream(sl_file_out *o, FILE *f);
 /* fsync, close, rename over the target, fsync of its directory. On failure the
  * temporary is removed (as by abort) and the target keeps its old contents. */
 int sl_file_out_commit(sl_file_out *o);
