@@ -543,3 +543,21 @@ Test(prompt_cache, load_refuses_fifo)
     sl_session_destroy(s);
     sl_model_close(m);
 }
+
+/* Finding 4 through the command: `run --prompt-cache FIFO --prompt-cache-ro`
+ * says why the file is skipped and computes the prompt instead of hanging. */
+Test(cli, run_prompt_cache_fifo_does_not_hang)
+{
+    char path[128], args[512], out[8192];
+    tmp_path(path, sizeof path, "clififo");
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    snprintf(args, sizeof args, "run -m " TS " -p 'Once upon a time' -n 4 --temp 0 -t 1 "
+             "--prompt-cache %s --prompt-cache-ro", path);
+    alarm(60);
+    cr_assert_eq(sluice_cmd(args, out, sizeof out), 0, "%s", out);
+    alarm(0);
+    cr_assert_not_null(strstr(out, "not a regular file"), "%s", out);
+    cr_assert_not_null(strstr(out, "Once upon a time"), "%s", out);
+    unlink(path);
+}
