@@ -31,6 +31,7 @@
 #include "../gguf/gguf_type.h"
 #include "hash64.h"
 #include "../gguf/base/sl_platform.h"
+#include "../gguf/base/sl_file.h"
 
 #define PC_MAGIC "SLUICEPC"
 #define PC_VERSION 1u
@@ -86,18 +87,6 @@ static int read_full(int fd, void *buf, size_t n)
         ssize_t r = read(fd, b, n);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return r < 0 ? -errno : SL_ETRUNC;
-        b += r; n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n)
-{
-    const uint8_t *b = buf;
-    while (n) {
-        ssize_t r = write(fd, b, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return r < 0 ? -errno : -EIO;
         b += r; n -= (size_t)r;
     }
     return 0;
@@ -234,13 +223,13 @@ static int header_check(const sl_session *s, const pc_header *h, uint64_t file_s
 
 /* ---- save ---------------------------------------------------------------- */
 
-typedef struct pc_writer { int fd; sl_hash64 h; int rc; } pc_writer;
+typedef struct pc_writer { sl_file_out out; sl_hash64 h; int rc; } pc_writer;
 
 static void put(pc_writer *w, const void *b, size_t n)
 {
     if (w->rc) return;
     sl_hash64_update(&w->h, b, n);
-    w->rc = write_full(w->fd, b, n);
+    w->rc = sl_file_out_write(&w->out, b, n);
 }
 
 int sl_session_save(sl_session *s, const char *path)
@@ -253,17 +242,9 @@ int sl_session_save(sl_session *s, const char *path)
     int rc = header_of(s, (uint32_t)n, s->have_logits, &h);
     if (rc) return sl_session_fail(s, rc);
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return sl_session_fail(s, sl_err_set(SL_ENOMEM, "save: out of memory"));
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    pc_writer w = { .fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) };
-    if (w.fd < 0) {
-        rc = sl_err_set(SL_EIO, "save: cannot create %s: %s", tmp, strerror(errno));
-        free(tmp);
-        return sl_session_fail(s, rc);
-    }
-    w.rc = write_full(w.fd, &h, sizeof h);
+    pc_writer w = { .rc = 0 };
+    if ((rc = sl_file_out_open(&w.out, path, "prompt cache"))) return sl_session_fail(s, rc);
+    w.rc = sl_file_out_write(&w.out, &h, sizeof h);
     sl_hash64_init(&w.h, PC_SEED_PAY);
     put(&w, s->hist, (size_t)n * sizeof(int32_t));
     if (h.has_logits) put(&w, s->logits, (size_t)h.n_vocab * sizeof(float));
@@ -273,26 +254,12 @@ int sl_session_save(sl_session *s, const char *path)
                 put(&w, kv_rows(&s->kv, side, l, hd),
                     (size_t)n * (side ? h.v_row_bytes : h.k_row_bytes));
     uint64_t sum = sl_hash64_final(&w.h);
-    if (!w.rc) w.rc = write_full(w.fd, &sum, sizeof sum);
-    if (!w.rc && fsync(w.fd)) w.rc = -errno;
-    if (close(w.fd) && !w.rc) w.rc = -errno;
-    if (!w.rc && rename(tmp, path)) w.rc = -errno;
+    if (!w.rc) w.rc = sl_file_out_write(&w.out, &sum, sizeof sum);
     if (w.rc) {
-        rc = sl_err_set(SL_EIO, "save %s: %s", tmp, strerror(-w.rc));
-        unlink(tmp);
-        free(tmp);
-        return sl_session_fail(s, rc);
+        sl_file_out_abort(&w.out);
+        return sl_session_fail(s, w.rc);
     }
-    free(tmp);
-    /* the rename is durable only once the directory is */
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-        int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
-        free(dir);
-    }
+    if ((rc = sl_file_out_commit(&w.out))) return sl_session_fail(s, rc);
     return 0;
 }
 
@@ -328,10 +295,9 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
     sl_session_reset(s);
     if (!path) return sl_session_fail(s, sl_err_set(SL_EINVAL, "load: path is NULL"));
     if (want && n_want < 1) return sl_session_fail(s, sl_err_set(SL_EINVAL, "load %s: no tokens to match", path));
-    pc_reader r = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
-    if (r.fd < 0)
-        return sl_session_fail(s, sl_err_set(errno == ENOENT ? SL_ENOENT : SL_EIO, "prompt cache %s: %s", path,
-                                   strerror(errno)));
+    pc_reader r = { .fd = -1 };
+    int st = sl_file_open_data(path, "prompt cache", &r.fd);
+    if (st) return sl_session_fail(s, st);
     int32_t *toks = NULL;
     int32_t keep = 0;
     pc_header h;

@@ -30,6 +30,9 @@ enum sl_gguf_vtype {
 
 #define SL_GGUF_MAX_DIMS 4
 #define SL_GGUF_DEFAULT_ALIGNMENT 32
+/* Kernels load tensor data in place as f32/f16/i64/f64 and block structs: a
+ * smaller general.alignment would make those loads misaligned (undefined). */
+#define SL_GGUF_MIN_ALIGNMENT 8
 
 /* Caps on hostile sizes (a real file is far below all of them). */
 #define SL_GGUF_MAX_STRING   (1u << 24)   /* 16 MiB per string */
@@ -206,9 +209,12 @@ SL_API int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, uint32
 SL_API int sl_gguf_writer_begin_data(sl_gguf_writer *w);
 /* Appends data of the current tensor; moves to the next once it is complete. */
 SL_API int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len);
-/* Checks every tensor was written, flushes, fsyncs nothing, closes; frees w. */
+/* The file is written to a temporary beside path (never through a link)
+ * and appears at path only complete: close checks every tensor was written,
+ * flushes, fsyncs and renames it over path; frees w. On any failure path
+ * keeps its previous contents. */
 SL_API int sl_gguf_writer_close(sl_gguf_writer *w);
-/* Frees without finishing (on error paths); removes nothing. */
+/* Frees without finishing (on error paths): the temporary is removed, path untouched. */
 SL_API void sl_gguf_writer_abort(sl_gguf_writer *w);
 
 #ifdef __cplusplus

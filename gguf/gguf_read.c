@@ -349,6 +349,11 @@ static int parse_alignment(parser *p)
         return fail(p, SL_EFORMAT, "at offset 0x%llx: alignment %llu is not a power of two in 1..2^30",
                     U64(kv->offset), U64(a));
     }
+    if (a < SL_GGUF_MIN_ALIGNMENT) {
+        snprintf(p->what, sizeof p->what, "kv #%lld 'general.alignment'", (long long)i);
+        return fail(p, SL_EFORMAT, "at offset 0x%llx: alignment %llu is below %u, the least the kernels load "
+                    "tensor data with", U64(kv->offset), U64(a), SL_GGUF_MIN_ALIGNMENT);
+    }
     g->alignment = a;
     return SL_OK;
 }

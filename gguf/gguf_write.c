@@ -4,6 +4,7 @@
  * it accepts is one the reader accepts (same caps), so its files round-trip. */
 #include "gguf.h"
 #include "base/sl_internal.h"
+#include "base/sl_file.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,7 +23,8 @@ typedef struct {
 } wtensor;
 
 struct sl_gguf_writer {
-    FILE *f;
+    FILE *f;                 /* buffered, on a dup of out.fd */
+    sl_file_out out;         /* the temporary renamed over path by close */
     char *path;
     unsigned char *fbuf;
     uint32_t version;
@@ -160,12 +162,12 @@ int sl_gguf_writer_open(sl_gguf_writer **out, const char *path, uint32_t version
         if (w) { free(w->path); free(w); }
         return sl_err_set(SL_ENOMEM, "%s: out of memory", path);
     }
-    w->f = fopen(path, "wbe");
-    if (!w->f) {
-        int e = errno;
-        sl_err_set(-e, "%s: cannot create: %s", path, strerror(e));
+    int st = sl_file_out_open(&w->out, path, "gguf");
+    if (!st && !(w->f = sl_file_out_stream(&w->out))) st = SL_EIO;
+    if (st) {
+        sl_file_out_abort(&w->out);
         free(w->fbuf); free(w->path); free(w);
-        return -e;
+        return st;
     }
     setvbuf(w->f, (char *)w->fbuf, _IOFBF, 1u << 20);
     w->version = version;
@@ -199,6 +201,9 @@ static int alignment_of(sl_gguf_writer *w, const sl_gguf_value *v, uint64_t *a)
     }
     if (*a == 0 || (*a & (*a - 1)) || *a > (1u << 30))
         return werr(w, SL_EINVAL, "alignment %llu is not a power of two in 1..2^30", U64(*a));
+    if (*a < SL_GGUF_MIN_ALIGNMENT)
+        return werr(w, SL_EINVAL, "general.alignment %llu is below %u, the least readers accept",
+                    U64(*a), SL_GGUF_MIN_ALIGNMENT);
     return SL_OK;
 }
 
@@ -501,6 +506,8 @@ int sl_gguf_writer_close(sl_gguf_writer *w)
                   w->ts[w->cur].name, U64(w->cur_done), U64(w->ts[w->cur].nbytes), w->cur, w->n_t);
     if (fflush(w->f) && !st) st = werr(w, SL_EIO, "flush failed: %s", strerror(errno));
     if (fclose(w->f) && !st) st = werr(w, SL_EIO, "close failed: %s", strerror(errno));
+    if (st) sl_file_out_abort(&w->out);
+    else st = sl_file_out_commit(&w->out);
     free_writer(w);
     return st;
 }
@@ -509,5 +516,6 @@ void sl_gguf_writer_abort(sl_gguf_writer *w)
 {
     if (!w) return;
     fclose(w->f);
+    sl_file_out_abort(&w->out);
     free_writer(w);
 }

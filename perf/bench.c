@@ -7,6 +7,7 @@
  * in the same run, and each configuration is set against its physical bound. */
 #include "../engine/cli/cli.h"
 #include "../engine/cli/cli_progress.h"
+#include "../gguf/base/sl_file.h"
 #include "../io/sluice_stream.h"
 #include "bench.h"
 #include "perf.h"
@@ -623,13 +624,18 @@ static int run_sweep(const bench_opts *o, const bench_runner *rn, const bench_bo
 static int report(const bench_opts *o, const bench_runner *rn, const bench_bounds *bb, bench_result *res, int nconf)
 {
     FILE *out = stdout;
-    if (o->outp && !(out = fopen(o->outp, "w"))) { fprintf(stderr, "bench: %s: %s\n", o->outp, strerror(errno)); return 1; }
+    sl_file_out fo = { .fd = -1 };
+    if (o->outp && (sl_file_out_open(&fo, o->outp, "bench output") || !(out = sl_file_out_stream(&fo)))) {
+        fprintf(stderr, "bench: %s\n", sl_last_error());
+        sl_file_out_abort(&fo);
+        return 1;
+    }
     if (!strcmp(o->fmt, "md")) print_md(out, res, nconf, o->model, bb->disk_bw, bb->mem_bw, rn->name, rn->compute_included);
     else if (!strcmp(o->fmt, "json")) print_json(out, res, nconf, rn->name, bb->disk_bw, bb->mem_bw, bb->weight_bytes);
     else print_csv(out, res, nconf, rn->name);
     if (strcmp(o->fmt, "md") || o->outp)
         print_md(stderr, res, nconf, o->model, bb->disk_bw, bb->mem_bw, rn->name, rn->compute_included);
-    if (out != stdout) fclose(out);
+    if (out != stdout && sl_file_out_close_stream(&fo, out)) { fprintf(stderr, "bench: %s\n", sl_last_error()); return 1; }
     int prc = o->plot ? plot_svg(o->plot, res, nconf, rn->compute_included) : 0;
     if (prc > 0) fprintf(stderr, "bench: gnuplot not found: plot %s skipped (the data is in -o json|csv)\n", o->plot);
     else if (prc < 0) fprintf(stderr, "bench: gnuplot failed for %s\n", o->plot);

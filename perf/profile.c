@@ -4,6 +4,7 @@
  * and saves the device profile JSON the planner and the bench read. */
 #include "../engine/cli/cli.h"
 #include "../engine/cli/cli_progress.h"
+#include "../gguf/base/sl_file.h"
 #include "perf.h"
 
 #include <errno.h>
@@ -134,11 +135,15 @@ int perf_profile_main(int argc, char **argv)
     munmap(buf, mb);
 
     /* ---- JSON ---- */
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
     sl_cli_progress_clear(&pg);
-    FILE *f = fopen(tmp, "w");
-    if (!f) { sl_cli_progress_end(&pg); fprintf(stderr, "profile: %s: %s\n", tmp, strerror(errno)); return 1; }
+    sl_file_out fo = { .fd = -1 };
+    FILE *f = NULL;
+    if (sl_file_out_open(&fo, out, "profile") || !(f = sl_file_out_stream(&fo))) {
+        sl_cli_progress_end(&pg);
+        fprintf(stderr, "profile: %s\n", sl_last_error());
+        sl_file_out_abort(&fo);
+        return 1;
+    }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     fprintf(f, "{\n  \"version\": 1,\n  \"host\": ");
@@ -163,7 +168,7 @@ int perf_profile_main(int argc, char **argv)
     sl_cli_progress_update(&pg, pg.total);
     sl_cli_progress_end(&pg);
     fprintf(f, "}\n}\n");
-    if (fclose(f) || rename(tmp, out)) { fprintf(stderr, "profile: cannot write %s\n", out); return 1; }
+    if (sl_file_out_close_stream(&fo, f)) { fprintf(stderr, "profile: %s\n", sl_last_error()); return 1; }
     printf("\nbest disk: %.2f GB/s (req %u KiB, qd %d, %s%s); memory %.2f GB/s (%d threads), 1 thread %.2f GB/s\n",
            best / 1e9, best_req >> 10, best_qd, eng, direct ? ", O_DIRECT" : ", buffered", mem_best / 1e9,
            mem_best_t, mem[1] / 1e9);

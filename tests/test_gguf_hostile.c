@@ -443,3 +443,31 @@ Test(gguf_hostile, real_file_truncation)
     free(c);
     free(p);
 }
+
+/* Finding 6 of the hardening issue: alignment 1 or 2 let kernels load misaligned floats. */
+Test(gguf_hostile, alignment_below_kernel_need_refused)
+{
+    base b;
+    make_base(&b);
+    unsigned char *c = malloc(b.n);
+    int done = 0;
+    for (int i = 0; i < b.nf; i++) {
+        if (b.f[i].kind != K_ALIGN) continue;
+        static const uint64_t small[] = { 1, 2, 4 };
+        for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
+            memcpy(c, b.p, b.n);
+            wr(c + b.f[i].off, small[k], b.f[i].size);
+            cr_assert_eq(try_open(c, b.n, b.n), SL_EFORMAT, "alignment %llu accepted",
+                         (unsigned long long)small[k]);
+            char want[64];
+            snprintf(want, sizeof want, "alignment %llu is below %u", (unsigned long long)small[k],
+                     SL_GGUF_MIN_ALIGNMENT);
+            cr_assert_neq(strstr(sl_last_error(), "'general.alignment'"), NULL, "%s", sl_last_error());
+            cr_assert_neq(strstr(sl_last_error(), want), NULL, "%s", sl_last_error());
+        }
+        done = 1;
+    }
+    cr_assert(done, "no general.alignment field in the base file");
+    free(c);
+    free(b.p);
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void tmp_path(char *buf, size_t n, const char *tag)
@@ -325,6 +326,7 @@ Test(gguf_write, misuse_is_reported)
     cr_assert_eq(sl_gguf_writer_set_u32(w, "", 2), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_alignment(w, 48), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_alignment(w, 0), SL_EINVAL);
+    cr_assert_eq(sl_gguf_writer_set_alignment(w, 2), SL_EINVAL);   /* below SL_GGUF_MIN_ALIGNMENT */
     cr_assert_eq(sl_gguf_writer_set_u32(w, "general.alignment", 3), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_arr(w, "a", SL_GGUF_STRING, NULL, 0), SL_EINVAL);
     cr_assert_eq(sl_gguf_writer_set_scalar(w, "s", SL_GGUF_ARRAY, &w), SL_EINVAL);
@@ -419,4 +421,43 @@ Test(gguf_write, many_tensors_and_keys)
     cr_assert_eq(e.end, sl_gguf_file_size(g));
     sl_gguf_close(g);
     unlink(path);
+}
+
+/* Hardening finding 3: GGUF outputs (mkmodel's among them) go through the safe
+ * writer: a link at the target is replaced, never written through, and an
+ * abandoned file leaves the previous one as it was. */
+Test(gguf_write, output_never_written_through_a_link)
+{
+    char path[128], victim[128], got[32];
+    snprintf(path, sizeof path, "/tmp/sl_test_gw_link_%d.gguf", (int)getpid());
+    snprintf(victim, sizeof victim, "/tmp/sl_test_gw_victim_%d", (int)getpid());
+    FILE *f = fopen(victim, "wb");
+    cr_assert_not_null(f);
+    fputs("victim bytes", f);
+    fclose(f);
+    unlink(path);
+    cr_assert_eq(symlink(victim, path), 0);
+    sl_gguf_writer *w;
+    cr_assert_eq(sl_gguf_writer_open(&w, path, 3), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_gguf_writer_set_u32(w, "k", 1), 0);
+    cr_assert_eq(sl_gguf_writer_close(w), 0, "%s", sl_last_error());
+    struct stat sb;
+    cr_assert_eq(lstat(path, &sb), 0);
+    cr_assert(S_ISREG(sb.st_mode));
+    f = fopen(victim, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fread(got, 1, sizeof got, f), 12);
+    fclose(f);
+    cr_assert_eq(memcmp(got, "victim bytes", 12), 0, "written through the link");
+    /* an aborted rewrite leaves the finished file */
+    off_t size = sb.st_size;
+    cr_assert_eq(sl_gguf_writer_open(&w, path, 3), 0);
+    cr_assert_eq(sl_gguf_writer_set_u32(w, "k", 2), 0);
+    cr_assert_eq(sl_gguf_writer_set_u32(w, "k2", 3), 0);
+    cr_assert_eq(sl_gguf_writer_begin_data(w), 0);
+    sl_gguf_writer_abort(w);
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_assert_eq(sb.st_size, size);
+    unlink(path);
+    unlink(victim);
 }

@@ -8,11 +8,15 @@
 #include "sl_test.h"
 #include "session_testutil.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -401,5 +405,159 @@ Test(cli, run_prompt_cache)
     fclose(f);
     cr_assert_eq(sluice_cmd(args, out, sizeof out), 0, "%s", out);
     cr_assert_not_null(strstr(out, "recomputing the prompt"), "%s", out);
+    unlink(path);
+}
+
+/* ---- hardening (issue 38, findings 3 and 4) ------------------------------ */
+
+static size_t slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+/* Entries of /tmp starting with "<base of path>.tmp.": temporaries left behind. */
+static int leftover_temps(const char *path)
+{
+    const char *base = strrchr(path, '/') + 1;
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s.tmp.", base);
+    DIR *d = opendir("/tmp");
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* Finding 3: links planted where the save puts its temporary (the name it
+ * used to take, PATH.tmp.PID) or at the target are never written through. */
+Test(prompt_cache, save_does_not_follow_symlink)
+{
+    sl_model *m = st_open_ctx(TS, 256, 16);
+    int32_t ids[20];
+    st_some_ids(ids, 20, n_vocab_of(m), 3);
+    char path[128], victim[128], ghost[128], planted[192], got[64];
+    tmp_path(path, sizeof path, "link");
+    tmp_path(victim, sizeof victim, "victim");
+    tmp_path(ghost, sizeof ghost, "ghost");
+    snprintf(planted, sizeof planted, "%s.tmp.%d", path, (int)getpid());
+    unlink(path); unlink(planted); unlink(ghost);
+    write_bytes(victim, "victim's own bytes", 18);
+    sl_session *s = st_session(m, false);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 20), 0, "%s", sl_session_errmsg(s));
+
+    /* a link to a file the victim can write */
+    cr_assert_eq(symlink(victim, planted), 0);
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(slurp(victim, got, sizeof got), 18);
+    cr_assert_eq(memcmp(got, "victim's own bytes", 18), 0, "the victim file was written through the link");
+    unlink(planted);
+    /* a dangling link: following it would create a file of the attacker's choosing */
+    cr_assert_eq(symlink(ghost, planted), 0);
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(access(ghost, F_OK), -1, "the dangling link was followed");
+    unlink(planted);
+    /* the target itself a link: replaced by the new file, its destination untouched */
+    unlink(path);
+    cr_assert_eq(symlink(victim, path), 0);
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    struct stat sb;
+    cr_assert_eq(lstat(path, &sb), 0);
+    cr_assert(S_ISREG(sb.st_mode), "the target is a regular file now");
+    cr_assert_eq(slurp(victim, got, sizeof got), 18);
+    cr_assert_eq(memcmp(got, "victim's own bytes", 18), 0);
+    cr_assert_eq(sl_session_load(s, path), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(leftover_temps(path), 0);
+    unlink(path); unlink(victim);
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
+
+/* Finding 3: a write that fails part way (here the file-size limit, as a full
+ * disk would) leaves the previous file byte-identical and no temporary. */
+Test(prompt_cache, save_failure_keeps_previous_file)
+{
+    sl_model *m = st_open_ctx(TS, 256, 16);
+    enum { N = 40 };
+    int32_t ids[2 * N];
+    st_some_ids(ids, 2 * N, n_vocab_of(m), 5);
+    char path[128];
+    tmp_path(path, sizeof path, "efbig");
+    sl_session *s = st_session(m, false);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, N), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    static char before[1 << 20], after[1 << 20];
+    size_t nb = slurp(path, before, sizeof before);
+    cr_assert(nb > HDR && nb < sizeof before);
+
+    cr_assert_eq(sl_session_feed_tokens(s, ids + N, N), 0, "%s", sl_session_errmsg(s));
+    signal(SIGXFSZ, SIG_IGN);   /* write() fails with EFBIG instead of killing us */
+    struct rlimit old, lim;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = nb / 2;
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = sl_session_save(s, path);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    cr_assert_eq(rc, SL_EIO, "save past the limit: %d", rc);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), path), "%s", sl_session_errmsg(s));
+    cr_assert_eq(slurp(path, after, sizeof after), nb);
+    cr_assert_eq(memcmp(before, after, nb), 0, "the previous file changed");
+    cr_assert_eq(leftover_temps(path), 0, "a temporary was left behind");
+    /* and the session still saves once there is room */
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    unlink(path);
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
+
+/* Finding 4: a FIFO named as the prompt cache is refused at once (it used to
+ * block in open() for ever); the alarm turns a hang into a failed test. */
+Test(prompt_cache, load_refuses_fifo)
+{
+    sl_model *m = st_open_ctx(TS, 256, 16);
+    int32_t ids[8];
+    st_some_ids(ids, 8, n_vocab_of(m), 1);
+    char path[128];
+    tmp_path(path, sizeof path, "fifo");
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    sl_session *s = st_session(m, false);
+    alarm(10);
+    cr_assert_eq(sl_session_load(s, path), SL_EINVAL);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), path), "%s", sl_session_errmsg(s));
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "not a regular file"), "%s", sl_session_errmsg(s));
+    int32_t reused = -1;
+    cr_assert_eq(sl_session_load_prefix(s, path, ids, 8, &reused), SL_EINVAL);
+    cr_assert_eq(reused, 0);
+    alarm(0);
+    /* the session is empty and usable */
+    cr_assert_eq(sl_session_n_past(s), 0);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 8), 0, "%s", sl_session_errmsg(s));
+    unlink(path);
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
+
+/* Finding 4 through the command: `run --prompt-cache FIFO --prompt-cache-ro`
+ * says why the file is skipped and computes the prompt instead of hanging. */
+Test(cli, run_prompt_cache_fifo_does_not_hang)
+{
+    char path[128], args[512], out[8192];
+    tmp_path(path, sizeof path, "clififo");
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    snprintf(args, sizeof args, "run -m " TS " -p 'Once upon a time' -n 4 --temp 0 -t 1 "
+             "--prompt-cache %s --prompt-cache-ro", path);
+    alarm(60);
+    cr_assert_eq(sluice_cmd(args, out, sizeof out), 0, "%s", out);
+    alarm(0);
+    cr_assert_not_null(strstr(out, "not a regular file"), "%s", out);
+    cr_assert_not_null(strstr(out, "Once upon a time"), "%s", out);
     unlink(path);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../gguf/base/sl_file.h"
 #include "../../gguf/base/sl_status.h"
 #include "cli.h"
 #include "cli_opts.h"
@@ -95,7 +96,6 @@ static int eval_main(int argc, char **argv)
     sl_model *m = NULL;
     sl_session *s = NULL;
     float *logits = NULL;
-    FILE *lf = NULL;
     int ret = 1;
     if (sl_cli_open_model(&mo, "eval", &m)) goto out;
     if (sl_session_create(&s, m)) {
@@ -111,15 +111,15 @@ static int eval_main(int argc, char **argv)
         goto out;
     }
     if (logits_out) {
-        lf = fopen(logits_out, "wb");
+        sl_file_out fo;
         /* host is little-endian on every supported target (x86-64, aarch64) */
-        if (!lf || fwrite(logits, sizeof(float) * (size_t)info.n_vocab, (size_t)n, lf) != (size_t)n ||
-            fclose(lf) != 0) {
-            lf = NULL;
-            fprintf(stderr, "sluice eval: cannot write %s\n", logits_out);
+        if (sl_file_out_open(&fo, logits_out, "logits") ||
+            sl_file_out_write(&fo, logits, sizeof(float) * (size_t)info.n_vocab * (size_t)n) ||
+            sl_file_out_commit(&fo)) {
+            sl_file_out_abort(&fo);
+            fprintf(stderr, "sluice eval: %s\n", sl_last_error());
             goto out;
         }
-        lf = NULL;
     }
     for (long long k = 0; k < n_greedy; k++) {
         int32_t t = sl_sampler_greedy(sl_session_logits(s), info.n_vocab);
@@ -133,7 +133,6 @@ static int eval_main(int argc, char **argv)
     putchar('\n');
     ret = fflush(stdout) ? 1 : 0;
 out:
-    if (lf) fclose(lf);
     free(logits);
     free(ids);
     sl_session_destroy(s);
