@@ -124,7 +124,7 @@ typedef struct sl_model_params {
     int moe_pregate;        /* MoE, experts streamed, decode: while layer l computes, layer l+1's
                              * router on layer l's FFN input guesses l+1's experts and reads them
                              * ahead (README "Pre-gating"). 0 = default (on), 1 on, 2 off */
-    /* added in 0.5: called on the opening thread while a resident model's weights are read
+    /* added in 0.6: called on the opening thread while a resident model's weights are read
      * (bytes done of total, a few times a second and once at the end); NULL: not called */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -236,7 +236,7 @@ SL_API int32_t sl_session_n_ctx(const sl_session *s);
  * NUL-terminated string; returns its length (0 allowed) or < 0. */
 SL_API int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
 
-/* ---- log probabilities and chat templates (servers, bindings) -------------
+/* ---- log probabilities and chat templates (servers, bindings; added in 0.6) -
  * logprobs: the distribution the sampler draws the next token from (the
  *   session's settings: repetition penalty, top-k, top-p, min-p, then the
  *   temperature; greedy sessions report it at temperature 1, whose argmax is

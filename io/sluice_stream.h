@@ -71,7 +71,7 @@ extern "C" {
 
 typedef struct sl_stream sl_stream;
 
-/* _COUNT: how many values this header knows (a range bound, not a value to pass); it
+/* _COUNT (added in 0.6): how many values this header knows (a range bound, not a value to pass); it
  * follows the last one, so appending a backend or mode keeps every value's number. */
 enum sl_stream_io   { SL_IO_AUTO = 0, SL_IO_URING, SL_IO_PREAD, SL_IO_COUNT };
 enum sl_stream_mode { SL_MODE_AUTO = 0, SL_MODE_RESIDENT, SL_MODE_STREAM, SL_MODE_MMAP, SL_MODE_COUNT };
@@ -120,7 +120,7 @@ typedef struct sl_stream_config {
     int32_t n_layer_mask;
     bool skip_head;          /* the lm head units are not kept */
     bool skip_embd;          /* token_embd is never pinned (rows are still readable) */
-    /* added in 0.5: resident mode's load, reported on the opening thread (bytes read of
+    /* added in 0.6: resident mode's load, reported on the opening thread (bytes read of
      * total, a few times a second and at the end); NULL: not called */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;

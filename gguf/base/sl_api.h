@@ -17,7 +17,7 @@
 /* MAJOR is the SONAME (libsluice.so.MAJOR): it changes only when a binary
  * built against an older release of the same MAJOR could break. */
 #define SLUICE_VERSION_MAJOR 0
-#define SLUICE_VERSION_MINOR 5
+#define SLUICE_VERSION_MINOR 6
 #define SLUICE_VERSION_PATCH 0
 #define SLUICE_VERSION_NUMBER \
     (SLUICE_VERSION_MAJOR * 10000 + SLUICE_VERSION_MINOR * 100 + SLUICE_VERSION_PATCH)
