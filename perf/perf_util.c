@@ -1,21 +1,18 @@
 /* Small helpers shared by the perf tools: time, /proc readers, page-cache
  * eviction of one file, JSON string output. */
 #include "perf.h"
-#include "../gguf/base/sl_platform.h"   /* sl_proc_value */
+#include "../gguf/base/sl_platform.h"   /* sl_proc_value, sl_now_ms */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 double perf_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return sl_now_ms() * 1e-3;   /* the one clock (sl_platform.h), in seconds */
 }
 
 static int cmp_d(const void *a, const void *b)
