@@ -401,18 +401,19 @@ Test(golden, index_covered)
     jv_free(&idx);
 }
 
-/* ---- synth2 (llama.cpp 2026-08): the architectures of 2026 ----------------
+/* ---- synth2 and synth3 (llama.cpp 2026-08): the architectures of 2026 ----
  * Bounds: as above, the largest of the README's llama.cpp-vs-llama.cpp
  * measurements (F32 KV cache, flash attention, float64 forward pass) in the
- * architecture's column of "Measured deviations (synth2)", not widened:
+ * architecture's column of "Measured deviations (synth2)" / "(synth3)", not
+ * widened:
  *   qwen3 max 0.15 RMS 0.028;  phi3 max 0.16 RMS 0.029;  gemma3 max 0.18 RMS 0.036.
  *   MoE, at positions with router gap >= 0.05 (the bracketed figures):
  *   mixtral max 0.081 RMS 0.016;  qwen2moe max 0.10 RMS 0.019;
  *   qwen3moe max 0.12 RMS 0.021.
  * Each supported architecture runs in every mode: resident, stream under a
  * budget that forces it, mmap, and stream through the pread backend. */
-typedef struct synth2_arch { const char *arch; bound bd; } synth2_arch;
-static const synth2_arch synth2_supported[] = {
+typedef struct synth_arch { const char *arch; bound bd; } synth_arch;
+static const synth_arch synth2_supported[] = {
     { "qwen3", { "synth2-qwen3-q4_k_m", 0.15, 0.028 } },
     { "phi3", { "synth2-phi3-q4_k_m", 0.16, 0.029 } },
     { "gemma3", { "synth2-gemma3-q4_k_m", 0.18, 0.036 } },
@@ -421,17 +422,34 @@ static const synth2_arch synth2_supported[] = {
     { "qwen2moe", { "synth2-qwen2moe-q4_k_m", 0.10, 0.019 } },
     { "qwen3moe", { "synth2-qwen3moe-q4_k_m", 0.12, 0.021 } },
 };
+/* synth3: one row per architecture as it lands (README "synth3"). */
+static const synth_arch synth3_supported[] = {
+    { NULL, { NULL, 0, 0 } },
+};
 
-static const synth2_arch *synth2_find(const char *arch)
+/* A set: its index file and its table of supported architectures. */
+typedef struct synth_set { const char *index; const synth_arch *rows; size_t n; } synth_set;
+#define SYNTH_SET(idx, t) { idx, t, sizeof t / sizeof t[0] }
+static const synth_set synth2 = SYNTH_SET("synth2-index.json", synth2_supported);
+static const synth_set synth3 = SYNTH_SET("synth3-index.json", synth3_supported);
+
+static const synth_arch *synth_find(const synth_set *set, const char *arch)
 {
-    for (size_t i = 0; i < sizeof synth2_supported / sizeof synth2_supported[0]; i++)
-        if (!strcmp(synth2_supported[i].arch, arch)) return &synth2_supported[i];
+    for (size_t i = 0; i < set->n; i++)
+        if (set->rows[i].arch && !strcmp(set->rows[i].arch, arch)) return &set->rows[i];
     return NULL;
+}
+
+static size_t synth_count(const synth_set *set)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < set->n; i++) n += set->rows[i].arch != NULL;
+    return n;
 }
 
 /* The architecture of the index entry's model, from its GGUF metadata; a
  * file the reader refuses (a tensor type it does not know) is named as such. */
-static void synth2_arch_of(const char *model, char *arch, size_t cap)
+static void synth_arch_of(const char *model, char *arch, size_t cap)
 {
     sl_gguf *g;
     if (sl_gguf_open_path(&g, model)) {
@@ -448,9 +466,9 @@ static void synth2_arch_of(const char *model, char *arch, size_t cap)
     sl_gguf_close(g);
 }
 
-static void check_synth2(const char *arch, int run_mode)
+static void check_synth(const synth_set *set, const char *arch, int run_mode)
 {
-    const synth2_arch *sa = synth2_find(arch);
+    const synth_arch *sa = synth_find(set, arch);
     cr_assert_not_null(sa);
     char dir[512], model[512];
     snprintf(dir, sizeof dir, GOLDEN "/%s", sa->bd.stem);
@@ -458,17 +476,19 @@ static void check_synth2(const char *arch, int run_mode)
     check_golden(dir, "golden.json", model, &sa->bd, run_mode, SL_GGML_F16);
 }
 
-#define SYNTH2_MODES(name, arch)                                                              \
-    Test(golden_synth2, name##_resident, .timeout = 120) { check_synth2(arch, RUN_RESIDENT); } \
-    Test(golden_synth2, name##_stream, .timeout = 120) { check_synth2(arch, RUN_STREAM); }     \
-    Test(golden_synth2, name##_mmap, .timeout = 120) { check_synth2(arch, RUN_MMAP); }         \
-    Test(golden_synth2, name##_pread, .timeout = 120) { check_synth2(arch, RUN_PREAD); }
-SYNTH2_MODES(qwen3, "qwen3")
-SYNTH2_MODES(phi3, "phi3")
-SYNTH2_MODES(gemma3, "gemma3")
-SYNTH2_MODES(mixtral, "llama+experts")
-SYNTH2_MODES(qwen2moe, "qwen2moe")
-SYNTH2_MODES(qwen3moe, "qwen3moe")
+#define SYNTH_MODES(set, name, arch)                                                              \
+    Test(golden_##set, name##_resident, .timeout = 120) { check_synth(&set, arch, RUN_RESIDENT); } \
+    Test(golden_##set, name##_stream, .timeout = 120) { check_synth(&set, arch, RUN_STREAM); }     \
+    Test(golden_##set, name##_mmap, .timeout = 120) { check_synth(&set, arch, RUN_MMAP); }         \
+    Test(golden_##set, name##_pread, .timeout = 120) { check_synth(&set, arch, RUN_PREAD); }
+SYNTH_MODES(synth2, qwen3, "qwen3")
+SYNTH_MODES(synth2, phi3, "phi3")
+SYNTH_MODES(synth2, gemma3, "gemma3")
+SYNTH_MODES(synth2, mixtral, "llama+experts")
+SYNTH_MODES(synth2, qwen2moe, "qwen2moe")
+SYNTH_MODES(synth2, qwen3moe, "qwen3moe")
+/* synth3: one line per supported architecture, e.g.
+ * SYNTH_MODES(synth3, gpt_oss, "gpt-oss") */
 
 /* i-quant models (iq/ in the index; llama files quantized with an importance
  * matrix, README "i-quant golden"). Bounds: the largest llama.cpp-vs-llama.cpp
@@ -502,12 +522,15 @@ static void check_iq(int i, int run_mode)
 IQ_MODES(iq2_xs, 0)
 IQ_MODES(iq4_xs, 1)
 
-/* Every synth2 model whose architecture is in the table has its tests above;
- * the others are listed (not silently skipped) as not yet supported. */
-Test(golden_synth2, index_covered)
+/* Every model of a set whose architecture is in its table has its tests
+ * above; the others are listed (not silently skipped) as not yet supported.
+ * Returns the number of i-quant models of the index (synth2 lists them). */
+static int synth_covered(const synth_set *set)
 {
     jv idx;
-    cr_assert_eq(load_json(GOLDEN "/synth2-index.json", &idx), 0);
+    char path[512];
+    snprintf(path, sizeof path, GOLDEN "/%s", set->index);
+    cr_assert_eq(load_json(path, &idx), 0, "cannot parse %s", path);
     const jv *models = jget(&idx, "models");
     cr_assert(models && models->n > 0);
     int covered = 0, covered_iq = 0;
@@ -516,18 +539,25 @@ Test(golden_synth2, index_covered)
         char model[512], arch[256];
         snprintf(model, sizeof model, MODELS "/%s", f);
         if (iq_find(f)) { covered_iq++; continue; }
-        synth2_arch_of(model, arch, sizeof arch);
-        const synth2_arch *sa = synth2_find(arch);
+        synth_arch_of(model, arch, sizeof arch);
+        const synth_arch *sa = synth_find(set, arch);
         if (sa && strstr(f, sa->bd.stem) == f) { covered++; continue; }
-        cr_expect_null(sa, "synth2: %s (architecture %s, in the table) has no golden test", f, arch);
-        cr_log_info("synth2: %s: architecture '%s' not yet supported (no golden check)", f, arch);
+        cr_expect_null(sa, "%s: %s (architecture %s, in the table) has no golden test", set->index, f, arch);
+        cr_log_info("%s: %s: architecture '%s' not yet supported (no golden check)", set->index, f, arch);
     }
-    cr_expect_eq(covered, (int)(sizeof synth2_supported / sizeof synth2_supported[0]),
-                 "every supported architecture's synth2 model is in the index");
-    cr_expect_eq(covered_iq, (int)(sizeof iq_models / sizeof iq_models[0]),
-                 "every i-quant golden model is in the index");
+    cr_expect_eq(covered, (int)synth_count(set), "%s: every supported architecture's model is in the index",
+                 set->index);
     jv_free(&idx);
+    return covered_iq;
 }
+
+Test(golden_synth2, index_covered)
+{
+    cr_expect_eq(synth_covered(&synth2), (int)(sizeof iq_models / sizeof iq_models[0]),
+                 "every i-quant golden model is in the index");
+}
+
+Test(golden_synth3, index_covered) { cr_expect_eq(synth_covered(&synth3), 0); }
 
 /* ---- quantized KV cache (README "Quantized KV cache") ----------------------
  * Like with like: every model of kv-<type>-index.json run with that cache
