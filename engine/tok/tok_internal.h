@@ -37,7 +37,7 @@ size_t sl_utf8_encode(uint32_t cp, char *out);
 /* ---- pre-tokenizers (byte-level BPE) ---- */
 enum sl_pre {
     SL_PRE_NONE = 0, SL_PRE_GPT2, SL_PRE_LLAMA3, SL_PRE_QWEN2,
-    SL_PRE_DEEPSEEK_LLM, SL_PRE_DEEPSEEK_CODER,
+    SL_PRE_DEEPSEEK_LLM, SL_PRE_DEEPSEEK_CODER, SL_PRE_O200K,
 };
 /* Splits cps[0..n) into words; writes word lengths (in code points) to lens
  * (capacity n) and returns their count. scratch: n size_t. */

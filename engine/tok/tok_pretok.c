@@ -242,6 +242,86 @@ static bool in_ranges(uint32_t c, const cp_range *r, size_t n)
     return false;
 }
 
+/* ---- o200k (gpt-4o, gpt-oss), in the form llama.cpp evaluates:
+ * [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+C?|
+ * [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*C?|
+ * \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * with C = (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]). Only
+ * ASCII letters have a case there: "upper" = A-Z or any non-ASCII letter,
+ * "lower" = a-z or any non-ASCII letter, so a non-ASCII letter is both. */
+static bool o2_letter(uint32_t c) { return has_cat(c, SL_UCF_LETTER); }
+static bool o2_upper(uint32_t c) { return o2_letter(c) && !(c >= 'a' && c <= 'z'); }
+static bool o2_lower(uint32_t c) { return o2_letter(c) && !(c >= 'A' && c <= 'Z'); }
+static bool o2_other(uint32_t c) { return !is_ws(c) && !o2_letter(c) && !has_cat(c, SL_UCF_NUMBER); }
+
+/* Length of the optional contraction at p (0 if none). */
+static size_t o2_contraction(const uint32_t *cps, size_t p, size_t end)
+{
+    if (p + 1 >= end || cps[p] != '\'') return 0;
+    uint32_t a = ascii_lower(cps[p + 1]);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    if (p + 2 >= end) return 0;
+    uint32_t b = ascii_lower(cps[p + 2]);
+    return (a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l') ? 3 : 0;
+}
+
+/* End of the word starting with the letter at s: the first two alternatives
+ * with std::regex's backtracking. The greedy upper run [s, u) is followed by
+ * the lower run when a lower letter comes next; otherwise the lower part
+ * backs off to the last non-ASCII letter of the upper run (both classes);
+ * with none there, the second alternative takes the upper run alone. */
+static size_t o2_word_end(const uint32_t *cps, size_t s, size_t end)
+{
+    size_t u = s;
+    while (u < end && o2_upper(cps[u])) u++;
+    size_t e;
+    if (u < end && o2_lower(cps[u])) {
+        e = u;
+        while (e < end && o2_lower(cps[e])) e++;
+    } else {
+        e = u;
+        for (size_t q = u; q > s; q--)
+            if (cps[q - 1] > 0x7f) { e = q; break; }
+    }
+    return e + o2_contraction(cps, e, end);
+}
+
+static void split_o200k(const uint32_t *cps, size_t n, seg_out *o)
+{
+    o->prev_end = 0;
+    for (size_t pos = 0; pos < n;) {
+        uint32_t c = cps[pos];
+        bool lead = c != '\r' && c != '\n' && !o2_letter(c) && !has_cat(c, SL_UCF_NUMBER);
+        if (o2_letter(c) || (lead && pos + 1 < n && o2_letter(cps[pos + 1]))) {
+            pos = o2_word_end(cps, pos + !o2_letter(c), n);
+            add_word(o, pos);
+            continue;
+        }
+        if (has_cat(c, SL_UCF_NUMBER)) {
+            size_t e = pos;
+            while (e < n && e - pos < 3 && has_cat(cps[e], SL_UCF_NUMBER)) e++;
+            pos = e;
+            add_word(o, pos);
+            continue;
+        }
+        size_t q = pos + (c == ' ' && pos + 1 < n && o2_other(cps[pos + 1]));
+        if (o2_other(cps[q])) {
+            while (q < n && o2_other(cps[q])) q++;
+            while (q < n && (cps[q] == '\r' || cps[q] == '\n' || cps[q] == '/')) q++;
+            pos = q;
+            add_word(o, pos);
+            continue;
+        }
+        size_t nws = 0, last_rn = 0;
+        while (pos + nws < n && is_ws(cps[pos + nws])) {
+            if (cps[pos + nws] == '\r' || cps[pos + nws] == '\n') last_rn = pos + nws + 1;
+            nws++;
+        }
+        if (last_rn > 0) { pos = last_rn; add_word(o, pos); continue; }     /* \s*[\r\n]+ */
+        pos = ws_tail(pos, nws, pos + nws < n, o);
+    }
+}
+
 /* Letter class of the deepseek-llm regex (its second expression), as ranges. */
 static const cp_range ds_llm_letters[] = {
     {0x41,0x5A},{0x61,0x7A},{0xB5,0xB5},{0xC0,0xD6},{0xD8,0xF6},{0xF8,0x1BA},{0x1BC,0x1BF},
@@ -351,6 +431,7 @@ size_t sl_pretok_split(int pre, const uint32_t *cps, size_t n, size_t *lens, siz
     case SL_PRE_GPT2: split_gpt2(cps, 0, n, &o); return o.n;
     case SL_PRE_LLAMA3: split_llama3(cps, 0, n, 3, &o); return o.n;
     case SL_PRE_QWEN2: split_llama3(cps, 0, n, 1, &o); return o.n;
+    case SL_PRE_O200K: split_o200k(cps, n, &o); return o.n;
     case SL_PRE_DEEPSEEK_LLM: case SL_PRE_DEEPSEEK_CODER: {
         static const int llm[] = { RX_CRLF, RX_LLM_LETTERS, RX_LLM_PUNCT, RX_WS_END, RX_CJK, RX_NUM_RUN };
         static const int coder[] = { RX_CRLF, RX_CAT_L, RX_CAT_P, RX_CJK, RX_NUM_ONE };

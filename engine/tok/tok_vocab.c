@@ -98,6 +98,7 @@ static const struct { const char *name; int pre; } pre_names[] = {
     {"qwen2", SL_PRE_QWEN2}, {"deepseek-r1-qwen", SL_PRE_QWEN2},
     {"gpt-2", SL_PRE_GPT2}, {"phi-2", SL_PRE_GPT2}, {"roberta-bpe", SL_PRE_GPT2},
     {"deepseek-llm", SL_PRE_DEEPSEEK_LLM}, {"deepseek-coder", SL_PRE_DEEPSEEK_CODER},
+    {"gpt-4o", SL_PRE_O200K}, {"llama4", SL_PRE_O200K},
 };
 
 static int load_strings(sl_tok *t, const sl_gguf *g, int64_t kv)
@@ -269,7 +270,7 @@ static int setup_special(sl_tok *t, const sl_gguf *g)
     };
     static const char *const eog_texts[] = {
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-        "<EOT>", "_<EOT>",
+        "<EOT>", "_<EOT>", "<|return|>", "<|call|>",
     };
     if (t->eot < 0) {
         for (size_t k = 0; k < sizeof eot_texts / sizeof *eot_texts && t->eot < 0; k++) {
@@ -292,6 +293,16 @@ static int setup_special(sl_tok *t, const sl_gguf *g)
             t->eog[t->n_eog++] = id;
             t->type[id] = SL_TOKT_CONTROL;
         }
+    }
+    /* Harmony (o200k_harmony): <|end|> closes a message inside a reply (the
+     * analysis channel before the final one); <|return|> and <|call|> end it */
+    int32_t h_end = sl_tok_lookup(t, "<|end|>", 7);
+    if (h_end >= 0 && sl_tok_lookup(t, "<|return|>", 10) >= 0 && sl_tok_lookup(t, "<|call|>", 8) >= 0) {
+        int32_t k = 0;
+        for (int32_t j = 0; j < t->n_eog; j++)
+            if (t->eog[j] != h_end) t->eog[k++] = t->eog[j];
+        t->n_eog = k;
+        if (t->eot == h_end) t->eot = -1;
     }
     int32_t extra[3] = {t->eos, t->eot, t->eom};
     for (int k = 0; k < 3; k++) {
@@ -406,10 +417,11 @@ static int load(sl_tok *t, const sl_gguf *g)
         }
         if (t->pre == SL_PRE_NONE)
             return sl_err_set(SL_EUNSUPPORTED, "tokenizer: pre-tokenizer '%.*s' is not supported "
-                              "(supported: llama-bpe, qwen2, gpt-2, deepseek-llm, deepseek-coder)",
+                              "(supported: llama-bpe, qwen2, gpt-2, deepseek-llm, deepseek-coder, gpt-4o)",
                               (int)(plen > 64 ? 64 : plen), pre);
         if (t->pre == SL_PRE_LLAMA3) { t->ignore_merges = true; t->add_bos = true; }
-        if (t->pre == SL_PRE_QWEN2 || t->pre == SL_PRE_DEEPSEEK_LLM || t->pre == SL_PRE_DEEPSEEK_CODER)
+        if (t->pre == SL_PRE_QWEN2 || t->pre == SL_PRE_DEEPSEEK_LLM || t->pre == SL_PRE_DEEPSEEK_CODER ||
+            t->pre == SL_PRE_O200K)
             t->clean_spaces = false;
         if ((rc = load_merges(t, g)) < 0) return rc;
     }
