@@ -18,6 +18,8 @@ enum sl_chat_tmpl {
     SL_CHAT_QWEN25,     /* ChatML + default system "You are Qwen, created by Alibaba Cloud. ..." */
     SL_CHAT_PHI3,       /* bos <|user|>\n...<|end|>\n<|assistant|>\n...<|end|>\n (Phi-3-mini) */
     SL_CHAT_GEMMA,      /* bos <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n (Gemma 3) */
+    SL_CHAT_HARMONY,    /* <|start|>role<|message|>...<|end|> with channels (gpt-oss) */
+    SL_CHAT_HARMONY_TRIM, /* the same, from the template revision without "\n\n" after the developer text */
 };
 
 typedef struct sl_chat_msg {
@@ -25,11 +27,29 @@ typedef struct sl_chat_msg {
     const char *content;
 } sl_chat_msg;
 
+/* Where rendered text came from a message (not from the template): byte
+ * ranges as (offset, length) pairs, for sl_model_tokenize_plain. A rendering
+ * has at most n + 1 of them for n messages. */
+typedef struct sl_chat_spans {
+    size_t *v;             /* 2 * cap entries (may be NULL with cap 0) */
+    size_t cap, n;         /* n: how many the rendering has (may exceed cap) */
+} sl_chat_spans;
+
+/* What a rendering needs beyond the messages. */
+typedef struct sl_chat_opts {
+    bool add_generation_prompt;   /* open the assistant turn */
+    const char *bos, *eos;        /* the vocabulary's texts ("<s>"); NULL = "" */
+    const char *reasoning_effort; /* Harmony: "low" | "medium" | "high"; NULL = "medium" */
+    const char *date;             /* Harmony: "YYYY-MM-DD"; NULL = today (local time) */
+    sl_chat_spans *spans;         /* NULL: not wanted */
+} sl_chat_opts;
+
 /* Family of a Jinja template source. SL_EUNSUPPORTED (with a message) if none
  * is recognised, SL_EINVAL for NULL. */
 int sl_chat_detect(const char *jinja, enum sl_chat_tmpl *out);
 /* By name: "llama3", "chatml" (also "qwen3"), "qwen2" (or "qwen"), "qwen2.5",
- * "llama2", "mistral", "phi3", "gemma" (or "gemma3").
+ * "llama2", "mistral", "phi3", "gemma" (or "gemma3"), "harmony" (or "gpt-oss"),
+ * "harmony-trim".
  * SL_EUNSUPPORTED for others. */
 int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out);
 const char *sl_chat_name(enum sl_chat_tmpl t);
@@ -51,5 +71,50 @@ const char *sl_chat_name(enum sl_chat_tmpl t);
 int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
                        bool add_generation_prompt, const char *bos, const char *eos,
                        char *out, size_t cap);
+/* The same with options; o->spans (if given) receives where the messages'
+ * text lies, so that only the template's markup is read for control tokens.
+ * HARMONY as gpt-oss's template: a system message with the model identity,
+ * knowledge cutoff, date and "Reasoning: <effort>"; a first system message
+ * becomes the developer message ("# Instructions\n\n..."); later system
+ * messages are dropped; past assistant turns render as their final channel
+ * (<|end|>; the last one <|return|> without add_generation_prompt); the
+ * generation prompt is "<|start|>assistant". A reasoning effort other than
+ * low/medium/high -> SL_EINVAL. */
+int64_t sl_chat_render_opts(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
+                            const sl_chat_opts *o, char *out, size_t cap);
+/* Whether the family answers in Harmony channels (parse with sl_harmony_*). */
+bool sl_chat_has_channels(enum sl_chat_tmpl t);
+
+/* ---- Harmony replies (engine/chat_harmony.c) -------------------------------
+ * A reply after "<|start|>assistant" is a sequence of messages:
+ * <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final
+ * <|message|>...<|return|> (or <|call|> after a tool call). The parser follows
+ * it piece by piece: control tokens are pushed as markers (their text), the
+ * rest as text; each text piece is reported with the channel it belongs to,
+ * or SL_HARMONY_NONE for header text (role, channel name, recipient). */
+enum sl_harmony_channel {
+    SL_HARMONY_NONE = 0, SL_HARMONY_ANALYSIS, SL_HARMONY_COMMENTARY, SL_HARMONY_FINAL,
+};
+
+typedef struct sl_harmony {
+    int state;              /* header, body, done */
+    int channel;            /* of the body being read */
+    bool in_channel_name;   /* header text after <|channel|> */
+    char name[16];          /* the channel name read so far */
+    size_t n_name;
+} sl_harmony;
+
+void sl_harmony_init(sl_harmony *h);
+/* A piece of the reply: marker = the text of a control token ("<|end|>").
+ * Returns the channel text belongs to (markers and header text: NONE). */
+int sl_harmony_push(sl_harmony *h, const char *s, size_t len, bool marker);
+/* Whether the reply is over (<|return|> or <|call|> seen). */
+bool sl_harmony_done(const sl_harmony *h);
+/* A whole reply as text with the markers written out (as a detokenizer that
+ * renders control tokens gives it): appends the final channel to final_out
+ * and the analysis channel to analysis_out (each: cap bytes, NUL-terminated;
+ * longer text is cut). Returns 0. */
+int sl_harmony_split(const char *text, size_t len, char *final_out, size_t final_cap,
+                     char *analysis_out, size_t analysis_cap);
 
 #endif

@@ -4,6 +4,7 @@
 #include "chat.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "../gguf/base/sl_internal.h"
 
@@ -11,17 +12,35 @@ static const struct { const char *name; enum sl_chat_tmpl t; } names[] = {
     {"llama3", SL_CHAT_LLAMA3}, {"chatml", SL_CHAT_CHATML}, {"qwen2", SL_CHAT_QWEN2}, {"qwen", SL_CHAT_QWEN2},
     {"qwen2.5", SL_CHAT_QWEN25}, {"qwen25", SL_CHAT_QWEN25}, {"llama2", SL_CHAT_LLAMA2},
     {"mistral", SL_CHAT_MISTRAL}, {"phi3", SL_CHAT_PHI3}, {"qwen3", SL_CHAT_CHATML},
-    {"gemma", SL_CHAT_GEMMA}, {"gemma3", SL_CHAT_GEMMA},
+    {"gemma", SL_CHAT_GEMMA}, {"gemma3", SL_CHAT_GEMMA}, {"harmony", SL_CHAT_HARMONY}, {"gpt-oss", SL_CHAT_HARMONY},
+    {"harmony-trim", SL_CHAT_HARMONY_TRIM},
 };
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 #define QWEN2_SYSTEM "You are a helpful assistant."
 #define QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+/* gpt-oss's first template writes "\n\n" after the developer text; a later
+ * revision writes it only before a tools section. */
+static bool harmony_blank_after_developer(const char *j)
+{
+    for (const char *p = strstr(j, "{{- developer_message }}"); p; p = strstr(p + 1, "{{- developer_message }}")) {
+        const char *q = p + strlen("{{- developer_message }}");
+        while (is_space(*q)) q++;
+        static const char blank[] = "{{- \"\\n\\n\" }}";
+        if (!strncmp(q, blank, sizeof blank - 1)) return true;
+    }
+    return false;
+}
 
 int sl_chat_detect(const char *j, enum sl_chat_tmpl *out)
 {
     if (!j || !out) return sl_err_set(SL_EINVAL, "sl_chat_detect: NULL argument");
     *out = SL_CHAT_NONE;
-    if (strstr(j, "<|start_header_id|>") && strstr(j, "<|eot_id|>")) *out = SL_CHAT_LLAMA3;
+    if (strstr(j, "<|start|>") && strstr(j, "<|channel|>") && strstr(j, "<|message|>"))
+        *out = harmony_blank_after_developer(j) ? SL_CHAT_HARMONY : SL_CHAT_HARMONY_TRIM;
+    else if (strstr(j, "<|start_header_id|>") && strstr(j, "<|eot_id|>")) *out = SL_CHAT_LLAMA3;
     else if (strstr(j, "<|im_start|>")) {
         if (strstr(j, QWEN25_SYSTEM)) *out = SL_CHAT_QWEN25;
         else if (strstr(j, "<|im_start|>system\\n" QWEN2_SYSTEM "<|im_end|>")) *out = SL_CHAT_QWEN2;
@@ -38,7 +57,7 @@ int sl_chat_detect(const char *j, enum sl_chat_tmpl *out)
     }
     if (*out == SL_CHAT_NONE)
         return sl_err_set(SL_EUNSUPPORTED, "chat template not recognised (supported: llama3, chatml/qwen, "
-                          "llama2, mistral, phi3, gemma; force one with --chat-template NAME)");
+                          "llama2, mistral, phi3, gemma, harmony; force one with --chat-template NAME)");
     return 0;
 }
 
@@ -48,7 +67,7 @@ int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(name, names[i].name)) { *out = names[i].t; return 0; }
     return sl_err_set(SL_EUNSUPPORTED, "chat template '%s' unknown (known: llama3, chatml, qwen2, qwen2.5, "
-                      "qwen3, llama2, mistral, phi3, gemma, gemma3)", name);
+                      "qwen3, llama2, mistral, phi3, gemma, gemma3, harmony, gpt-oss, harmony-trim)", name);
 }
 
 const char *sl_chat_name(enum sl_chat_tmpl t)
@@ -58,7 +77,7 @@ const char *sl_chat_name(enum sl_chat_tmpl t)
     return "none";
 }
 
-typedef struct wr { char *out; size_t cap, n; } wr;
+typedef struct wr { char *out; size_t cap, n; sl_chat_spans *sp; } wr;
 
 static void put(wr *w, const char *s, size_t len)
 {
@@ -71,7 +90,22 @@ static void put(wr *w, const char *s, size_t len)
 
 static void puts_(wr *w, const char *s) { if (s) put(w, s, strlen(s)); }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+/* Message text: written like any text, and its place noted. */
+static void put_msg(wr *w, const char *s, size_t len)
+{
+    sl_chat_spans *sp = w->sp;
+    if (sp && len > 0) {
+        if (sp->n < sp->cap) {
+            sp->v[2 * sp->n] = w->n;
+            sp->v[2 * sp->n + 1] = len;
+        }
+        sp->n++;
+    }
+    put(w, s, len);
+}
+
+static void puts_msg(wr *w, const char *s) { put_msg(w, s, strlen(s)); }
+
 
 /* Jinja trim / Python strip */
 static void put_trim(wr *w, const char *s)
@@ -79,7 +113,7 @@ static void put_trim(wr *w, const char *s)
     size_t a = 0, b = strlen(s);
     while (a < b && is_space(s[a])) a++;
     while (b > a && is_space(s[b - 1])) b--;
-    put(w, s + a, b - a);
+    put_msg(w, s + a, b - a);
 }
 
 /* pre role mid content post; trim: the content Jinja-trimmed. */
@@ -89,7 +123,7 @@ static void turn(wr *w, const char *pre, const sl_chat_msg *m, const char *mid, 
     puts_(w, m->role);
     puts_(w, mid);
     if (trim) put_trim(w, m->content);
-    else puts_(w, m->content);
+    else puts_msg(w, m->content);
     puts_(w, post);
 }
 
@@ -102,19 +136,87 @@ static int role_of(const char *r)
     return -1;
 }
 
+/* gpt-oss's template: the system message, then the first system message as
+ * the developer message, then user turns and past assistant turns as their
+ * final channel. */
+static int render_harmony(wr *w, const sl_chat_msg *msgs, size_t n, const sl_chat_opts *o, bool blank_after_dev)
+{
+    const char *effort = o->reasoning_effort ? o->reasoning_effort : "medium";
+    if (strcmp(effort, "low") && strcmp(effort, "medium") && strcmp(effort, "high"))
+        return sl_err_set(SL_EINVAL, "reasoning effort '%.32s' (expected low, medium or high)", effort);
+    char today[16];
+    const char *date = o->date;
+    if (!date) {
+        time_t now = time(NULL);
+        struct tm tm;
+        if (!localtime_r(&now, &tm) || !strftime(today, sizeof today, "%Y-%m-%d", &tm))
+            return sl_err_set(SL_EINVAL, "chat template: cannot read today's date");
+        date = today;
+    }
+    puts_(w, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+             "Knowledge cutoff: 2024-06\nCurrent date: ");
+    puts_(w, date);
+    puts_(w, "\n\nReasoning: ");
+    puts_(w, effort);
+    puts_(w, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message."
+             "<|end|>");
+    size_t first = n > 0 && role_of(msgs[0].role) == 0 ? 1 : 0;
+    if (first && msgs[0].content[0]) {   /* Jinja: an empty developer message is falsy */
+        puts_(w, "<|start|>developer<|message|># Instructions\n\n");
+        puts_msg(w, msgs[0].content);
+        if (blank_after_dev) puts_(w, "\n\n");
+        puts_(w, "<|end|>");
+    }
+    for (size_t i = first; i < n; i++) {
+        int r = role_of(msgs[i].role);
+        if (r == 1) {
+            puts_(w, "<|start|>user<|message|>");
+            puts_msg(w, msgs[i].content);
+            puts_(w, "<|end|>");
+        } else if (r == 2) {
+            puts_(w, "<|start|>assistant<|channel|>final<|message|>");
+            puts_msg(w, msgs[i].content);
+            puts_(w, i + 1 == n && !o->add_generation_prompt ? "<|return|>" : "<|end|>");
+        }
+    }
+    if (o->add_generation_prompt) puts_(w, "<|start|>assistant");
+    return 0;
+}
+
+bool sl_chat_has_channels(enum sl_chat_tmpl t)
+{
+    return t == SL_CHAT_HARMONY || t == SL_CHAT_HARMONY_TRIM;
+}
+
 int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
                        bool add_generation_prompt, const char *bos, const char *eos,
                        char *out, size_t cap)
 {
-    if ((!msgs && n) || (!out && cap)) return sl_err_set(SL_EINVAL, "sl_chat_render: bad arguments");
+    sl_chat_opts o = { .add_generation_prompt = add_generation_prompt, .bos = bos, .eos = eos };
+    return sl_chat_render_opts(t, msgs, n, &o, out, cap);
+}
+
+int64_t sl_chat_render_opts(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
+                            const sl_chat_opts *o, char *out, size_t cap)
+{
+    if ((!msgs && n) || (!out && cap) || !o || (o->spans && o->spans->cap && !o->spans->v))
+        return sl_err_set(SL_EINVAL, "sl_chat_render: bad arguments");
+    bool add_generation_prompt = o->add_generation_prompt;
+    const char *bos = o->bos, *eos = o->eos;
     for (size_t i = 0; i < n; i++) {
         if (role_of(msgs[i].role) < 0)
             return sl_err_set(SL_EINVAL, "chat message %zu: role '%s' (expected system, user or assistant)",
                               i, msgs[i].role ? msgs[i].role : "(null)");
         if (!msgs[i].content) return sl_err_set(SL_EINVAL, "chat message %zu: no content", i);
     }
-    wr w = { out, cap, 0 };
+    wr w = { out, cap, 0, o->spans };
+    if (o->spans) o->spans->n = 0;
     switch (t) {
+    case SL_CHAT_HARMONY: case SL_CHAT_HARMONY_TRIM: {
+        int rc = render_harmony(&w, msgs, n, o, t == SL_CHAT_HARMONY);
+        if (rc) return rc;
+        break;
+    }
     case SL_CHAT_LLAMA3:
         /* bos + per message: <|start_header_id|>role<|end_header_id|>\n\n trim(content) <|eot_id|> */
         for (size_t i = 0; i < n; i++) {
@@ -148,12 +250,12 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
             if (first && sys) {
                 /* strip() of '<<SYS>>\n' + sys + ...: only the end can be trimmed */
                 puts_(&w, "<<SYS>>\n");
-                puts_(&w, sys);
+                puts_msg(&w, sys);
                 puts_(&w, "\n<</SYS>>\n\n");
                 const char *c = msgs[i].content;
                 size_t b = strlen(c);
                 while (b > 0 && is_space(c[b - 1])) b--;
-                put(&w, c, b);
+                put_msg(&w, c, b);
             } else {
                 put_trim(&w, msgs[i].content);
             }
@@ -171,11 +273,11 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
             if (r == 0) { pending_sys = msgs[i].content; continue; }
             if (r == 1) {
                 puts_(&w, "[INST] ");
-                if (pending_sys) { puts_(&w, pending_sys); puts_(&w, "\n\n"); pending_sys = NULL; }
-                puts_(&w, msgs[i].content);
+                if (pending_sys) { puts_msg(&w, pending_sys); puts_(&w, "\n\n"); pending_sys = NULL; }
+                puts_msg(&w, msgs[i].content);
                 puts_(&w, " [/INST]");
             } else {
-                puts_(&w, msgs[i].content);
+                puts_msg(&w, msgs[i].content);
                 puts_(&w, eos);
             }
         }
@@ -188,10 +290,10 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
             int r = role_of(msgs[i].role);
             if (r == 1) {
                 puts_(&w, "<|user|>\n");
-                puts_(&w, msgs[i].content);
+                puts_msg(&w, msgs[i].content);
                 puts_(&w, "<|end|>\n<|assistant|>\n");
             } else if (r == 2) {
-                puts_(&w, msgs[i].content);
+                puts_msg(&w, msgs[i].content);
                 puts_(&w, "<|end|>\n");
             }
         }
@@ -208,7 +310,7 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
             puts_(&w, role_of(msgs[i].role) == 2 ? "model" : msgs[i].role);
             puts_(&w, "\n");
             if (first && i == first) {
-                puts_(&w, msgs[0].content);
+                puts_msg(&w, msgs[0].content);
                 puts_(&w, "\n\n");
             }
             put_trim(&w, msgs[i].content);

@@ -150,16 +150,28 @@ int sl_model_need_tok(const sl_model *m)
     return sl_err_set(SL_EUNSUPPORTED, "model has no usable tokenizer: %s", m->tok_err);
 }
 
+static int tokenize_result(sl_model *m, int64_t n, int cap)
+{
+    if (n < 0) return model_fail(m, (int)n);
+    if (n > cap) return model_fail(m, sl_err_set(SL_ERANGE, "tokenize: %lld tokens > buffer of %d",
+                                                 (long long)n, cap));
+    return (int)n;
+}
+
 int sl_model_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
                       int32_t *ids, int cap)
 {
     int rc = sl_model_need_tok(m);
     if (rc) return model_fail(m, rc);
-    int64_t n = sl_tok_encode(m->tok, text, len, add_bos, parse_special, ids, cap);
-    if (n < 0) return model_fail(m, (int)n);
-    if (n > cap) return model_fail(m, sl_err_set(SL_ERANGE, "tokenize: %lld tokens > buffer of %d",
-                                                 (long long)n, cap));
-    return (int)n;
+    return tokenize_result(m, sl_tok_encode(m->tok, text, len, add_bos, parse_special, ids, cap), cap);
+}
+
+int sl_model_tokenize_plain(sl_model *m, const char *text, size_t len, bool add_bos,
+                            const size_t *plain, size_t n_plain, int32_t *ids, int cap)
+{
+    int rc = sl_model_need_tok(m);
+    if (rc) return model_fail(m, rc);
+    return tokenize_result(m, sl_tok_encode_plain(m->tok, text, len, add_bos, plain, n_plain, ids, cap), cap);
 }
 
 bool sl_model_token_is_eog(const sl_model *m, int32_t id)

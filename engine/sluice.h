@@ -170,6 +170,13 @@ SL_API void *sl_model_stream(const sl_model *m);
  * status; SL_ERANGE when cap is too small. */
 SL_API int  sl_model_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
                               int32_t *ids, int cap);
+/* A rendered chat (added in 0.6): control tokens come only from the template's
+ * markup. Like tokenize with parse_special = true, except that control-token
+ * texts overlapping one of the n_plain byte ranges plain[2i] .. plain[2i] +
+ * plain[2i+1] (the messages, as the chat renderer reports them) stay text, so
+ * a message cannot fake a turn. */
+SL_API int  sl_model_tokenize_plain(sl_model *m, const char *text, size_t len, bool add_bos,
+                                    const size_t *plain, size_t n_plain, int32_t *ids, int cap);
 SL_API bool sl_model_token_is_eog(const sl_model *m, int32_t id);
 /* Vocabulary text of a token as stored ("<s>", "<|im_end|>"), NUL-terminated;
  * returns its length, SL_ERANGE if cap is too small, SL_EINVAL for a bad id. */

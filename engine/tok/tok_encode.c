@@ -1,6 +1,7 @@
 /* Text -> ids: split out special-token texts first (control/unknown tokens
- * only with parse_special, user-defined tokens always, as llama.cpp does),
- * then run the SPM or BPE tokenizer on each remaining stretch of text. */
+ * only with parse_special and outside the caller's plain-text ranges,
+ * user-defined tokens always, as llama.cpp does), then run the SPM or BPE
+ * tokenizer on each remaining stretch of text. */
 #include "tok_internal.h"
 
 #include <ctype.h>
@@ -22,8 +23,20 @@ static int frags_push(frags *f, frag x)
     return 0;
 }
 
-/* Splits every raw fragment at occurrences of special token id. */
-static int partition_one(const sl_tok *t, const char *text, int32_t id, frags *in, frags *out)
+/* Byte ranges (off, len pairs) whose control-token texts stay text. */
+typedef struct plain_ranges { const size_t *v; size_t n; } plain_ranges;
+
+static bool overlaps_plain(const plain_ranges *p, size_t off, size_t len)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (off < p->v[2 * i] + p->v[2 * i + 1] && p->v[2 * i] < off + len) return true;
+    return false;
+}
+
+/* Splits every raw fragment at occurrences of special token id (those
+ * overlapping a range of plain, if given, excepted). */
+static int partition_one(const sl_tok *t, const char *text, int32_t id, const plain_ranges *plain,
+                         frags *in, frags *out)
 {
     const char *tt = t->pool + t->text_off[id];
     size_t tl = t->text_len[id];
@@ -35,9 +48,14 @@ static int partition_one(const sl_tok *t, const char *text, int32_t id, frags *i
             if (frags_push(out, f) < 0) return SL_ENOMEM;
             continue;
         }
-        size_t off = f.off, len = f.len;
+        size_t off = f.off, len = f.len, from = f.off;
         for (;;) {
-            const char *m = len >= tl ? memmem(text + off, len, tt, tl) : NULL;
+            size_t rest = off + len - from;
+            const char *m = rest >= tl ? memmem(text + from, rest, tt, tl) : NULL;
+            if (m && plain && overlaps_plain(plain, (size_t)(m - text), tl)) {
+                from = (size_t)(m - text) + 1;
+                continue;
+            }
             if (!m) {
                 if (len > 0 && frags_push(out, (frag){-1, off, len}) < 0) return SL_ENOMEM;
                 break;
@@ -51,7 +69,7 @@ static int partition_one(const sl_tok *t, const char *text, int32_t id, frags *i
             size_t roff = mo + tl, rlen = off + len - roff;
             if (attr & SL_TOKA_RSTRIP)
                 while (rlen > 0 && isspace((unsigned char)text[roff])) { roff++; rlen--; }
-            off = roff;
+            off = from = roff;
             len = rlen;
             if (len == 0) break;
         }
@@ -59,8 +77,8 @@ static int partition_one(const sl_tok *t, const char *text, int32_t id, frags *i
     return 0;
 }
 
-int64_t sl_tok_encode(const sl_tok *t, const char *text, size_t len, bool add_special,
-                      bool parse_special, int32_t *ids, int64_t cap)
+static int64_t encode(const sl_tok *t, const char *text, size_t len, bool add_special,
+                      bool parse_special, const plain_ranges *plain, int32_t *ids, int64_t cap)
 {
     if (!t || (!text && len) || cap < 0 || (!ids && cap > 0))
         return sl_err_set(SL_EINVAL, "sl_tok_encode: bad arguments");
@@ -72,8 +90,9 @@ int64_t sl_tok_encode(const sl_tok *t, const char *text, size_t len, bool add_sp
         for (int32_t i = 0; i < t->n_special && rc == 0; i++) {
             int32_t id = t->special[i];
             int ty = t->type[id];
-            if (!parse_special && (ty == SL_TOKT_CONTROL || ty == SL_TOKT_UNKNOWN)) continue;
-            rc = partition_one(t, text, id, &a, &b);
+            bool ctl = ty == SL_TOKT_CONTROL || ty == SL_TOKT_UNKNOWN;
+            if (!parse_special && ctl) continue;
+            rc = partition_one(t, text, id, ctl ? plain : NULL, &a, &b);
             frags tmp = a; a = b; b = tmp;
         }
     }
@@ -133,4 +152,22 @@ done:
     if (nc) memcpy(ids, out.v, nc * sizeof *ids);
     free(out.v);
     return (int64_t)out.n;
+}
+
+int64_t sl_tok_encode(const sl_tok *t, const char *text, size_t len, bool add_special,
+                      bool parse_special, int32_t *ids, int64_t cap)
+{
+    return encode(t, text, len, add_special, parse_special, NULL, ids, cap);
+}
+
+int64_t sl_tok_encode_plain(const sl_tok *t, const char *text, size_t len, bool add_special,
+                            const size_t *plain, size_t n_plain, int32_t *ids, int64_t cap)
+{
+    if (n_plain && !plain) return sl_err_set(SL_EINVAL, "sl_tok_encode_plain: NULL ranges");
+    for (size_t i = 0; i < n_plain; i++)
+        if (plain[2 * i] > len || plain[2 * i + 1] > len - plain[2 * i])
+            return sl_err_set(SL_EINVAL, "sl_tok_encode_plain: range %zu (%zu+%zu) outside the %zu-byte text",
+                              i, plain[2 * i], plain[2 * i + 1], len);
+    plain_ranges p = { plain, n_plain };
+    return encode(t, text, len, add_special, true, &p, ids, cap);
 }

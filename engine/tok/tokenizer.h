@@ -64,6 +64,15 @@ int32_t sl_tok_find(const sl_tok *t, const char *text, size_t len);
 int64_t sl_tok_encode(const sl_tok *t, const char *text, size_t len, bool add_special,
                       bool parse_special, int32_t *ids, int64_t cap);
 
+/* Text in which only some stretches may hold control tokens (a rendered chat:
+ * the template's markup may, the messages may not): like parse_special =
+ * true, except that a control or unknown token's text overlapping one of the
+ * n_plain byte ranges plain[2i] .. plain[2i] + plain[2i+1] is tokenized as
+ * text. User-defined tokens are parsed everywhere, as without parse_special.
+ * SL_EINVAL for a range outside the text. */
+int64_t sl_tok_encode_plain(const sl_tok *t, const char *text, size_t len, bool add_special,
+                            const size_t *plain, size_t n_plain, int32_t *ids, int64_t cap);
+
 /* The bytes id stands for: SPM "▁" -> " ", byte tokens <0xXX> -> that byte,
  * BPE byte-level characters -> their bytes. Control tokens render only if
  * special (their text), otherwise as nothing; user-defined tokens always
