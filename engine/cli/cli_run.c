@@ -27,6 +27,10 @@ typedef struct gen_opts {
     const char *tmpl_name;
     const char *system;
     bool stats, json, no_display_prompt, ignore_eos, profile;
+    /* chat: Harmony's analysis channel on stderr; control tokens parsed in
+     * message text too (the old, unsafe behaviour); the reasoning effort */
+    bool show_reasoning, special_in_content;
+    const char *reasoning_effort;
     /* prompt cache (engine/session_state.c) */
     const char *prompt_cache;
     bool prompt_cache_ro;
@@ -65,7 +69,7 @@ static bool needs_value(const char *a)
     static const char *v[] = { "-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                                "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
                                "--chat-template", "-sys", "--system-prompt", "--prompt-cache", "--pressure-floor", "--pressure-hyst",
-                               "--pressure-window", "--pressure-meminfo", NULL };
+                               "--pressure-window", "--pressure-meminfo", "--reasoning-effort", NULL };
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i])) return true;
     return false;
@@ -76,9 +80,9 @@ static bool needs_value(const char *a)
 static bool *flag_of(gen_opts *o, const char *a)
 {
     static const char *const names[] = { "--stats", "--json", "--profile", "--no-display-prompt", "--ignore-eos",
-                                         "--prompt-cache-ro" };
+                                         "--prompt-cache-ro", "--show-reasoning", "--special-in-content" };
     bool *const dst[] = { &o->stats, &o->json, &o->profile, &o->no_display_prompt, &o->ignore_eos,
-                          &o->prompt_cache_ro };
+                          &o->prompt_cache_ro, &o->show_reasoning, &o->special_in_content };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!strcmp(a, names[k])) return dst[k];
     return NULL;
@@ -122,6 +126,10 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         else if (!strcmp(a, "--chat-template")) o->tmpl_name = v;
         else if (!strcmp(a, "-sys") || !strcmp(a, "--system-prompt")) o->system = v;
         else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
+        else if (!strcmp(a, "--reasoning-effort")) {
+            o->reasoning_effort = v;
+            bad = strcmp(v, "low") && strcmp(v, "medium") && strcmp(v, "high");
+        }
         else if (!strcmp(a, "--pressure-floor") || !strcmp(a, "--pressure-hyst")) {
             unsigned long long b = 0;
             bad = sl_cli_parse_size(v, &b) || b == 0;
@@ -271,12 +279,44 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
 /* How a generation ended (when it did not fail). */
 enum gen_end { GEN_LIMIT, GEN_EOG, GEN_CTX_FULL };
 
+/* Where generated text goes: stdout and capture (the reply for the chat
+ * history); with a Harmony parser only the final channel does, the analysis
+ * channel goes to stderr with --show-reasoning. */
+typedef struct gen_sink {
+    FILE *capture;
+    sl_harmony *h;
+    bool show_reasoning;
+} gen_sink;
+
+static void emit(const gen_sink *g, const sl_model *m, int32_t tok, const char *piece, int len)
+{
+    if (g->h) {
+        char text[256];
+        /* a control token prints as nothing: push its text as a marker */
+        if (len == 0 && sl_model_token_piece(m, tok, text, sizeof text) == 0) {
+            int tl = sl_model_token_text(m, tok, text, sizeof text);
+            if (tl > 0) sl_harmony_push(g->h, text, (size_t)tl, true);
+            return;
+        }
+        int ch = len > 0 ? sl_harmony_push(g->h, piece, (size_t)len, false) : SL_HARMONY_NONE;
+        if (ch == SL_HARMONY_ANALYSIS && g->show_reasoning) {
+            fwrite(piece, 1, (size_t)len, stderr);
+            fflush(stderr);
+        }
+        if (ch != SL_HARMONY_FINAL) return;
+    }
+    if (len <= 0) return;
+    fwrite(piece, 1, (size_t)len, stdout);
+    fflush(stdout);
+    if (g->capture) fwrite(piece, 1, (size_t)len, g->capture);
+}
+
 /* The one generation loop of run and chat: samples until -n tokens, an
  * end-of-generation token or a full context, printing each piece as it comes
- * (and appending it to capture, if given). feed_eog: the end token belongs to
- * the conversation (chat) and is accepted into the context. Returns 0 with
- * *end, or a negative SL_E* (message in sl_session_errmsg). */
-static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture, bool feed_eog,
+ * (through the sink). feed_eog: the end token belongs to the conversation
+ * (chat) and is accepted into the context. Returns 0 with *end, or a
+ * negative SL_E* (message in sl_session_errmsg). */
+static int generate(const gen_opts *o, sl_model *m, sl_session *s, const gen_sink *sink, bool feed_eog,
                     enum gen_end *end, sl_spec *spec)
 {
     char piece[2048];
@@ -298,11 +338,7 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
             for (int32_t j = 0; j < got; j++) {
                 if (!o->ignore_eos && sl_model_token_is_eog(m, toks[j])) { *end = GEN_EOG; return 0; }
                 int len = sl_session_detok(s, toks[j], piece, sizeof piece);
-                if (len > 0) {
-                    fwrite(piece, 1, (size_t)len, stdout);
-                    fflush(stdout);
-                    if (capture) fwrite(piece, 1, (size_t)len, capture);
-                }
+                emit(sink, m, toks[j], piece, len < 0 ? 0 : len);
             }
             i += got - 1;
             continue;
@@ -318,11 +354,7 @@ static int generate(const gen_opts *o, sl_model *m, sl_session *s, FILE *capture
             return 0;
         }
         int len = sl_session_detok(s, tok, piece, sizeof piece);
-        if (len > 0) {
-            fwrite(piece, 1, (size_t)len, stdout);
-            fflush(stdout);
-            if (capture) fwrite(piece, 1, (size_t)len, capture);
-        }
+        emit(sink, m, tok, piece, len < 0 ? 0 : len);
         if ((rc = sl_session_accept(s, tok))) return rc;
     }
     return 0;
@@ -460,7 +492,8 @@ static int run_main(int argc, char **argv)
     }
     enum gen_end end;
     if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "run")) goto out;
-    if (generate(&o, m, s, NULL, false, &end, spec))
+    gen_sink sink = { 0 };
+    if (generate(&o, m, s, &sink, false, &end, spec))
         fprintf(stderr, "\nsluice: %s\n", gen_errmsg(s, spec));
     else ret = 0;
     putchar('\n');
@@ -482,8 +515,14 @@ static void chat_usage(FILE *f)
 {
     fprintf(f, "usage: sluice chat -m MODEL [--chat-template NAME] [-sys TEXT] [options]\n"
                "  reads one user message per line from stdin (works with piped input)\n"
-               "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3 | gemma (default: from the model)\n"
-               "  -sys, --system-prompt  system message\n%s%s",
+               "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3 | gemma |\n"
+               "                         harmony (default: from the model)\n"
+               "  -sys, --system-prompt  system message\n"
+               "  --reasoning-effort E   Harmony (gpt-oss): low | medium | high (default medium)\n"
+               "  --show-reasoning       Harmony: print the analysis channel (on stderr); stdout gets\n"
+               "                         the final channel only\n"
+               "  --special-in-content   read control tokens in your messages too (unsafe: a message\n"
+               "                         can then fake turns; by default only the template's are)\n%s%s",
             sampling_help, sl_cli_model_opts_help);
 }
 
@@ -510,30 +549,67 @@ static int msgs_add(msgs *ms, const char *role, const char *content)
     return 0;
 }
 
-static char *render(enum sl_chat_tmpl t, const msgs *ms, bool gen, const char *bos, const char *eos)
+/* A rendered conversation and where its messages' text lies. */
+typedef struct rendered { char *text; size_t len; size_t *spans; size_t n_spans; } rendered;
+
+static void rendered_free(rendered *r)
 {
-    int64_t len = sl_chat_render(t, ms->v, ms->n, gen, bos, eos, NULL, 0);
-    if (len < 0) return NULL;
-    char *out = malloc((size_t)len + 1);
-    if (!out) return NULL;
-    if (sl_chat_render(t, ms->v, ms->n, gen, bos, eos, out, (size_t)len + 1) != len) { free(out); return NULL; }
-    out[len] = 0;
-    return out;
+    free(r->text);
+    free(r->spans);
+    memset(r, 0, sizeof *r);
 }
 
-static int feed_special(const gen_opts *o, sl_model *m, sl_session *s, const char *text)
+static int render(enum sl_chat_tmpl t, const msgs *ms, bool gen, const char *bos, const char *eos,
+                  const char *effort, rendered *out)
 {
-    size_t len = strlen(text);
+    memset(out, 0, sizeof *out);
+    sl_chat_spans sp = { NULL, 0, 0 };
+    sl_chat_opts co = { .add_generation_prompt = gen, .bos = bos, .eos = eos, .reasoning_effort = effort,
+                        .spans = &sp };
+    int64_t len = sl_chat_render_opts(t, ms->v, ms->n, &co, NULL, 0);
+    if (len < 0) return (int)len;
+    out->text = malloc((size_t)len + 1);
+    sp.cap = sp.n;
+    sp.v = malloc((sp.cap ? sp.cap : 1) * 2 * sizeof *sp.v);
+    out->spans = sp.v;
+    if (!out->text || !sp.v || sl_chat_render_opts(t, ms->v, ms->n, &co, out->text, (size_t)len + 1) != len) {
+        rendered_free(out);
+        return SL_ENOMEM;
+    }
+    out->len = (size_t)len;
+    out->n_spans = sp.n;
+    return 0;
+}
+
+/* Feeds r->text[from..len): the template's control tokens, the messages as
+ * text (unless --special-in-content). A conversation that does not extend
+ * what was fed keeps the longest prefix the session can keep. */
+static int feed_chat(const gen_opts *o, sl_model *m, sl_session *s, const rendered *r, size_t from, bool restart)
+{
+    if (restart) from = 0;
+    size_t len = r->len - from, np = 0;
+    size_t *plain = malloc((r->n_spans ? r->n_spans : 1) * 2 * sizeof *plain);
     int cap = (int)(len + 16);
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
-    if (!ids) return SL_ENOMEM;
-    int n = sl_model_tokenize(m, text, len, false, true, ids, cap);
+    if (!ids || !plain) { free(ids); free(plain); return SL_ENOMEM; }
+    for (size_t k = 0; k < r->n_spans; k++) {   /* the spans' parts in [from, len), shifted */
+        size_t a = r->spans[2 * k], b = a + r->spans[2 * k + 1];
+        if (b <= from) continue;
+        if (a < from) a = from;
+        plain[2 * np] = a - from;
+        plain[2 * np + 1] = b - a;
+        np++;
+    }
+    int n = o->special_in_content ? sl_model_tokenize(m, r->text + from, len, false, true, ids, cap)
+                                  : sl_model_tokenize_plain(m, r->text + from, len, false, plain, np, ids, cap);
+    int32_t kept = restart && n > 0 ? sl_session_keep_prefix(s, ids, n) : 0;
     /* the first message of a conversation may come from the prompt cache */
     bool cached = o->prompt_cache && sl_session_n_past(s) == 0 && n > 0;
-    int rc = n < 0 ? n : cached ? feed_cached(o, s, ids, n, "sluice chat") : sl_session_feed_tokens(s, ids, n);
+    int rc = n < 0 ? n : cached ? feed_cached(o, s, ids, n, "sluice chat") : sl_session_feed_tokens(s, ids + kept, n - kept);
     if (n < 0) fprintf(stderr, "sluice chat: %s\n", sl_model_errmsg(m));
     else if (rc) fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
     free(ids);
+    free(plain);
     return rc;
 }
 
@@ -545,14 +621,15 @@ static int chat_main(int argc, char **argv)
     if (r) return r < 0 ? 0 : r;
     enum sl_chat_tmpl t = SL_CHAT_NONE;
     if (o.tmpl_name && sl_chat_from_name(o.tmpl_name, &t)) {
-        fprintf(stderr, "sluice chat: unknown chat template '%s' (llama3, chatml, qwen2, qwen2.5, llama2, mistral, phi3)\n", o.tmpl_name);
+        fprintf(stderr, "sluice chat: %s\n", sl_last_error());
         return 2;
     }
     sl_model *m = NULL, *dm = NULL;
     sl_session *s = NULL, *ds = NULL;
     sl_spec *spec = NULL;
     msgs ms = { 0 };
-    char *prev = NULL, *line = NULL;
+    rendered prev = { 0 };
+    char *line = NULL;
     size_t line_cap = 0;
     int ret = 1;
     if (sl_cli_open_model(&o.mo, "chat", &m)) return 1;
@@ -584,9 +661,8 @@ static int chat_main(int argc, char **argv)
     if (start_pressure(&o, s, "sluice chat")) goto out;
     if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "chat")) goto out;
     if (o.system && msgs_add(&ms, "system", o.system)) goto oom;
-    prev = strdup("");
-    if (!prev) goto oom;
     bool tty = isatty(0);
+    bool channels = sl_chat_has_channels(t);
     for (;;) {
         if (tty) { fputs("> ", stderr); fflush(stderr); }
         ssize_t n = getline(&line, &line_cap, stdin);
@@ -594,23 +670,25 @@ static int chat_main(int argc, char **argv)
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
         if (n == 0) continue;
         if (msgs_add(&ms, "user", line)) goto oom;
-        char *full = render(t, &ms, true, bos, eos);
-        if (!full) { fprintf(stderr, "sluice chat: cannot render the chat template: %s\n", sl_last_error()); goto out; }
-        size_t pl = strlen(prev);
-        const char *delta = strncmp(full, prev, pl) ? full : full + pl;
-        if (delta == full && pl) {   /* template re-rendered history differently: start over */
-            sl_session_reset(s);
-        }
-        int rc = feed_special(&o, m, s, delta);
-        free(full);
+        rendered full;
+        int rc = render(t, &ms, true, bos, eos, o.reasoning_effort, &full);
+        if (rc) { fprintf(stderr, "sluice chat: cannot render the chat template: %s\n", sl_last_error()); goto out; }
+        /* the template may re-render history differently (Harmony drops the
+         * analysis channel of past replies): then keep what still matches */
+        bool extends = prev.len == 0 || (prev.len <= full.len && !memcmp(full.text, prev.text, prev.len));
+        rc = feed_chat(&o, m, s, &full, prev.len, !extends && prev.len);
+        rendered_free(&full);
         if (rc) goto out;
-        /* generate the reply, capturing its text for the history */
+        /* generate the reply, capturing its (final channel's) text for the history */
         char *reply = NULL;
         size_t rlen = 0;
         FILE *mem = open_memstream(&reply, &rlen);
         if (!mem) goto oom;
         enum gen_end end;
-        rc = generate(&o, m, s, mem, true, &end, spec);
+        sl_harmony h;
+        sl_harmony_init(&h);
+        gen_sink sink = { mem, channels ? &h : NULL, o.show_reasoning };
+        rc = generate(&o, m, s, &sink, true, &end, spec);
         fclose(mem);
         putchar('\n');
         fflush(stdout);
@@ -623,9 +701,11 @@ static int chat_main(int argc, char **argv)
         int ar = msgs_add(&ms, "assistant", reply ? reply : "");
         free(reply);
         if (ar) goto oom;
-        free(prev);
-        prev = render(t, &ms, false, bos, eos);
-        if (!prev) { fprintf(stderr, "sluice chat: cannot render the chat template\n"); goto out; }
+        rendered_free(&prev);
+        if (render(t, &ms, false, bos, eos, o.reasoning_effort, &prev)) {
+            fprintf(stderr, "sluice chat: cannot render the chat template: %s\n", sl_last_error());
+            goto out;
+        }
     }
     ret = 0;
     if (o.stats || o.json) {
@@ -644,7 +724,7 @@ out:
     for (size_t i = 0; i < ms.n; i++) free(ms.own[i]);
     free(ms.v);
     free(ms.own);
-    free(prev);
+    rendered_free(&prev);
     free(line);
     close_gen(spec, ds, s, dm, m);
     return ret;

@@ -38,6 +38,11 @@ typedef struct sl_srv_gen {
     bool chat, stream;
     bool no_cache;          /* "cache_prompt": false — no prefix reuse for this one */
     char *prompt;           /* completions: the prompt; chat: the rendered conversation */
+    size_t *plain;          /* chat: where the messages lie in prompt ((offset, length) pairs):
+                             * read as text, so only the template yields control tokens */
+    size_t n_plain;
+    bool special_in_content; /* "special_in_content": true — control tokens in messages too */
+    bool channels;          /* Harmony: the reply's analysis channel is reasoning_content */
     int32_t max_tokens;     /* 0: until the context is full */
     sl_sampling sp;
     bool seeded;            /* else the engine picks a seed */
@@ -76,6 +81,13 @@ struct cJSON;
 struct cJSON *sl_srv_logprobs_json(const sl_model *m, bool chat, const sl_srv_lp *lps, const size_t *ends,
                                    size_t n, size_t base, size_t offset);
 
+/* A chat completion (or chunk) with "reasoning_content" (llama-server's field)
+ * beside the content, when reasoning is not NULL; otherwise as below. */
+char *sl_srv_result_json_r(bool chat, bool chunk, uint64_t id, const char *model, long long created,
+                           const char *text, size_t text_len, const char *reasoning, size_t reasoning_len,
+                           const char *finish, bool role, int32_t n_prompt, int32_t n_cached, int32_t n_gen,
+                           struct cJSON *logprobs);
+
 /* Completion / chat completion object, or (chunk) one SSE chunk of it; text
  * NULL: no content field (chat) / "" (completions); finish NULL: null;
  * role: the chat delta names the assistant; n_cached: prompt tokens a
@@ -100,7 +112,10 @@ typedef struct sl_srv_job {
     int http_status;        /* REJECTED: 4xx/5xx */
     char err[256];
     const char *err_code;
-    char *out;              /* generated text (stop strings cut off) */
+    char *out;              /* generated text (stop strings cut off); Harmony: the final channel */
+    char *reason;           /* Harmony: the analysis channel */
+    size_t reason_len, reason_cap;
+    sl_harmony harmony;     /* Harmony: the reply's parser */
     size_t out_len, out_cap, safe_len;   /* bytes [0, safe_len) are final */
     size_t *ends;           /* out_len after each token: SSE sends one chunk per token
                              * even when the reader falls behind the generator */

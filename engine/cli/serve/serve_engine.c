@@ -82,6 +82,7 @@ static void job_free(sl_srv_job *j)
 {
     sl_srv_gen_free(&j->g);
     free(j->out);
+    free(j->reason);
     free(j->ends);
     free(j->lps);
     pthread_cond_destroy(&j->cv);
@@ -194,8 +195,11 @@ static void admit(sl_srv *s, sl_srv_job *j)
     sl_model_info mi;
     sl_model_get_info(s->m, &mi);
     bool chat = j->g.chat;
-    int n = sl_model_tokenize(s->m, j->g.prompt, strlen(j->g.prompt), chat ? false : mi.add_bos, chat,
-                              s->ids, s->n_ctx);
+    size_t plen = strlen(j->g.prompt);
+    int n = chat && !j->g.special_in_content
+          ? sl_model_tokenize_plain(s->m, j->g.prompt, plen, false, j->g.plain, j->g.n_plain, s->ids, s->n_ctx)
+          : sl_model_tokenize(s->m, j->g.prompt, plen, chat ? false : mi.add_bos, chat, s->ids, s->n_ctx);
+    sl_harmony_init(&j->harmony);
     if (n == SL_ERANGE || n >= s->n_ctx) {
         snprintf(msg, sizeof msg, "the prompt is longer than the context (%d tokens)", s->n_ctx);
         status = 400; code = "context_length_exceeded";
@@ -303,16 +307,46 @@ static bool append_locked(sl_srv_job *j, const char *piece, size_t len, const sl
     return false;
 }
 
+/* Harmony: which channel token tok (its text piece[0..plen)) belongs to;
+ * text of the analysis channel goes to j->reason. false: out of memory.
+ * Lock held. */
+static bool channel_locked(const sl_srv *s, sl_srv_job *j, int32_t tok, const char *piece, int plen, int *ch)
+{
+    char text[256];
+    *ch = SL_HARMONY_NONE;
+    if (plen == 0 && sl_model_token_piece(s->m, tok, text, sizeof text) == 0) {   /* a control token */
+        int tl = sl_model_token_text(s->m, tok, text, sizeof text);
+        if (tl > 0) sl_harmony_push(&j->harmony, text, (size_t)tl, true);
+        return true;
+    }
+    *ch = plen > 0 ? sl_harmony_push(&j->harmony, piece, (size_t)plen, false) : SL_HARMONY_NONE;
+    if (*ch != SL_HARMONY_ANALYSIS) return true;
+    if (j->reason_len + (size_t)plen + 1 > j->reason_cap) {
+        size_t c = (j->reason_len + (size_t)plen + 1) * 2 + 64;
+        char *r = realloc(j->reason, c);
+        if (!r) return false;
+        j->reason = r;
+        j->reason_cap = c;
+    }
+    memcpy(j->reason + j->reason_len, piece, (size_t)plen);
+    j->reason_len += (size_t)plen;
+    j->reason[j->reason_len] = 0;
+    return true;
+}
+
 /* A generated token's text (and log probabilities, or NULL) into the job; the
  * reason it is done, or NULL. fed: the token is in the cache already (a
- * speculative pass). Lock held. */
-static const char *emit_locked(sl_srv *s, sl_session *ss, sl_srv_job *j, const char *piece, int plen,
+ * speculative pass). Harmony replies keep only the final channel in out.
+ * Lock held. */
+static const char *emit_locked(sl_srv *s, sl_session *ss, sl_srv_job *j, int32_t tok, const char *piece, int plen,
                                const sl_srv_lp *lp, bool fed)
 {
     if (j->n_gen == 0) { j->t_first = sl_now_ms(); s->ttft_ms_sum += j->t_first - j->t_submit; s->n_ttft++; }
     j->n_gen++;
     s->tok_gen++;
-    if (append_locked(j, piece, (size_t)plen, lp)) return "stop";
+    int ch = SL_HARMONY_FINAL;
+    if (j->g.channels && !channel_locked(s, j, tok, piece, plen, &ch)) return "stop";
+    if (append_locked(j, piece, ch == SL_HARMONY_FINAL ? (size_t)plen : 0, lp)) return "stop";
     if (j->g.max_tokens && j->n_gen >= j->g.max_tokens) return "length";
     if (!fed && sl_session_n_past(ss) >= sl_session_n_ctx(ss)) return "length";
     return NULL;
@@ -342,7 +376,7 @@ static void spec_pass(sl_srv *s, slot *sl, char *piece, size_t cap)
         if (sl_model_token_is_eog(s->m, toks[i])) { why = "stop"; break; }
         if ((plen = sl_session_detok(sl->s, toks[i], piece, cap)) < 0) { why = "error"; break; }
         pthread_mutex_lock(&s->mu);
-        why = emit_locked(s, sl->s, j, piece, plen, NULL, true);
+        why = emit_locked(s, sl->s, j, toks[i], piece, plen, NULL, true);
         if (!why) pthread_cond_broadcast(&j->cv);
         pthread_mutex_unlock(&s->mu);
     }
@@ -421,7 +455,7 @@ static void *engine_main(void *arg)
                                                                             lp.top_lp, &lp.lp)) < 0) why = "error";
             else if ((plen = sl_session_detok(ss, tok, piece, sizeof piece)) < 0) why = "error";
             pthread_mutex_lock(&s->mu);
-            if (!why) why = emit_locked(s, ss, j, piece, plen, want_lp ? &lp : NULL, false);
+            if (!why) why = emit_locked(s, ss, j, tok, piece, plen, want_lp ? &lp : NULL, false);
             if (why) {
                 finish_locked(s, sl, why);
                 pthread_mutex_unlock(&s->mu);

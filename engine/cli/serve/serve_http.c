@@ -36,6 +36,7 @@ typedef struct sse {
     sl_srv_job *job;
     int fd;
     size_t sent;            /* bytes of job->out turned into chunks */
+    size_t rsent;           /* bytes of job->reason turned into chunks */
     size_t ei;              /* job->ends[ei] is the first token end past sent */
     size_t li;              /* the first token whose log probabilities are not sent */
     char *stage;            /* formatted bytes not yet handed to MHD */
@@ -111,7 +112,15 @@ static bool sse_next_locked(sse *st)
     for (size_t i = st->ei; i < j->n_ends && j->ends[i] < end; i++)
         if (char_start(j->out, j->ends[i])) { end = j->ends[i]; break; }
     char *a = NULL, *b = NULL;
-    if (end > st->sent) {
+    /* Harmony's analysis channel (it comes before the final one) as reasoning_content deltas */
+    size_t rend = j->reason_len;
+    if (j->state != SL_SRV_DONE)
+        while (rend > st->rsent && !char_start(j->reason, rend)) rend--;
+    if (rend > st->rsent) {
+        a = sl_srv_result_json_r(true, true, j->id, model, st->h->created, NULL, 0, j->reason + st->rsent,
+                                 rend - st->rsent, NULL, false, 0, 0, 0, NULL);
+        st->rsent = rend;
+    } else if (end > st->sent) {
         a = sl_srv_result_json(j->g.chat, true, j->id, model, st->h->created, j->out + st->sent, end - st->sent,
                                NULL, false, 0, 0, 0, logprobs_upto(st->h, j, &st->li, end));
         st->sent = end;
@@ -222,8 +231,10 @@ static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *
             len += j->out_len;
         }
         if (text && strcmp(j->finish, "error") && strcmp(j->finish, "cancelled"))
-            body = sl_srv_result_json(chat, false, j->id, h->c.model_name, h->created, text, len, j->finish, true,
-                                      j->n_prompt, j->n_cached, j->n_gen, logprobs_upto(h, j, &from, j->out_len));
+            body = sl_srv_result_json_r(chat, false, j->id, h->c.model_name, h->created, text, len,
+                                        j->g.channels ? (j->reason ? j->reason : "") : NULL, j->reason_len,
+                                        j->finish, true, j->n_prompt, j->n_cached, j->n_gen,
+                                        logprobs_upto(h, j, &from, j->out_len));
         if (j->g.echo) free(text);
         sl_srv_unref_locked(e, j);
         sl_srv_unlock(e);

@@ -12,6 +12,7 @@
 void sl_srv_gen_free(sl_srv_gen *g)
 {
     free(g->prompt);
+    free(g->plain);
     for (int i = 0; i < g->n_stop; i++) free(g->stop[i]);
     memset(g, 0, sizeof *g);
 }
@@ -127,6 +128,16 @@ static int get_content(pctx *c, const cJSON *content, int i, const char **out, c
 static int get_messages(pctx *c, const cJSON *o, const sl_srv_limits *lim, enum sl_chat_tmpl tmpl,
                         const char *bos, const char *eos, sl_srv_gen *g)
 {
+    /* llama-server's per-request template argument */
+    const cJSON *re = cJSON_GetObjectItemCaseSensitive(o, "reasoning_effort");
+    if (re && !cJSON_IsNull(re) && (!cJSON_IsString(re) || (strcmp(re->valuestring, "low") &&
+        strcmp(re->valuestring, "medium") && strcmp(re->valuestring, "high"))))
+        return bad(c, "reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
+    const cJSON *sic = cJSON_GetObjectItemCaseSensitive(o, "special_in_content");
+    if (sic && !cJSON_IsNull(sic) && !cJSON_IsBool(sic))
+        return bad(c, "special_in_content", "'special_in_content' must be a boolean");
+    g->special_in_content = sic && cJSON_IsTrue(sic);
+    g->channels = sl_chat_has_channels(tmpl);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "messages");
     if (!v) return bad(c, "messages", "'messages' is required");
     if (!cJSON_IsArray(v)) return bad(c, "messages", "'messages' must be an array");
@@ -148,10 +159,19 @@ static int get_messages(pctx *c, const cJSON *o, const sl_srv_limits *lim, enum 
         else if (!(rc = get_content(c, content, i, &ms[i].content, &own[i]))) ms[i].role = role->valuestring;
     }
     if (!rc) {
-        int64_t len = sl_chat_render(tmpl, ms, (size_t)n, true, bos, eos, NULL, 0);
+        sl_chat_spans sp = { NULL, 0, 0 };
+        sl_chat_opts co = { .add_generation_prompt = true, .bos = bos, .eos = eos, .spans = &sp,
+                            .reasoning_effort = cJSON_IsString(re) ? re->valuestring : NULL };
+        int64_t len = sl_chat_render_opts(tmpl, ms, (size_t)n, &co, NULL, 0);
         if (len < 0) rc = bad(c, "messages", "cannot render the chat template: %s", sl_last_error());
-        else if (!(g->prompt = malloc((size_t)len + 1))) rc = 500;
-        else sl_chat_render(tmpl, ms, (size_t)n, true, bos, eos, g->prompt, (size_t)len + 1);
+        else if (!(g->prompt = malloc((size_t)len + 1)) || !(g->plain = malloc((sp.n + 1) * 2 * sizeof *g->plain)))
+            rc = 500;
+        else {
+            sp.v = g->plain;
+            sp.cap = sp.n;
+            sl_chat_render_opts(tmpl, ms, (size_t)n, &co, g->prompt, (size_t)len + 1);
+            g->n_plain = sp.n;
+        }
     }
     for (int i = 0; i < n; i++) free(own[i]);
     free(own);
@@ -255,9 +275,19 @@ char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, 
                          const char *text, size_t text_len, const char *finish, bool role,
                          int32_t n_prompt, int32_t n_cached, int32_t n_gen, cJSON *logprobs)
 {
-    char idbuf[64], *t = NULL;
+    return sl_srv_result_json_r(chat, chunk, id, model, created, text, text_len, NULL, 0, finish, role,
+                                n_prompt, n_cached, n_gen, logprobs);
+}
+
+char *sl_srv_result_json_r(bool chat, bool chunk, uint64_t id, const char *model, long long created,
+                           const char *text, size_t text_len, const char *reasoning, size_t reasoning_len,
+                           const char *finish, bool role, int32_t n_prompt, int32_t n_cached, int32_t n_gen,
+                           cJSON *logprobs)
+{
+    char idbuf[64], *t = NULL, *rt = NULL;
     snprintf(idbuf, sizeof idbuf, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)id);
     if (text && !(t = strndup(text, text_len))) return NULL;
+    if (reasoning && !(rt = strndup(reasoning, reasoning_len))) { free(t); return NULL; }
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "id", idbuf);
     cJSON_AddStringToObject(r, "object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
@@ -271,6 +301,7 @@ char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, 
         cJSON *m = cJSON_AddObjectToObject(c, chunk ? "delta" : "message");
         if (role || !chunk) cJSON_AddStringToObject(m, "role", "assistant");
         if (t) cJSON_AddStringToObject(m, "content", t);
+        if (rt) cJSON_AddStringToObject(m, "reasoning_content", rt);
     } else {
         cJSON_AddStringToObject(c, "text", t ? t : "");
     }
@@ -289,6 +320,7 @@ char *sl_srv_result_json(bool chat, bool chunk, uint64_t id, const char *model, 
     char *s = cJSON_PrintUnformatted(r);
     cJSON_Delete(r);
     free(t);
+    free(rt);
     return s;
 }
 
