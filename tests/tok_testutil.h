@@ -5,6 +5,7 @@
 #include "sl_test.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "../engine/tok/tokenizer.h"
 #include "../gguf/gguf.h"
@@ -66,6 +67,21 @@ static inline void tok_write_bpe(const char *path, const char *pre, const char *
     cr_assert_eq(sl_gguf_writer_close(w), 0);
     free(toks);
     free(types);
+}
+
+/* tok_write_bpe into a temporary file, loaded (the file removed). */
+static inline sl_tok *tok_load_bpe(const char *pre, const char *const *words, size_t n_words,
+                                   const char *const *merges, size_t n_merges,
+                                   const char *const *specials, size_t n_specials)
+{
+    char path[] = "/tmp/sl_tok_bpe_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    tok_write_bpe(path, pre, words, n_words, merges, n_merges, specials, n_specials);
+    sl_tok *t = load_tok(path);
+    unlink(path);
+    return t;
 }
 
 #endif
