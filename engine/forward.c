@@ -14,6 +14,7 @@
 #include "forward_layer.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
+#include "forward_ple.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
@@ -53,7 +54,10 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += A64(act_bound(d, n_batch));
     sz += A64(sl_kern_attn_scratch(n_threads, d->head_dim, n_ctx));
     sz += A64((uint64_t)d->n_embd * 4 + 64);             /* embedding row (raw <= f32) */
-    sz += 2 * A64((uint64_t)(d->n_rot / 2) * 4);        /* inv_freq, inv_freq_swa */
+    sz += A64((uint64_t)(d->n_rot / 2) * 4);            /* inv_freq */
+    sz += A64((uint64_t)(sl_model_n_rot_swa(d) / 2) * 4);   /* inv_freq_swa */
+    sz += A64((uint64_t)d->head_dim * 4);                /* ones (v norm) */
+    sz += A64(sl_forward_ple_arena_bytes(d, n_batch));
     sz += A64(sl_forward_moe_arena_bytes(d, n_batch));
     return sz + 64;
 }
@@ -135,7 +139,9 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     CARVE(f->attn_scratch, sl_kern_attn_scratch(nth, d->head_dim, n_ctx));
     CARVE(f->row_buf, (uint64_t)d->n_embd * 4 + 64);
     CARVE(f->inv_freq, (uint64_t)(d->n_rot / 2) * 4);
-    CARVE(f->inv_freq_swa, (uint64_t)(d->n_rot / 2) * 4);
+    CARVE(f->inv_freq_swa, (uint64_t)(sl_model_n_rot_swa(d) / 2) * 4);
+    CARVE(f->ones, (uint64_t)d->head_dim * 4);
+    if (d->n_embd_ple) CARVE(f->ple, sl_forward_ple_arena_bytes(d, n_batch));
     if (d->n_expert) CARVE(f->moe, sl_forward_moe_arena_bytes(d, n_batch));
 #undef CARVE
 
@@ -147,8 +153,10 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
         freqs = rf->data;
     }
     sl_model_rope_inv_freq(d, d->rope_base, freqs, f->inv_freq);
-    if (d->rope_base_swa > 0) sl_model_rope_inv_freq(d, d->rope_base_swa, freqs, f->inv_freq_swa);
+    if (d->rope_base_swa > 0) sl_model_rope_inv_freq_swa(d, freqs, f->inv_freq_swa);
+    for (int32_t i = 0; i < d->head_dim; i++) f->ones[i] = 1.0f;
     int rc = check_kernel_types(f);
+    if (!rc && d->n_embd_ple) rc = sl_forward_ple_init(f);
     if (rc) { sl_forward_free(f); return rc; }
     const char *fz = getenv("SLUICE_FUSE");   /* the A/B switch of the fused decode matvecs */
     f->fuse = !(fz && !strcmp(fz, "0"));
@@ -299,6 +307,7 @@ static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
     int rc;
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++)
         if ((rc = embed_rows(f, sq[s].ids, sq[s].n, f->x + (int64_t)i * E))) return rc;
+    if (d->n_embd_ple && (rc = sl_forward_ple_inputs(f, sq, ns, n))) return rc;
     if ((rc = layers_forward(f, sq, ns, 0, d->n_layer, n))) return rc;
     int32_t nr;
     SL_TIMED(f, SL_PROF_NORM, 0, nr = out_norm_rows(f, sq, ns));
@@ -382,6 +391,9 @@ int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int
     const sl_model_desc *d = f->d;
     int rc = check_kv(f, kv);
     if (rc) return rc;
+    if (d->n_embd_ple)   /* a stage receives x only, not the per-layer inputs */
+        return sl_err_set(SL_EUNSUPPORTED, "forward layers: %s per-layer embeddings need the whole pass",
+                          d->arch_name);
     if (n < 1 || n > f->n_batch || !x || first < 0 || last > d->n_layer || first >= last)
         return sl_err_set(SL_EINVAL, "forward layers [%d, %d) of %d over %d rows (1..n_batch %d)", first, last,
                           d->n_layer, n, f->n_batch);

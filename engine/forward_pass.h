@@ -66,6 +66,9 @@ typedef struct sl_forward {
     size_t act_bytes;
     void *attn_scratch;
     void *row_buf;                      /* one raw embedding row */
+    float *ones;                        /* [head_dim] 1.0: the weight of a weightless norm */
+    /* per-layer embedding inputs (forward_ple.c lays it out; NULL without) */
+    void *ple;
     /* MoE FFN scratch (forward_moe.c lays it out; NULL for a dense model) */
     void *moe;
     sl_forward_prof *prof;              /* NULL: not profiling (the session sets it per pass) */

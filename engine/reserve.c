@@ -19,7 +19,7 @@ void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_
                         int32_t *cap)
 {
     for (int32_t l = 0; l < d->n_layer; l++)
-        cap[l] = !sl_reserve_layer_kept(p, l) ? 0
+        cap[l] = !sl_reserve_layer_kept(p, l) || sl_model_kv_layer(d, l) != l ? 0   /* shared: no cache */
                : sl_model_layer_swa(d, l) ? sl_kv_ring_cap(n_ctx, d->n_swa, n_batch) : n_ctx;
 }
 
