@@ -15,6 +15,8 @@ uint64_t sl_forward_ple_arena_bytes(const sl_model_desc *d, int32_t n_batch);
 int sl_forward_ple_init(sl_forward *f);
 /* The inputs of the pass's n rows (f->x holds their scaled embeddings). */
 int sl_forward_ple_inputs(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t n);
+/* Bytes of per_layer_token_embd rows read so far (row cache misses). */
+uint64_t sl_forward_ple_bytes_read(const sl_forward *f);
 /* Row i's slice for layer l (n_embd_ple floats). */
 const float *sl_forward_ple_slice(const sl_forward *f, int32_t i, int32_t l);
 

@@ -66,7 +66,9 @@ int sl_model_key_u32_layers(const sl_gguf *g, const char *arch, const char *suff
     uint32_t et;
     uint64_t len;
     const void *data;
-    if (sl_gguf_get_arr(g, key, &et, &len, &data)) return rc;   /* neither scalar nor array: the first message */
+    if (rc == SL_ENOENT) return rc;   /* required and absent: key_read's message */
+    if (sl_gguf_get_arr(g, key, &et, &len, &data))
+        return sl_err_set(rc, "model metadata: key '%s': neither an integer nor an array", key);
     if ((et != SL_GGUF_U32 && et != SL_GGUF_I32 && et != SL_GGUF_BOOL) || !data || (n && len != n) || len < 1)
         return sl_err_set(SL_EFORMAT, "model metadata: key '%s': an array of %llu elements of type %u "
                           "(want %u integers or bools)", key, (unsigned long long)len, et, n);

@@ -98,6 +98,7 @@ typedef struct sl_model_desc {
      * earlier layer's cache (sl_model_kv_layer); 0: every layer its own */
     int32_t n_layer_kv;
     int32_t n_embd_ple;       /* per-layer embedding width (0: none): per_layer_token_embd rows */
+    uint32_t ple_type;        /* per_layer_token_embd's type (arena sizing) */
     /* experts of the MoE FFN blocks (0 when no layer has one) */
     int32_t n_expert, n_expert_used;
     int32_t n_ff_exp;         /* width of one routed expert */
@@ -117,6 +118,12 @@ static inline const sl_layer_desc *sl_model_layer(const sl_model_desc *d, int32_
 static inline int32_t sl_model_n_rot_swa(const sl_model_desc *d)
 {
     return d->n_rot_swa > 0 ? d->n_rot_swa : d->n_rot;
+}
+
+/* Layers with a KV cache of their own. */
+static inline int32_t sl_model_n_layer_kv(const sl_model_desc *d)
+{
+    return d->n_layer_kv > 0 ? d->n_layer_kv : d->n_layer;
 }
 
 /* The layer whose KV cache layer l attends over: itself, or for a shared

@@ -86,11 +86,13 @@ static int ple_keys(sl_model_desc *d, const sl_gguf *g)
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
     if (!te || te->n_dims != 2)
         return sl_err_set(SL_ENOENT, "tensor 'token_embd.weight' missing from the model");
-    if ((rc = sl_model_check_tensor(g, "per_layer_token_embd.weight", LP, te->ne[1], T_MATRIX, false, NULL)) ||
+    const sl_gguf_tensor *pt;
+    if ((rc = sl_model_check_tensor(g, "per_layer_token_embd.weight", LP, te->ne[1], T_MATRIX, false, &pt)) ||
         (rc = sl_model_check_tensor(g, "per_layer_model_proj.weight", E, LP, T_MATRIX, false, NULL)) ||
         (rc = sl_model_check_tensor(g, "per_layer_proj_norm.weight", ple, 0, T_F32, false, NULL)))
         return rc;
     d->n_embd_ple = (int32_t)ple;
+    d->ple_type = pt->type;
     return 0;
 }
 
