@@ -156,7 +156,10 @@ static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
     if (w->nq || b->v_norm) SL_TIMED(f, SL_PROF_NORM, 0, norm_qkv(f, b, w, dm, qi, ki, vi));
     SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, kv, pos, qi, ki, vi));
     if (b->kv_shared) return;
-    if (dm.hd < kv->head_dim) { pad_heads(ki, d->n_head_kv, dm.hd, kv->head_dim); pad_heads(vi, d->n_head_kv, dm.hd, kv->head_dim); }
+    if (dm.hd < kv->head_dim) {
+        pad_heads(ki, d->n_head_kv, dm.hd, kv->head_dim);
+        pad_heads(vi, d->n_head_kv, dm.hd, kv->head_dim);
+    }
     SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
 }
 
@@ -278,7 +281,8 @@ static int out_scale(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t 
 {
     const sl_stream_tensor *w;
     int rc = sl_forward_find(v, l, "layer_output_scale.weight", &w);
-    if (!rc) SL_TIMED(f, SL_PROF_ADD, 0, sl_forward_scale_row(f->x, (int64_t)n * f->d->n_embd, *(const float *)w->data));
+    const int64_t nx = (int64_t)n * f->d->n_embd;
+    if (!rc) SL_TIMED(f, SL_PROF_ADD, 0, sl_forward_scale_row(f->x, nx, *(const float *)w->data));
     return rc;
 }
 

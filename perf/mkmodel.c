@@ -437,7 +437,10 @@ static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type,
 /* gemma4: layer l's kind. */
 static bool g4_swa(const mk_model *m, uint32_t l) { return m->swa_period && (l + 1) % m->swa_period; }
 static bool g4_shared(const mk_model *m, uint32_t l) { return l + m->n_kv_shared >= m->n_layer; }
-static uint32_t g4_ff(const mk_model *m, uint32_t l) { return g4_shared(m, l) && m->n_ff_wide ? m->n_ff_wide : m->n_ff; }
+static uint32_t g4_ff(const mk_model *m, uint32_t l)
+{
+    return g4_shared(m, l) && m->n_ff_wide ? m->n_ff_wide : m->n_ff;
+}
 
 /* A matrix in its role's type, or Q5_0 when its rows do not fit that
  * type's blocks (llama-quantize's fallback: gemma4's 64-wide proj). */

@@ -408,16 +408,17 @@ Test(mkmodel, gemma4_presets, .timeout = 120)
     cr_assert(((const uint8_t *)data)[0] && !((const uint8_t *)data)[1] && ((const uint8_t *)data)[2]);
     cr_assert_eq(sl_gguf_get_arr(g, "gemma4.feed_forward_length", &et, &n, &data), 0);
     cr_assert(n == 4 && ((const uint32_t *)data)[1] == 256 && ((const uint32_t *)data)[2] == 512);
-    cr_assert_eq(u32_key(g, "gemma4.attention.key_length_swa"), 64u);
-    cr_assert_eq(u32_key(g, "gemma4.attention.shared_kv_layers"), 2u);
+    cr_assert(u32_key(g, "gemma4.attention.key_length_swa") == 64 && u32_key(g, "gemma4.attention.shared_kv_layers") == 2);
     cr_assert_eq(u32_key(g, "gemma4.embedding_length_per_layer_input"), 64u);
-    check_shape(g, "blk.0.attn_q.weight", SL_GGML_Q4_K, 256, 256);
-    check_shape(g, "blk.1.attn_q.weight", SL_GGML_Q4_K, 256, 512);
-    check_shape(g, "blk.2.ffn_up.weight", SL_GGML_Q4_K, 256, 512);
-    cr_assert_null(sl_gguf_find_tensor(g, "blk.2.attn_k.weight"));
-    cr_assert_null(sl_gguf_find_tensor(g, "blk.3.attn_v.weight"));
-    check_shape(g, "per_layer_token_embd.weight", SL_GGML_Q6_K, 256, 512);
-    check_shape(g, "blk.3.proj.weight", SL_GGML_Q5_0, 64, 256);
+    /* sliding (64) and full (128) head dims, the wide FFN of a shared layer, the table, the 64-wide proj */
+    static const struct { const char *name; uint32_t type; uint64_t ne0, ne1; } shapes[] = {
+        { "blk.0.attn_q.weight", SL_GGML_Q4_K, 256, 256 }, { "blk.1.attn_q.weight", SL_GGML_Q4_K, 256, 512 },
+        { "blk.2.ffn_up.weight", SL_GGML_Q4_K, 256, 512 }, { "per_layer_token_embd.weight", SL_GGML_Q6_K, 256, 512 },
+        { "blk.3.proj.weight", SL_GGML_Q5_0, 64, 256 },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_shape(g, shapes[i].name, shapes[i].type, shapes[i].ne0, shapes[i].ne1);
+    cr_assert(!sl_gguf_find_tensor(g, "blk.2.attn_k.weight") && !sl_gguf_find_tensor(g, "blk.3.attn_v.weight"));
     sl_model_desc d;
     described(g, &d);
     cr_assert(d.n_kinds == 4 && d.n_layer_kv == 2 && d.n_embd_ple == 64 && d.head_dim == 128);

@@ -54,7 +54,6 @@ static int kind_keys(sl_model_desc *d, const sl_gguf *g, uint32_t *hd_swa)
     if (nexp)
         return sl_err_set(SL_EUNSUPPORTED, "gemma4: MoE layers (%s.expert_count = %u, 26B-A4B) not supported",
                           a, nexp);
-    if (swa < 1 || swa > (1u << 30)) return key_err(a, "attention.sliding_window", swa);
     /* the cache row is the full layers' head dim; a sliding layer uses its start */
     if (*hd_swa < 2 || *hd_swa % 2 || (int32_t)*hd_swa > d->head_dim)
         return sl_err_set(SL_EUNSUPPORTED, "model metadata: key '%s.attention.key_length_swa' = %u not "
@@ -63,15 +62,8 @@ static int kind_keys(sl_model_desc *d, const sl_gguf *g, uint32_t *hd_swa)
         return sl_err_set(SL_EUNSUPPORTED, "model metadata: '%s.attention.value_length_swa' %u differs from "
                           "key_length_swa %u", a, vd_swa, *hd_swa);
     if (rot_swa < 2 || rot_swa % 2 || rot_swa > *hd_swa) return key_err(a, "rope.dimension_count_swa", rot_swa);
-    if (!(d->rope_base_swa > 0))
-        return sl_err_set(SL_ERANGE, "model metadata: key '%s.rope.freq_base_swa' = %g invalid", a,
-                          (double)d->rope_base_swa);
-    if (d->logit_softcap < 0)
-        return sl_err_set(SL_ERANGE, "model metadata: key '%s.final_logit_softcapping' = %g invalid", a,
-                          (double)d->logit_softcap);
-    d->n_swa = (int32_t)swa;
     d->n_rot_swa = (int32_t)rot_swa;
-    return 0;
+    return sl_arch_gemma_common(d, swa);
 }
 
 /* The per-layer embedding globals (n_embd_ple wide per layer). */
@@ -124,7 +116,6 @@ static int gemma4_keys(sl_model_desc *d, const sl_gguf *g)
                         d->n_layer_kv - 2, d->n_layer_kv - 1);
         goto out;
     }
-    d->embd_scale = sqrtf((float)d->n_embd);
     d->rope_freqs_full = true;
     d->n_kinds = 0;
     for (uint32_t l = 0; l < L && !rc; l++) {
