@@ -70,6 +70,7 @@ static int check_kernel_types(sl_forward *f)
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         if (t->n_dims < 2 || !strcmp(t->name, "rope_freqs.weight")) continue;
         if (!strcmp(t->name, "token_embd.weight") && !f->d->tied_output) continue;  /* rows only */
+        if (!strcmp(t->name, "per_layer_token_embd.weight")) continue;              /* rows only */
         if (t->type >= SL_GGML_TYPE_COUNT || !f->k->vec_dot[t->type])
             return sl_err_set(SL_EUNSUPPORTED, "tensor '%s': type %s has no %s kernel", t->name,
                               sl_gguf_type_name(t->type) ? sl_gguf_type_name(t->type) : "?",
