@@ -14,6 +14,8 @@
 #include "forward_layer.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
+#include "forward_ple.h"
+#include "forward_rows.h"
 
 /* Re-states a streamer failure with our context. The message is copied first:
  * it may live in the same thread-local buffer sl_err_set writes. */
@@ -52,8 +54,11 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += 2 * A64(B * (uint64_t)d->n_ff * 4);            /* gate, up */
     sz += A64(act_bound(d, n_batch));
     sz += A64(sl_kern_attn_scratch(n_threads, d->head_dim, n_ctx));
-    sz += A64((uint64_t)d->n_embd * 4 + 64);             /* embedding row (raw <= f32) */
-    sz += 2 * A64((uint64_t)(d->n_rot / 2) * 4);        /* inv_freq, inv_freq_swa */
+    sz += A64(sl_rows_mem_bytes(sl_gguf_row_bytes((int)d->embd_type, d->n_embd)));   /* embedding rows */
+    sz += A64((uint64_t)(d->n_rot / 2) * 4);            /* inv_freq */
+    sz += A64((uint64_t)(sl_model_n_rot_swa(d) / 2) * 4);   /* inv_freq_swa */
+    sz += A64((uint64_t)d->head_dim * 4);                /* ones (v norm) */
+    sz += A64(sl_forward_ple_arena_bytes(d, n_batch));
     sz += A64(sl_forward_moe_arena_bytes(d, n_batch));
     return sz + 64;
 }
@@ -65,6 +70,7 @@ static int check_kernel_types(sl_forward *f)
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         if (t->n_dims < 2 || !strcmp(t->name, "rope_freqs.weight")) continue;
         if (!strcmp(t->name, "token_embd.weight") && !f->d->tied_output) continue;  /* rows only */
+        if (!strcmp(t->name, "per_layer_token_embd.weight")) continue;              /* rows only */
         if (t->type >= SL_GGML_TYPE_COUNT || !f->k->vec_dot[t->type])
             return sl_err_set(SL_EUNSUPPORTED, "tensor '%s': type %s has no %s kernel", t->name,
                               sl_gguf_type_name(t->type) ? sl_gguf_type_name(t->type) : "?",
@@ -133,9 +139,12 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     f->act_bytes = act_bound(d, n_batch);
     CARVE(f->act, f->act_bytes);
     CARVE(f->attn_scratch, sl_kern_attn_scratch(nth, d->head_dim, n_ctx));
-    CARVE(f->row_buf, (uint64_t)d->n_embd * 4 + 64);
+    const size_t embd_mem = sl_rows_mem_bytes(sl_gguf_row_bytes((int)d->embd_type, d->n_embd));
+    CARVE(f->row_buf, embd_mem);
     CARVE(f->inv_freq, (uint64_t)(d->n_rot / 2) * 4);
-    CARVE(f->inv_freq_swa, (uint64_t)(d->n_rot / 2) * 4);
+    CARVE(f->inv_freq_swa, (uint64_t)(sl_model_n_rot_swa(d) / 2) * 4);
+    CARVE(f->ones, (uint64_t)d->head_dim * 4);
+    if (d->n_embd_ple) CARVE(f->ple, sl_forward_ple_arena_bytes(d, n_batch));
     if (d->n_expert) CARVE(f->moe, sl_forward_moe_arena_bytes(d, n_batch));
 #undef CARVE
 
@@ -147,8 +156,11 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
         freqs = rf->data;
     }
     sl_model_rope_inv_freq(d, d->rope_base, freqs, f->inv_freq);
-    if (d->rope_base_swa > 0) sl_model_rope_inv_freq(d, d->rope_base_swa, freqs, f->inv_freq_swa);
+    if (d->rope_base_swa > 0) sl_model_rope_inv_freq_swa(d, freqs, f->inv_freq_swa);
+    for (int32_t i = 0; i < d->head_dim; i++) f->ones[i] = 1.0f;
     int rc = check_kernel_types(f);
+    if (!rc) rc = sl_rows_init(&f->embd_rows, st, "token_embd.weight", d->n_embd, f->row_buf, embd_mem);
+    if (!rc && d->n_embd_ple) rc = sl_forward_ple_init(f);
     if (rc) { sl_forward_free(f); return rc; }
     const char *fz = getenv("SLUICE_FUSE");   /* the A/B switch of the fused decode matvecs */
     f->fuse = !(fz && !strcmp(fz, "0"));
@@ -214,32 +226,17 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
     return 0;
 }
 
-/* x[n_embd] = the embedding row of token id (scaled where the family says). */
-static int embed_row(sl_forward *f, int32_t id, float *x)
-{
-    const sl_model_desc *d = f->d;
-    int rc = sl_stream_read_row(f->st, "token_embd.weight", (uint64_t)id, f->row_buf, f->embd_row_bytes);
-    if (rc) return stream_err(rc, f->st, "token_embd row", id);
-    rc = sl_quant_dequantize_row((int)d->embd_type, f->row_buf, x, d->n_embd);
-    if (rc) return sl_err_set(rc, "token_embd row %d: cannot dequantize", id);
-    if (d->embd_scale > 0) sl_forward_scale_row(x, d->n_embd, d->embd_scale);
-    return 0;
-}
-
-/* x[n][n_embd] = the embedding rows of ids. */
+/* x[n][n_embd] = the embedding rows of ids (scaled where the family says). */
 static int embed_rows(sl_forward *f, const int32_t *ids, int32_t n, float *x)
 {
     const sl_model_desc *d = f->d;
-    const int32_t E = d->n_embd;
-    for (int32_t j = 0; j < n; j++) {
-        const int32_t id = ids[j];
-        if (id < 0 || id >= d->n_vocab)
-            return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", id, d->n_vocab);
-        int rc;
-        SL_TIMED(f, SL_PROF_EMBD, f->embd_row_bytes, rc = embed_row(f, id, x + (int64_t)j * E));
-        if (rc) return rc;
-    }
-    return 0;
+    for (int32_t j = 0; j < n; j++)
+        if (ids[j] < 0 || ids[j] >= d->n_vocab)
+            return sl_err_set(SL_EINVAL, "token id %d out of range (vocab %d)", ids[j], d->n_vocab);
+    int rc;   /* profiled as a row a token, cached or not */
+    SL_TIMED(f, SL_PROF_EMBD, (uint64_t)n * f->embd_rows.row_bytes,
+             rc = sl_rows_read(&f->embd_rows, f->st, ids, n, x, d->n_embd, d->embd_scale > 0 ? d->embd_scale : 0));
+    return rc;
 }
 
 /* Layers [first, last) over f->x's n rows, each unit acquired in order. */
@@ -299,6 +296,7 @@ static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
     int rc;
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++)
         if ((rc = embed_rows(f, sq[s].ids, sq[s].n, f->x + (int64_t)i * E))) return rc;
+    if (d->n_embd_ple && (rc = sl_forward_ple_inputs(f, sq, ns, n))) return rc;
     if ((rc = layers_forward(f, sq, ns, 0, d->n_layer, n))) return rc;
     int32_t nr;
     SL_TIMED(f, SL_PROF_NORM, 0, nr = out_norm_rows(f, sq, ns));
@@ -382,6 +380,9 @@ int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int
     const sl_model_desc *d = f->d;
     int rc = check_kv(f, kv);
     if (rc) return rc;
+    if (d->n_embd_ple)   /* a stage receives x only, not the per-layer inputs */
+        return sl_err_set(SL_EUNSUPPORTED, "forward layers: %s per-layer embeddings need the whole pass",
+                          d->arch_name);
     if (n < 1 || n > f->n_batch || !x || first < 0 || last > d->n_layer || first >= last)
         return sl_err_set(SL_EINVAL, "forward layers [%d, %d) of %d over %d rows (1..n_batch %d)", first, last,
                           d->n_layer, n, f->n_batch);

@@ -12,6 +12,7 @@
 #include "../gguf/base/sl_internal.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
+#include "forward_ple.h"
 #include "forward_qknorm.h"
 
 /* xn = rmsnorm(src) * w over n rows */
@@ -41,23 +42,37 @@ static int block_in(sl_forward *f, const sl_stream_view *v, int32_t l, const cha
 
 /* ---- attention blocks ------------------------------------------------------ */
 
+/* A block's head dim and the widths of its q and k/v rows. */
+typedef struct attn_dims { int32_t hd, qd, kd; } attn_dims;
+
+static attn_dims dims_of(const sl_model_desc *d, const sl_attn_block *b)
+{
+    attn_dims a;
+    a.hd = b->head_dim > 0 ? b->head_dim : d->head_dim;
+    a.qd = d->n_head * a.hd;
+    a.kd = d->n_head_kv * a.hd;
+    return a;
+}
+
 /* The weights of a softmax attention block (a fused attn_qkv split into its
- * q, k, v row blocks); the optional ones NULL when the block has none. */
+ * q, k, v row blocks); the optional ones NULL when the block has none (k, v
+ * and the k norm of a block that reads another layer's cache). */
 typedef struct attn_w {
     const sl_stream_tensor *q, *k, *v, *o, *bq, *bk, *bv, *nq, *nk, *post;
     sl_stream_tensor part[3];
 } attn_w;
 
-static int attn_weights(sl_forward *f, const sl_attn_block *b, const sl_stream_view *v, int32_t l, attn_w *w)
+static int attn_weights(const sl_attn_block *b, attn_dims dm, const sl_stream_view *v, int32_t l, attn_w *w)
 {
-    const sl_model_desc *d = f->d;
     const sl_stream_tensor *qkv;
     int rc;
     memset(w, 0, sizeof *w);
     if ((rc = sl_forward_find(v, l, "attn_output.weight", &w->o))) return rc;
-    if (b->fused_qkv) {
+    if (b->kv_shared) {
+        if ((rc = sl_forward_find(v, l, "attn_q.weight", &w->q))) return rc;
+    } else if (b->fused_qkv) {
         if ((rc = sl_forward_find(v, l, "attn_qkv.weight", &qkv)) ||
-            (rc = sl_forward_split_rows(l, qkv, (int64_t[]){ d->q_dim, d->kv_dim, d->kv_dim }, 3, w->part)))
+            (rc = sl_forward_split_rows(l, qkv, (int64_t[]){ dm.qd, dm.kd, dm.kd }, 3, w->part)))
             return rc;
         w->q = &w->part[0]; w->k = &w->part[1]; w->v = &w->part[2];
     } else if ((rc = sl_forward_find(v, l, "attn_q.weight", &w->q)) ||
@@ -72,95 +87,125 @@ static int attn_weights(sl_forward *f, const sl_attn_block *b, const sl_stream_v
         return rc;
     if (b->qk_norm &&
         ((rc = sl_forward_find(v, l, "attn_q_norm.weight", &w->nq)) ||
-         (rc = sl_forward_find(v, l, "attn_k_norm.weight", &w->nk))))
+         (!b->kv_shared && (rc = sl_forward_find(v, l, "attn_k_norm.weight", &w->nk)))))
         return rc;
     if (b->post_norm && (rc = sl_forward_find(v, l, "post_attention_norm.weight", &w->post))) return rc;
     return 0;
 }
 
-static void add_bias(sl_forward *f, const attn_w *w, float *qi, float *ki, float *vi)
+static void add_bias(sl_forward *f, const attn_w *w, attn_dims dm, float *qi, float *ki, float *vi)
 {
-    f->k->add(qi, qi, w->bq->data, f->d->q_dim);
-    f->k->add(ki, ki, w->bk->data, f->d->kv_dim);
-    f->k->add(vi, vi, w->bv->data, f->d->kv_dim);
+    f->k->add(qi, qi, w->bq->data, dm.qd);
+    f->k->add(ki, ki, w->bk->data, dm.kd);
+    f->k->add(vi, vi, w->bv->data, dm.kd);
 }
 
-static void norm_qk(sl_forward *f, const attn_w *w, float *qi, float *ki)
+/* Per-head norms: q and k with their weights, v without (v_norm). */
+static void norm_qkv(sl_forward *f, const sl_attn_block *b, const attn_w *w, attn_dims dm, float *qi, float *ki,
+                     float *vi)
 {
     const sl_model_desc *d = f->d;
-    sl_forward_qknorm(f->k, qi, d->n_head, d->head_dim, w->nq->data, d->rms_eps);
-    sl_forward_qknorm(f->k, ki, d->n_head_kv, d->head_dim, w->nk->data, d->rms_eps);
+    if (w->nq) sl_forward_qknorm(f->k, qi, d->n_head, dm.hd, w->nq->data, d->rms_eps);
+    if (w->nk) sl_forward_qknorm(f->k, ki, d->n_head_kv, dm.hd, w->nk->data, d->rms_eps);
+    if (b->v_norm && !b->kv_shared) sl_forward_qknorm(f->k, vi, d->n_head_kv, dm.hd, f->ones, d->rms_eps);
 }
 
-/* Rope of q and k at pos, their scales, then q, k, v into the cache's bases. */
-static void rope_qk(sl_forward *f, const sl_attn_block *b, const sl_kv *kv, int32_t pos, float *qi, float *ki,
-                    float *vi)
+/* Rope of q and k at pos, their scales, then q, k, v into the cache's bases
+ * (k and v only when the block stores them). */
+static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, const sl_kv *kv, int32_t pos, float *qi,
+                    float *ki, float *vi)
 {
     const sl_model_desc *d = f->d;
-    const int32_t QD = d->q_dim, KD = d->kv_dim;
-    const float *inv_freq = b->window > 0 ? f->inv_freq_swa : f->inv_freq;
+    const bool swa = b->window > 0;
+    const float *inv_freq = swa ? f->inv_freq_swa : f->inv_freq;
+    const int32_t n_rot = swa ? sl_model_n_rot_swa(d) : d->n_rot;
     /* phi3: cos/sin times the LongRoPE attention factor (rope is linear in
      * them: scaling its result is the same product); q_scale: q scaled
      * before the F16 rounding of q, with attention scale 1 */
     const float qmul = d->rope_attn_factor * (b->q_scale > 0 ? b->q_scale : 1.0f);
     const float kmul = d->rope_attn_factor;
-    f->k->rope(qi, d->n_head, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
-    f->k->rope(ki, d->n_head_kv, d->head_dim, d->n_rot, pos, inv_freq, d->rope_neox);
-    if (qmul != 1.0f) sl_forward_scale_row(qi, QD, qmul);
-    if (kmul != 1.0f) sl_forward_scale_row(ki, KD, kmul);
-    if (kv->rot_k) { sl_kv_rotate(qi, QD, kv->rot_k); sl_kv_rotate(ki, KD, kv->rot_k); }
-    if (kv->rot_v) sl_kv_rotate(vi, KD, kv->rot_v);   /* quantized caches: kv.h */
+    f->k->rope(qi, d->n_head, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
+    if (qmul != 1.0f) sl_forward_scale_row(qi, dm.qd, qmul);
+    if (kv->rot_k) sl_kv_rotate(qi, dm.qd, kv->rot_k);
+    if (b->kv_shared) return;
+    f->k->rope(ki, d->n_head_kv, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
+    if (kmul != 1.0f) sl_forward_scale_row(ki, dm.kd, kmul);
+    if (kv->rot_k) sl_kv_rotate(ki, dm.kd, kv->rot_k);
+    if (kv->rot_v) sl_kv_rotate(vi, dm.kd, kv->rot_v);   /* quantized caches: kv.h */
+}
+
+/* A row of n_head_kv heads of hd values spread in place to heads of the
+ * cache's head dim, zero-filled (the row has room for the cache's kv_dim). */
+static void pad_heads(float *row, int32_t n_head_kv, int32_t hd, int32_t cache_hd)
+{
+    for (int32_t h = n_head_kv - 1; h >= 0; h--) {
+        memmove(row + (int64_t)h * cache_hd, row + (int64_t)h * hd, (size_t)hd * sizeof *row);
+        memset(row + (int64_t)h * cache_hd + hd, 0, (size_t)(cache_hd - hd) * sizeof *row);
+    }
 }
 
 /* One token's q, k, v rows (row i of the pass) at pos, then k and v stored
- * in layer l of kv (in the cache's types). */
-static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, sl_kv *kv, int32_t l, int32_t pos,
-                     int64_t i)
+ * in layer l of kv (in the cache's types) unless the block reads another
+ * layer's cache. */
+static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, attn_dims dm, sl_kv *kv, int32_t l,
+                     int32_t pos, int64_t i)
 {
-    float *qi = f->q + i * f->d->q_dim, *ki = f->kx + i * f->d->kv_dim, *vi = f->vx + i * f->d->kv_dim;
-    if (w->bq) SL_TIMED(f, SL_PROF_ROPE, 0, add_bias(f, w, qi, ki, vi));
-    if (w->nq) SL_TIMED(f, SL_PROF_NORM, 0, norm_qk(f, w, qi, ki));
-    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, kv, pos, qi, ki, vi));
+    const sl_model_desc *d = f->d;
+    float *qi = f->q + i * dm.qd, *ki = f->kx + i * d->kv_dim, *vi = f->vx + i * d->kv_dim;
+    if (w->bq) SL_TIMED(f, SL_PROF_ROPE, 0, add_bias(f, w, dm, qi, ki, vi));
+    if (w->nq || b->v_norm) SL_TIMED(f, SL_PROF_NORM, 0, norm_qkv(f, b, w, dm, qi, ki, vi));
+    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, kv, pos, qi, ki, vi));
+    if (b->kv_shared) return;
+    if (dm.hd < kv->head_dim) {
+        pad_heads(ki, d->n_head_kv, dm.hd, kv->head_dim);
+        pad_heads(vi, d->n_head_kv, dm.hd, kv->head_dim);
+    }
     SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
 }
 
 /* Softmax GQA/MHA attention of layer l over the rows of sq[0..ns), each
- * sequence against its own cache; x += its output. */
+ * sequence against its own cache (layer l's, or the one it shares); x += its
+ * output. */
 static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_attn_block *b,
                         const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
-    const int32_t QD = d->q_dim, KD = d->kv_dim;
+    const attn_dims dm = dims_of(d, b);
+    const int32_t kl = sl_model_kv_layer(d, l);
     attn_w w;
-    int rc = attn_weights(f, b, v, l, &w);
+    int rc = attn_weights(b, dm, v, l, &w);
     if (rc) return rc;
+    if (dm.hd < sq[0].kv->head_dim && (sq[0].kv->type_k != SL_GGML_F16 || sq[0].kv->type_v != SL_GGML_F16))
+        return sl_err_set(SL_EUNSUPPORTED, "layer %d: head dim %d below the cache's %d needs an F16 KV cache", l,
+                          dm.hd, sq[0].kv->head_dim);
     /* a sliding-window layer's ring keeps only the window (kv.h) */
-    for (int32_t s = 0; s < ns && !rc; s++)
+    for (int32_t s = 0; s < ns && !rc && !b->kv_shared; s++)
         SL_TIMED(f, SL_PROF_KV, 0, rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, b->window));
     if (rc || (rc = block_in(f, v, l, "attn_norm.weight", n))) return rc;
     sl_act_cache c = { 0 };
-    if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ w.q, w.k, w.v },
-                                  (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ QD, KD, KD },
-                                  (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV)))
-        return rc;
+    if (b->kv_shared) rc = sl_forward_mm(f, &c, f->xn, n, w.q, f->q, dm.qd, SL_PROF_MV_Q);
+    else rc = sl_forward_mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ w.q, w.k, w.v },
+                                  (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ dm.qd, d->kv_dim, d->kv_dim },
+                                  (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV);
+    if (rc) return rc;
     for (int32_t s = 0, i = 0; s < ns; s++)
-        for (int32_t j = 0; j < sq[s].n; j++, i++) attn_row(f, b, &w, sq[s].kv, l, sq[s].kv->n_past + j, i);
+        for (int32_t j = 0; j < sq[s].n; j++, i++) attn_row(f, b, &w, dm, sq[s].kv, l, sq[s].kv->n_past + j, i);
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
         const sl_kv *kv = sq[s].kv;
         sl_attn a = {
-            .q = f->q + (int64_t)i * QD, .q_stride = QD,
-            .k = sl_kv_k(kv, l, 0, kv->base[l]), .v = sl_kv_v(kv, l, 0, kv->base[l]), .kv_stride = d->head_dim,
-            .out = f->att + (int64_t)i * QD, .out_stride = QD,
-            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = d->head_dim,
-            .pos0 = kv->n_past - kv->base[l], .scale = b->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)d->head_dim),
-            .kv_head_stride = sl_kv_head_stride(kv, l), .window = b->window,
+            .q = f->q + (int64_t)i * dm.qd, .q_stride = dm.qd,
+            .k = sl_kv_k(kv, kl, 0, kv->base[kl]), .v = sl_kv_v(kv, kl, 0, kv->base[kl]), .kv_stride = kv->head_dim,
+            .out = f->att + (int64_t)i * dm.qd, .out_stride = dm.qd,
+            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = dm.hd,
+            .pos0 = kv->n_past - kv->base[kl], .scale = b->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)dm.hd),
+            .kv_head_stride = sl_kv_head_stride(kv, kl), .window = b->window,
             .type_k = kv->type_k, .type_v = kv->type_v,
         };
         SL_TIMED(f, SL_PROF_ATTN, 0, rc = sl_kern_attention(f->k, f->pool, &a, f->attn_scratch));
         if (rc) return sl_err_set(rc, "layer %d: attention failed", l);
         if (kv->rot_v)   /* back from V's basis */
             SL_TIMED(f, SL_PROF_ROPE, 0,
-                     sl_kv_rotate(f->att + (int64_t)i * QD, (int64_t)sq[s].n * QD, kv->rot_v));
+                     sl_kv_rotate(f->att + (int64_t)i * dm.qd, (int64_t)sq[s].n * dm.qd, kv->rot_v));
     }
     if ((rc = sl_forward_mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;
     block_out(f, w.post, n);
@@ -173,7 +218,7 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
  * a fused ffn_up holds gate | up. */
 static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
-    const int32_t FF = f->d->n_ff;
+    const int32_t FF = b->n_ff > 0 ? b->n_ff : f->d->n_ff;
     const sl_stream_tensor *wg = NULL, *wu, *wd, *post = NULL;
     sl_stream_tensor part[2];
     int rc;
@@ -209,6 +254,47 @@ static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_str
     return rc;
 }
 
+/* ---- per-layer embedding input ---------------------------------------------- */
+
+/* x += post_norm(proj(GELU(inp_gate . x) * P_l)) with P_l each row's slice
+ * (forward_ple.c); x is the residual itself, not normed. */
+static int ple_block(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n)
+{
+    const int32_t P = f->d->n_embd_ple;
+    const sl_stream_tensor *wg, *wp, *post;
+    int rc;
+    if ((rc = sl_forward_find(v, l, "inp_gate.weight", &wg)) || (rc = sl_forward_find(v, l, "proj.weight", &wp)) ||
+        (rc = sl_forward_find(v, l, "post_norm.weight", &post)))
+        return rc;
+    sl_act_cache c = { 0 };
+    if ((rc = sl_forward_mm(f, &c, f->x, n, wg, f->gate, P, SL_PROF_MV_GATE))) return rc;
+    for (int32_t i = 0; i < n; i++)
+        SL_TIMED(f, SL_PROF_ACT, 0,
+                 f->k->gelu_mul(f->gate + (int64_t)i * P, f->gate + (int64_t)i * P, sl_forward_ple_slice(f, i, l), P));
+    if ((rc = sl_forward_mm(f, &c, f->gate, n, wp, f->xn, f->d->n_embd, SL_PROF_MV_DOWN))) return rc;
+    block_out(f, post, n);
+    return 0;
+}
+
+/* x *= layer_output_scale (one F32 value). */
+static int out_scale(sl_forward *f, int32_t l, const sl_stream_view *v, int32_t n)
+{
+    const sl_stream_tensor *w;
+    int rc = sl_forward_find(v, l, "layer_output_scale.weight", &w);
+    const int64_t nx = (int64_t)n * f->d->n_embd;
+    if (!rc) SL_TIMED(f, SL_PROF_ADD, 0, sl_forward_scale_row(f->x, nx, *(const float *)w->data));
+    return rc;
+}
+
+static int ffn_block(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+{
+    switch (b->kind) {
+    case SL_FFN_GATED: return ffn_gated(f, l, b, v, n);
+    case SL_FFN_MOE: return ffn_moe(f, l, b, v, n);
+    default: return sl_err_set(SL_EUNSUPPORTED, "layer %d: FFN block kind %d has no forward", l, b->kind);
+    }
+}
+
 int sl_forward_layer(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_stream_view *v,
                      int32_t n)
 {
@@ -219,10 +305,7 @@ int sl_forward_layer(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_
     default:
         rc = sl_err_set(SL_EUNSUPPORTED, "layer %d: attention block kind %d has no forward", l, ld->attn.kind);
     }
-    if (rc) return rc;
-    switch (ld->ffn.kind) {
-    case SL_FFN_GATED: return ffn_gated(f, l, &ld->ffn, v, n);
-    case SL_FFN_MOE: return ffn_moe(f, l, &ld->ffn, v, n);
-    default: return sl_err_set(SL_EUNSUPPORTED, "layer %d: FFN block kind %d has no forward", l, ld->ffn.kind);
-    }
+    if (rc || (rc = ffn_block(f, l, &ld->ffn, v, n))) return rc;
+    if (ld->ple && (rc = ple_block(f, l, v, n))) return rc;
+    return ld->out_scale ? out_scale(f, l, v, n) : 0;
 }

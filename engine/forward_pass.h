@@ -12,6 +12,7 @@
 
 #include "../io/sluice_stream.h"
 #include "../kernels/kernels.h"
+#include "forward_rows.h"
 #include "kv.h"
 #include "model_desc.h"
 #include "sluice.h"
@@ -65,7 +66,11 @@ typedef struct sl_forward {
     void *act;                          /* quantized activation rows */
     size_t act_bytes;
     void *attn_scratch;
-    void *row_buf;                      /* one raw embedding row */
+    void *row_buf;                      /* embd_rows' memory */
+    sl_rows embd_rows;                  /* token_embd rows (forward_rows.h) */
+    float *ones;                        /* [head_dim] 1.0: the weight of a weightless norm */
+    /* per-layer embedding inputs (forward_ple.c lays it out; NULL without) */
+    void *ple;
     /* MoE FFN scratch (forward_moe.c lays it out; NULL for a dense model) */
     void *moe;
     sl_forward_prof *prof;              /* NULL: not profiling (the session sets it per pass) */

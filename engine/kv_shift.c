@@ -50,6 +50,10 @@ static bool layer_swa(const void *ctx, int32_t l) { return sl_model_layer_swa(ct
 
 int sl_forward_kv_shift(sl_forward *f, sl_kv *kv, int32_t n_keep, int32_t n_discard)
 {
+    for (int32_t i = 0; i < f->d->n_kinds; i++)   /* one head dim and rope width for every layer below */
+        if ((f->d->kind[i].attn.head_dim > 0 && f->d->kind[i].attn.head_dim != f->d->head_dim) || f->d->n_rot_swa)
+            return sl_err_set(SL_EUNSUPPORTED, "kv shift: %s layers of several head dims not supported",
+                              f->d->arch_name);
     const sl_kv_rope r = { .n_rot = f->d->n_rot, .neox = f->d->rope_neox, .inv_freq = f->inv_freq,
                            .inv_freq_swa = f->inv_freq_swa, .layer_swa = layer_swa, .ctx = f->d };
     return sl_kv_shift(kv, f->k, n_keep, n_discard, &r, f->kx);   /* kx: >= head_dim floats */

@@ -38,7 +38,7 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot, n_ctx, vdim;
     if ((rc = sl_model_key_u32(g, a, "block_count", &n_layer, true, 0)) ||
         (rc = sl_model_key_u32(g, a, "embedding_length", &n_embd, true, 0)) ||
-        (rc = sl_model_key_u32(g, a, "feed_forward_length", &n_ff, true, 0)) ||
+        (rc = sl_model_key_u32_layers(g, a, "feed_forward_length", 0, NULL, &n_ff, true, 0)) ||
         (rc = sl_model_key_u32(g, a, "attention.head_count", &n_head, true, 0)) ||
         (rc = sl_model_key_u32(g, a, "context_length", &n_ctx, true, 0)))
         return rc;

@@ -27,5 +27,8 @@ const char *sl_model_rope_factors_name(const sl_model_desc *d, int32_t n_ctx);
 /* inv_freq[i], i < n_rot/2: angle per position of pair i for rope base
  * `base`, scaling and rope_freqs divisors included (freqs may be NULL). */
 void sl_model_rope_inv_freq(const sl_model_desc *d, float base, const float *freqs, float *inv_freq);
+/* The same for the sliding-window layers: rope_base_swa over n_rot_swa (or
+ * n_rot) pairs, the divisors only unless they are the full layers' alone. */
+void sl_model_rope_inv_freq_swa(const sl_model_desc *d, const float *freqs, float *inv_freq);
 
 #endif

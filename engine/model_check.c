@@ -51,6 +51,41 @@ int sl_model_key_f32(const sl_gguf *g, const char *arch, const char *suffix, flo
     return 0;
 }
 
+int sl_model_key_u32_layers(const sl_gguf *g, const char *arch, const char *suffix, uint32_t n, uint32_t *out,
+                            uint32_t *max, bool required, uint32_t def)
+{
+    char key[128];
+    uint32_t v;
+    int rc = key_read(g, arch, suffix, required, get_u32, &v, key, sizeof key);
+    if (rc == 1) v = def;
+    if (rc == 0 || rc == 1) {   /* a scalar (or the default) for every layer */
+        for (uint32_t i = 0; out && i < n; i++) out[i] = v;
+        *max = v;
+        return 0;
+    }
+    uint32_t et;
+    uint64_t len;
+    const void *data;
+    if (rc == SL_ENOENT) return rc;   /* required and absent: key_read's message */
+    if (sl_gguf_get_arr(g, key, &et, &len, &data))
+        return sl_err_set(rc, "model metadata: key '%s': neither an integer nor an array", key);
+    if ((et != SL_GGUF_U32 && et != SL_GGUF_I32 && et != SL_GGUF_BOOL) || !data || (n && len != n) || len < 1)
+        return sl_err_set(SL_EFORMAT, "model metadata: key '%s': an array of %llu elements of type %u "
+                          "(want %u integers or bools)", key, (unsigned long long)len, et, n);
+    *max = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        uint32_t e;
+        if (et == SL_GGUF_BOOL) e = ((const uint8_t *)data)[i] != 0;
+        else memcpy(&e, (const uint8_t *)data + 4 * i, 4);
+        if (et == SL_GGUF_I32 && (int32_t)e < 0)
+            return sl_err_set(SL_ERANGE, "model metadata: key '%s'[%llu] = %d negative", key,
+                              (unsigned long long)i, (int32_t)e);
+        if (out && i < n) out[i] = e;
+        if (e > *max) *max = e;
+    }
+    return 0;
+}
+
 static int matrix_type_err(const char *name, uint32_t type)
 {
     const char *tn = sl_gguf_type_name(type);

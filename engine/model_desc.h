@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define SL_MAX_LAYERS 4096       /* block_count above it is refused */
-#define SL_MAX_LAYER_KINDS 4     /* distinct layer shapes of one model (gemma3: 2) */
+#define SL_MAX_LAYER_KINDS 8     /* distinct layer shapes of one model (gemma3: 2, gemma4: 4) */
 
 enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3 };
 
@@ -41,6 +41,9 @@ typedef struct sl_attn_block {
     bool sinks;               /* reserved: per-head attention sink logits */
     int32_t window;           /* > 0: attends to the last `window` positions (rope: rope_base_swa) */
     float q_scale;            /* > 0: q *= q_scale before attention, attention scale 1 */
+    int32_t head_dim;         /* > 0: this block's head dim (<= d->head_dim, the cache's row); else d->head_dim */
+    bool v_norm;              /* v RMS-normed without a weight */
+    bool kv_shared;           /* no K/V of its own: attends over sl_model_kv_layer's cache */
 } sl_attn_block;
 
 typedef struct sl_ffn_block {
@@ -50,13 +53,17 @@ typedef struct sl_ffn_block {
     bool post_norm;           /* post_ffw_norm before the residual */
     bool shared_expert;       /* MoE: plus a sigmoid-gated shared expert (n_ff_shexp wide) */
     bool weights_norm;        /* MoE: the k chosen probabilities renormalized to sum 1 */
+    int32_t n_ff;             /* > 0: this block's width (GATED; <= d->n_ff, the widest); else d->n_ff */
 } sl_ffn_block;
 
-/* One layer's blocks, in order. Room: a per-layer embedding input joins
- * here as a third block when a family needs it. */
+/* One layer's blocks, in order: attention, FFN, then the optional
+ * per-layer embedding input (x += post_norm(proj(GELU(inp_gate x) * P_l)),
+ * P_l the layer's slice of the token's per-layer input) and output scale. */
 typedef struct sl_layer_desc {
     sl_attn_block attn;
     sl_ffn_block ffn;
+    bool ple;                 /* per-layer embedding input (d->n_embd_ple wide) */
+    bool out_scale;           /* x *= layer_output_scale.weight after the layer */
 } sl_layer_desc;
 
 struct sl_arch;
@@ -85,6 +92,13 @@ typedef struct sl_model_desc {
     int32_t rope_orig_ctx;    /* LongRoPE: long factors iff padded n_ctx exceeds it */
     float rope_attn_factor;   /* cos/sin multiplier (1 except LongRoPE) */
     int32_t n_swa;            /* sliding window the file declares (0: none; applied per layer) */
+    int32_t n_rot_swa;        /* > 0: rope dims of the sliding-window layers (else n_rot) */
+    bool rope_freqs_full;     /* rope_freqs divide the full layers' angles only, not the window's */
+    /* the first n_layer_kv layers have their own K/V; the later ones read an
+     * earlier layer's cache (sl_model_kv_layer); 0: every layer its own */
+    int32_t n_layer_kv;
+    int32_t n_embd_ple;       /* per-layer embedding width (0: none): per_layer_token_embd rows */
+    uint32_t ple_type;        /* per_layer_token_embd's type (arena sizing) */
     /* experts of the MoE FFN blocks (0 when no layer has one) */
     int32_t n_expert, n_expert_used;
     int32_t n_ff_exp;         /* width of one routed expert */
@@ -98,6 +112,26 @@ typedef struct sl_model_desc {
 static inline const sl_layer_desc *sl_model_layer(const sl_model_desc *d, int32_t l)
 {
     return &d->kind[d->layer_kind[l]];
+}
+
+/* Rope dims of the sliding-window layers. */
+static inline int32_t sl_model_n_rot_swa(const sl_model_desc *d)
+{
+    return d->n_rot_swa > 0 ? d->n_rot_swa : d->n_rot;
+}
+
+/* Layers with a KV cache of their own. */
+static inline int32_t sl_model_n_layer_kv(const sl_model_desc *d)
+{
+    return d->n_layer_kv > 0 ? d->n_layer_kv : d->n_layer;
+}
+
+/* The layer whose KV cache layer l attends over: itself, or for a shared
+ * layer the last own layer of its kind (n_layer_kv - 2 sliding, - 1 full). */
+static inline int32_t sl_model_kv_layer(const sl_model_desc *d, int32_t l)
+{
+    if (!sl_model_layer(d, l)->attn.kv_shared) return l;
+    return d->n_layer_kv - (sl_model_layer(d, l)->attn.window > 0 ? 2 : 1);
 }
 
 #endif

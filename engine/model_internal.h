@@ -16,6 +16,11 @@ enum { T_MATRIX, T_F32 };   /* tensor type class: a kernel weight type / F32 */
 /* "<arch>.<suffix>"; absent: def when !required, else SL_ENOENT. */
 int sl_model_key_u32(const sl_gguf *g, const char *arch, const char *suffix, uint32_t *out,
                      bool required, uint32_t def);
+/* The same as a scalar (every layer) or an array of integers or bools
+ * (exactly n elements; n = 0: any): out[i < n] (out may be NULL), *max the
+ * largest. */
+int sl_model_key_u32_layers(const sl_gguf *g, const char *arch, const char *suffix, uint32_t n, uint32_t *out,
+                            uint32_t *max, bool required, uint32_t def);
 int sl_model_key_f32(const sl_gguf *g, const char *arch, const char *suffix, float *out,
                      bool required, float def);
 /* Presence, shape [ne0, ne1] (ne1 = 0: 1-D) and type class; *out = the tensor or NULL. */

@@ -51,13 +51,13 @@ int sl_model_rope_keys(sl_model_desc *d, const sl_gguf *g)
     return sl_err_set(SL_EUNSUPPORTED, "rope scaling type '%s' not supported (none, linear, llama3)", st);
 }
 
-void sl_model_rope_inv_freq(const sl_model_desc *d, float base, const float *freqs, float *inv_freq)
+static void inv_freq_n(const sl_model_desc *d, float base, int32_t n_rot, const float *freqs, float *inv_freq)
 {
     /* As llama.cpp: theta_scale = base^(-2/n_rot), angle_i = p * theta_scale^i
      * (the power built by repeated float multiplication). */
-    const float theta_scale = powf(base, -2.0f / (float)d->n_rot);
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float f = 1.0f;
-    for (int i = 0; i < d->n_rot / 2; i++) {
+    for (int i = 0; i < n_rot / 2; i++) {
         float v = f;
         if (freqs) {
             v = v / freqs[i];
@@ -80,6 +80,17 @@ void sl_model_rope_inv_freq(const sl_model_desc *d, float base, const float *fre
         inv_freq[i] = v;
         f *= theta_scale;
     }
+}
+
+void sl_model_rope_inv_freq(const sl_model_desc *d, float base, const float *freqs, float *inv_freq)
+{
+    inv_freq_n(d, base, d->n_rot, freqs, inv_freq);
+}
+
+void sl_model_rope_inv_freq_swa(const sl_model_desc *d, const float *freqs, float *inv_freq)
+{
+    inv_freq_n(d, d->rope_base_swa, sl_model_n_rot_swa(d), d->rope_freqs_full ? NULL : freqs,
+               inv_freq);
 }
 
 const char *sl_model_rope_factors_name(const sl_model_desc *d, int32_t n_ctx)

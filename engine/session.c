@@ -8,6 +8,7 @@
 
 #include "../gguf/base/sl_platform.h"
 #include "../io/stream_numa.h"
+#include "forward_ple.h"
 #include "pressure.h"
 #include "reserve.h"
 
@@ -155,7 +156,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     if (s->kv.n_past == 0 || s->refill) { s->first_len = s->kv.n_past + n; s->refill = false; }
     sl_stream_stats a, b;
     sl_stream_get_stats(m->st, &a);
-    const uint64_t pg_chosen = m->fw.pg_chosen, pg_right = m->fw.pg_right;
+    const uint64_t pg_chosen = m->fw.pg_chosen, pg_right = m->fw.pg_right, ple0 = sl_forward_ple_bytes_read(&m->fw);
     double t0 = sl_now_ms();
     if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
     int32_t past = s->kv.n_past;
@@ -180,6 +181,7 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     s->stats.expert_prefetch_used += b.expert_prefetch_used - a.expert_prefetch_used;
     s->stats.pregate_chosen += m->fw.pg_chosen - pg_chosen;
     s->stats.pregate_guessed += m->fw.pg_right - pg_right;
+    s->stats.ple_bytes_read += sl_forward_ple_bytes_read(&m->fw) - ple0;
     return 0;
 }
 

@@ -424,6 +424,9 @@ typedef struct sl_stats {
     uint64_t pregate_guessed;      /* of them, guessed (the guess's accuracy: guessed / chosen) */
     uint64_t expert_prefetched;    /* experts read ahead on a guess (bytes in expert_bytes_read) */
     uint64_t expert_prefetch_used; /* of them, requested before being evicted */
+    /* per-layer token embedding rows (gemma4) read from the model: the
+     * row cache's misses (not part of bytes_read) */
+    uint64_t ple_bytes_read;
 } sl_stats;
 #define SL_STATS_MIN_SIZE SL_STRUCT_END(sl_stats, compute_ms)   /* layout of 0.2.0 */
 SL_API int sl_session_get_stats_sized(const sl_session *s, sl_stats *out, size_t size);

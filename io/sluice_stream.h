@@ -202,6 +202,9 @@ typedef struct sl_stream_plan {
     int32_t n_expert_slots;     /* cache slots */
     double expected_hit_rate;   /* with uniform routing: slots / (layers x experts), a floor */
     uint64_t expert_bytes_per_token;   /* k experts x layers x (1 - expected_hit_rate) */
+    /* per-layer token embeddings (gemma4; 0 without): never held as a tensor
+     * in stream mode, one row read per token (in streamed_bytes_per_token) */
+    uint64_t ple_bytes, ple_row_bytes;
 } sl_stream_plan;
 #define SL_STREAM_PLAN_MIN_SIZE SL_STRUCT_END(sl_stream_plan, fits)   /* layout of 0.2.0 */
 
@@ -310,7 +313,8 @@ SL_API int sl_stream_expert_layer_stats(const sl_stream *s, int32_t layer, uint6
 /* Non-layer tensors, resident until close. token_embd and the lm head
  * ("output.weight") are listed too, but their data is NULL unless they are
  * resident (mode resident/mmap, or embeddings pinned): use read_row for
- * embeddings and the head units for the lm head. */
+ * embeddings and the head units for the lm head. per_layer_token_embd is
+ * listed with data NULL except in modes resident and mmap: read_row. */
 SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name);
 /* One row of a non-layer matrix (token_embd): from RAM if resident, else one
  * small read through the page cache on the caller's thread (the loader's retry

@@ -190,6 +190,7 @@ static int load_globals(sl_stream *s)
         if (s->ops->file_at) g->data = s->ops->file_at(s, t->file_offset);
         else if (t == s->um.embd) g->data = s->embd_data;       /* NULL unless pinned */
         else if (t == s->um.head) g->data = NULL;               /* streamed as head units */
+        else if (t == s->um.ple) g->data = NULL;                /* rows read on demand */
         else {
             int rc = sl_gguf_read(s->g, buf + pos, (size_t)t->nbytes, t->file_offset);
             if (rc) return sl_err_set(rc, "tensor %s: %s", t->name, sl_gguf_errmsg(s->g));

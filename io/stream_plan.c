@@ -71,6 +71,8 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     p->globals_bytes = um->globals_bytes;
     p->embd_bytes = um->embd ? um->embd->nbytes : 0;
     p->head_bytes = um->head ? um->head->nbytes : 0;
+    p->ple_bytes = um->ple ? um->ple->nbytes : 0;
+    p->ple_row_bytes = um->ple_row_bytes;
     p->reserve_bytes = c->reserve_bytes;
     p->meta_bytes = um->meta_bytes;
     p->n_units = um->n_units; p->n_layers = um->n_layers; p->n_head_chunks = um->n_head_chunks;
@@ -87,7 +89,7 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     const sl_unit_moe *mo = &um->moe;
     p->n_expert = mo->n_expert; p->n_expert_used = mo->n_expert_used;
     p->expert_bytes = mo->expert_bytes;
-    p->dense_bytes = p->model_bytes - mo->expert_bytes - p->globals_bytes - p->embd_bytes -
+    p->dense_bytes = p->model_bytes - mo->expert_bytes - p->globals_bytes - p->embd_bytes - p->ple_bytes -
                      (um->head != um->embd ? p->head_bytes : 0);
 
     /* globals are kept in one buffer each; embd/head may alias globals when tied */
@@ -189,6 +191,7 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     for (int32_t u = 0; u < um->n_units; u++)
         if (!um->units[u].info.pinned && !um->units[u].unused) p->streamed_bytes_per_token += um->units[u].info.bytes;
     if (um->embd && !p->embd_pinned && !c->skip_embd) p->streamed_bytes_per_token += um->embd_row_bytes;
+    p->streamed_bytes_per_token += um->ple_row_bytes;   /* a row per token, never pinned */
     if (mo->split) expert_cache(um, c, p, &used);
     p->peak_bytes = used;
     p->fits = true;

@@ -169,6 +169,8 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
     um->head = sl_gguf_find_tensor(g, "output.weight");
     if (um->embd && rows_of(um->embd) > 0) um->embd_row_bytes = um->embd->nbytes / rows_of(um->embd);
     if (!um->head) um->head = um->embd;          /* tied embeddings */
+    um->ple = sl_gguf_find_tensor(g, "per_layer_token_embd.weight");
+    if (um->ple && rows_of(um->ple) > 0) um->ple_row_bytes = um->ple->nbytes / rows_of(um->ple);
     /* the reader's in-memory metadata (strings + value nodes: measured ~1.8x
      * the on-disk header for a 128k vocab) plus the streamer's own tables
      * and I/O thread stacks */
@@ -214,7 +216,7 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
     for (int64_t i = 0; i < T; i++) {
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         if (t->layer >= 0 && t->layer < L) { if (!is_expert(um, t)) um->units[t->layer].n_tensors++; }
-        else if (t != um->head && t != um->embd) um->globals_bytes += t->nbytes;
+        else if (t != um->head && t != um->embd && t != um->ple) um->globals_bytes += t->nbytes;
     }
     for (int32_t u = 0; u < um->n_units; u++) {
         sl_unit *un = &um->units[u];

@@ -54,7 +54,11 @@ typedef struct sl_unit_map {
     const sl_gguf_tensor *head;     /* lm head tensor (output.weight or tied token_embd) */
     const sl_gguf_tensor *embd;     /* token_embd or NULL */
     uint64_t embd_row_bytes;        /* one row of embd (0 without) */
-    uint64_t globals_bytes;         /* non-layer tensors except head and embd */
+    /* per_layer_token_embd (gemma4) or NULL: like embd, never a global; its
+     * rows are read on demand */
+    const sl_gguf_tensor *ple;
+    uint64_t ple_row_bytes;
+    uint64_t globals_bytes;         /* non-layer tensors except head, embd and ple */
     uint64_t meta_bytes;            /* header + metadata (what the reader keeps) */
     uint64_t max_unit_span;         /* largest widened unit (bytes of its buffer) */
     sl_unit_moe moe;                /* routed experts (n_expert 0: none) */

@@ -30,6 +30,7 @@
 #define MK_POOL 4096u                 /* blocks per type pool (power of 2) */
 #define MK_BUF  (16u << 20)           /* write granule */
 #define MK_MAX_TENSORS 2048
+#define SL_GGUF_MAX_LAYERS_MK 512     /* gemma4's per-layer key arrays */
 
 /* ---- architectures ------------------------------------------------------ */
 /* What a family writes beyond llama's keys and tensors. */
@@ -43,6 +44,7 @@ typedef struct {
     bool window;                  /* attention.sliding_window (16 up to n_ctx 512, else MK_WINDOW) */
     bool moe_only;                /* only with a MoE preset (the experts come from there) */
     bool expert_width_key;        /* expert_feed_forward_length (llama's loader has none) */
+    bool gemma4;                  /* the preset's gemma4 fields: kinds, shared KV, per-layer embeddings */
     float rope_base;              /* > 0: instead of the preset's */
     float eps;                    /* attention.layer_norm_rms_epsilon */
     const char *vocab;            /* default vocab file (NULL: the preset's) */
@@ -68,6 +70,8 @@ static const mk_arch mk_archs[] = {
       .eps = 1e-6f, .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "qwen2 with experts and a shared expert" },
     { .name = "qwen3moe", .qk_norm = true, .moe_only = true, .expert_width_key = true, .eps = 1e-6f,
       .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "qwen3 with experts" },
+    { .name = "gemma4", .qk_norm = true, .post_norms = true, .tied = true, .window = true, .gemma4 = true,
+      .eps = 1e-6f, .name_tag = "", .what = "gemma3 + per-kind head dims, shared-KV layers, per-layer embeddings" },
 };
 
 /* ---- shapes -------------------------------------------------------------- */
@@ -84,6 +88,14 @@ typedef struct {
     uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;   /* experts (total / used / width), shared width */
     const char *what;             /* for --help */
 } mk_preset;
+
+/* What a gemma4 preset adds (by preset name): layer l slides iff
+ * (l + 1) % swa_period; the last n_kv_shared layers reuse an earlier cache
+ * and are n_ff_wide wide (0: n_ff). */
+typedef struct {
+    const char *preset;
+    uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
+} mk_gemma4_shape;
 
 #define BPE "ggml-vocab-llama-bpe.gguf"
 #define SPM "ggml-vocab-llama-spm.gguf"
@@ -109,6 +121,19 @@ static const mk_preset mk_presets[] = {
     { "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32768, 1e6f, SPM, "llama", 0, 0, 0, 8, 2, 14336, 0, "Mixtral-8x7B" },
     { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1e6f, MK_QWEN_VOCAB, "qwen3moe", 128, 0, 0, 128, 8, 768, 0,
       "Qwen3-30B-A3B" },
+    { "gemma4-tiny", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, .what = "synth3 shape" },
+    { "gemma4-e2b", 35, 1536, 6144, 8, 1, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
+      .what = "Gemma-4-E2B (per-layer embeddings 35 x 256, 20 shared-KV layers)" },
+    { "gemma4-e4b", 42, 2560, 10240, 8, 2, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
+      .what = "Gemma-4-E4B (per-layer embeddings 42 x 256, 18 shared-KV layers)" },
+    { "gemma4-31b", 60, 5376, 21504, 32, 16, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144,
+      .what = "Gemma-4-31B dense (one kv head count for both kinds here)" },
+};
+static const mk_gemma4_shape mk_gemma4_shapes[] = {
+    { "gemma4-tiny", 64, 64, 2, 2, 512 },
+    { "gemma4-e2b", 256, 256, 20, 5, 12288 },
+    { "gemma4-e4b", 256, 256, 18, 6, 0 },
+    { "gemma4-31b", 256, 0, 0, 6, 0 },
 };
 #undef BPE
 #undef SPM
@@ -317,6 +342,8 @@ typedef struct {
     bool tied;
     /* MoE (n_expert 0: dense FFN) */
     uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    /* gemma4 (mk_preset) */
+    uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
     int n_tensors;
     mk_tensor t[MK_MAX_TENSORS];
 } mk_model;
@@ -407,8 +434,98 @@ static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type,
     return 1;
 }
 
+/* gemma4: layer l's kind. */
+static bool g4_swa(const mk_model *m, uint32_t l) { return m->swa_period && (l + 1) % m->swa_period; }
+static bool g4_shared(const mk_model *m, uint32_t l) { return l + m->n_kv_shared >= m->n_layer; }
+static uint32_t g4_ff(const mk_model *m, uint32_t l)
+{
+    return g4_shared(m, l) && m->n_ff_wide ? m->n_ff_wide : m->n_ff;
+}
+
+/* A matrix in its role's type, or Q5_0 when its rows do not fit that
+ * type's blocks (llama-quantize's fallback: gemma4's 64-wide proj). */
+static int add_fit(mk_model *m, const mk_typedef *td, uint32_t head_type, const char *nm, mk_role role, uint32_t l,
+                   uint64_t ne0, uint64_t ne1, float s)
+{
+    uint32_t type = mk_tensor_type(td, head_type, role, l, m->n_layer, m->n_head, m->n_head_kv);
+    uint64_t ne[3] = { ne0, ne1, 1 }, sz;
+    if (sl_gguf_tensor_size(type, 2, ne, &sz)) type = SL_GGML_Q5_0;
+    return add_t(m, nm, type, 2, ne0, ne1, s, 0);
+}
+
+/* Gemma 4: sliding / full layers of their own head dims, no K/V in the
+ * shared layers, per-layer embeddings (the table typed like the tied head),
+ * the output scale; rope_freqs all 1 (no proportional rope in these files). */
+static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
+{
+    const uint32_t L = m->n_layer, E = m->n_embd, P = m->n_embd_ple;
+    const float s = 0.02f, s_qk = 1.28f / sqrtf((float)E);
+    const uint64_t LP = (uint64_t)L * P;
+    char nm[64];
+    int rc = add_fit(m, td, head_type, "token_embd.weight", T_OUT, 0, E, m->n_vocab, s);
+    if (P) {
+        rc |= add_fit(m, td, head_type, "per_layer_token_embd.weight", T_OUT, 0, LP, m->n_vocab, s);
+        rc |= add_t(m, "per_layer_model_proj.weight", SL_GGML_F32, 2, E, LP, s, 0);
+        rc |= add_t(m, "per_layer_proj_norm.weight", SL_GGML_F32, 1, P, 1, 0.1f, 1.0f);
+    }
+    rc |= add_t(m, "rope_freqs.weight", SL_GGML_F32, 1, m->head_dim / 2, 1, 0, 1.0f);
+#define G4(suffix, role, a, b, sig)                                                                 \
+    do {                                                                                            \
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, suffix);                                            \
+        rc |= role == T_NORM ? add_t(m, nm, SL_GGML_F32, 1, a, 1, sig, 1.0f)                       \
+                             : add_fit(m, td, head_type, nm, role, l, a, b, sig);                   \
+    } while (0)
+    for (uint32_t l = 0; l < L && !rc; l++) {
+        const uint32_t hd = g4_swa(m, l) ? m->head_dim_swa : m->head_dim, F = g4_ff(m, l);
+        G4("attn_norm.weight", T_NORM, E, 1, 0.1f);
+        G4("attn_q.weight", T_Q, E, hd * m->n_head, s_qk);
+        G4("attn_q_norm.weight", T_NORM, hd, 1, 0.1f);
+        if (!g4_shared(m, l)) {
+            G4("attn_k.weight", T_K, E, hd * m->n_head_kv, s_qk);
+            G4("attn_v.weight", T_V, E, hd * m->n_head_kv, s);
+            G4("attn_k_norm.weight", T_NORM, hd, 1, 0.1f);
+        }
+        G4("attn_output.weight", T_O, hd * m->n_head, E, s);
+        G4("post_attention_norm.weight", T_NORM, E, 1, 0.1f);
+        G4("ffn_norm.weight", T_NORM, E, 1, 0.1f);
+        G4("ffn_gate.weight", T_GATE, E, F, 0.08f);
+        G4("ffn_up.weight", T_UP, E, F, s);
+        G4("ffn_down.weight", T_DOWN, F, E, s);
+        G4("post_ffw_norm.weight", T_NORM, E, 1, 0.1f);
+        if (P) {
+            G4("inp_gate.weight", T_GATE, E, P, 0.08f);
+            G4("proj.weight", T_DOWN, P, E, s);
+            G4("post_norm.weight", T_NORM, E, 1, 0.1f);
+        }
+        snprintf(nm, sizeof nm, "blk.%u.layer_output_scale.weight", l);
+        rc |= add_t(m, nm, SL_GGML_F32, 1, 1, 1, 0, 1.0f);
+    }
+#undef G4
+    return rc | add_t(m, "output_norm.weight", SL_GGML_F32, 1, E, 1, 0.1f, 1.0f);
+}
+
+/* gemma4's keys beyond the common ones: per-layer arrays, the SWA kind. */
+static int gemma4_keys(sl_gguf_writer *w, const mk_model *m)
+{
+    uint8_t swa[SL_GGUF_MAX_LAYERS_MK];
+    uint32_t ff[SL_GGUF_MAX_LAYERS_MK];
+    if (m->n_layer > SL_GGUF_MAX_LAYERS_MK) return -1;
+    for (uint32_t l = 0; l < m->n_layer; l++) { swa[l] = g4_swa(m, l); ff[l] = g4_ff(m, l); }
+    int rc = sl_gguf_writer_set_arr(w, "gemma4.attention.sliding_window_pattern", SL_GGUF_BOOL, swa, m->n_layer);
+    rc |= sl_gguf_writer_set_arr(w, "gemma4.feed_forward_length", SL_GGUF_U32, ff, m->n_layer);
+    rc |= sl_gguf_writer_set_u32(w, "gemma4.attention.key_length_swa", m->head_dim_swa);
+    rc |= sl_gguf_writer_set_u32(w, "gemma4.attention.value_length_swa", m->head_dim_swa);
+    rc |= sl_gguf_writer_set_u32(w, "gemma4.rope.dimension_count_swa", m->head_dim_swa);
+    rc |= sl_gguf_writer_set_f32(w, "gemma4.rope.freq_base_swa", 1e4f);
+    rc |= sl_gguf_writer_set_u32(w, "gemma4.attention.shared_kv_layers", m->n_kv_shared);
+    rc |= sl_gguf_writer_set_u32(w, "gemma4.embedding_length_per_layer_input", m->n_embd_ple);
+    rc |= sl_gguf_writer_set_f32(w, "gemma4.final_logit_softcapping", 30.0f);
+    return rc;
+}
+
 static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
 {
+    if (m->arch->gemma4) return build_gemma4(m, td, head_type);
     uint32_t hd = m->head_dim, qd = hd * m->n_head, kv = hd * m->n_head_kv, L = m->n_layer;
     float s = 0.02f;                                  /* matrices */
     float s_qk = 1.28f / sqrtf((float)m->n_embd);      /* 0.08 at n_embd 256 */
@@ -711,6 +828,16 @@ int perf_mkmodel_main(int argc, char **argv)
     m.n_expert_used = ps->n_expert_used;
     m.n_ff_exp = ps->n_ff_exp;
     m.n_ff_shexp = ps->n_ff_shexp;
+    for (size_t i = 0; ar->gemma4 && i < sizeof mk_gemma4_shapes / sizeof mk_gemma4_shapes[0]; i++) {
+        const mk_gemma4_shape *gs = &mk_gemma4_shapes[i];
+        if (strcmp(gs->preset, preset)) continue;
+        m.head_dim_swa = gs->head_dim_swa; m.n_embd_ple = gs->n_embd_ple; m.n_kv_shared = gs->n_kv_shared;
+        m.swa_period = gs->swa_period; m.n_ff_wide = gs->n_ff_wide;
+    }
+    if (ar->gemma4 && !m.swa_period) {
+        fprintf(stderr, "mkmodel: --arch gemma4 needs a gemma4 preset\n");
+        return 2;
+    }
     m.n_layer = ov[0] ? ov[0] : ps->n_layer;
     m.n_embd = ov[1] ? ov[1] : ps->n_embd;
     m.n_ff = ov[2] ? ov[2] : ps->n_ff;
@@ -782,7 +909,8 @@ int perf_mkmodel_main(int argc, char **argv)
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.context_length"), m.n_ctx);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.embedding_length"), m.n_embd);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.block_count"), m.n_layer);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.feed_forward_length"), m.n_ff);
+    if (ar->gemma4) rc |= gemma4_keys(w, &m);   /* its feed_forward_length is per layer */
+    else rc |= sl_gguf_writer_set_u32(w, KEY("%s.feed_forward_length"), m.n_ff);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), m.head_dim);
     if (m.head_dim != m.n_embd / m.n_head) {
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.key_length"), m.head_dim);

@@ -160,4 +160,18 @@ static inline void mt_expect_refused(const char *name, const mt_mutation *mu, in
     cr_assert_not_null(strstr(omsg, open_msg ? open_msg : desc_msg), "%s: %s", name, omsg);
 }
 
+/* One hostile variant and what it must be refused with (mt_expect_refused). */
+typedef struct mt_case {
+    const char *name;
+    mt_mutation mu;
+    int want;
+    const char *desc_msg, *open_msg;
+} mt_case;
+
+static inline void mt_expect_refused_all(const mt_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        mt_expect_refused(cases[i].name, &cases[i].mu, cases[i].want, cases[i].desc_msg, cases[i].open_msg);
+}
+
 #endif

@@ -410,6 +410,7 @@ Test(golden, index_covered)
  *   MoE, at positions with router gap >= 0.05 (the bracketed figures):
  *   mixtral max 0.081 RMS 0.016;  qwen2moe max 0.10 RMS 0.019;
  *   qwen3moe max 0.12 RMS 0.021.
+ *   synth3: gemma4 max 0.20 RMS 0.032.
  * Each supported architecture runs in every mode: resident, stream under a
  * budget that forces it, mmap, and stream through the pread backend. */
 typedef struct synth_arch { const char *arch; bound bd; } synth_arch;
@@ -424,7 +425,7 @@ static const synth_arch synth2_supported[] = {
 };
 /* synth3: one row per architecture as it lands (README "synth3"). */
 static const synth_arch synth3_supported[] = {
-    { NULL, { NULL, 0, 0 } },
+    { "gemma4", { "synth3-gemma4-q4_k_m", 0.20, 0.032 } },
 };
 
 /* A set: its index file and its table of supported architectures. */
@@ -487,8 +488,8 @@ SYNTH_MODES(synth2, gemma3, "gemma3")
 SYNTH_MODES(synth2, mixtral, "llama+experts")
 SYNTH_MODES(synth2, qwen2moe, "qwen2moe")
 SYNTH_MODES(synth2, qwen3moe, "qwen3moe")
-/* synth3: one line per supported architecture, e.g.
- * SYNTH_MODES(synth3, gpt_oss, "gpt-oss") */
+/* synth3: one line per supported architecture */
+SYNTH_MODES(synth3, gemma4, "gemma4")
 
 /* i-quant models (iq/ in the index; llama files quantized with an importance
  * matrix, README "i-quant golden"). Bounds: the largest llama.cpp-vs-llama.cpp

@@ -395,6 +395,38 @@ Test(mkmodel, gemma3_presets, .timeout = 120)
     cleanup();
 }
 
+/* The gemma4 test preset: per-layer key arrays, the SWA head dims, no K/V
+ * in the shared layers, per-layer embeddings (proj in Q5_0: 64-value rows),
+ * accepted by the description with its four layer kinds. */
+Test(mkmodel, gemma4_presets, .timeout = 120)
+{
+    setup_paths();
+    sl_gguf *g = mk_open_arch("g4.gguf", "--preset gemma4-tiny --type q4_k_m --vocab none --n-vocab 512", "gemma4");
+    uint32_t et; uint64_t n; const void *data;
+    cr_assert_eq(sl_gguf_get_arr(g, "gemma4.attention.sliding_window_pattern", &et, &n, &data), 0);
+    cr_assert(et == SL_GGUF_BOOL && n == 4);
+    cr_assert(((const uint8_t *)data)[0] && !((const uint8_t *)data)[1] && ((const uint8_t *)data)[2]);
+    cr_assert_eq(sl_gguf_get_arr(g, "gemma4.feed_forward_length", &et, &n, &data), 0);
+    cr_assert(n == 4 && ((const uint32_t *)data)[1] == 256 && ((const uint32_t *)data)[2] == 512);
+    cr_assert(u32_key(g, "gemma4.attention.key_length_swa") == 64 && u32_key(g, "gemma4.attention.shared_kv_layers") == 2);
+    cr_assert_eq(u32_key(g, "gemma4.embedding_length_per_layer_input"), 64u);
+    /* sliding (64) and full (128) head dims, the wide FFN of a shared layer, the table, the 64-wide proj */
+    static const struct { const char *name; uint32_t type; uint64_t ne0, ne1; } shapes[] = {
+        { "blk.0.attn_q.weight", SL_GGML_Q4_K, 256, 256 }, { "blk.1.attn_q.weight", SL_GGML_Q4_K, 256, 512 },
+        { "blk.2.ffn_up.weight", SL_GGML_Q4_K, 256, 512 }, { "per_layer_token_embd.weight", SL_GGML_Q6_K, 256, 512 },
+        { "blk.3.proj.weight", SL_GGML_Q5_0, 64, 256 },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_shape(g, shapes[i].name, shapes[i].type, shapes[i].ne0, shapes[i].ne1);
+    cr_assert(!sl_gguf_find_tensor(g, "blk.2.attn_k.weight") && !sl_gguf_find_tensor(g, "blk.3.attn_v.weight"));
+    sl_model_desc d;
+    described(g, &d);
+    cr_assert(d.n_kinds == 4 && d.n_layer_kv == 2 && d.n_embd_ple == 64 && d.head_dim == 128);
+    cr_assert(sl_model_layer(&d, 3)->attn.kv_shared && !sl_model_layer(&d, 1)->attn.kv_shared);
+    sl_gguf_close(g);
+    cleanup();
+}
+
 static void check_experts(const sl_gguf *g, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1,
                           uint64_t ne2)
 {

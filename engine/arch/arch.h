@@ -38,4 +38,9 @@ int sl_arch_moe_read(sl_model_desc *d, const sl_gguf *g, bool required, bool wid
  * expert keys required, the shared width iff the block has a shared expert. */
 int sl_arch_moe_keys(sl_model_desc *d, const sl_gguf *g);
 
+/* The Gemma families' shared checks (arch_gemma3.c): the sliding window
+ * swa, rope_base_swa and logit_softcap as read; sets n_swa and the
+ * sqrt(n_embd) embedding scale. */
+int sl_arch_gemma_common(sl_model_desc *d, uint32_t swa);
+
 #endif

@@ -9,13 +9,15 @@
 
 static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_gguf *g, uint32_t l)
 {
-    const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->q_dim, KV = (uint64_t)d->kv_dim;
-    const uint64_t HD = (uint64_t)d->head_dim;
+    const uint64_t HD = (uint64_t)(b->head_dim > 0 ? b->head_dim : d->head_dim);
+    const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->n_head * HD, KV = (uint64_t)d->n_head_kv * HD;
     int rc;
     if (b->kind != SL_ATTN_SOFTMAX)
         return sl_err_set(SL_EUNSUPPORTED, "layer %u: attention block kind %d not supported", l, b->kind);
     if ((rc = sl_model_check_layer_tensor(g, l, "attn_norm.weight", E, 0, T_F32))) return rc;
-    if (b->fused_qkv) {
+    if (b->kv_shared) {   /* q only: K/V come from an earlier layer's cache */
+        if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, Q, T_MATRIX))) return rc;
+    } else if (b->fused_qkv) {
         if ((rc = sl_model_check_layer_tensor(g, l, "attn_qkv.weight", E, Q + 2 * KV, T_MATRIX))) return rc;
     } else if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, Q, T_MATRIX)) ||
                (rc = sl_model_check_layer_tensor(g, l, "attn_k.weight", E, KV, T_MATRIX)) ||
@@ -30,7 +32,7 @@ static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_g
         return rc;
     if (b->qk_norm &&
         ((rc = sl_model_check_layer_tensor(g, l, "attn_q_norm.weight", HD, 0, T_F32)) ||
-         (rc = sl_model_check_layer_tensor(g, l, "attn_k_norm.weight", HD, 0, T_F32))))
+         (!b->kv_shared && (rc = sl_model_check_layer_tensor(g, l, "attn_k_norm.weight", HD, 0, T_F32)))))
         return rc;
     if (b->post_norm) return sl_model_check_layer_tensor(g, l, "post_attention_norm.weight", E, 0, T_F32);
     return 0;
@@ -57,7 +59,7 @@ static int check_moe(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
 
 static int check_ffn(const sl_model_desc *d, const sl_ffn_block *b, const sl_gguf *g, uint32_t l)
 {
-    const uint64_t E = (uint64_t)d->n_embd, FF = (uint64_t)d->n_ff;
+    const uint64_t E = (uint64_t)d->n_embd, FF = (uint64_t)(b->n_ff > 0 ? b->n_ff : d->n_ff);
     int rc;
     if ((rc = sl_model_check_layer_tensor(g, l, "ffn_norm.weight", E, 0, T_F32))) return rc;
     switch (b->kind) {
@@ -80,9 +82,24 @@ static int check_ffn(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
     return 0;
 }
 
+/* The per-layer embedding input and the output scale. */
+static int check_ple(const sl_model_desc *d, const sl_layer_desc *ld, const sl_gguf *g, uint32_t l)
+{
+    const uint64_t E = (uint64_t)d->n_embd, P = (uint64_t)d->n_embd_ple;
+    int rc;
+    if (ld->ple &&
+        ((rc = sl_model_check_layer_tensor(g, l, "inp_gate.weight", E, P, T_MATRIX)) ||
+         (rc = sl_model_check_layer_tensor(g, l, "proj.weight", P, E, T_MATRIX)) ||
+         (rc = sl_model_check_layer_tensor(g, l, "post_norm.weight", E, 0, T_F32))))
+        return rc;
+    if (ld->out_scale) return sl_model_check_layer_tensor(g, l, "layer_output_scale.weight", 1, 0, T_F32);
+    return 0;
+}
+
 int sl_arch_check_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t l)
 {
     const sl_layer_desc *ld = sl_model_layer(d, (int32_t)l);
     int rc = check_attn(d, &ld->attn, g, l);
-    return rc ? rc : check_ffn(d, &ld->ffn, g, l);
+    if (!rc) rc = check_ffn(d, &ld->ffn, g, l);
+    return rc ? rc : check_ple(d, ld, g, l);
 }

@@ -9,6 +9,22 @@
 
 #include "../../gguf/base/sl_internal.h"
 
+int sl_arch_gemma_common(sl_model_desc *d, uint32_t swa)
+{
+    const char *a = d->arch_name;
+    if (swa < 1 || swa > (1u << 30))
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.attention.sliding_window' = %u invalid", a, swa);
+    if (!(d->rope_base_swa > 0))
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.rope.freq_base_swa' = %g invalid", a,
+                          (double)d->rope_base_swa);
+    if (d->logit_softcap < 0)
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.final_logit_softcapping' = %g invalid", a,
+                          (double)d->logit_softcap);
+    d->n_swa = (int32_t)swa;
+    d->embd_scale = sqrtf((float)d->n_embd);
+    return 0;
+}
+
 static int gemma3_keys(sl_model_desc *d, const sl_gguf *g)
 {
     const char *a = d->arch_name;
@@ -19,19 +35,10 @@ static int gemma3_keys(sl_model_desc *d, const sl_gguf *g)
         (rc = sl_model_key_f32(g, a, "rope.freq_base_swa", &d->rope_base_swa, false, 10000.0f)) ||
         (rc = sl_model_key_f32(g, a, "final_logit_softcapping", &d->logit_softcap, false, 0.0f)))
         return rc;
-    if (swa < 1 || swa > (1u << 30))
-        return sl_err_set(SL_ERANGE, "model metadata: key '%s.attention.sliding_window' = %u invalid", a, swa);
+    if ((rc = sl_arch_gemma_common(d, swa))) return rc;
     if (period < 1 || period > 4096)
         return sl_err_set(SL_ERANGE, "model metadata: key '%s.attention.sliding_window_pattern' = %u invalid",
                           a, period);
-    if (!(d->rope_base_swa > 0))
-        return sl_err_set(SL_ERANGE, "model metadata: key '%s.rope.freq_base_swa' = %g invalid", a,
-                          (double)d->rope_base_swa);
-    if (d->logit_softcap < 0)
-        return sl_err_set(SL_ERANGE, "model metadata: key '%s.final_logit_softcapping' = %g invalid", a,
-                          (double)d->logit_softcap);
-    d->n_swa = (int32_t)swa;
-    d->embd_scale = sqrtf((float)d->n_embd);
     /* llama.cpp scales by 1/sqrt(n_embd/n_head) only for the 62-layer (27B) model */
     d->kind[0].attn.q_scale = 1.0f / sqrtf((float)(d->n_layer == 62 ? d->n_embd / d->n_head : d->head_dim));
     /* kind 1: the sliding-window layers */

@@ -147,6 +147,10 @@ static int cmd_plan(int argc, char **argv)
     printf("sizes\n");
     ROW("model tensors", p.model_bytes);
     ROW("token embeddings", p.embd_bytes);
+    if (p.ple_bytes) {
+        ROW("per-layer embeddings", p.ple_bytes);
+        ROW("  read per token (a row)", p.ple_row_bytes);
+    }
     ROW("lm head", p.head_bytes);
     ROW("globals (norms, ...)", p.globals_bytes);
     ROW("GGUF metadata", p.meta_bytes);

@@ -245,6 +245,10 @@ static void print_summary(const gen_opts *o, sl_model *m, const sl_stats *all, c
                     (double)all->pregate_guessed / (double)all->pregate_chosen,
                     (unsigned long long)all->expert_prefetched, (unsigned long long)all->expert_prefetch_used);
     }
+    if (o->stats && all->ple_bytes_read)   /* rows the row cache did not hold */
+        fprintf(stderr, "stats: per-layer embeddings %.0f bytes read per decode token, %.0f per prompt token\n",
+                (double)(all->ple_bytes_read - pre->ple_bytes_read) / per,
+                all->n_prompt ? (double)pre->ple_bytes_read / (double)all->n_prompt : 0.0);
     if (o->stats)   /* the KV cache: its types, cost per position, context shifts */
         fprintf(stderr, "stats: kv cache %s/%s, %llu bytes per position, %.2f MiB for %d positions; "
                         "context shifts %lld (%lld positions dropped); pressure window %d positions, "
