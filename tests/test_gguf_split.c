@@ -231,30 +231,30 @@ Test(gguf_split, missing_shard_named)
     remove_split(prefix, 3);
 }
 
+/* File idx of a fresh 6-tensor 3-file split under prefix a replaced by file idx
+ * of a split of another model (n tensors, count files): opening must fail
+ * naming that file and saying want. */
+static void swap_in(const char *a, const char *other, int n, uint32_t count, int idx, const char *want)
+{
+    char pa[512], pf[512], first[512];
+    cr_assert_eq(tiny_split(a, 6, 0), 3u);
+    cr_assert_eq(tiny_split(other, n, 100), count);
+    shard_name(pa, sizeof pa, a, idx, 3);
+    shard_name(pf, sizeof pf, other, idx, (int)count);
+    cr_assert_eq(rename(pf, pa), 0);
+    shard_name(first, sizeof first, a, 0, 3);
+    expect_refused(first, pa, want);
+    remove_split(other, (int)count);
+}
+
 Test(gguf_split, foreign_shard_named)
 {
-    char a[256], b[256], c[256], pa[512], pf[512], first[512];
+    char a[256], b[256];
     prefix_of(a, sizeof a, "fa");
     prefix_of(b, sizeof b, "fb");
-    prefix_of(c, sizeof c, "fc");
-    shard_name(first, sizeof first, a, 0, 3);
-    /* the second file of another 3-file model */
-    cr_assert_eq(tiny_split(a, 6, 0), 3u);
-    cr_assert_eq(tiny_split(b, 5, 100), 3u);
-    shard_name(pa, sizeof pa, a, 1, 3);
-    shard_name(pf, sizeof pf, b, 1, 3);
-    cr_assert_eq(rename(pf, pa), 0);
-    expect_refused(first, pa, "split.tensors.count 5");
-    /* the third file of a 4-file split under a 3-file name */
-    cr_assert_eq(tiny_split(a, 6, 0), 3u);
-    cr_assert_eq(tiny_split(c, 7, 100), 4u);
-    shard_name(pa, sizeof pa, a, 2, 3);
-    shard_name(pf, sizeof pf, c, 2, 4);
-    cr_assert_eq(rename(pf, pa), 0);
-    expect_refused(first, pa, "split.count 4");
+    swap_in(a, b, 5, 3, 1, "split.tensors.count 5");   /* another 3-file model's second file */
+    swap_in(a, b, 7, 4, 2, "split.count 4");           /* a 4-file split's third file */
     remove_split(a, 3);
-    remove_split(b, 3);
-    remove_split(c, 4);
 }
 
 Test(gguf_split, duplicated_tensor_and_count_mismatch)
