@@ -79,8 +79,9 @@ static int check_config(const sl_stream_config *c)
     return 0;
 }
 
-/* An MoE file planned for stream mode is planned again with its experts split
- * off (unless the config says off). */
+/* An MoE file or a split model planned for stream mode is planned again
+ * with stream mode's unit layout: experts split off, layers cut at the files'
+ * bounds (unless the config says experts off). */
 static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
 {
     int rc = sl_unit_map_init(&s->um, g, s->align, false);
@@ -88,8 +89,8 @@ static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
     sl_unit_map_keep(&s->um, &s->cfg);
     rc = sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
     /* also when whole layers do not fit: expert units are much smaller */
-    if ((rc && rc != SL_ENOMEM) || s->plan.mode != SL_MODE_STREAM || s->um.moe.n_expert == 0 ||
-        s->cfg.expert_stream == SL_EXPERTS_OFF)
+    if ((rc && rc != SL_ENOMEM) || s->plan.mode != SL_MODE_STREAM ||
+        (s->um.moe.n_expert == 0 && sl_gguf_n_shards(g) <= 1) || s->cfg.expert_stream == SL_EXPERTS_OFF)
         return rc;
     sl_unit_map_free(&s->um);
     rc = sl_unit_map_init(&s->um, g, s->align, true);

@@ -59,7 +59,7 @@ static void write_tiny(const char *path, const keys *k, const char *const *names
  * files of 2 tensors each (2 KiB): returns the count. */
 static uint32_t tiny_split(const char *prefix, int n, float tag)
 {
-    static char nm[32][8];
+    static char nm[32][16];
     const char *names[32];
     for (int i = 0; i < n; i++) { snprintf(nm[i], sizeof nm[i], "t%d", i); names[i] = nm[i]; }
     char src[512];
@@ -191,7 +191,7 @@ Test(gguf_split, split_by_size_as_gguf_split_does)
     cr_assert_eq(sl_gguf_open_path(&g, p), 0, "%s", sl_last_error());
     cr_assert_eq(sl_gguf_n_shards(g), 4u);
     for (int i = 0; i < 7; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "t%d", i);
         const sl_gguf_tensor *t = sl_gguf_find_tensor(g, nm);
         cr_assert_not_null(t);

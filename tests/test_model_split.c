@@ -1,7 +1,7 @@
 /* A split model runs as its single file does: synth2 qwen3moe split by the
  * split writer into 3+ files gives bitwise the same logits in resident,
  * stream (routed experts read from every file), mmap and pread modes, opened
- * from its first or a middle file; `sluice mkmodel --split-max-size` writes
+ * from its first or a middle file (and a dense model streamed); `sluice mkmodel --split-max-size` writes
  * the same tensors as the single file and `sluice info` lists the files.
  * SL_HOST_ONLY (model runs: too slow under qemu). */
 #include "sl_test.h"
@@ -9,6 +9,7 @@
 #include "../engine/sluice.h"
 #include "../gguf/gguf.h"
 #include "../io/sluice_stream.h"
+#include "../io/stream_units.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SRC SL_SHARED_DIR "/models/synth2-qwen3moe-q4_k_m.gguf"
+#define MOE SL_SHARED_DIR "/models/synth2-qwen3moe-q4_k_m.gguf"
+#define DENSE SL_SHARED_DIR "/models/synth2-qwen3-q4_k_m.gguf"
 #define N_TOK 24
 
 enum { RUN_RESIDENT, RUN_STREAM, RUN_MMAP, RUN_PREAD };
@@ -29,11 +31,11 @@ static void file_name(char *buf, size_t n, uint32_t i)
     snprintf(buf, n, "%s-%05u-of-%05u.gguf", prefix, i + 1, n_files);
 }
 
-static void make_split(void)
+static void make_split(const char *src)
 {
     snprintf(prefix, sizeof prefix, "/tmp/sl_test_msplit_%d", (int)getpid());
     sl_gguf *g;
-    cr_assert_eq(sl_gguf_open_path(&g, SRC), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_gguf_open_path(&g, src), 0, "%s", sl_last_error());
     uint64_t max = sl_gguf_total_tensor_bytes(g) / 4;
     for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++)
         if (sl_gguf_tensor_at(g, i)->nbytes + 32 > max) max = sl_gguf_tensor_at(g, i)->nbytes + 32;
@@ -109,15 +111,15 @@ static void check_streamer(const char *path, int io)
     sl_stream_close(s);
 }
 
-static void check_mode(int run_mode)
+static void check_mode(const char *src, int run_mode)
 {
-    make_split();
+    make_split(src);
     char first[512], mid[512];
     file_name(first, sizeof first, 0);
     file_name(mid, sizeof mid, n_files / 2);
     uint64_t b1 = 1, b2;
     int v1, v2;
-    float *want = logits_of(SRC, run_mode, &b1, &v1);
+    float *want = logits_of(src, run_mode, &b1, &v1);
     if (run_mode == RUN_STREAM || run_mode == RUN_PREAD) check_streamer(mid, run_mode == RUN_PREAD ? SL_IO_PREAD : SL_IO_URING);
     const char *paths[2] = { first, mid };
     for (int k = 0; k < 2; k++) {
@@ -132,10 +134,40 @@ static void check_mode(int run_mode)
     remove_split();
 }
 
-Test(model_split, logits_bitwise_resident, .timeout = 180) { check_mode(RUN_RESIDENT); }
-Test(model_split, logits_bitwise_stream, .timeout = 180) { check_mode(RUN_STREAM); }
-Test(model_split, logits_bitwise_mmap, .timeout = 180) { check_mode(RUN_MMAP); }
-Test(model_split, logits_bitwise_pread, .timeout = 180) { check_mode(RUN_PREAD); }
+Test(model_split, logits_bitwise_resident, .timeout = 180) { check_mode(MOE, RUN_RESIDENT); }
+Test(model_split, logits_bitwise_stream, .timeout = 180) { check_mode(MOE, RUN_STREAM); }
+Test(model_split, logits_bitwise_mmap, .timeout = 180) { check_mode(MOE, RUN_MMAP); }
+Test(model_split, logits_bitwise_pread, .timeout = 180) { check_mode(MOE, RUN_PREAD); }
+/* a dense model: layers cut at the files' bounds in stream mode */
+Test(model_split, dense_logits_bitwise_stream, .timeout = 180) { check_mode(DENSE, RUN_STREAM); }
+Test(model_split, dense_logits_bitwise_pread, .timeout = 180) { check_mode(DENSE, RUN_PREAD); }
+
+/* Stream mode's unit layout of a split model: no segment of a layer unit
+ * crosses from one file into the next (plain layout: the unit spans). */
+Test(model_split, stream_units_stay_in_one_file, .timeout = 60)
+{
+    make_split(DENSE);
+    char mid[512];
+    file_name(mid, sizeof mid, 1);
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, mid), 0, "%s", sl_last_error());
+    int crossing[2] = { 0, 0 };
+    for (int packed = 0; packed < 2; packed++) {
+        sl_unit_map um;
+        cr_assert_eq(sl_unit_map_init(&um, g, 4096, packed), 0, "%s", sl_last_error());
+        for (int32_t u = 0; u < um.n_units; u++)
+            for (int k = 0; k < um.units[u].n_seg; k++) {
+                const sl_seg *sg = &um.units[u].seg[k];
+                if (sg->end > sg->begin && sl_gguf_shard_of(g, sg->begin) != sl_gguf_shard_of(g, sg->end - 1))
+                    crossing[packed]++;
+            }
+        sl_unit_map_free(&um);
+    }
+    cr_assert_gt(crossing[0], 0, "no layer of this split spans two files: the check proves nothing");
+    cr_assert_eq(crossing[1], 0, "%d segments cross a file boundary", crossing[1]);
+    sl_gguf_close(g);
+    remove_split();
+}
 
 Test(model_split, mkmodel_split_max_size_and_info, .timeout = 180)
 {
