@@ -3,7 +3,6 @@
  * (the table of stream_modes.h). All sl_stream_* calls come from one thread;
  * the loader's threads touch only the jobs. */
 #include "stream_core.h"
-#include "stream_dio.h"
 #include "stream_experts.h"
 #include "stream_io.h"
 #include "stream_limits.h"
@@ -14,12 +13,9 @@
 #include "stream_units.h"
 #include "../gguf/base/sl_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static __thread char open_err[512];
 
