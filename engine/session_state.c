@@ -111,16 +111,19 @@ static int model_ident(const sl_session *s, uint64_t *out)
 {
     sl_model *m = s->m;
     if (m->ident) { *out = m->ident; return 0; }
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    const sl_gguf *g = sl_stream_gguf(m->st);
+    int fd = open(sl_gguf_shard_at(g, 0)->path, O_RDONLY | O_CLOEXEC);   /* a split model: its first file */
     if (fd < 0) return sl_err_set(SL_EIO, "prompt cache: cannot reopen model %s to name it: %s",
                                   m->path, strerror(errno));
     uint8_t *buf = malloc(PC_CHUNK);
     if (!buf) { close(fd); return sl_err_set(SL_ENOMEM, "prompt cache: out of memory"); }
     sl_hash64 h;
     sl_hash64_init(&h, PC_SEED_MODEL);
-    const sl_gguf *g = sl_stream_gguf(m->st);
-    uint64_t size = sl_gguf_file_size(g), data = sl_gguf_data_offset(g);   /* header + tensor table: [0, data) */
+    /* a split model: its first file (all metadata) and the span of all of them */
+    uint64_t size = sl_gguf_shard_at(g, 0)->file_size, data = sl_gguf_data_offset(g);   /* header + tensor table: [0, data) */
     sl_hash64_update(&h, &size, sizeof size);
+    uint64_t span = sl_gguf_file_size(g);
+    if (sl_gguf_n_shards(g) > 1) sl_hash64_update(&h, &span, sizeof span);
     uint64_t tail = size - data;
     uint64_t head_n = tail < PC_SAMPLE ? tail : PC_SAMPLE;
     uint64_t tail_n = tail - head_n < PC_SAMPLE ? tail - head_n : PC_SAMPLE;

@@ -56,6 +56,7 @@ typedef struct sl_gguf_tensor {
     uint64_t file_offset;         /* absolute: data_offset + offset */
     uint64_t nbytes;              /* exact byte size from type and dims */
     int32_t  layer;               /* N for "blk.N.*", else -1 */
+    uint32_t shard;               /* file of a split model holding the data (0: the first / only) */
 } sl_gguf_tensor;
 
 /* Byte range covering a set of tensors: [begin, end) in the file. */
@@ -65,6 +66,24 @@ typedef struct sl_gguf_extent {
     uint32_t n_tensors;
 } sl_gguf_extent;
 #define SL_GGUF_EXTENT_MIN_SIZE SL_STRUCT_END(sl_gguf_extent, n_tensors)   /* layout of 0.2.0 */
+
+/* A split model (llama.cpp's gguf-split: <prefix>-00001-of-0000N.gguf, keys
+ * split.no / split.count / split.tensors.count) is read as one model: the
+ * files are laid end to end in one offset space, each starting at a multiple
+ * of SL_GGUF_SHARD_ALIGN (above every O_DIRECT alignment and page size), so
+ * tensor file_offset = the shard's base + the offset in its own file. A plain
+ * file is one shard at base 0. */
+#define SL_GGUF_MAX_SHARDS   256          /* files of one split model (fds: 2 per shard) */
+#define SL_GGUF_SHARD_ALIGN  (1u << 20)
+typedef struct sl_gguf_shard {
+    const char *path;             /* as opened (the reader's name for it) */
+    int fd;                       /* the reader's descriptor; -1 when read through a callback */
+    uint64_t base;                /* model offset of the file's byte 0 */
+    uint64_t file_size;           /* of this file */
+    uint64_t data_offset;         /* its data section, in its own file */
+    int64_t n_tensors;
+    uint64_t tensor_bytes;
+} sl_gguf_shard;
 
 /* ---- metadata value types ------------------------------------------- */
 /* Name ("u32") or NULL for an unknown vtype. */
@@ -77,7 +96,10 @@ SL_API size_t sl_gguf_vtype_size(uint32_t vtype);
 SL_API int sl_gguf_open_cb(sl_gguf **out, sl_gguf_read_fn fn, void *ctx, uint64_t file_size,
                            const char *name);
 SL_API int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name);
-/* Opens the file itself (O_RDONLY|O_CLOEXEC) and closes it in sl_gguf_close. */
+/* Opens the file itself (O_RDONLY|O_CLOEXEC) and closes it in sl_gguf_close.
+ * A shard of a split model (any of them) opens every shard of it as one model:
+ * all present, of the same split, tensors counted and named once. (_cb and
+ * _fd read the one file they are given, a shard alone.) */
 SL_API int sl_gguf_open_path(sl_gguf **out, const char *path);
 SL_API void sl_gguf_close(sl_gguf *g);
 
@@ -87,12 +109,19 @@ SL_API void sl_gguf_close(sl_gguf *g);
 SL_API const char *sl_gguf_errmsg(const sl_gguf *g);
 
 SL_API uint32_t sl_gguf_version(const sl_gguf *g);
+/* Split model: the end of the last shard in model offsets. */
 SL_API uint64_t sl_gguf_file_size(const sl_gguf *g);
 SL_API uint64_t sl_gguf_alignment(const sl_gguf *g);
-SL_API uint64_t sl_gguf_data_offset(const sl_gguf *g);   /* start of the tensor data section */
+SL_API uint64_t sl_gguf_data_offset(const sl_gguf *g);   /* start of the (first file's) data section */
 SL_API const char *sl_gguf_name(const sl_gguf *g);
 
-/* Metadata, by index 0..n_kv-1 in file order. */
+/* Shards: 1 for a plain file. shard_of: the one whose file holds model
+ * offset off, NULL in the gaps between files and past the end. */
+SL_API uint32_t sl_gguf_n_shards(const sl_gguf *g);
+SL_API const sl_gguf_shard *sl_gguf_shard_at(const sl_gguf *g, uint32_t i);
+SL_API const sl_gguf_shard *sl_gguf_shard_of(const sl_gguf *g, uint64_t off);
+
+/* Metadata, by index 0..n_kv-1 in file order (a split model: its first file's). */
 SL_API int64_t sl_gguf_n_kv(const sl_gguf *g);
 SL_API const char *sl_gguf_kv_key(const sl_gguf *g, int64_t i);
 SL_API uint32_t sl_gguf_kv_type(const sl_gguf *g, int64_t i);     /* enum sl_gguf_vtype */
@@ -173,7 +202,8 @@ static inline int sl_gguf_nonlayer_extent(const sl_gguf *g, sl_gguf_extent *out)
 { return sl_gguf_nonlayer_extent_sized(g, out, sizeof *out); }
 SL_API uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g);
 
-/* Read raw bytes through the reader's callback (checked against file size). */
+/* Read raw bytes through the reader's callback (checked against file size;
+ * a split model: model offsets, the range inside one shard). */
 SL_API int sl_gguf_read(const sl_gguf *g, void *buf, size_t len, uint64_t offset);
 
 /* ---- writer ----------------------------------------------------------- */
@@ -216,6 +246,14 @@ SL_API int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t le
 SL_API int sl_gguf_writer_close(sl_gguf_writer *w);
 /* Frees without finishing (on error paths): the temporary is removed, path untouched. */
 SL_API void sl_gguf_writer_abort(sl_gguf_writer *w);
+
+/* ---- split writer ------------------------------------------------------ */
+/* Writes g's model as prefix-00001-of-0000N.gguf ... the way llama.cpp's
+ * gguf-split --split-max-size does (gguf_split_write.c): tensors in order, a
+ * new file when the next one would take a file's tensor bytes above
+ * max_bytes; the first file has all metadata; split keys in every file.
+ * *n_out: N. On failure no file of the split is left. */
+SL_API int sl_gguf_write_split(const sl_gguf *g, const char *prefix, uint64_t max_bytes, uint32_t *n_out);
 
 #ifdef __cplusplus
 }

@@ -383,23 +383,56 @@ int sl_gguf_nonlayer_extent_sized(const sl_gguf *g, sl_gguf_extent *out, size_t 
 
 uint64_t sl_gguf_total_tensor_bytes(const sl_gguf *g) { return g->total_bytes; }
 
-int sl_gguf_read(const sl_gguf *g, void *buf, size_t len, uint64_t offset)
+/* [offset, +len) of one file read through fn (size: that file's). */
+static int read_file(sl_gguf_read_fn fn, void *ctx, const char *name, uint64_t size, void *buf, size_t len,
+                     uint64_t offset)
 {
     uint64_t end;
-    if (__builtin_add_overflow(offset, (uint64_t)len, &end) || end > g->file_size)
-        return sl_err_set(SL_ERANGE, "%s: read [0x%llx, +%zu) past end of file (size %llu)", g->name,
-                          (unsigned long long)offset, len, (unsigned long long)g->file_size);
+    if (__builtin_add_overflow(offset, (uint64_t)len, &end) || end > size)
+        return sl_err_set(SL_ERANGE, "%s: read [0x%llx, +%zu) past end of file (size %llu)", name,
+                          (unsigned long long)offset, len, (unsigned long long)size);
     size_t done = 0;
     while (done < len) {
-        int64_t r = g->fn(g->ctx, (char *)buf + done, len - done, offset + done);
+        int64_t r = fn(ctx, (char *)buf + done, len - done, offset + done);
         if (r < 0)
-            return sl_err_set(SL_EIO, "%s: read at offset 0x%llx failed: %s", g->name,
+            return sl_err_set(SL_EIO, "%s: read at offset 0x%llx failed: %s", name,
                               (unsigned long long)(offset + done), strerror((int)-r));
         if (r == 0 || (uint64_t)r > len - done)
             return sl_err_set(SL_ETRUNC, "%s: file ends at offset 0x%llx, before its stated size %llu",
-                              g->name, (unsigned long long)(offset + done),
-                              (unsigned long long)g->file_size);
+                              name, (unsigned long long)(offset + done), (unsigned long long)size);
         done += (size_t)r;
     }
     return SL_OK;
+}
+
+int sl_gguf_read(const sl_gguf *g, void *buf, size_t len, uint64_t offset)
+{
+    if (g->n_shards <= 1) return read_file(g->fn, g->ctx, g->name, g->file_size, buf, len, offset);
+    const sl_gguf_shard *sh = sl_gguf_shard_of(g, offset);
+    uint64_t end;
+    if (!sh || __builtin_add_overflow(offset, (uint64_t)len, &end) || end > sh->base + sh->file_size)
+        return sl_err_set(SL_ERANGE, "%s: read [0x%llx, +%zu) is not inside one file of the split model",
+                          g->name, (unsigned long long)offset, len);
+    const sl_gguf *p = g->parts[sh - g->shards] ? g->parts[sh - g->shards] : g;
+    return read_file(p->fn, p->ctx, sh->path, sh->file_size, buf, len, offset - sh->base);
+}
+
+/* ---- shards ------------------------------------------------------------ */
+
+uint32_t sl_gguf_n_shards(const sl_gguf *g) { return g->n_shards; }
+
+const sl_gguf_shard *sl_gguf_shard_at(const sl_gguf *g, uint32_t i)
+{
+    return i < g->n_shards ? &g->shards[i] : NULL;
+}
+
+const sl_gguf_shard *sl_gguf_shard_of(const sl_gguf *g, uint64_t off)
+{
+    uint32_t lo = 0, hi = g->n_shards;   /* last shard with base <= off */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (g->shards[mid].base <= off) lo = mid; else hi = mid;
+    }
+    const sl_gguf_shard *sh = &g->shards[lo];
+    return off >= sh->base && off - sh->base < sh->file_size ? sh : NULL;
 }

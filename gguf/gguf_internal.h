@@ -61,6 +61,18 @@ struct sl_gguf {
     uint64_t total_bytes;
 
     sl_arena arena;
+
+    uint32_t n_shards;          /* 1: a plain file (shards = &one) */
+    sl_gguf_shard *shards, one;
+    sl_gguf **parts;            /* split: [n_shards], each shard's own reader; parts[0] NULL (this one) */
 };
+
+/* Layer and non-layer extents and the total from g->tensors (g->layers unset). */
+int sl_gguf_build_extents(sl_gguf *g);
+/* One file as it is (no split join). */
+int sl_gguf_open_file(sl_gguf **out, const char *path);
+/* *g was opened from path: when it is a shard of a split model, it is
+ * replaced by the whole model (gguf_split.c). On failure *g is closed and NULL. */
+int sl_gguf_split_join(sl_gguf **g, const char *path);
 
 #endif

@@ -438,7 +438,6 @@ static int check_layout(parser *p)
     if (g->data_offset > g->file_size)
         return fail(p, SL_ETRUNC, "data section starts at 0x%llx, past end of file (size %llu)",
                     U64(g->data_offset), U64(g->file_size));
-    int32_t max_layer = -1;
     for (int64_t i = 0; i < g->n_tensors; i++) {
         sl_gguf_tensor *t = &g->tensors[i];
         snprintf(p->what, sizeof p->what, "tensor '%s'", t->name);
@@ -450,7 +449,6 @@ static int check_layout(parser *p)
             __builtin_add_overflow(t->file_offset, t->nbytes, &end) || end > g->file_size)
             return fail(p, SL_ETRUNC, "data [0x%llx, +%llu) past end of file (size %llu)",
                         U64(g->data_offset + t->offset), U64(t->nbytes), U64(g->file_size));
-        if (t->layer > max_layer) max_layer = t->layer;
     }
     int64_t *ord = malloc((size_t)g->n_tensors * sizeof *ord);
     if (!ord) return fail(p, SL_ENOMEM, "out of memory");
@@ -469,11 +467,21 @@ static int check_layout(parser *p)
     }
     free(ord);
     p->what[0] = '\0';
+    int st = sl_gguf_build_extents(g);
+    return st ? fail(p, st, "out of memory") : SL_OK;
+}
 
+int sl_gguf_build_extents(sl_gguf *g)
+{
+    int32_t max_layer = -1;
+    for (int64_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].layer > max_layer) max_layer = g->tensors[i].layer;
     g->n_layers = max_layer + 1;
+    g->nonlayer = (sl_gguf_extent){ 0 };
+    g->total_bytes = 0;
     if (g->n_layers > 0) {
         g->layers = calloc((size_t)g->n_layers, sizeof *g->layers);
-        if (!g->layers) return fail(p, SL_ENOMEM, "out of memory");
+        if (!g->layers) return SL_ENOMEM;
     }
     for (int64_t i = 0; i < g->n_tensors; i++) {
         const sl_gguf_tensor *t = &g->tensors[i];
@@ -560,6 +568,10 @@ int sl_gguf_open_cb(sl_gguf **out, sl_gguf_read_fn fn, void *ctx, uint64_t file_
         sl_gguf_close(g);
         return st;
     }
+    g->one = (sl_gguf_shard){ .path = g->name, .fd = -1, .file_size = file_size, .data_offset = g->data_offset,
+                              .n_tensors = g->n_tensors, .tensor_bytes = g->total_bytes };
+    g->shards = &g->one;
+    g->n_shards = 1;
     sl_err_clear();
     *out = g;
     return SL_OK;
@@ -601,11 +613,17 @@ int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name)
         return sl_err_set(SL_EINVAL, "%s: not a regular file or block device", name);
     }
     int st = sl_gguf_open_cb(out, fd_read, (void *)(intptr_t)fd, size, name);
-    if (!st) (*out)->fd = fd;
+    if (!st) (*out)->fd = (*out)->one.fd = fd;
     return st;
 }
 
 int sl_gguf_open_path(sl_gguf **out, const char *path)
+{
+    int st = sl_gguf_open_file(out, path);
+    return st ? st : sl_gguf_split_join(out, path);
+}
+
+int sl_gguf_open_file(sl_gguf **out, const char *path)
 {
     if (!out || !path) return sl_err_set(SL_EINVAL, "sl_gguf_open_path: NULL argument");
     *out = NULL;
@@ -623,6 +641,9 @@ int sl_gguf_open_path(sl_gguf **out, const char *path)
 void sl_gguf_close(sl_gguf *g)
 {
     if (!g) return;
+    for (uint32_t i = 1; g->parts && i < g->n_shards; i++) sl_gguf_close(g->parts[i]);
+    free(g->parts);
+    if (g->shards != &g->one) free(g->shards);
     if (g->own_fd && g->fd >= 0) close(g->fd);
     free(g->name);
     free(g->kvs);

@@ -3,7 +3,6 @@
  * (the table of stream_modes.h). All sl_stream_* calls come from one thread;
  * the loader's threads touch only the jobs. */
 #include "stream_core.h"
-#include "stream_dio.h"
 #include "stream_experts.h"
 #include "stream_io.h"
 #include "stream_limits.h"
@@ -14,12 +13,9 @@
 #include "stream_units.h"
 #include "../gguf/base/sl_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static __thread char open_err[512];
 
@@ -79,29 +75,9 @@ static int check_config(const sl_stream_config *c)
     return 0;
 }
 
-/* Opens O_DIRECT when allowed; sets s->dfd/align/direct and a notice otherwise. */
-static void open_direct(sl_stream *s, const char *path)
-{
-    s->dfd = -1; s->align = 1; s->direct = false;
-    if (s->cfg.no_direct || s->cfg.mode == SL_MODE_MMAP) return;
-    int dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (dfd < 0) {
-        char m[200];
-        snprintf(m, sizeof m, "O_DIRECT refused by the filesystem (%s): buffered reads", strerror(errno));
-        sl_stream_add_notice(s, m);
-        return;
-    }
-    uint32_t a = sl_dio_align(dfd, sl_gguf_file_size(s->g));
-    if (a == 0) {
-        close(dfd);
-        sl_stream_add_notice(s, "O_DIRECT not supported on this file: buffered reads");
-        return;
-    }
-    s->dfd = dfd; s->align = a; s->direct = true;
-}
-
-/* An MoE file planned for stream mode is planned again with its experts split
- * off (unless the config says off). */
+/* An MoE file or a split model planned for stream mode is planned again
+ * with stream mode's unit layout: experts split off, layers cut at the files'
+ * bounds (unless the config says experts off). */
 static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
 {
     int rc = sl_unit_map_init(&s->um, g, s->align, false);
@@ -109,8 +85,8 @@ static int plan_for(sl_stream *s, const sl_gguf *g, char *err, size_t err_len)
     sl_unit_map_keep(&s->um, &s->cfg);
     rc = sl_plan_compute(&s->um, g, &s->cfg, s->align, &s->plan, err, err_len);
     /* also when whole layers do not fit: expert units are much smaller */
-    if ((rc && rc != SL_ENOMEM) || s->plan.mode != SL_MODE_STREAM || s->um.moe.n_expert == 0 ||
-        s->cfg.expert_stream == SL_EXPERTS_OFF)
+    if ((rc && rc != SL_ENOMEM) || s->plan.mode != SL_MODE_STREAM ||
+        (s->um.moe.n_expert == 0 && sl_gguf_n_shards(g) <= 1) || s->cfg.expert_stream == SL_EXPERTS_OFF)
         return rc;
     sl_unit_map_free(&s->um);
     rc = sl_unit_map_init(&s->um, g, s->align, true);
@@ -132,24 +108,18 @@ static int plan_model(const char *path, const sl_stream_config *c, sl_stream_pla
     sl_stream s;
     memset(&s, 0, sizeof s);
     s.cfg = *c;
-    s.fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (s.fd < 0) {
-        rc = sl_err_set(-errno, "%s: %s", path, strerror(errno));
-        if (err && err_len) snprintf(err, err_len, "%s", sl_last_error());
-        return rc;
-    }
-    rc = sl_gguf_open_fd(&s.g, s.fd, path);
+    s.dfd = -1;
+    rc = sl_gguf_open_path(&s.g, path);
+    if (rc == 0) rc = sl_stream_open_files(&s);
     if (rc == 0) {
-        open_direct(&s, path);
         rc = plan_for(&s, s.g, err, err_len);
         *out = s.plan;
         if (out->io == SL_IO_AUTO) out->io = sl_io_auto();
     }
     if (rc && err && err_len && !err[0]) snprintf(err, err_len, "%s", sl_last_error());
     sl_unit_map_free(&s.um);
+    if (s.g) sl_stream_close_files(&s);
     if (s.g) sl_gguf_close(s.g);
-    if (s.dfd >= 0) close(s.dfd);
-    close(s.fd);
     return rc;
 }
 
@@ -215,14 +185,9 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     s->cfg = *c;
     if (s->cfg.depth == 0) s->cfg.depth = SL_DEFAULT_DEPTH;
     s->dfd = -1;
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (s->fd < 0) {
-        rc = sl_err_set(-errno, "%s: %s", path, strerror(errno));
-        goto bad;
-    }
-    rc = sl_gguf_open_fd(&s->g, s->fd, path);
+    rc = sl_gguf_open_path(&s->g, path);
+    if (!rc) rc = sl_stream_open_files(s);
     if (rc) goto bad;
-    open_direct(s, path);
     char perr[512];
     rc = plan_for(s, s->g, perr, sizeof perr);
     s->cfg.layer_mask = NULL;   /* the caller's: the units' flags keep what it said */
@@ -252,9 +217,8 @@ void sl_stream_close(sl_stream *s)
     free(s->xviews);
     free(s->xheld);
     sl_unit_map_free(&s->um);
+    if (s->g) sl_stream_close_files(s);
     if (s->g) sl_gguf_close(s->g);
-    if (s->dfd >= 0) close(s->dfd);
-    if (s->fd >= 0) close(s->fd);
     free(s);
 }
 
@@ -373,7 +337,9 @@ int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, 
     sl_io_job j;
     memset(&j, 0, sizeof j);
     j.dst = dst; j.off = off; j.len = rb; j.need_end = off + rb; j.unit = -1; j.buf_index = -1;
-    int st = sl_loader_read_now(s->L, &j, s->fd);
+    uint64_t base;
+    int fd = sl_stream_buffered_fd(s, off, &base);
+    int st = sl_loader_read_now(s->L, &j, fd, base);
     if (st)
         return fail(s, sl_err_set(st, "read_row: %s row %llu: %s", name, (unsigned long long)row, j.err));
     return 0;

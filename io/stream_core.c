@@ -18,6 +18,7 @@ int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed)
     memset(&lc, 0, sizeof lc);
     lc.io = s->cfg.io;
     lc.fd = s->direct ? s->dfd : s->fd;
+    lc.files = s->files; lc.n_files = s->n_files;
     lc.direct = s->direct;
     lc.align = s->align;
     lc.req_bytes = s->cfg.req_bytes;

@@ -40,7 +40,11 @@ typedef struct sl_stream_mode_ops {
 
 struct sl_stream {
     sl_gguf *g;
-    int fd, dfd;             /* buffered; O_DIRECT (-1 if refused) */
+    int fd, dfd;             /* the (first) file: buffered (the reader's); O_DIRECT (-1 if refused) */
+    /* a split model (stream_files.c): O_DIRECT descriptors of its files (NULL:
+     * buffered), the loader's table of them (n_files 0: one file) */
+    int *dfds;
+    sl_io_file *files; int n_files;
     sl_stream_config cfg;
     sl_stream_plan plan;
     sl_unit_map um;
@@ -68,6 +72,12 @@ struct sl_stream {
 };
 
 void sl_stream_add_notice(sl_stream *s, const char *msg);
+/* The model's descriptors (s->g open): fd, O_DIRECT ones and align when
+ * allowed (else a notice), the file table of a split model. */
+int sl_stream_open_files(sl_stream *s);
+void sl_stream_close_files(sl_stream *s);
+/* The buffered descriptor of the file holding model offset off; *base: its byte 0. */
+int sl_stream_buffered_fd(const sl_stream *s, uint64_t off, uint64_t *base);
 /* The loader over the stream's file; fixed: buffers to register (may be NULL). */
 int sl_stream_make_loader(sl_stream *s, const struct iovec *fixed, int n_fixed);
 /* A job reading [abeg, aend) (clipped to the aligned EOF) into dst. */

@@ -71,6 +71,34 @@ static void job_pop(sl_loader *L)
     j->queued = false;
 }
 
+/* The file of a split model holding model offset off, or the first one after
+ * it (off in a gap); NULL past the last. */
+static const sl_io_file *file_at(const sl_loader *L, uint64_t off)
+{
+    int lo = 0, hi = L->cfg.n_files;   /* first file ending after off */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (L->cfg.files[mid].end <= off) lo = mid + 1; else hi = mid;
+    }
+    return lo < L->cfg.n_files ? &L->cfg.files[lo] : NULL;
+}
+
+/* Split model: r's file and the end of its range in it (aligned up: the
+ * padding before the next file's base is never data); the job's next moves
+ * over a gap. false: nothing of the job is left to read. */
+static bool split_req(const sl_loader *L, sl_io_job *j, sl_io_req *r, uint64_t *end)
+{
+    const sl_io_file *f = file_at(L, j->next);
+    if (!f) return false;
+    if (j->next < f->base) j->next = f->base;
+    if (j->next >= *end) return false;
+    uint64_t a = L->cfg.align > 1 ? L->cfg.align : 1, fend = (f->end + a - 1) / a * a;
+    if (fend < *end) *end = fend;
+    r->fd = f->fd; r->base = f->base;
+    r->need_end = j->need_end < f->end ? j->need_end : f->end;
+    return true;
+}
+
 /* Mutex held. */
 static bool take_locked(sl_loader *L, sl_io_req *r)
 {
@@ -80,13 +108,20 @@ static bool take_locked(sl_loader *L, sl_io_req *r)
         if (j->status != 0 || j->next >= end) { job_pop(L); continue; }
         /* read-ahead waits while SL_READAHEAD_QD requests are in flight */
         if (j->prio == SL_PRIO_NEXT && L->active >= SL_READAHEAD_QD) return false;
+        r->fd = L->cfg.fd; r->base = 0; r->need_end = j->need_end;
+        if (L->cfg.n_files && !split_req(L, j, r, &end)) {
+            j->next = j->off + j->len;   /* only gaps left */
+            job_pop(L);
+            if (j->outstanding == 0) { j->done = true; pthread_cond_broadcast(&L->cv_done); }
+            continue;
+        }
         uint64_t n = end - j->next;
         if (n > L->cfg.req_bytes) n = L->cfg.req_bytes;
-        r->job = j; r->fd = L->cfg.fd; r->off = j->next; r->len = n; r->tries = 0;
+        r->job = j; r->off = j->next; r->len = n; r->tries = 0;
         r->direct = L->cfg.direct; r->counted = true;
         j->next += n;
         j->outstanding++;
-        if (j->next >= end) job_pop(L);
+        if (j->next >= j->off + j->len) job_pop(L);
         if (L->active++ == 0) L->busy_t0 = sl_now_ms();
         return true;
     }
@@ -109,8 +144,8 @@ bool sl_loader_take(sl_loader *L, sl_io_req *r, bool wait)
 int64_t sl_loader_read(sl_loader *L, const sl_io_req *r)
 {
     uint8_t *dst = sl_io_req_dst(r);
-    if (L->cfg.hook) return L->cfg.hook(L->cfg.hook_ctx, r->fd, dst, (size_t)r->len, r->off);
-    ssize_t n = pread(r->fd, dst, (size_t)r->len, (off_t)r->off);
+    if (L->cfg.hook) return L->cfg.hook(L->cfg.hook_ctx, r->fd, dst, (size_t)r->len, r->off - r->base);
+    ssize_t n = pread(r->fd, dst, (size_t)r->len, (off_t)(r->off - r->base));
     return n < 0 ? -(int64_t)errno : (int64_t)n;
 }
 
@@ -140,7 +175,7 @@ bool sl_loader_result(sl_loader *L, sl_io_req *r, int64_t res)
         st->reads++;
         if ((uint64_t)res > r->len) res = (int64_t)r->len;
         r->off += (uint64_t)res; r->len -= (uint64_t)res;
-        if (r->len > 0 && r->off < j->need_end) {
+        if (r->len > 0 && r->off < r->need_end) {
             /* short read: resubmit the rest (from an aligned offset for O_DIRECT) */
             st->retries++;
             if (r->direct && L->cfg.align > 1) {
@@ -152,7 +187,7 @@ bool sl_loader_result(sl_loader *L, sl_io_req *r, int64_t res)
         } else {
             res = 0;
         }
-    } else if (res == 0 && r->off >= j->need_end) {
+    } else if (res == 0 && r->off >= r->need_end) {
         res = 0;  /* EOF inside the alignment padding past the data */
     } else if (res == 0) {
         job_fail(j, SL_ETRUNC, "unexpected end of file reading %llu bytes at file offset %llu",
@@ -218,13 +253,14 @@ void sl_loader_submit_front(sl_loader *L, sl_io_job *const *jobs, int n) { inser
 
 void sl_loader_submit_next(sl_loader *L, sl_io_job *const *jobs, int n) { insert_run(L, jobs, n, SL_PRIO_NEXT); }
 
-int sl_loader_read_now(sl_loader *L, sl_io_job *j, int fd)
+int sl_loader_read_now(sl_loader *L, sl_io_job *j, int fd, uint64_t base)
 {
     pthread_mutex_lock(&L->mu);
     j->next = j->off + j->len; j->outstanding = 1; j->status = 0; j->err[0] = 0;
     j->done = false; j->queued = false; j->qnext = NULL;
     pthread_mutex_unlock(&L->mu);
-    sl_io_req r = { .job = j, .fd = fd, .off = j->off, .len = j->len, .direct = false, .counted = false };
+    sl_io_req r = { .job = j, .fd = fd, .base = base, .need_end = j->need_end, .off = j->off, .len = j->len,
+                    .direct = false, .counted = false };
     while (sl_loader_result(L, &r, sl_loader_read(L, &r))) { }
     return j->status;
 }

@@ -36,10 +36,14 @@ typedef struct sl_io_job {
     struct sl_io_job *qnext;
 } sl_io_job;
 
-/* One read request of a job, as a backend serves it. */
+/* One read request of a job, as a backend serves it. Offsets are the
+ * model's (gguf.h: a split model's files end to end); the file's own offset
+ * is off - base. A request never spans two files. */
 typedef struct sl_io_req {
     sl_io_job *job;
     int fd;
+    uint64_t base;           /* model offset of fd's byte 0 */
+    uint64_t need_end;       /* the job's need_end, clipped to this file's end */
     uint64_t off, len;       /* remaining range of this request */
     uint32_t tries;
     bool direct;             /* O_DIRECT: a short read resumes from an aligned offset */
@@ -51,9 +55,15 @@ static inline uint8_t *sl_io_req_dst(const sl_io_req *r) { return r->job->dst + 
 
 typedef struct sl_loader sl_loader;   /* private to stream_loader.c */
 
+/* One file of a split model: its descriptor and model offsets [base, end). */
+typedef struct sl_io_file { int fd; uint64_t base, end; } sl_io_file;
+
 typedef struct sl_loader_cfg {
     int io;                  /* SL_IO_URING, SL_IO_PREAD, or SL_IO_AUTO (io_uring, else the pool) */
-    int fd;
+    int fd;                  /* a single file (n_files 0) */
+    /* a split model: its files by base (ascending; gaps between them are
+     * never read); the array must outlive the loader */
+    const sl_io_file *files; int n_files;
     bool direct;
     uint32_t align;
     uint32_t req_bytes;
@@ -112,9 +122,10 @@ int sl_loader_wait_progress(sl_loader *L, sl_io_job *job, void (*progress)(void 
  * SL_ECANCELED) once those already in flight complete. */
 void sl_loader_cancel(sl_loader *L, sl_io_job *job);
 /* A small job as one request on the calling thread, from fd (a buffered
- * descriptor: no alignment), with the same retry and error policy; not queued
- * behind the background reads and not counted in the stats. */
-int sl_loader_read_now(sl_loader *L, sl_io_job *job, int fd);
+ * descriptor: no alignment; its byte 0 at model offset base), with the same
+ * retry and error policy; not queued behind the background reads and not
+ * counted in the stats. */
+int sl_loader_read_now(sl_loader *L, sl_io_job *job, int fd, uint64_t base);
 void sl_loader_get_stats(sl_loader *L, sl_loader_stats *st);
 void sl_loader_reset_stats(sl_loader *L);
 
@@ -123,8 +134,8 @@ void sl_loader_reset_stats(sl_loader *L);
 /* Next request. wait: block until there is one; false only once the loader
  * stops. !wait: false when nothing is queued (or stopping). */
 bool sl_loader_take(sl_loader *L, sl_io_req *r, bool wait);
-/* The read of r by pread(2) or the read hook (the only caller of the hook):
- * bytes read or -errno. */
+/* The read of r by pread(2) or the read hook (the only caller of the hook;
+ * it gets the file's own offset): bytes read or -errno. */
 int64_t sl_loader_read(sl_loader *L, const sl_io_req *r);
 /* Outcome of one read of r (res = bytes or -errno). Returns true when r must
  * be resubmitted (short read, EAGAIN, EINTR); else the request is finished

@@ -17,17 +17,36 @@ static const uint8_t *mmap_at(const sl_stream *s, uint64_t off)
     return m->map + off;
 }
 
+/* A split model: one reserved range of its model offsets, each file mapped
+ * over it at its base (bases are page multiples); the gaps stay inaccessible. */
+static int map_files(sl_stream *s, mapped *m, uint64_t fsize)
+{
+    void *p = mmap(NULL, (size_t)fsize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return sl_err_set(-errno, "mmap: reserving %llu bytes: %s", (unsigned long long)fsize, strerror(errno));
+    m->map = p; m->len = (size_t)fsize;
+    for (uint32_t i = 0; i < sl_gguf_n_shards(s->g); i++) {
+        const sl_gguf_shard *sh = sl_gguf_shard_at(s->g, i);
+        if (sh->file_size && mmap(m->map + sh->base, (size_t)sh->file_size, PROT_READ, MAP_SHARED | MAP_FIXED,
+                                  sh->fd, 0) == MAP_FAILED)
+            return sl_err_set(-errno, "mmap of %s (%llu bytes): %s", sh->path, (unsigned long long)sh->file_size,
+                              strerror(errno));
+    }
+    return 0;
+}
+
 static int mmap_open(sl_stream *s)
 {
     mapped *m = calloc(1, sizeof *m);
     if (!m) return sl_err_set(SL_ENOMEM, "mmap mode: out of memory");
     s->mode_state = m;
     uint64_t fsize = sl_gguf_file_size(s->g);
+    s->plan.io = SL_IO_AUTO;   /* no loader */
+    if (sl_gguf_n_shards(s->g) > 1) return map_files(s, m, fsize);
     void *p = mmap(NULL, (size_t)fsize, PROT_READ, MAP_SHARED, s->fd, 0);
     if (p == MAP_FAILED)
         return sl_err_set(-errno, "mmap of %llu bytes: %s", (unsigned long long)fsize, strerror(errno));
     m->map = p; m->len = (size_t)fsize;
-    s->plan.io = SL_IO_AUTO;   /* no loader */
     return 0;
 }
 

@@ -96,35 +96,39 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* The dense part of split layer l: the runs of its other tensors between the
- * expert tensors, each widened and packed into the unit's buffer. */
+ * expert tensors, each widened and packed into the unit's buffer. A run
+ * also ends where a split model's next file begins (a unit's reads never
+ * take the gap between files). */
 static int split_layer(sl_unit_map *um, const sl_gguf *g, sl_unit *un, int32_t l, uint32_t align)
 {
     int64_t T = sl_gguf_n_tensors(g);
-    /* (offset, end, is_expert) of the layer's tensors, sorted by offset */
+    /* (offset, end, is_expert, shard) of the layer's tensors, sorted by offset */
     uint32_t n = 0;
     for (int64_t i = 0; i < T; i++) n += sl_gguf_tensor_at(g, i)->layer == l;
-    uint64_t *ev = calloc((size_t)n * 3 + 3, sizeof *ev);
+    uint64_t *ev = calloc((size_t)n * 4 + 4, sizeof *ev);
     if (!ev) return sl_err_set(SL_ENOMEM, "streamer: out of memory");
     n = 0;
     for (int64_t i = 0; i < T; i++) {
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         if (t->layer != l) continue;
-        ev[3 * n] = t->file_offset; ev[3 * n + 1] = t->file_offset + t->nbytes; ev[3 * n + 2] = is_expert(um, t);
+        ev[4 * n] = t->file_offset; ev[4 * n + 1] = t->file_offset + t->nbytes; ev[4 * n + 2] = is_expert(um, t);
+        ev[4 * n + 3] = t->shard;
         n++;
     }
-    qsort(ev, n, 3 * sizeof *ev, cmp_u64);
+    qsort(ev, n, 4 * sizeof *ev, cmp_u64);
     un->n_seg = 0;
     bool open_run = false;
     for (uint32_t i = 0; i < n; i++) {
-        if (ev[3 * i + 2]) { open_run = false; continue; }
+        if (ev[4 * i + 2]) { open_run = false; continue; }
+        if (open_run && i > 0 && ev[4 * i + 3] != ev[4 * (i - 1) + 3]) open_run = false;
         if (!open_run) {
             if (un->n_seg == SL_MAX_SEGS) { un->n_seg--; }   /* cannot happen with 3 experts: merge */
-            else un->seg[un->n_seg].begin = ev[3 * i];
+            else un->seg[un->n_seg].begin = ev[4 * i];
             un->n_seg++;
             open_run = true;
         }
         sl_seg *sg = &un->seg[un->n_seg - 1];
-        if (ev[3 * i + 1] > sg->end) sg->end = ev[3 * i + 1];
+        if (ev[4 * i + 1] > sg->end) sg->end = ev[4 * i + 1];
     }
     free(ev);
     uint64_t pos = 0;
@@ -178,6 +182,8 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
 
     find_experts(um, g, L, align);
     um->moe.split = split_experts && um->moe.n_expert > 0;
+    /* packed segments: the experts' gaps, and a split model's files */
+    bool packed = um->moe.split || (split_experts && sl_gguf_n_shards(g) > 1);
 
     uint64_t max_layer = 0;
     if (um->moe.split) {
@@ -241,7 +247,7 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
         sl_unit *un = &um->units[l];
         sl_gguf_extent e;
         un->info.kind = SL_UNIT_LAYER; un->info.layer = l;
-        if (um->moe.split) {
+        if (packed) {
             if (split_layer(um, g, un, l, align)) { sl_unit_map_free(um); return SL_ENOMEM; }
             continue;
         }

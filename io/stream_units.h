@@ -64,8 +64,10 @@ typedef struct sl_unit_map {
     sl_unit_moe moe;                /* routed experts (n_expert 0: none) */
 } sl_unit_map;
 
-/* split_experts: for an MoE file, leave the 3-D expert tensors out of the
- * layer units (they become (layer, expert) units of the expert cache). */
+/* split_experts (stream mode's layout): for an MoE file, leave the 3-D
+ * expert tensors out of the layer units (they become (layer, expert) units
+ * of the expert cache); for a split model, cut layers at its files' bounds.
+ * Either way a layer unit is packed segments. */
 int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool split_experts);
 /* File range of part p (0 gate, 1 up, 2 down) of expert e in layer l. */
 void sl_unit_map_expert_range(const sl_unit_map *um, int32_t l, int32_t e, int p, uint64_t *off,

@@ -87,9 +87,9 @@ static void submit_req(uring_state *U, sl_io_req *r)
     struct io_uring_sqe *sqe = io_uring_get_sqe(&U->ring);
     if (!sqe) { io_uring_submit(&U->ring); sqe = io_uring_get_sqe(&U->ring); }
     if (r->job->buf_index >= 0 && U->fixed)
-        io_uring_prep_read_fixed(sqe, r->fd, sl_io_req_dst(r), (unsigned)r->len, r->off, r->job->buf_index);
+        io_uring_prep_read_fixed(sqe, r->fd, sl_io_req_dst(r), (unsigned)r->len, r->off - r->base, r->job->buf_index);
     else
-        io_uring_prep_read(sqe, r->fd, sl_io_req_dst(r), (unsigned)r->len, r->off);
+        io_uring_prep_read(sqe, r->fd, sl_io_req_dst(r), (unsigned)r->len, r->off - r->base);
     io_uring_sqe_set_data(sqe, r);
     U->inflight++;
 }

@@ -710,6 +710,9 @@ static void usage(FILE *f)
         "  --tied            no output.weight (lm head tied to token_embd)\n"
         "  --keep-cache      do not evict the written file from the page cache\n"
         "  -o FILE           output path\n"
+        "  --split-max-size SIZE  (e.g. 50M, 2G: decimal, as llama.cpp's gguf-split) write a split\n"
+        "                    model FILE-00001-of-0000N.gguf ... (FILE without .gguf) the way\n"
+        "                    gguf-split --split-max-size does; needs room for the model twice\n"
         "How the weights are made: per weight type a pool of %u blocks is quantized once by the\n"
         "reference quantizer from N(0,1) floats; every block of every tensor is a pool block\n"
         "chosen by a hash of (seed, tensor, block index) whose scale fields are multiplied by the\n"
@@ -755,6 +758,39 @@ static int parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
+/* "50M" / "2G": decimal megabytes / gigabytes, the units gguf-split takes. */
+static int parse_split_size(const char *s, uint64_t *out)
+{
+    char *e;
+    unsigned long long v = strtoull(s, &e, 10);
+    uint64_t unit = *e == 'M' ? 1000000ull : *e == 'G' ? 1000000000ull : 0;
+    if (e == s || !unit || e[1] || v == 0 || v > UINT64_MAX / unit) return -1;
+    *out = v * unit;
+    return 0;
+}
+
+/* The model written at tmp rewritten as a split model under prefix, tmp removed. */
+static int write_split(const char *tmp, const char *prefix, uint64_t max, bool keep_cache)
+{
+    sl_gguf *g;
+    uint32_t n = 0;
+    int rc = sl_gguf_open_path(&g, tmp);
+    if (!rc) {
+        rc = sl_gguf_write_split(g, prefix, max, &n);
+        sl_gguf_close(g);
+    }
+    unlink(tmp);
+    if (rc) { fprintf(stderr, "mkmodel: split: %s\n", sl_last_error()); return 1; }
+    for (uint32_t i = 0; i < n; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s-%05u-of-%05u.gguf", prefix, i + 1, n);
+        int fd = keep_cache ? -1 : open(p, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) { fdatasync(fd); posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); close(fd); }
+        fprintf(stderr, "mkmodel: split file %s\n", p);
+    }
+    return 0;
+}
+
 int perf_mkmodel_main(int argc, char **argv)
 {
     const char *preset = NULL, *arch = NULL, *tname = "q4_k", *hname = NULL, *vocab = NULL, *out = NULL;
@@ -762,12 +798,18 @@ int perf_mkmodel_main(int argc, char **argv)
     uint32_t ov[7] = {0};   /* n_layer n_embd n_ff n_head n_head_kv n_ctx n_vocab overrides */
     static const char *ovn[7] = { "--n-layer", "--n-embd", "--n-ff", "--n-head", "--n-head-kv", "--n-ctx", "--n-vocab" };
     bool tied = false, keep_cache = false, arch_given = false;
+    uint64_t split_max = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "--tied")) { tied = true; continue; }
         if (!strcmp(a, "--keep-cache")) { keep_cache = true; continue; }
+        if (!strcmp(a, "--split-max-size")) {
+            if (!(v = arg_val(argc, argv, &i))) return 2;
+            if (parse_split_size(v, &split_max)) { fprintf(stderr, "mkmodel: bad --split-max-size '%s' (e.g. 50M, 2G)\n", v); return 2; }
+            continue;
+        }
         int k;
         for (k = 0; k < 7; k++) if (!strcmp(a, ovn[k])) break;
         if (k < 7) {
@@ -796,6 +838,14 @@ int perf_mkmodel_main(int argc, char **argv)
         return 2;
     }
     if (!preset || !out) { usage(stderr); return 2; }
+    char split_prefix[4000], split_tmp[4096];
+    if (split_max) {   /* the model is written whole beside the split, then split */
+        size_t ol = strlen(out);
+        if (ol >= sizeof split_prefix) { fprintf(stderr, "mkmodel: -o path too long\n"); return 2; }
+        snprintf(split_prefix, sizeof split_prefix, "%.*s", (int)(ol > 5 && !strcmp(out + ol - 5, ".gguf") ? ol - 5 : ol), out);
+        snprintf(split_tmp, sizeof split_tmp, "%s.unsplit.gguf", split_prefix);
+        out = split_tmp;
+    }
     const mk_preset *ps = find_preset(preset);
     if (!ps) {
         fprintf(stderr, "mkmodel: unknown preset '%s' (sluice mkmodel --help lists them)\n", preset);
@@ -1007,7 +1057,7 @@ int perf_mkmodel_main(int argc, char **argv)
     }
     fprintf(stderr, "mkmodel: wrote %s: %.2f GB in %.1f s (%.0f MB/s)%s\n", out, done / 1e9, tw,
             done / 1e6 / (tw > 0 ? tw : 1), keep_cache ? "" : ", flushed and evicted from the page cache");
-    return 0;
+    return split_max ? write_split(out, split_prefix, split_max, keep_cache) : 0;
 }
 
 SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight GGUF of any architecture, shape and quantization",

@@ -124,7 +124,7 @@ Test(stream_loader, read_now_retries_and_stays_out_of_the_stats)
     for (uint64_t off = 3; off < FILE_BYTES; off += 77777) {
         uint8_t got[300], want[300];
         sl_io_job j = job_of(got, off, sizeof got, -1);
-        cr_assert_eq(sl_loader_read_now(L, &j, r.fd), 0, "%s", j.err);
+        cr_assert_eq(sl_loader_read_now(L, &j, r.fd, 0), 0, "%s", j.err);
         cr_assert_eq(pread(r.fd, want, sizeof want, (off_t)off), (ssize_t)sizeof want);
         cr_assert_eq(memcmp(got, want, sizeof got), 0, "offset %llu", (unsigned long long)off);
     }
@@ -135,7 +135,7 @@ Test(stream_loader, read_now_retries_and_stays_out_of_the_stats)
     /* past the end: SL_ETRUNC with the offset, no "unit" prefix */
     uint8_t b[16];
     sl_io_job j = job_of(b, FILE_BYTES - 8, 16, -1);
-    cr_assert_eq(sl_loader_read_now(L, &j, r.fd), SL_ETRUNC);
+    cr_assert_eq(sl_loader_read_now(L, &j, r.fd, 0), SL_ETRUNC);
     cr_assert_not_null(strstr(j.err, "file offset"), "%s", j.err);
     cr_assert_null(strstr(j.err, "unit"), "%s", j.err);
     rig_done(&r);

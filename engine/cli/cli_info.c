@@ -135,15 +135,30 @@ static int plain(const char *s)
     return 1;
 }
 
+/* Bytes of all the model's files (a split model's span has gaps). */
+static uint64_t files_bytes(const sl_gguf *g)
+{
+    uint64_t b = 0;
+    for (uint32_t i = 0; i < sl_gguf_n_shards(g); i++) b += sl_gguf_shard_at(g, i)->file_size;
+    return b;
+}
+
 static void print_text(FILE *f, const sl_gguf *g)
 {
     char h[32];
+    uint32_t ns = sl_gguf_n_shards(g);
     fprintf(f, "file:         %s\n", sl_gguf_name(g));
     fprintf(f, "version:      %u\n", sl_gguf_version(g));
-    fprintf(f, "size:         %llu bytes (%s)\n", (ull)sl_gguf_file_size(g),
-            human(h, sizeof h, sl_gguf_file_size(g)));
+    fprintf(f, "size:         %llu bytes (%s)%s\n", (ull)files_bytes(g), human(h, sizeof h, files_bytes(g)),
+            ns > 1 ? " in all files" : "");
     fprintf(f, "alignment:    %llu\n", (ull)sl_gguf_alignment(g));
     fprintf(f, "data offset:  %llu (0x%llx)\n", (ull)sl_gguf_data_offset(g), (ull)sl_gguf_data_offset(g));
+    if (ns > 1) fprintf(f, "\nsplit: %u files\n", ns);
+    for (uint32_t i = 0; ns > 1 && i < ns; i++) {
+        const sl_gguf_shard *sh = sl_gguf_shard_at(g, i);
+        fprintf(f, "  %u  %s: %lld tensors, %llu bytes (%s)\n", i + 1, sh->path, (long long)sh->n_tensors,
+                (ull)sh->file_size, human(h, sizeof h, sh->file_size));
+    }
     fprintf(f, "\nmetadata: %lld keys\n", (long long)sl_gguf_n_kv(g));
     for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) {
         const sl_gguf_value *v = sl_gguf_kv_value(g, i);
@@ -221,9 +236,16 @@ static void print_json(FILE *f, const sl_gguf *g)
     fputs("{\n  \"file\": ", f);
     json_str(f, sl_gguf_name(g), strlen(sl_gguf_name(g)));
     fprintf(f, ",\n  \"version\": %u,\n  \"file_size\": %llu,\n  \"alignment\": %llu,\n"
-               "  \"data_offset\": %llu,\n  \"metadata\": [",
-            sl_gguf_version(g), (ull)sl_gguf_file_size(g), (ull)sl_gguf_alignment(g),
-            (ull)sl_gguf_data_offset(g));
+               "  \"data_offset\": %llu,\n",
+            sl_gguf_version(g), (ull)files_bytes(g), (ull)sl_gguf_alignment(g), (ull)sl_gguf_data_offset(g));
+    for (uint32_t i = 0; sl_gguf_n_shards(g) > 1 && i < sl_gguf_n_shards(g); i++) {
+        const sl_gguf_shard *sh = sl_gguf_shard_at(g, i);
+        fputs(i ? ",\n    {\"file\": " : "  \"shards\": [\n    {\"file\": ", f);
+        json_str(f, sh->path, strlen(sh->path));
+        fprintf(f, ", \"tensors\": %lld, \"bytes\": %llu}%s", (long long)sh->n_tensors, (ull)sh->file_size,
+                i + 1 == sl_gguf_n_shards(g) ? "\n  ],\n" : "");
+    }
+    fputs("  \"metadata\": [", f);
     for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) {
         const sl_gguf_value *v = sl_gguf_kv_value(g, i);
         fputs(i ? ",\n    {\"key\": " : "\n    {\"key\": ", f);
