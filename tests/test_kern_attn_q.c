@@ -254,14 +254,14 @@ Test(kern_attn_q, sinks)
         { 24, 2,  32,  3,  4, 1, 0, SL_GGML_F16, SL_GGML_Q4_0 },
         {  6, 2,  96,  4, 11, 0, 0, SL_GGML_Q4_0, SL_GGML_Q8_0 },
     };
+    float sinks[24];
     for (size_t si = 0; si < sizeof shs / sizeof shs[0]; si++)
-        for (int win = 0; win < 2; win++) {
+        for (int w = 0; w < 2; w++) {
             prob P;
             prob_make(&P, &shs[si]);
-            P.a.window = win ? 5 : 0;
-            float sinks[24];
-            for (int h = 0; h < shs[si].n_head; h++) sinks[h] = h == 1 ? 20.0f : frand(-3.0f, 4.0f);
+            attn_test_sinks(sinks, shs[si].n_head);
             P.a.sinks = sinks;
+            P.a.window = 5 * w;
             const int64_t osz = P.a.out_stride * shs[si].n_q;
             float *o0 = malloc((size_t)osz * sizeof(float));
             cr_assert_not_null(o0);

@@ -543,17 +543,18 @@ Test(mkmodel, gpt_oss_tiny, .timeout = 120)
     cr_assert_eq(mk("g.gguf", "--preset gpt-oss-tiny --vocab none --n-vocab 512", path, sizeof path), 0);
     sl_gguf *g = NULL;
     cr_assert_eq(sl_gguf_open_path(&g, path), 0, "%s", sl_gguf_errmsg(NULL));
-    cr_assert_eq(u32_key(g, "gpt-oss.attention.sliding_window"), 16u);
-    cr_assert_eq(u32_key(g, "gpt-oss.expert_count"), 16u);
-    cr_assert_eq(u32_key(g, "gpt-oss.rope.scaling.original_context_length"), 4096u);
-    cr_assert_eq(u32_key(g, "general.file_type"), 38u);
-    check_shape(g, "blk.0.attn_q.weight", SL_GGML_Q8_0, 256, 512);
-    check_shape(g, "blk.0.attn_output.bias", SL_GGML_F32, 256, 1);
-    check_shape(g, "blk.1.attn_sinks.weight", SL_GGML_F32, 8, 1);
-    check_shape(g, "blk.1.post_attention_norm.weight", SL_GGML_F32, 256, 1);
-    check_shape(g, "blk.2.ffn_gate_inp.bias", SL_GGML_F32, 16, 1);
-    check_shape(g, "blk.2.ffn_up_exps.bias", SL_GGML_F32, 128, 16);
-    check_shape(g, "blk.2.ffn_down_exps.bias", SL_GGML_F32, 256, 16);
+    static const struct { const char *key; uint32_t v; } keys[] = {
+        { "gpt-oss.attention.sliding_window", 16 }, { "gpt-oss.expert_count", 16 },
+        { "gpt-oss.rope.scaling.original_context_length", 4096 }, { "general.file_type", 38 },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cr_assert_eq(u32_key(g, keys[i].key), keys[i].v);
+    static const struct { const char *name; uint32_t type; uint64_t ne0, ne1; } ts[] = {
+        { "blk.0.attn_q.weight", SL_GGML_Q8_0, 256, 512 }, { "blk.0.attn_output.bias", SL_GGML_F32, 256, 1 },
+        { "blk.1.attn_sinks.weight", SL_GGML_F32, 8, 1 }, { "blk.1.post_attention_norm.weight", SL_GGML_F32, 256, 1 },
+        { "blk.2.ffn_gate_inp.bias", SL_GGML_F32, 16, 1 }, { "blk.2.ffn_up_exps.bias", SL_GGML_F32, 128, 16 },
+        { "blk.2.ffn_down_exps.bias", SL_GGML_F32, 256, 16 },
+    };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) check_shape(g, ts[i].name, ts[i].type, ts[i].ne0, ts[i].ne1);
     check_experts(g, "blk.3.ffn_gate_exps.weight", SL_GGML_MXFP4, 256, 128, 16);
     check_experts(g, "blk.3.ffn_down_exps.weight", SL_GGML_MXFP4, 128, 256, 16);
     cr_assert_null(sl_gguf_find_tensor(g, "blk.0.ffn_norm.weight"));

@@ -34,6 +34,11 @@ int sl_arch_check_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
  * *found: expert_count was present and non-zero. */
 int sl_arch_moe_read(sl_model_desc *d, const sl_gguf *g, bool required, bool width_key, bool shared,
                      bool *found);
+/* The sliding-window keys (arch_window.c): attention.sliding_window
+ * (required) and attention.sliding_window_pattern (def_period without it,
+ * at least min_period); d->n_swa set and the layers split into kind 0 (full)
+ * and kind 1 (kind 0 with the window): all but the last of every period. */
+int sl_arch_window_keys(sl_model_desc *d, const sl_gguf *g, uint32_t def_period, uint32_t min_period);
 /* The key hook of a family whose layers all have a MoE FFN block: the
  * expert keys required, the shared width iff the block has a shared expert. */
 int sl_arch_moe_keys(sl_model_desc *d, const sl_gguf *g);
