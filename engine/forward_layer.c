@@ -1,7 +1,7 @@
 /* One layer of the forward pass: its blocks by kind (model.h), each
  * pre-norm -> block -> optional post-norm -> residual add. Softmax
- * attention (biases, q/k norms, rope, q scale, sliding window, the KV
- * cache's types and bases); the gated FFN (SiLU / GELU, fused gate|up); the
+ * attention (biases, q/k norms, rope, q scale, sliding window, sinks, the
+ * KV cache's types and bases); the gated FFN (SiLU / GELU, fused gate|up); the
  * MoE FFN (forward_moe.c). A new block kind is a function here and a case
  * in sl_forward_layer. */
 #include "forward_layer.h"
@@ -58,7 +58,7 @@ static attn_dims dims_of(const sl_model_desc *d, const sl_attn_block *b)
  * q, k, v row blocks); the optional ones NULL when the block has none (k, v
  * and the k norm of a block that reads another layer's cache). */
 typedef struct attn_w {
-    const sl_stream_tensor *q, *k, *v, *o, *bq, *bk, *bv, *nq, *nk, *post;
+    const sl_stream_tensor *q, *k, *v, *o, *bq, *bk, *bv, *bo, *nq, *nk, *sinks, *post;
     sl_stream_tensor part[3];
 } attn_w;
 
@@ -88,6 +88,9 @@ static int attn_weights(const sl_attn_block *b, attn_dims dm, const sl_stream_vi
     if (b->qk_norm &&
         ((rc = sl_forward_find(v, l, "attn_q_norm.weight", &w->nq)) ||
          (!b->kv_shared && (rc = sl_forward_find(v, l, "attn_k_norm.weight", &w->nk)))))
+        return rc;
+    if ((b->o_bias && (rc = sl_forward_find(v, l, "attn_output.bias", &w->bo))) ||
+        (b->sinks && (rc = sl_forward_find(v, l, "attn_sinks.weight", &w->sinks))))
         return rc;
     if (b->post_norm && (rc = sl_forward_find(v, l, "post_attention_norm.weight", &w->post))) return rc;
     return 0;
@@ -199,7 +202,7 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
             .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = dm.hd,
             .pos0 = kv->n_past - kv->base[kl], .scale = b->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)dm.hd),
             .kv_head_stride = sl_kv_head_stride(kv, kl), .window = b->window,
-            .type_k = kv->type_k, .type_v = kv->type_v,
+            .type_k = kv->type_k, .type_v = kv->type_v, .sinks = w.sinks ? w.sinks->data : NULL,
         };
         SL_TIMED(f, SL_PROF_ATTN, 0, rc = sl_kern_attention(f->k, f->pool, &a, f->attn_scratch));
         if (rc) return sl_err_set(rc, "layer %d: attention failed", l);
@@ -208,6 +211,9 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
                      sl_kv_rotate(f->att + (int64_t)i * dm.qd, (int64_t)sq[s].n * dm.qd, kv->rot_v));
     }
     if ((rc = sl_forward_mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;
+    if (w.bo)
+        for (int32_t i = 0; i < n; i++)
+            f->k->add(f->xn + (int64_t)i * d->n_embd, f->xn + (int64_t)i * d->n_embd, w.bo->data, d->n_embd);
     block_out(f, w.post, n);
     return 0;
 }
@@ -232,7 +238,7 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
     } else if ((rc = sl_forward_find(v, l, "ffn_gate.weight", &wg))) {
         return rc;
     }
-    if ((rc = block_in(f, v, l, "ffn_norm.weight", n))) return rc;
+    if ((rc = block_in(f, v, l, sl_ffn_norm_name(b), n))) return rc;
     sl_act_cache c = { 0 };
     if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 2, (const sl_stream_tensor *[]){ wg, wu },
                                   (float *[]){ f->gate, f->up }, (int64_t[]){ FF, FF },
@@ -249,7 +255,7 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
 /* Routed experts (forward_moe.c, which adds to x itself). */
 static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
-    int rc = block_in(f, v, l, "ffn_norm.weight", n);
+    int rc = block_in(f, v, l, sl_ffn_norm_name(b), n);
     if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
     return rc;
 }

@@ -1,10 +1,13 @@
 /* Routed-expert FFN, numerically as llama.cpp's build_moe_ffn on the CPU:
- * router logits in F32, softmax over all experts, the k largest
- * probabilities (descending; ties to the lower expert id), divided by their
- * sum (clamped to 6.1e-5) where the architecture renormalizes; each expert's
- * down output times its weight, then the k terms added in order of
- * decreasing weight; qwen2moe adds the shared expert times
- * sigmoid(ffn_gate_inp_shexp . h). Expert matrices take activations
+ * router logits in F32 (plus the router bias where there is one), softmax
+ * over all experts, the k largest probabilities (descending; ties to the
+ * lower expert id), divided by their sum (clamped to 6.1e-5) where the
+ * architecture renormalizes, or (gpt-oss) the k largest logits with a
+ * softmax over those k; each expert's down output times its weight, then
+ * the k terms added in order of decreasing weight; qwen2moe adds the shared
+ * expert times sigmoid(ffn_gate_inp_shexp . h). Expert biases (gpt-oss)
+ * are F32 rows added after each product; the activation is SwiGLU or
+ * gpt-oss's clamped variant. Expert matrices take activations
  * quantized to their vec_dot_type like every other matmul. Experts come from
  * the streamer one (layer, expert) at a time: the batch's union of chosen
  * experts is requested at once (one read batch for those not cached), then
@@ -111,11 +114,21 @@ static void top_k(const float *p, int n, int k, int32_t *sel)
     }
 }
 
-/* Softmax of one token's router logits in place, then its top k (weights
- * renormalized when norm). */
-static void route(const sl_model_desc *d, bool norm, float *p, int32_t *sel, float *w)
+/* One token's routing from its router logits p (in place): with softmax_k
+ * the top k logits and a softmax over them; else a softmax over all, its
+ * top k (renormalized when norm). */
+static void route(const sl_model_desc *d, const sl_ffn_block *blk, float *p, int32_t *sel, float *w)
 {
     const int NE = d->n_expert, K = d->n_expert_used;
+    const bool norm = blk->weights_norm;
+    if (blk->softmax_k) {   /* sel[0] holds the largest logit */
+        double sum = 0;
+        top_k(p, NE, K, sel);
+        for (int j = 0; j < K; j++) { w[j] = expf(p[sel[j]] - p[sel[0]]); sum += w[j]; }
+        const float inv = (float)(1.0 / sum);
+        for (int j = 0; j < K; j++) w[j] *= inv;
+        return;
+    }
     float mx = -INFINITY;
     for (int e = 0; e < NE; e++) if (p[e] > mx) mx = p[e];
     double sum = 0;
@@ -165,12 +178,15 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
         return;
     sl_stream_view v;
     if (sl_stream_acquire(f->st, l + 1, &v)) return;
-    const sl_stream_tensor *fn = sl_stream_view_find(&v, "ffn_norm.weight");
+    const sl_ffn_block *nb = &sl_model_layer(d, l + 1)->ffn;
+    const sl_stream_tensor *fn = sl_stream_view_find(&v, sl_ffn_norm_name(nb));
     const sl_stream_tensor *gi = sl_stream_view_find(&v, "ffn_gate_inp.weight");
-    int rc = fn && gi ? 0 : SL_ENOENT;
+    const sl_stream_tensor *gb = nb->router_bias ? sl_stream_view_find(&v, "ffn_gate_inp.bias") : NULL;
+    int rc = fn && gi && (gb || !nb->router_bias) ? 0 : SL_ENOENT;
     if (!rc) {
         f->k->rmsnorm(b->xg, f->x, fn->data, E, d->rms_eps);
         rc = moe_mm(f, b->xg, 1, (int)gi->type, gi->data, NE, E, b->probs, NE, gi->name);
+        if (!rc && gb) f->k->add(b->probs, b->probs, gb->data, NE);   /* the logits it selects on */
     }
     (void)sl_stream_release(f->st, l + 1);
     if (rc) { sl_err_clear(); return; }
@@ -181,17 +197,56 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     if (r && sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess, r) < 0) sl_err_clear();
 }
 
-/* One expert (or the shared expert when e < 0) over the m gathered rows in
- * b->xg; its down outputs land in b->xg. */
-static int expert_ffn(sl_forward *f, moe_buf *b, int64_t m, int64_t e, const sl_stream_tensor *wg,
-                      const sl_stream_tensor *wu, const sl_stream_tensor *wd)
+/* gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai with its alpha and limit). */
+#define SL_OAI_ALPHA 1.702f
+#define SL_OAI_LIMIT 7.0f
+
+/* g <- act(g) * u over n values: SiLU, or the clamped variant. */
+static void gate_act(const sl_forward *f, const sl_ffn_block *blk, float *g, const float *u, int64_t n)
+{
+    if (blk->act != SL_ACT_SWIGLU_OAI) {
+        f->k->silu_mul(g, g, u, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float x = fminf(g[i], SL_OAI_LIMIT), y = fmaxf(fminf(u[i], SL_OAI_LIMIT), -SL_OAI_LIMIT);
+        g[i] = x / (1.0f + expf(SL_OAI_ALPHA * -x)) * (y + 1.0f);
+    }
+}
+
+/* A layer's expert biases (F32 [width, n_expert]; NULL: none). */
+typedef struct moe_bias { const float *g, *u, *d; } moe_bias;
+
+static int find_bias(const sl_ffn_block *blk, const sl_stream_view *v, int32_t l, moe_bias *eb)
+{
+    const sl_stream_tensor *t[3];
+    int rc;
+    memset(eb, 0, sizeof *eb);
+    if (!blk->expert_bias) return 0;
+    if ((rc = sl_forward_find(v, l, "ffn_gate_exps.bias", &t[0])) ||
+        (rc = sl_forward_find(v, l, "ffn_up_exps.bias", &t[1])) ||
+        (rc = sl_forward_find(v, l, "ffn_down_exps.bias", &t[2])))
+        return rc;
+    eb->g = t[0]->data; eb->u = t[1]->data; eb->d = t[2]->data;
+    return 0;
+}
+
+/* y[i] += row e of bias (width w) for the m rows of y (stride w); none when bias is NULL. */
+static void add_bias(const sl_forward *f, float *y, const float *bias, int64_t e, int64_t m, int64_t w)
+{
+    if (!bias) return;
+    for (int64_t i = 0; i < m; i++) f->k->add(y + i * w, y + i * w, bias + e * w, w);
+}
+
+/* One expert's matrices (the view's slices, or the shared expert's) over
+ * the m gathered rows in b->xg; its down outputs land in b->xg. e: the
+ * expert's row in the layer's expert biases (those of eb; none: NULL). */
+static int expert_ffn(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const moe_bias *eb, int64_t m,
+                      int64_t e, const sl_stream_tensor *wg, const sl_stream_tensor *wu,
+                      const sl_stream_tensor *wd)
 {
     const int64_t E = f->d->n_embd, FF = (int64_t)wg->ne[1];
-    const size_t gsl = sl_gguf_row_bytes(wg->type, E) * (size_t)FF;
-    const size_t dsl = sl_gguf_row_bytes(wd->type, FF) * (size_t)E;
-    const uint8_t *G = (const uint8_t *)wg->data + (e < 0 ? 0 : (size_t)e * gsl);
-    const uint8_t *U = (const uint8_t *)wu->data + (e < 0 ? 0 : (size_t)e * gsl);
-    const uint8_t *D = (const uint8_t *)wd->data + (e < 0 ? 0 : (size_t)e * dsl);
+    const void *G = wg->data, *U = wu->data, *D = wd->data;
     int rc;
     if ((rc = moe_mm(f, b->xg, m, (int)wg->type, G, FF, E, b->g, FF, wg->name))) return rc;
     if (sl_quant_vec_dot_type((int)wu->type) == sl_quant_vec_dot_type((int)wg->type))
@@ -200,8 +255,12 @@ static int expert_ffn(sl_forward *f, moe_buf *b, int64_t m, int64_t e, const sl_
     else
         rc = moe_mm(f, b->xg, m, (int)wu->type, U, FF, E, b->u, FF, wu->name);
     if (rc) return sl_err_set(rc, "matmul with '%s' failed", wu->name);
-    f->k->silu_mul(b->g, b->g, b->u, m * FF);
-    return moe_mm(f, b->g, m, (int)wd->type, D, E, FF, b->xg, E, wd->name);
+    add_bias(f, b->g, eb->g, e, m, FF);
+    add_bias(f, b->u, eb->u, e, m, FF);
+    gate_act(f, blk, b->g, b->u, m * FF);
+    if ((rc = moe_mm(f, b->g, m, (int)wd->type, D, E, FF, b->xg, E, wd->name))) return rc;
+    add_bias(f, b->xg, eb->d, e, m, E);
+    return 0;
 }
 
 /* Decode's routed experts in two pool jobs per group (sl_kern_matvec_multi):
@@ -229,7 +288,8 @@ static int32_t slot_of(const moe_buf *b, int32_t K, int32_t e)
     return j;
 }
 
-static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *ids, int32_t ng)
+static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const moe_bias *eb, int32_t l,
+                         const int32_t *ids, int32_t ng)
 {
     const int32_t E = f->d->n_embd, K = f->d->n_expert_used;
     sl_stream_view ev[SL_MOE_GROUP];
@@ -275,8 +335,10 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
         rc = sl_kern_matvec_multi(f->k, f->pool, parts, 2 * ng);
         if (rc) rc = sl_err_set(rc, "layer %d: the experts' gate/up matvec failed", (int)l);
         for (int32_t i = 0; i < ng && !rc; i++) {
-            float *g = b->g + (int64_t)i * FF;
-            f->k->silu_mul(g, g, b->u + (int64_t)i * FF, FF);
+            float *g = b->g + (int64_t)i * FF, *u = b->u + (int64_t)i * FF;
+            add_bias(f, g, eb->g, ids[i], 1, FF);
+            add_bias(f, u, eb->u, ids[i], 1, FF);
+            gate_act(f, blk, g, u, FF);
             sl_kern_quantize_act(f->k, td, g, FF, 1, dact + (size_t)i * da);
             parts[i] = (sl_mv_part){ .wtype = td, .W = ev[i].tensors[2].data, .rows = E, .cols = FF,
                                      .act = dact + (size_t)i * da, .y = b->ys + (int64_t)slot[i] * E };
@@ -291,13 +353,15 @@ static int experts_group(sl_forward *f, moe_buf *b, int32_t l, const int32_t *id
     if (rc) return rc;
     for (int32_t i = 0; i < ng; i++) {
         float *y = b->ys + (int64_t)slot[i] * E;
+        add_bias(f, y, eb->d, ids[i], 1, E);
         weigh(y, y, b->w[slot[i]], E);
     }
     return 0;
 }
 
 /* 0: done; 1: not taken (the per-expert loop runs); < 0: a status. */
-static int experts_decode(sl_forward *f, moe_buf *b, int32_t l, int32_t n_uni)
+static int experts_decode(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const moe_bias *eb, int32_t l,
+                          int32_t n_uni)
 {
     /* g and u hold n_batch rows of n_ff_exp: a group needs SL_MOE_GROUP */
     if (!f->fuse || f->d->n_ff_exp <= 0 || f->n_batch < SL_MOE_GROUP || n_uni > 64) return 1;
@@ -311,9 +375,9 @@ static int experts_decode(sl_forward *f, moe_buf *b, int32_t l, int32_t n_uni)
      * per-expert loop then recomputes every expert's ys row, identically */
     int rc = 0;
     for (int32_t i = 0; i < nr && !rc; i += SL_MOE_GROUP)
-        rc = experts_group(f, b, l, ready + i, nr - i < SL_MOE_GROUP ? nr - i : SL_MOE_GROUP);
+        rc = experts_group(f, b, blk, eb, l, ready + i, nr - i < SL_MOE_GROUP ? nr - i : SL_MOE_GROUP);
     for (int32_t i = 0; i < nl && !rc; i += SL_MOE_GROUP)
-        rc = experts_group(f, b, l, later + i, nl - i < SL_MOE_GROUP ? nl - i : SL_MOE_GROUP);
+        rc = experts_group(f, b, blk, eb, l, later + i, nl - i < SL_MOE_GROUP ? nl - i : SL_MOE_GROUP);
     return rc;
 }
 
@@ -323,15 +387,20 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
     const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
     moe_buf b;
     carve(d, f->n_batch, f->moe, &b);
-    const sl_stream_tensor *gi;
+    const sl_stream_tensor *gi, *gb = NULL;
+    moe_bias eb;
     int rc;
-    if ((rc = sl_forward_find(v, l, "ffn_gate_inp.weight", &gi))) return rc;
+    if ((rc = sl_forward_find(v, l, "ffn_gate_inp.weight", &gi)) ||
+        (blk->router_bias && (rc = sl_forward_find(v, l, "ffn_gate_inp.bias", &gb))) ||
+        (rc = find_bias(blk, v, l, &eb)))
+        return rc;
 
     /* routing */
     if ((rc = moe_mm(f, f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name))) return rc;
+    if (gb) add_bias(f, b.probs, gb->data, 0, n, NE);
     memset(b.cnt, 0, (size_t)(NE + 1) * sizeof *b.cnt);
     for (int32_t t = 0; t < n; t++) {
-        route(d, blk->weights_norm, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
+        route(d, blk, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
         for (int32_t j = 0; j < K; j++) b.cnt[b.sel[(int64_t)t * K + j] + 1]++;
     }
     if (n == 1 && f->pg_layer == l) {   /* how good the guess was, rank by rank */
@@ -354,7 +423,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
     if ((rc = sl_stream_expert_request(f->st, l, b.uni, n_uni)))
         return sl_err_set(rc, "layer %d: %s", l, sl_stream_errmsg(f->st));
     if (f->pregate && n == 1) pregate(f, &b, l);
-    int fused = n == 1 ? experts_decode(f, &b, l, n_uni) : 1;
+    int fused = n == 1 ? experts_decode(f, &b, blk, &eb, l, n_uni) : 1;
     if (fused < 0) return fused;
     /* otherwise each chosen expert once, over all its rows */
     for (int32_t ui = 0; fused && ui < n_uni; ui++) {
@@ -365,7 +434,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
         sl_stream_view ev;
         if ((rc = sl_stream_expert_acquire(f->st, l, e, &ev)))
             return sl_err_set(rc, "%s", sl_stream_errmsg(f->st));
-        rc = expert_ffn(f, &b, m, -1, &ev.tensors[0], &ev.tensors[1], &ev.tensors[2]);
+        rc = expert_ffn(f, &b, blk, &eb, m, e, &ev.tensors[0], &ev.tensors[1], &ev.tensors[2]);
         int rr = sl_stream_expert_release(f->st, l, e);
         if (rc) return rc;
         if (rr) return sl_err_set(rr, "%s", sl_stream_errmsg(f->st));
@@ -392,7 +461,8 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
         /* gate logits z[t] (one row of [n_embd]) land in probs, free again */
         if ((rc = moe_mm(f, f->xn, n, (int)gs->type, gs->data, 1, E, b.probs, 1, gs->name))) return rc;
         memcpy(b.xg, f->xn, (size_t)n * (size_t)E * 4);
-        if ((rc = expert_ffn(f, &b, n, -1, sg, su, sd))) return rc;
+        const moe_bias none = { NULL, NULL, NULL };
+        if ((rc = expert_ffn(f, &b, blk, &none, n, 0, sg, su, sd))) return rc;
         for (int32_t t = 0; t < n; t++) {
             /* sigmoid as llama.cpp forms it: silu(z) / z */
             const float z = b.probs[t], s = z / (1.0f + expf(-z)) / z;

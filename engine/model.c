@@ -66,6 +66,7 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     if (!(d->rope_base > 0) || !(d->rms_eps >= 0))
         return sl_err_set(SL_ERANGE, "model metadata: rope base %g / rms eps %g invalid",
                           (double)d->rope_base, (double)d->rms_eps);
+    d->rope_attn_factor = 1.0f;   /* before the rope keys: YaRN sets its own */
     if ((rc = sl_model_rope_keys(d, g))) return rc;
 
     d->n_layer = (int32_t)n_layer; d->n_embd = (int32_t)n_embd; d->n_ff = (int32_t)n_ff;
@@ -73,7 +74,6 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     d->n_rot = (int32_t)n_rot; d->n_ctx_train = (int32_t)n_ctx;
     d->q_dim = d->n_head * d->head_dim; d->kv_dim = d->n_head_kv * d->head_dim;
     d->rope_neox = d->arch->rope_neox;
-    d->rope_attn_factor = 1.0f;
     d->n_kinds = 1;   /* every layer d->kind[0] unless the family's keys say otherwise */
     d->kind[0] = d->arch->layer;
     if (d->arch->keys && (rc = d->arch->keys(d, g))) return rc;

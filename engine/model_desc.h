@@ -11,7 +11,7 @@
 #define SL_MAX_LAYERS 4096       /* block_count above it is refused */
 #define SL_MAX_LAYER_KINDS 8     /* distinct layer shapes of one model (gemma3: 2, gemma4: 4) */
 
-enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3 };
+enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3, SL_ROPE_SCALE_YARN };
 
 /* Attention block kinds. Each: pre-RMSNorm (attn_norm), the block, optional
  * post-RMSNorm, residual add. MLA and RECURRENT are reserved: no family has
@@ -30,7 +30,8 @@ enum sl_ffn_kind {
     SL_FFN_GATED,       /* dense act(gate) * up -> down */
     SL_FFN_MOE,         /* routed experts (gated, SiLU), optional shared expert */
 };
-enum sl_ffn_act { SL_ACT_SILU = 0, SL_ACT_GELU };
+/* SWIGLU_OAI: gpt-oss's clamped SwiGLU, min(g,7)*sigmoid(1.702 min(g,7))*(clamp(u,-7,7)+1) */
+enum sl_ffn_act { SL_ACT_SILU = 0, SL_ACT_GELU, SL_ACT_SWIGLU_OAI };
 
 typedef struct sl_attn_block {
     int kind;                 /* enum sl_attn_kind */
@@ -38,7 +39,8 @@ typedef struct sl_attn_block {
     bool qk_norm;             /* per-head RMSNorm of q and k before rope */
     bool fused_qkv;           /* one attn_qkv matrix, rows q | k | v */
     bool post_norm;           /* post_attention_norm before the residual */
-    bool sinks;               /* reserved: per-head attention sink logits */
+    bool sinks;               /* attn_sinks.weight: per-head logits in the softmax denominator */
+    bool o_bias;              /* attn_output.bias added after the output projection */
     int32_t window;           /* > 0: attends to the last `window` positions (rope: rope_base_swa) */
     float q_scale;            /* > 0: q *= q_scale before attention, attention scale 1 */
     int32_t head_dim;         /* > 0: this block's head dim (<= d->head_dim, the cache's row); else d->head_dim */
@@ -54,6 +56,10 @@ typedef struct sl_ffn_block {
     bool shared_expert;       /* MoE: plus a sigmoid-gated shared expert (n_ff_shexp wide) */
     bool weights_norm;        /* MoE: the k chosen probabilities renormalized to sum 1 */
     int32_t n_ff;             /* > 0: this block's width (GATED; <= d->n_ff, the widest); else d->n_ff */
+    bool norm_post_attn;      /* the pre-norm is post_attention_norm, not ffn_norm (gpt-oss) */
+    bool router_bias;         /* MoE: ffn_gate_inp.bias added to the router logits */
+    bool softmax_k;           /* MoE: top k of the logits, weights a softmax over those k only */
+    bool expert_bias;         /* MoE: ffn_{gate,up,down}_exps.bias [width, n_expert] added after the products */
 } sl_ffn_block;
 
 /* One layer's blocks, in order: attention, FFN, then the optional
@@ -87,10 +93,12 @@ typedef struct sl_model_desc {
     float rope_scale_factor;  /* linear: positions divided by it */
     float ll3_low_freq, ll3_high_freq;   /* llama3-style factors, used when no rope_freqs tensor */
     int32_t ll3_orig_ctx;
+    int32_t yarn_orig_ctx;    /* YaRN: the training context the ramp is measured against (0: n_ctx_train) */
+    float yarn_beta_fast, yarn_beta_slow;   /* YaRN: the ramp's ends, in rotations over that context */
     bool has_rope_freqs;      /* rope_freqs.weight tensor (per-dim divisors) */
     bool has_rope_factors;    /* LongRoPE: rope_factors_long/short.weight */
     int32_t rope_orig_ctx;    /* LongRoPE: long factors iff padded n_ctx exceeds it */
-    float rope_attn_factor;   /* cos/sin multiplier (1 except LongRoPE) */
+    float rope_attn_factor;   /* cos/sin multiplier (1 except LongRoPE and YaRN) */
     int32_t n_swa;            /* sliding window the file declares (0: none; applied per layer) */
     int32_t n_rot_swa;        /* > 0: rope dims of the sliding-window layers (else n_rot) */
     bool rope_freqs_full;     /* rope_freqs divide the full layers' angles only, not the window's */
@@ -132,6 +140,12 @@ static inline int32_t sl_model_kv_layer(const sl_model_desc *d, int32_t l)
 {
     if (!sl_model_layer(d, l)->attn.kv_shared) return l;
     return d->n_layer_kv - (sl_model_layer(d, l)->attn.window > 0 ? 2 : 1);
+}
+
+/* The tensor of an FFN block's pre-norm. */
+static inline const char *sl_ffn_norm_name(const sl_ffn_block *b)
+{
+    return b->norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight";
 }
 
 #endif

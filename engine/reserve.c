@@ -52,6 +52,9 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
         return rc;
     r->kv_pos_bytes = (uint64_t)sl_model_n_layer_kv(d) * sl_kv_pos_bytes(d->kv_dim, p->type_k, p->type_v);
     r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, p->type_v);
+    r->n_swa_layers = 0;
+    for (int32_t l = 0; l < d->n_layer; l++) r->n_swa_layers += sl_model_layer_swa(d, l);
+    r->swa_window = r->n_swa_layers ? d->n_swa : 0;
     int32_t *cap = d->n_layer > 0 ? malloc((size_t)d->n_layer * sizeof *cap) : NULL;
     if (cap) {   /* sliding-window layers: their ring only (else the full bound above) */
         sl_reserve_kv_caps(d, p, r->n_ctx, r->n_batch, cap);

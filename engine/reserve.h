@@ -20,6 +20,8 @@ typedef struct sl_reserve {
     const sl_kern *k;           /* kernel level the forward pass uses */
     uint64_t kv_bytes;          /* KV cache of one session */
     uint64_t kv_pos_bytes;      /* of which per position (all layers, K + V, in their types) */
+    int32_t n_swa_layers;       /* layers whose cache keeps only their sliding window ... */
+    int32_t swa_window;         /* ... of this many positions (0: none) */
     uint64_t arena_bytes;       /* forward pass arena */
     uint64_t logits_bytes;      /* logits, sampler scratch, token history */
     uint64_t panel_bytes;       /* prefill panel buffers (per thread) */

@@ -63,7 +63,7 @@ static void attn_item_scalar(SL_ATTN_ITEM_ARGS)
             s[j] = acc * a->scale;
             mx = s[j] > mx ? s[j] : mx;
         }
-        sl_attn_softmax_ref(s, L, mx, 1);
+        sl_attn_softmax_ref(s, L, mx, 1, sl_attn_sink(a, h0 + g));
         float *acc = ws->acc;
         memset(acc, 0, (size_t)hd * sizeof(float));
         for (int32_t j = 0; j < L; j++) {

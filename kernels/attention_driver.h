@@ -135,7 +135,7 @@ static inline void attn_item(SL_ATTN_ITEM_ARGS)
         ws->qf[i] = sl_f16_to_f32(sl_f32_to_f16(q[i]));
     attn_scores(ws->s, ws->qf, ng, kb, ks, hd, L, a->scale);
     for (int g = 0; g < ng; g++)
-        sl_vsoftmax(ws->s + (int64_t)g * L, L, 1);
+        sl_vsoftmax(ws->s + (int64_t)g * L, L, 1, sl_attn_sink(a, h0 + g));
     memset(ws->acc, 0, (size_t)nq * sizeof(float));
     for (int32_t j0 = 0; j0 < L; j0 += ATTN_JB) {
         int32_t j1 = j0 + ATTN_JB < L ? j0 + ATTN_JB : L;

@@ -20,7 +20,7 @@ void sl_attn_item_q_scalar(SL_ATTN_ITEM_ARGS)
         float *s = ws->s + (int64_t)g * L, mx = -INFINITY;
         for (int32_t j = 0; j < L; j++)
             mx = s[j] > mx ? s[j] : mx;
-        sl_attn_softmax_ref(s, L, mx, 0);
+        sl_attn_softmax_ref(s, L, mx, 0, sl_attn_sink(a, h0 + g));
     }
     float *acc = ws->acc, *vr = ws->qf;   /* qf is free here: one dequantized V row */
     memset(acc, 0, (size_t)ng * (size_t)hd * sizeof(float));

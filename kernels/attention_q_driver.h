@@ -85,7 +85,7 @@ static inline void attn_item_q(SL_ATTN_ITEM_ARGS)
 
     sl_attn_q_scores(a, row, kvh, h0, ng, ws, sp.first, L);
     for (int g = 0; g < ng; g++)
-        sl_vsoftmax(ws->s + (int64_t)g * L, L, 0);
+        sl_vsoftmax(ws->s + (int64_t)g * L, L, 0, sl_attn_sink(a, h0 + g));
     memset(ws->acc, 0, (size_t)ng * (size_t)hd * sizeof(float));
     switch (tv) {   /* the type as a constant: one specialized loop per V type */
     case SL_GGML_Q8_0: attnq_pv(ws->acc, ws->s, L, ng, hd, vb, vbs, SL_GGML_Q8_0); break;

@@ -173,6 +173,10 @@ typedef struct sl_attn {
      * softmax in f32 (probabilities not rounded), V dequantized and
      * accumulated in f32. */
     int type_k, type_v;
+    /* NULL, or one logit per query head (gpt-oss's learned sinks): an extra
+     * term e^(sink - m) in the softmax denominator only, m the maximum over
+     * the scores and the sink; the sink has no value row. */
+    const float *sinks;
 } sl_attn;
 size_t sl_kern_attn_scratch(int n_threads, int head_dim, int32_t n_ctx);
 int sl_kern_attention(const sl_kern *k, sl_pool *p, const sl_attn *a, void *scratch);

@@ -54,8 +54,9 @@ SL_VINL sl_vf sl_vexp(sl_vf x)
 /* x <- softmax(x) in place, as the scalar: max-subtracted, exps summed in
  * double, one multiply by (float)(1/sum); round_h: the probabilities rounded
  * to f16 (kept as f32), as attention's p.v uses them. The last partial
- * vector is padded with -inf (exp 0). */
-SL_VINL void sl_vsoftmax(float *x, int64_t n, const int round_h)
+ * vector is padded with -inf (exp 0). sink (-inf: none): an attention sink
+ * logit, in the maximum and, by libm expf as in the oracle, in the sum. */
+SL_VINL void sl_vsoftmax(float *x, int64_t n, const int round_h, float sink)
 {
     const int64_t nv = n - n % SL_VW;
     sl_vf vm = sl_v_set1(-INFINITY);
@@ -64,7 +65,9 @@ SL_VINL void sl_vsoftmax(float *x, int64_t n, const int round_h)
         vm = sl_v_max(vm, sl_v_ld(x + i));
     if (i < n)
         vm = sl_v_max(vm, sl_v_ldp(x + i, n - i, -INFINITY));
-    sl_vf mx = sl_v_set1(sl_v_hmax(vm));
+    float m = sl_v_hmax(vm);
+    m = sink > m ? sink : m;
+    sl_vf mx = sl_v_set1(m);
     sl_vacc s = sl_vacc_zero();
     for (i = 0; i < nv; i += SL_VW) {
         sl_vf e = sl_vexp(sl_v_ld(x + i) - mx);
@@ -76,7 +79,7 @@ SL_VINL void sl_vsoftmax(float *x, int64_t n, const int round_h)
         sl_v_stp(x + i, e, n - i);
         sl_vacc_add(&s, e);
     }
-    sl_vf inv = sl_v_set1((float)(1.0 / sl_vacc_sum(s)));
+    sl_vf inv = sl_v_set1((float)(1.0 / (sl_vacc_sum(s) + expf(sink - m))));
     for (i = 0; i < nv; i += SL_VW) {
         sl_vf v = sl_v_ld(x + i) * inv;
         sl_v_st(x + i, round_h ? sl_v_round_h(v) : v);

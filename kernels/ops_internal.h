@@ -38,15 +38,24 @@ static inline int32_t sl_attn_first(const sl_attn *a, int row)
  * the level's vec_dot of the K type (set per call by attention.c). */
 typedef struct sl_attn_ws { float *qf, *s, *acc; void *qq; sl_vec_dot_fn kdot; } sl_attn_ws;
 
+/* Head h's sink logit, -inf when the call has none (its term is then 0). */
+static inline float sl_attn_sink(const sl_attn *a, int h)
+{
+    return a->sinks ? a->sinks[h] : -INFINITY;
+}
+
 /* The oracles' softmax of s[0..L) whose maximum is mx: libm expf, a double
- * sum; round_h: probabilities rounded to f16 (the F16 cache path). */
-static inline void sl_attn_softmax_ref(float *s, int32_t L, float mx, int round_h)
+ * sum, plus the sink's term after the scores' (sink -inf: none); round_h:
+ * probabilities rounded to f16 (the F16 cache path). */
+static inline void sl_attn_softmax_ref(float *s, int32_t L, float mx, int round_h, float sink)
 {
     double sum = 0.0;
+    mx = sink > mx ? sink : mx;
     for (int32_t j = 0; j < L; j++) {
         s[j] = expf(s[j] - mx);
         sum += s[j];
     }
+    sum += expf(sink - mx);
     float inv = (float)(1.0 / sum);
     for (int32_t j = 0; j < L; j++)
         s[j] = round_h ? sl_f16_to_f32(sl_f32_to_f16(s[j] * inv)) : s[j] * inv;

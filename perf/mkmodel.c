@@ -45,6 +45,12 @@ typedef struct {
     bool moe_only;                /* only with a MoE preset (the experts come from there) */
     bool expert_width_key;        /* expert_feed_forward_length (llama's loader has none) */
     bool gemma4;                  /* the preset's gemma4 fields: kinds, shared KV, per-layer embeddings */
+    bool oai;                     /* gpt-oss: o bias, sinks, post_attention_norm as the FFN's pre-norm,
+                                   * router and expert biases, YaRN keys, sliding window every other layer */
+    uint32_t swa;                 /* > 0: the window above n_ctx 512 (else MK_WINDOW) */
+    float yarn_factor;            /* > 0: rope.scaling.type yarn with this factor ... */
+    uint32_t yarn_orig_ctx;       /* ... over this original context */
+    const char *def_type;         /* default --type (NULL: q4_k) */
     float rope_base;              /* > 0: instead of the preset's */
     float eps;                    /* attention.layer_norm_rms_epsilon */
     const char *vocab;            /* default vocab file (NULL: the preset's) */
@@ -72,6 +78,11 @@ static const mk_arch mk_archs[] = {
       .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "qwen3 with experts" },
     { .name = "gemma4", .qk_norm = true, .post_norms = true, .tied = true, .window = true, .gemma4 = true,
       .eps = 1e-6f, .name_tag = "", .what = "gemma3 + per-kind head dims, shared-KV layers, per-layer embeddings" },
+    /* gpt-oss: the published files' keys; MXFP4 experts, Q8_0 elsewhere by default */
+    { .name = "gpt-oss", .qkv_bias = true, .window = true, .moe_only = true, .expert_width_key = true,
+      .oai = true, .swa = 128, .yarn_factor = 32.0f, .yarn_orig_ctx = 4096, .rope_base = 150000.0f,
+      .eps = 1e-5f, .def_type = "mxfp4_moe", .name_tag = "",
+      .what = "q/k/v/o biases, sinks, alternating window, YaRN, biased router and experts" },
 };
 
 /* ---- shapes -------------------------------------------------------------- */
@@ -128,6 +139,12 @@ static const mk_preset mk_presets[] = {
       .what = "Gemma-4-E4B (per-layer embeddings 42 x 256, 18 shared-KV layers)" },
     { "gemma4-31b", 60, 5376, 21504, 32, 16, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-31B dense (one kv head count for both kinds here)" },
+    { "gpt-oss-tiny", 4, 256, 128, 8, 2, 512, 150000.0f, BPE, "gpt-oss", 64, 0, 0, 16, 4, 128, 0, "synth3 shape" },
+    /* the vocabulary padded to gpt-oss's o200k size (the tokenizer is not o200k's) */
+    { "gpt-oss-20b", 24, 2880, 2880, 64, 8, 131072, 150000.0f, BPE, "gpt-oss", 64, 0, 201088, 32, 4, 2880, 0,
+      "gpt-oss-20b (MXFP4 experts)" },
+    { "gpt-oss-120b", 36, 2880, 2880, 64, 8, 131072, 150000.0f, BPE, "gpt-oss", 64, 0, 201088, 128, 4, 2880, 0,
+      "gpt-oss-120b (MXFP4 experts)" },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
     { "gemma4-tiny", 64, 64, 2, 2, 512 },
@@ -139,7 +156,7 @@ static const mk_gemma4_shape mk_gemma4_shapes[] = {
 #undef SPM
 
 /* ---- types and mixes --------------------------------------------------- */
-enum { MIX_PLAIN = 0, MIX_Q4_K_M, MIX_Q4_K_S, MIX_Q2_K };
+enum { MIX_PLAIN = 0, MIX_Q4_K_M, MIX_Q4_K_S, MIX_Q2_K, MIX_MXFP4_MOE };
 
 typedef struct { const char *name; uint32_t type; uint32_t ftype; int mix; } mk_typedef;
 
@@ -155,6 +172,7 @@ static const mk_typedef mk_types[] = {
     { "q6_k", SL_GGML_Q6_K, 18, MIX_PLAIN },
     { "q4_k_s", SL_GGML_Q4_K, 14, MIX_Q4_K_S }, { "q4_k_m", SL_GGML_Q4_K, 15, MIX_Q4_K_M },
     { "q2_k_mix", SL_GGML_Q2_K, 10, MIX_Q2_K },
+    { "mxfp4_moe", SL_GGML_Q8_0, 38, MIX_MXFP4_MOE },   /* llama-quantize's MXFP4_MOE: experts MXFP4, rest Q8_0 */
     { "iq4_nl", SL_GGML_IQ4_NL, 25, MIX_PLAIN }, { "iq4_xs", SL_GGML_IQ4_XS, 30, MIX_PLAIN },
     { "tq1_0", SL_GGML_TQ1_0, 36, MIX_PLAIN }, { "tq2_0", SL_GGML_TQ2_0, 37, MIX_PLAIN },
     { "mxfp4", SL_GGML_MXFP4, 38, MIX_PLAIN },
@@ -361,8 +379,10 @@ static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint
 }
 
 /* The routed experts of layer l: router [n_embd, n_expert] F32 and the 3-D
- * gate/up [n_embd, n_ff_exp, n_expert] and down [n_ff_exp, n_embd, n_expert];
- * qwen2moe's shared expert and its [n_embd] sigmoid gate. */
+ * gate/up [n_embd, n_ff_exp, n_expert] and down [n_ff_exp, n_embd, n_expert]
+ * (MXFP4 in the mxfp4_moe mix); gpt-oss's router bias [n_expert] and expert
+ * biases [width, n_expert] (F32); qwen2moe's shared expert and its [n_embd]
+ * sigmoid gate. */
 static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l, float s,
                        float s_gate)
 {
@@ -374,9 +394,18 @@ static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
     char nm[64];
     snprintf(nm, sizeof nm, "blk.%u.ffn_gate_inp.weight", l);
     int rc = add_t(m, nm, SL_GGML_F32, 2, E, NE, 0.1f, 0);
+    if (m->arch->oai && !rc) {
+        snprintf(nm, sizeof nm, "blk.%u.ffn_gate_inp.bias", l);
+        rc = add_t(m, nm, SL_GGML_F32, 1, NE, 1, 0.1f, 0);
+        for (int i = 0; i < 3 && !rc; i++) {
+            snprintf(nm, sizeof nm, "blk.%u.%.*s.bias", l, (int)strlen(exps[i].n) - 7, exps[i].n);
+            rc = add_t(m, nm, SL_GGML_F32, 2, exps[i].down ? E : FE, NE, 0.02f, 0);
+        }
+    }
     for (int i = 0; i < 3 && !rc; i++) {
         snprintf(nm, sizeof nm, "blk.%u.%s", l, exps[i].n);
-        uint32_t type = mk_tensor_type(td, head_type, exps[i].role, l, m->n_layer, m->n_head, m->n_head_kv);
+        uint32_t type = td->mix == MIX_MXFP4_MOE ? SL_GGML_MXFP4
+                      : mk_tensor_type(td, head_type, exps[i].role, l, m->n_layer, m->n_head, m->n_head_kv);
         rc = add_t(m, nm, type, 2, exps[i].down ? FE : E, exps[i].down ? E : FE,
                    exps[i].role == T_GATE ? s_gate : s, 0);
         if (rc) break;
@@ -559,7 +588,12 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
             LT("attn_k.bias", T_BIAS, 1, kv, 1, s, 0);
             LT("attn_v.bias", T_BIAS, 1, kv, 1, s, 0);
         }
-        LT("ffn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
+        if (m->arch->oai) {   /* sinks ~ N(0, 1): the scale of the scores */
+            LT("attn_output.bias", T_BIAS, 1, m->n_embd, 1, s, 0);
+            LT("attn_sinks.weight", T_BIAS, 1, m->n_head, 1, 1.0f, 0);
+        }
+        if (m->arch->oai) LT("post_attention_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
+        else LT("ffn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
         if (m->n_expert) {   /* the synth2 recipe: gates N(0, 0.08^2) so routing matters */
             rc |= add_experts(m, td, head_type, l, s, 0.08f);
             continue;
@@ -700,7 +734,8 @@ static void usage(FILE *f)
         "                    every matrix in T (lm head Q6_K for k-quants and i-quants, tq*,\n"
         "                    mxfp4, like llama.cpp); mixes:\n"
         "                    q4_k_m, q4_k_s, q2_k_mix (llama.cpp's Q4_K_M / Q4_K_S / Q2_K recipes:\n"
-        "                    Q6_K lm head, some attn_v/ffn_down/attn_output at more bits). Default q4_k\n"
+        "                    Q6_K lm head, some attn_v/ffn_down/attn_output at more bits);\n"
+        "                    mxfp4_moe (MXFP4 experts, Q8_0 elsewhere). Default q4_k (gpt-oss: mxfp4_moe)\n"
         "  --head T          lm head type (overrides the above)\n"
         "  --seed S          default 1; the file is a pure function of the options\n"
         "  --vocab FILE|none tokenizer metadata source (default: the architecture's, else the\n"
@@ -793,7 +828,7 @@ static int write_split(const char *tmp, const char *prefix, uint64_t max, bool k
 
 int perf_mkmodel_main(int argc, char **argv)
 {
-    const char *preset = NULL, *arch = NULL, *tname = "q4_k", *hname = NULL, *vocab = NULL, *out = NULL;
+    const char *preset = NULL, *arch = NULL, *tname = NULL, *hname = NULL, *vocab = NULL, *out = NULL;
     uint64_t seed = 1;
     uint32_t ov[7] = {0};   /* n_layer n_embd n_ff n_head n_head_kv n_ctx n_vocab overrides */
     static const char *ovn[7] = { "--n-layer", "--n-embd", "--n-ff", "--n-head", "--n-head-kv", "--n-ctx", "--n-vocab" };
@@ -862,6 +897,7 @@ int perf_mkmodel_main(int argc, char **argv)
         fprintf(stderr, "mkmodel: unknown --arch '%s' (sluice mkmodel --help lists them; MoE: by preset)\n", arch);
         return 2;
     }
+    if (!tname) tname = ar->def_type ? ar->def_type : "q4_k";
     const mk_typedef *td = find_type(tname);
     if (!td) { fprintf(stderr, "mkmodel: unknown --type '%s'\n", tname); return 2; }
     uint32_t head_type = default_head(td->type);
@@ -973,8 +1009,14 @@ int perf_mkmodel_main(int argc, char **argv)
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.scaling.original_context_length"), m.rope_orig_ctx);
         rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.scaling.attn_factor"), af);
     }
-    if (ar->window)   /* pattern and local rope base: llama.cpp's Gemma 3 defaults */
-        rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.sliding_window"), m.n_ctx <= 512 ? 16u : MK_WINDOW);
+    if (ar->window)   /* pattern and local rope base: the family's defaults */
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.sliding_window"),
+                                     m.n_ctx <= 512 ? 16u : ar->swa ? ar->swa : MK_WINDOW);
+    if (ar->yarn_factor > 0) {
+        rc |= sl_gguf_writer_set_str(w, KEY("%s.rope.scaling.type"), "yarn");
+        rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.scaling.factor"), ar->yarn_factor);
+        rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.scaling.original_context_length"), ar->yarn_orig_ctx);
+    }
     if (m.n_expert) {
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_count"), m.n_expert);
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_used_count"), m.n_expert_used);

@@ -40,4 +40,11 @@ static inline void attn_check_threads(const sl_kern *k, sl_pool *pool, const sl_
     free(o1);
 }
 
+/* Sink logits for n_head heads: spread over [-3, 4) around the scores'
+ * scale, and head 1's at 20, far above them (its weights all but vanish). */
+static inline void attn_test_sinks(float *sinks, int n_head)
+{
+    for (int h = 0; h < n_head; h++) sinks[h] = h == 1 ? 20.0f : -3.0f + 7.0f * (float)((h * 37) % 11) / 11.0f;
+}
+
 #endif

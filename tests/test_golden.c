@@ -423,8 +423,11 @@ static const synth_arch synth2_supported[] = {
     { "qwen2moe", { "synth2-qwen2moe-q4_k_m", 0.10, 0.019 } },
     { "qwen3moe", { "synth2-qwen3moe-q4_k_m", 0.12, 0.021 } },
 };
-/* synth3: one row per architecture as it lands (README "synth3"). */
+/* synth3: one row per architecture as it lands (README "synth3"); bounds
+ * as for synth2 (MoE: the bracketed figures):
+ *   gpt-oss max 0.09 RMS 0.017;  gemma4 (dense) max 0.20 RMS 0.032. */
 static const synth_arch synth3_supported[] = {
+    { "gpt-oss", { "synth3-gpt-oss-q4_k_m", 0.09, 0.017 } },
     { "gemma4", { "synth3-gemma4-q4_k_m", 0.20, 0.032 } },
 };
 
@@ -489,6 +492,7 @@ SYNTH_MODES(synth2, mixtral, "llama+experts")
 SYNTH_MODES(synth2, qwen2moe, "qwen2moe")
 SYNTH_MODES(synth2, qwen3moe, "qwen3moe")
 /* synth3: one line per supported architecture */
+SYNTH_MODES(synth3, gpt_oss, "gpt-oss")
 SYNTH_MODES(synth3, gemma4, "gemma4")
 
 /* i-quant models (iq/ in the index; llama files quantized with an importance

@@ -92,7 +92,7 @@ static void prob_make(prob *P, const shape *sh)
         P->v[i] = sl_f32_to_f16(frand(-2, 2));
     }
     sl_attn a = { P->q, qs, P->k, P->v, ks, P->out, qs, sh->n_q, sh->n_head, sh->n_head_kv, hd,
-                  sh->pos0, 1.0f / sqrtf((float)hd), khs, 0, SL_GGML_F16, SL_GGML_F16 };
+                  sh->pos0, 1.0f / sqrtf((float)hd), khs, 0, SL_GGML_F16, SL_GGML_F16, NULL };
     P->a = a;
 }
 
@@ -125,7 +125,11 @@ static void check_ref(const prob *P, const char *lvl)
                 s[j] = acc * a->scale;
                 mx = s[j] > mx ? s[j] : mx;
             }
+            /* a sink: one more logit in the max and the denominator, no value */
+            const double sink = a->sinks ? a->sinks[h] : -INFINITY;
+            mx = sink > mx ? sink : mx;
             for (int32_t j = j0; j < L; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+            sum += exp(sink - mx);
             for (int32_t j = j0; j < L; j++) { s[j] /= sum; p16[j] = f16r((float)s[j]); }
             for (int d = 0; d < hd; d++) {
                 double o = 0, P_d = 0, vmax = 0;
@@ -253,6 +257,61 @@ Test(kern_attn, sliding_window)
     P.a.window = -1;
     cr_assert_eq(run(&lv[0], NULL, &P), -EINVAL);
     prob_free(&P);
+}
+
+/* Sinks (one logit per query head, in the softmax denominator only): every
+ * level against the reference, with and without a window, sinks below,
+ * near and far above the scores (20: the row's weights all but vanish);
+ * each head's output shrinks against the same call without sinks (the
+ * sink takes its share of the probability mass, its value is zero). */
+Test(kern_attn, sinks)
+{
+    sl_kern lv[4];
+    int nl = get_levels(lv);
+    static const shape shs[] = {
+        { 8, 2, 64, 1, 40, 0, 0, 3.0f, 0 },    /* decode */
+        { 8, 2, 64, 9, 30, 0, 0, 3.0f, 1 },    /* prefill, head-major */
+        { 24, 2, 8, 3, 4, 1, 1, 2.0f, 0 },     /* group 12 > pack of 8 */
+        { 6, 2, 20, 4, 11, 0, 0, 3.0f, 0 },    /* SIMD tails */
+    };
+    float sinks[24];
+    for (size_t si = 0; si < sizeof shs / sizeof shs[0]; si++)
+        for (int win = 0; win <= 5; win += 5) {   /* no window, a window of 5 */
+            prob P;
+            prob_make(&P, &shs[si]);
+            P.a.window = win;
+            attn_test_sinks(sinks, shs[si].n_head);
+            const int64_t osz = P.a.out_stride * shs[si].n_q;
+            float *o0 = malloc((size_t)osz * sizeof(float));
+            cr_assert_not_null(o0);
+            for (int l = 0; l < nl; l++) {
+                P.a.sinks = NULL;
+                cr_assert_eq(run(&lv[l], NULL, &P), 0);
+                memcpy(o0, P.out, (size_t)osz * sizeof(float));
+                P.a.sinks = sinks;
+                cr_assert_eq(run(&lv[l], NULL, &P), 0);
+                check_ref(&P, lv[l].name);
+                for (int i = 0; i < shs[si].n_q; i++)
+                    for (int h = 0; h < shs[si].n_head; h++) {
+                        double n0 = 0, n1 = 0;
+                        for (int d = 0; d < shs[si].head_dim; d++) {
+                            const int64_t at = i * P.a.out_stride + (int64_t)h * shs[si].head_dim + d;
+                            n0 += fabs(o0[at]);
+                            n1 += fabs(P.out[at]);
+                        }
+                        cr_assert(n1 < n0, "[%s] row %d head %d: a sink did not shrink the output", lv[l].name,
+                                  i, h);
+                        if (h == 1) cr_assert(n1 < 1e-3 * n0, "[%s] the dominant sink left %g of %g", lv[l].name,
+                                              n1, n0);
+                    }
+            }
+            sl_pool *pool;
+            cr_assert_eq(sl_pool_create(&pool, 2), 0);
+            for (int l = 0; l < nl; l++) attn_check_threads(&lv[l], pool, &P.a, P.n_ctx);
+            sl_pool_destroy(pool);
+            free(o0);
+            prob_free(&P);
+        }
 }
 
 /* The pool split (dynamic, longest first) gives the same bits as one thread. */

@@ -143,7 +143,11 @@ static void check_ref(const prob *P, const char *lvl)
                 s[j] = acc * a->scale;
                 mx = s[j] > mx ? s[j] : mx;
             }
+            /* a sink: one more logit in the max and the denominator, no value */
+            const double sink = a->sinks ? a->sinks[h] : -INFINITY;
+            mx = sink > mx ? sink : mx;
             for (int32_t j = j0; j < L; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+            sum += exp(sink - mx);
             for (int32_t j = j0; j < L; j++) s[j] /= sum;
             for (int d = 0; d < hd; d++) {
                 double o = 0, P_d = 0;
@@ -233,6 +237,48 @@ Test(kern_attn_q, sliding_window)
                     }
             cr_assert_eq(run(lv[l], NULL, &P), 0);
             check_ref(&P, lv[l]->name);
+            prob_free(&P);
+        }
+}
+
+/* Sinks on the quantized-cache path: the oracle against the reference,
+ * every level against the oracle and the reference, with and without a
+ * window; one dominant sink (20) leaves its head's output near zero. */
+Test(kern_attn_q, sinks)
+{
+    const sl_kern *lv[SL_ISA_COUNT];
+    int nl = get_levels(lv);
+    static const shape shs[] = {
+        {  8, 2,  64,  1, 40, 0, 0, SL_GGML_Q8_0, SL_GGML_Q8_0 },
+        {  8, 2,  64,  9, 30, 1, 0, SL_GGML_Q4_0, SL_GGML_Q4_0 },
+        { 24, 2,  32,  3,  4, 1, 0, SL_GGML_F16, SL_GGML_Q4_0 },
+        {  6, 2,  96,  4, 11, 0, 0, SL_GGML_Q4_0, SL_GGML_Q8_0 },
+    };
+    float sinks[24];
+    for (size_t si = 0; si < sizeof shs / sizeof shs[0]; si++)
+        for (int w = 0; w < 2; w++) {
+            prob P;
+            prob_make(&P, &shs[si]);
+            attn_test_sinks(sinks, shs[si].n_head);
+            P.a.sinks = sinks;
+            P.a.window = 5 * w;
+            const int64_t osz = P.a.out_stride * shs[si].n_q;
+            float *o0 = malloc((size_t)osz * sizeof(float));
+            cr_assert_not_null(o0);
+            for (int l = 0; l < nl; l++) {
+                cr_assert_eq(run(lv[l], NULL, &P), 0, "%s", lv[l]->name);
+                check_ref(&P, lv[l]->name);
+                if (l == 0) memcpy(o0, P.out, (size_t)osz * sizeof(float));
+                for (int64_t i = 0; i < osz; i++)
+                    cr_assert(fabsf(P.out[i] - o0[i]) <= 2e-5f * fabsf(o0[i]) + 2e-5f,
+                              "[%s] sinks shape %zu element %lld: %.9g vs scalar %.9g", lv[l]->name, si,
+                              (long long)i, P.out[i], o0[i]);
+                for (int i = 0; i < shs[si].n_q; i++)
+                    for (int d = 0; d < shs[si].head_dim; d++)
+                        cr_assert(fabsf(P.out[i * P.a.out_stride + shs[si].head_dim + d]) < 1e-6f,
+                                  "[%s] the dominant sink's head kept weight", lv[l]->name);
+            }
+            free(o0);
             prob_free(&P);
         }
 }

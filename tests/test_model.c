@@ -66,7 +66,8 @@ Test(model, unknown_architecture)
 {
     mt_mutation mu = { .arch = "xyz" };
     mt_expect_refused("arch", &mu, SL_EUNSUPPORTED,
-                      "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3, gemma4, qwen2moe, qwen3moe)",
+                      "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3, gemma4, qwen2moe, qwen3moe, "
+                      "gpt-oss)",
                       "architecture 'xyz' not supported");
 }
 
@@ -159,11 +160,11 @@ Test(model, rope_scaling_llama3_smooth)
 
 Test(model, unsupported_rope_scaling)
 {
-    mt_mutation mu = { .str_key = "llama.rope.scaling.type", .str_val = "yarn",
+    mt_mutation mu = { .str_key = "llama.rope.scaling.type", .str_val = "longrope",
                        .f32_key = "llama.rope.scaling.factor", .f32_val = 4.0f };
     sl_model_desc d;
     cr_assert_eq(broken(&mu, &d), SL_EUNSUPPORTED);
-    cr_assert_not_null(strstr(sl_last_error(), "yarn"));
+    cr_assert_not_null(strstr(sl_last_error(), "longrope"));
 }
 
 /* ---- dense families of 2026: qwen3, phi3 ---------------------------------- */

@@ -34,13 +34,19 @@ int sl_arch_check_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
  * *found: expert_count was present and non-zero. */
 int sl_arch_moe_read(sl_model_desc *d, const sl_gguf *g, bool required, bool width_key, bool shared,
                      bool *found);
+/* The sliding-window keys (arch_window.c): attention.sliding_window
+ * (required) and attention.sliding_window_pattern (def_period without it,
+ * at least min_period); d->n_swa set and the layers split into kind 0 (full)
+ * and kind 1 (kind 0 with the window): all but the last of every period. */
+int sl_arch_window_keys(sl_model_desc *d, const sl_gguf *g, uint32_t def_period, uint32_t min_period);
+/* A sliding window read by the family itself: checked, d->n_swa set. */
+int sl_arch_window_set(sl_model_desc *d, uint32_t swa);
 /* The key hook of a family whose layers all have a MoE FFN block: the
  * expert keys required, the shared width iff the block has a shared expert. */
 int sl_arch_moe_keys(sl_model_desc *d, const sl_gguf *g);
 
-/* The Gemma families' shared checks (arch_gemma3.c): the sliding window
- * swa, rope_base_swa and logit_softcap as read; sets n_swa and the
- * sqrt(n_embd) embedding scale. */
-int sl_arch_gemma_common(sl_model_desc *d, uint32_t swa);
+/* The Gemma families' shared checks (arch_gemma3.c): rope_base_swa and
+ * logit_softcap as read; sets the sqrt(n_embd) embedding scale. */
+int sl_arch_gemma_common(sl_model_desc *d);
 
 #endif

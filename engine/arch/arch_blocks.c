@@ -1,7 +1,8 @@
 /* The tensors each block kind reads, checked for one layer: the attention
- * block's norm, projections (separate or fused), biases, q/k norms and
- * post-norm; the FFN block's norm, gate/up/down (separate or fused) or the
- * router, experts and shared expert, and post-norm. */
+ * block's norm, projections (separate or fused), biases, q/k norms, sinks
+ * and post-norm; the FFN block's norm, gate/up/down (separate or fused) or
+ * the router (and its bias), experts (and their biases) and shared expert,
+ * and post-norm. */
 #include "arch.h"
 #include "../model_internal.h"
 
@@ -25,6 +26,10 @@ static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_g
         return rc;
     }
     if ((rc = sl_model_check_layer_tensor(g, l, "attn_output.weight", Q, E, T_MATRIX))) return rc;
+    if (b->o_bias && (rc = sl_model_check_layer_tensor(g, l, "attn_output.bias", E, 0, T_F32))) return rc;
+    if (b->sinks &&
+        (rc = sl_model_check_layer_tensor(g, l, "attn_sinks.weight", (uint64_t)d->n_head, 0, T_F32)))
+        return rc;
     if (b->qkv_bias &&
         ((rc = sl_model_check_layer_tensor(g, l, "attn_q.bias", Q, 0, T_F32)) ||
          (rc = sl_model_check_layer_tensor(g, l, "attn_k.bias", KV, 0, T_F32)) ||
@@ -48,6 +53,13 @@ static int check_moe(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
         (rc = sl_model_check_experts(g, l, "ffn_up_exps.weight", E, FE, NE)) ||
         (rc = sl_model_check_experts(g, l, "ffn_down_exps.weight", FE, E, NE)))
         return rc;
+    if (b->router_bias && (rc = sl_model_check_layer_tensor(g, l, "ffn_gate_inp.bias", NE, 0, T_F32))) return rc;
+    /* one bias row per expert, applied in F32 (small: they stay with the layer, not the expert reads) */
+    if (b->expert_bias &&
+        ((rc = sl_model_check_layer_tensor(g, l, "ffn_gate_exps.bias", FE, NE, T_F32)) ||
+         (rc = sl_model_check_layer_tensor(g, l, "ffn_up_exps.bias", FE, NE, T_F32)) ||
+         (rc = sl_model_check_layer_tensor(g, l, "ffn_down_exps.bias", E, NE, T_F32))))
+        return rc;
     if (b->shared_expert &&
         ((rc = sl_model_check_layer_tensor(g, l, "ffn_gate_inp_shexp.weight", E, 0, T_F32)) ||
          (rc = sl_model_check_layer_tensor(g, l, "ffn_gate_shexp.weight", E, FS, T_MATRIX)) ||
@@ -61,7 +73,7 @@ static int check_ffn(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
 {
     const uint64_t E = (uint64_t)d->n_embd, FF = (uint64_t)(b->n_ff > 0 ? b->n_ff : d->n_ff);
     int rc;
-    if ((rc = sl_model_check_layer_tensor(g, l, "ffn_norm.weight", E, 0, T_F32))) return rc;
+    if ((rc = sl_model_check_layer_tensor(g, l, sl_ffn_norm_name(b), E, 0, T_F32))) return rc;
     switch (b->kind) {
     case SL_FFN_GATED:
         if (b->fused_gate_up) rc = sl_model_check_layer_tensor(g, l, "ffn_up.weight", E, 2 * FF, T_MATRIX);

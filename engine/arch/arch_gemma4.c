@@ -63,7 +63,8 @@ static int kind_keys(sl_model_desc *d, const sl_gguf *g, uint32_t *hd_swa)
                           "key_length_swa %u", a, vd_swa, *hd_swa);
     if (rot_swa < 2 || rot_swa % 2 || rot_swa > *hd_swa) return key_err(a, "rope.dimension_count_swa", rot_swa);
     d->n_rot_swa = (int32_t)rot_swa;
-    return sl_arch_gemma_common(d, swa);
+    if ((rc = sl_arch_window_set(d, swa))) return rc;
+    return sl_arch_gemma_common(d);
 }
 
 /* The per-layer embedding globals (n_embd_ple wide per layer). */

@@ -162,6 +162,9 @@ static int cmd_plan(int argc, char **argv)
         snprintf(lab, sizeof lab, "  per position (%s/%s)", sl_gguf_type_name((uint32_t)o.mp.type_k),
                  sl_gguf_type_name((uint32_t)o.mp.type_v));
         ROW(lab, rs.kv_pos_bytes);
+        if (rs.n_swa_layers)
+            printf("    %d of %d layers keep only their sliding window of %d positions\n", (int)rs.n_swa_layers,
+                   (int)p.n_layers, (int)rs.swa_window);
         snprintf(lab, sizeof lab, "compute arena (batch %d)", (int)rs.n_batch);
         ROW(lab, rs.arena_bytes);
         ROW("logits, sampler, history", rs.logits_bytes);
