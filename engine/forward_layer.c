@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "forward_mla.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
 #include "forward_qknorm.h"
@@ -187,7 +188,7 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
     } else if ((rc = sl_forward_find(v, l, "ffn_gate.weight", &wg))) {
         return rc;
     }
-    if ((rc = block_in(f, v, l, "ffn_norm.weight", n))) return rc;
+    if ((rc = block_in(f, v, l, sl_forward_ffn_norm_name(b), n))) return rc;
     sl_act_cache c = { 0 };
     if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 2, (const sl_stream_tensor *[]){ wg, wu },
                                   (float *[]){ f->gate, f->up }, (int64_t[]){ FF, FF },
@@ -204,7 +205,7 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
 /* Routed experts (forward_moe.c, which adds to x itself). */
 static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
-    int rc = block_in(f, v, l, "ffn_norm.weight", n);
+    int rc = block_in(f, v, l, sl_forward_ffn_norm_name(b), n);
     if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
     return rc;
 }
@@ -216,6 +217,10 @@ int sl_forward_layer(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_
     int rc;
     switch (ld->attn.kind) {
     case SL_ATTN_SOFTMAX: rc = attn_softmax(f, sq, ns, l, &ld->attn, v, n); break;
+    case SL_ATTN_MLA:
+        if (!(rc = block_in(f, v, l, "attn_norm.weight", n)) && !(rc = sl_forward_mla(f, sq, ns, l, v, n)))
+            block_out(f, NULL, n);
+        break;
     default:
         rc = sl_err_set(SL_EUNSUPPORTED, "layer %d: attention block kind %d has no forward", l, ld->attn.kind);
     }

@@ -11,6 +11,12 @@
 
 #include "forward_pass.h"
 
+/* The pre-norm tensor of an FFN block (ffn_norm, or post_attention_norm). */
+static inline const char *sl_forward_ffn_norm_name(const sl_ffn_block *b)
+{
+    return b->norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight";
+}
+
 /* Bytes of the MoE scratch for n_batch rows (0 for a dense model). */
 uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch);
 

@@ -50,6 +50,8 @@ static bool layer_swa(const void *ctx, int32_t l) { return sl_model_layer_swa(ct
 
 int sl_forward_kv_shift(sl_forward *f, sl_kv *kv, int32_t n_keep, int32_t n_discard)
 {
+    if (kv->type_v == SL_KV_NONE)   /* its rope part sits after c, rotated by NORM pairs */
+        return sl_err_set(SL_EUNSUPPORTED, "context shift: not supported for a latent-attention (MLA) cache");
     const sl_kv_rope r = { .n_rot = f->d->n_rot, .neox = f->d->rope_neox, .inv_freq = f->inv_freq,
                            .inv_freq_swa = f->inv_freq_swa, .layer_swa = layer_swa, .ctx = f->d };
     return sl_kv_shift(kv, f->k, n_keep, n_discard, &r, f->kx);   /* kx: >= head_dim floats */

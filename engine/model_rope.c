@@ -1,4 +1,4 @@
-/* Rope of the model description: the scaling keys (none, linear, llama3),
+/* Rope of the model description: the scaling keys (none, linear, llama3, yarn),
  * the per-pair angles (inv_freq) and which global divisor tensor applies
  * (rope_freqs, or LongRoPE's long / short factors). */
 #include "model_internal.h"
@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arch/arch.h"
 #include "../gguf/base/sl_internal.h"
 
 int sl_model_rope_keys(sl_model_desc *d, const sl_gguf *g)
@@ -48,7 +49,41 @@ int sl_model_rope_keys(sl_model_desc *d, const sl_gguf *g)
         d->ll3_orig_ctx = (int32_t)oc;
         return 0;
     }
-    return sl_err_set(SL_EUNSUPPORTED, "rope scaling type '%s' not supported (none, linear, llama3)", st);
+    if (!strcmp(st, "yarn") && d->arch->rope_yarn) {
+        uint32_t oc;
+        if ((rc = sl_model_key_u32(g, a, "rope.scaling.original_context_length", &oc, false,
+                                   (uint32_t)d->n_ctx_train)) ||
+            (rc = sl_model_key_f32(g, a, "rope.scaling.yarn_beta_fast", &d->yarn_beta_fast, false, 32.0f)) ||
+            (rc = sl_model_key_f32(g, a, "rope.scaling.yarn_beta_slow", &d->yarn_beta_slow, false, 1.0f)) ||
+            (rc = sl_model_key_f32(g, a, "rope.scaling.yarn_log_multiplier", &d->yarn_log_mul, false, 0.0f)))
+            return rc;
+        if (!(factor >= 1.0f && factor <= 1e6f) || oc < 1 || oc > (1u << 30) ||
+            !(d->yarn_beta_fast > 0 && d->yarn_beta_slow > 0) || !(d->yarn_log_mul >= 0 && d->yarn_log_mul < 100))
+            return sl_err_set(SL_ERANGE, "model metadata: yarn rope scaling keys invalid (factor %g, original "
+                              "context %u)", (double)factor, oc);
+        d->rope_scaling = SL_ROPE_SCALE_YARN;
+        d->rope_scale_factor = factor;
+        d->yarn_orig_ctx = (int32_t)oc;
+        return 0;
+    }
+    return sl_err_set(SL_EUNSUPPORTED, "rope scaling type '%s' not supported (none, linear, llama3, yarn)", st);
+}
+
+/* YaRN's angle for pair i, as ggml's rope_yarn: interpolated (divided by the
+ * factor) below the ramp, extrapolated above it, mixed linearly between the
+ * corrected dims of beta_fast and beta_slow. The angle is linear in the
+ * position, so the mix applies to the per-pair frequency. */
+static float yarn_mix(const sl_model_desc *d, float base, int i, float f)
+{
+    const double pi = 3.14159265358979323846, n = (double)d->n_rot;
+    double lo = floor(n * log((double)d->yarn_orig_ctx / ((double)d->yarn_beta_fast * 2 * pi)) / (2 * log(base)));
+    double hi = ceil(n * log((double)d->yarn_orig_ctx / ((double)d->yarn_beta_slow * 2 * pi)) / (2 * log(base)));
+    if (lo < 0) lo = 0;
+    if (hi > n - 1) hi = n - 1;
+    double y = ((double)i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+    const float ramp = (float)(1.0 - (y < 0 ? 0 : y > 1 ? 1 : y));
+    const float interp = (1.0f / d->rope_scale_factor) * f;
+    return interp * (1.0f - ramp) + f * ramp;
 }
 
 void sl_model_rope_inv_freq(const sl_model_desc *d, float base, const float *freqs, float *inv_freq)
@@ -77,6 +112,7 @@ void sl_model_rope_inv_freq(const sl_model_desc *d, float base, const float *fre
             v = v / (float)div;
         }
         if (d->rope_scaling == SL_ROPE_SCALE_LINEAR) v = (1.0f / d->rope_scale_factor) * v;
+        if (d->rope_scaling == SL_ROPE_SCALE_YARN) v = yarn_mix(d, base, i, v);
         inv_freq[i] = v;
         f *= theta_scale;
     }

@@ -425,6 +425,8 @@ static const synth_arch synth2_supported[] = {
 /* synth3: one row per architecture as it lands (README "synth3"). */
 static const synth_arch synth3_supported[] = {
     { NULL, { NULL, 0, 0 } },
+    { "glm4moe", { "synth3-glm4moe-q4_k_m", 0.12, 0.019 } },
+    { "deepseek2", { "synth3-deepseek2-q4_k_m", 0.13, 0.023 } },
 };
 
 /* A set: its index file and its table of supported architectures. */
@@ -489,6 +491,8 @@ SYNTH_MODES(synth2, qwen2moe, "qwen2moe")
 SYNTH_MODES(synth2, qwen3moe, "qwen3moe")
 /* synth3: one line per supported architecture, e.g.
  * SYNTH_MODES(synth3, gpt_oss, "gpt-oss") */
+SYNTH_MODES(synth3, glm4moe, "glm4moe")
+SYNTH_MODES(synth3, deepseek2, "deepseek2")
 
 /* i-quant models (iq/ in the index; llama files quantized with an importance
  * matrix, README "i-quant golden"). Bounds: the largest llama.cpp-vs-llama.cpp

@@ -15,6 +15,7 @@
 typedef struct sl_arch {
     const char *name;         /* general.architecture */
     bool rope_neox;           /* rope on (i, i + n_rot/2) pairs instead of (2i, 2i+1) */
+    bool rope_yarn;           /* YaRN rope scaling accepted (model_rope.c; refused elsewhere) */
     sl_layer_desc layer;      /* the blocks of every layer, before the key hook */
     /* Family keys after the common ones (NULL: none); a status and message. */
     int (*keys)(sl_model_desc *d, const sl_gguf *g);
@@ -37,5 +38,14 @@ int sl_arch_moe_read(sl_model_desc *d, const sl_gguf *g, bool required, bool wid
 /* The key hook of a family whose layers all have a MoE FFN block: the
  * expert keys required, the shared width iff the block has a shared expert. */
 int sl_arch_moe_keys(sl_model_desc *d, const sl_gguf *g);
+/* The keys of the DeepSeek-V3-style families (deepseek2, glm4moe): the expert
+ * keys, leading_dense_block_count (kind 0: dense SwiGLU layers; kind 1: d's
+ * MoE block), expert_gating_func (absent: def_gating, enum sl_moe_gating),
+ * expert_weights_scale / _norm, expert groups, expert_shared_count ungated
+ * shared experts, and nextn_predict_layers trailing blocks that are not run
+ * (d->n_layer counts the others). */
+int sl_arch_moe_lead_keys(sl_model_desc *d, const sl_gguf *g, int def_gating);
+/* The NextN blocks' own tensors (eh_proj, enorm, hnorm), checked. */
+int sl_arch_nextn_check(const sl_model_desc *d, const sl_gguf *g);
 
 #endif
