@@ -65,7 +65,10 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
         r->kv_bytes = sl_kv_bytes_layers(d->n_layer, cap, d->kv_dim, p->type_k, tv);
         free(cap);
     }
-    r->n_keep = d->n_layer_nextn > 0 ? d->n_layer : 0;   /* the NextN blocks are left out */
+    /* the NextN blocks are left out of the schedule (a subset: the planner's
+     * stream mode, every kept unit pinned when they fit); resident mode reads
+     * the file once, those blocks included, and keeps its name */
+    r->n_keep = d->n_layer_nextn > 0 && p->mode != SL_MODE_RESIDENT ? d->n_layer : 0;
     for (int32_t l = 0; l < r->n_keep; l++) r->keep[l] = sl_reserve_layer_kept(p, l);
     r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
     r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;

@@ -160,4 +160,23 @@ static inline void mt_expect_refused(const char *name, const mt_mutation *mu, in
     cr_assert_not_null(strstr(omsg, open_msg ? open_msg : desc_msg), "%s: %s", name, omsg);
 }
 
+/* A table of hostile variants: each mutation of src refused by the
+ * description with status want and exactly msg, and by the whole open. */
+typedef struct mt_hostile {
+    const char *what, *src;
+    int want;
+    mt_mutation mu;
+    const char *msg;
+} mt_hostile;
+
+static inline void mt_expect_all_refused(const mt_hostile *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cr_log_info("%s", h[i].what);
+        mt_mutation mu = h[i].mu;
+        mu.src = h[i].src;
+        mt_expect_refused(h[i].what, &mu, h[i].want, h[i].msg, NULL);
+    }
+}
+
 #endif

@@ -10,20 +10,24 @@
 #include "../model_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "../../gguf/base/sl_internal.h"
 
 static int deepseek2_keys(sl_model_desc *d, const sl_gguf *g)
 {
     const char *a = d->arch_name;
-    uint32_t ql, kvl, kd, vd, vlen;
-    int rc;
-    if ((rc = sl_model_key_u32(g, a, "attention.q_lora_rank", &ql, false, 0)) ||
-        (rc = sl_model_key_u32(g, a, "attention.kv_lora_rank", &kvl, true, 0)) ||
-        (rc = sl_model_key_u32(g, a, "attention.key_length_mla", &kd, false, 0)) ||
-        (rc = sl_model_key_u32(g, a, "attention.value_length_mla", &vd, false, 0)) ||
-        (rc = sl_model_key_u32(g, a, "attention.value_length", &vlen, false, 0)))
-        return rc;
+    /* absent q_lora_rank: q straight from attn_q (V2-Lite) */
+    static const char *const keys[] = { "q_lora_rank", "kv_lora_rank", "key_length_mla", "value_length_mla",
+                                        "value_length" };
+    uint32_t k[5];
+    for (int i = 0; i < 5; i++) {
+        char key[48];
+        snprintf(key, sizeof key, "attention.%s", keys[i]);
+        int rc = sl_model_key_u32(g, a, key, &k[i], i == 1, 0);
+        if (rc) return rc;
+    }
+    const uint32_t ql = k[0], kvl = k[1], kd = k[2], vd = k[3], vlen = k[4];
     if (kd == 0 || vd == 0)   /* files converted before the absorbed form: attn_kv_b */
         return sl_err_set(SL_EUNSUPPORTED, "model metadata: '%s.attention.key_length_mla' / value_length_mla "
                           "missing (a DeepSeek file in the older attn_kv_b layout; reconvert it)", a);
