@@ -373,10 +373,20 @@ typedef struct {
     mk_tensor t[MK_MAX_TENSORS];
 } mk_model;
 
+/* A matrix whose rows the type cannot hold (DeepSeek's attn_k_b of 128-value
+ * rows, the 1408-wide experts of V2-Lite and GLM-4.5-Air) falls back as
+ * llama-quantize does: Q5_0 for the 256-blocks. */
+static uint32_t row_fit(uint32_t type, uint64_t row)
+{
+    uint64_t be = sl_gguf_block_elems(type);
+    return be && row % be ? (row % 32 ? SL_GGML_F16 : SL_GGML_Q5_0) : type;
+}
+
 static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint64_t ne0, uint64_t ne1,
                  float sigma, float mean)
 {
     if (m->n_tensors >= MK_MAX_TENSORS) return -1;
+    if (m->v3 && nd > 1) type = row_fit(type, ne0);   /* the other presets' shapes always fit */
     mk_tensor *t = &m->t[m->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->type = type; t->n_dims = nd; t->ne[0] = ne0; t->ne[1] = nd > 1 ? ne1 : 1; t->ne[2] = 1;
@@ -408,7 +418,7 @@ static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         mk_tensor *t = &m->t[m->n_tensors - 1];
         t->n_dims = 3;
         t->ne[2] = NE;
-        rc = sl_gguf_tensor_size(type, 3, t->ne, &t->nbytes) ? -1 : 0;
+        rc = sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
     }
     if (m->arch->v3moe && !rc) {   /* the selection bias */
         snprintf(nm, sizeof nm, "blk.%u.exp_probs_b.bias", l);
@@ -463,14 +473,6 @@ static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type,
     return 1;
 }
 
-/* A 2-D matrix whose rows the type cannot hold (attn_k_b: rows of the no-rope
- * width, 128) falls back as llama-quantize does: Q5_0 for the 256-blocks. */
-static uint32_t row_fit(uint32_t type, uint64_t row)
-{
-    uint64_t be = sl_gguf_block_elems(type);
-    return be && row % be ? (row % 32 ? SL_GGML_F16 : SL_GGML_Q5_0) : type;
-}
-
 /* Layer l's latent attention (deepseek2): the q LoRA (or attn_q), the kv
  * latent with the shared rope key, the per-head k_b / v_b (3-D, one matrix a
  * head) and the output. */
@@ -504,7 +506,7 @@ static int mk_mla_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         mk_tensor *t = &m->t[m->n_tensors - 1];
         t->n_dims = 3;
         t->ne[2] = H;
-        rc = sl_gguf_tensor_size(type, 3, t->ne, &t->nbytes) ? -1 : 0;
+        rc = sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
     }
     return rc;
 }
@@ -516,7 +518,7 @@ static int mk_nextn(mk_model *m, uint32_t head_type, uint32_t l, float s)
     static const char *const norms[] = { "nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight" };
     char nm[64];
     snprintf(nm, sizeof nm, "blk.%u.nextn.eh_proj.weight", l);
-    int rc = add_t(m, nm, row_fit(head_type, 2 * (uint64_t)m->n_embd), 2, 2 * (uint64_t)m->n_embd, m->n_embd, s, 0);
+    int rc = add_t(m, nm, head_type, 2, 2 * (uint64_t)m->n_embd, m->n_embd, s, 0);
     for (int i = 0; i < 3 && !rc; i++) {
         snprintf(nm, sizeof nm, "blk.%u.%s", l, norms[i]);
         rc = add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
