@@ -1,8 +1,8 @@
 /* One layer of the forward pass: its blocks by kind (model.h), each
  * pre-norm -> block -> optional post-norm -> residual add. Softmax
  * attention (biases, q/k norms, rope, q scale, sliding window, the KV
- * cache's types and bases); the gated FFN (SiLU / GELU, fused gate|up); the
- * MoE FFN (forward_moe.c). A new block kind is a function here and a case
+ * cache's types and bases); latent attention (forward_mla.c); the gated FFN
+ * (SiLU / GELU, fused gate|up); the MoE FFN (forward_moe.c). A new block kind is a function here and a case
  * in sl_forward_layer. */
 #include "forward_layer.h"
 

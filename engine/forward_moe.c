@@ -1,10 +1,13 @@
 /* Routed-expert FFN, numerically as llama.cpp's build_moe_ffn on the CPU:
- * router logits in F32, softmax over all experts, the k largest
- * probabilities (descending; ties to the lower expert id), divided by their
- * sum (clamped to 6.1e-5) where the architecture renormalizes; each expert's
- * down output times its weight, then the k terms added in order of
- * decreasing weight; qwen2moe adds the shared expert times
- * sigmoid(ffn_gate_inp_shexp . h). Expert matrices take activations
+ * router logits in F32, softmax over all experts (or each one's sigmoid),
+ * the k largest selection scores (descending; ties to the lower expert id:
+ * the probability, plus exp_probs_b where the block has it, only within the
+ * best expert groups where the model has groups), weighted by their
+ * probabilities divided by their sum (clamped to 6.1e-5) where the
+ * architecture renormalizes, times its weight scale; each expert's down
+ * output times its weight, then the k terms added in order of the choice;
+ * qwen2moe adds the shared expert times sigmoid(ffn_gate_inp_shexp . h),
+ * deepseek2 / glm4moe add theirs as it is. Expert matrices take activations
  * quantized to their vec_dot_type like every other matmul. Experts come from
  * the streamer one (layer, expert) at a time: the batch's union of chosen
  * experts is requested at once (one read batch for those not cached), then

@@ -113,7 +113,8 @@ static inline int64_t sl_kv_head_stride(const sl_kv *kv, int32_t layer)
 
 /* Writes one position's K and V rows of one layer (n_head_kv * head_dim f32
  * values each, heads consecutive) in the cache types: F16 by the level's
- * f32_to_f16, Q8_0 / Q4_0 by quant/'s quantizers (llama.cpp's rules). */
+ * f32_to_f16, Q8_0 / Q4_0 by quant/'s quantizers (llama.cpp's rules); no V
+ * (vrow unused) when the V type is SL_KV_NONE. */
 void sl_kv_store(const sl_kv *kv, const sl_kern *k, int32_t layer, int32_t pos, const float *krow,
                  const float *vrow);
 /* One row of n values in cache type t (the rule sl_kv_store applies). */

@@ -1,7 +1,8 @@
 /* The tensors each block kind reads, checked for one layer: the attention
  * block's norm, projections (separate or fused), biases, q/k norms and
- * post-norm; the FFN block's norm, gate/up/down (separate or fused) or the
- * router, experts and shared expert, and post-norm. */
+ * post-norm, or latent attention's LoRA, latent and per-head tensors; the
+ * FFN block's norm, gate/up/down (separate or fused) or the router, its
+ * selection bias, experts and shared expert, and post-norm. */
 #include "arch.h"
 #include "../model_internal.h"
 
