@@ -283,5 +283,9 @@ void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c)
         sl_unit *un = &um->units[u];
         if (un->info.kind == SL_UNIT_HEAD) un->unused = c->skip_head;
         else un->unused = c->layer_mask && (u >= c->n_layer_mask || !c->layer_mask[u]);
+        /* an unused layer's experts are never read: not in the per-token figures */
+        if (un->unused && un->info.kind == SL_UNIT_LAYER && um->moe.n_expert && um->moe.exps[u][0])
+            for (int p = 0; p < 3; p++)
+                um->moe.slice_bytes_sum -= um->moe.exps[u][p]->nbytes / um->moe.exps[u][p]->ne[2];
     }
 }

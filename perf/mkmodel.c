@@ -497,7 +497,9 @@ static int mk_mla_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
     rc |= MT("attn_kv_a_norm.weight", T_NORM, 1, KVL, 1, 0.1f, 1.0f);
     rc |= MT("attn_output.weight", T_O, 2, H * p->v_mla, E, s, 0);
 #undef MT
-    static const struct { const char *n; mk_role role; } hv[] = { { "attn_k_b.weight", T_K }, { "attn_v_b.weight", T_V } };
+    static const struct { const char *n; mk_role role; } hv[] = {
+        { "attn_k_b.weight", T_K }, { "attn_v_b.weight", T_V },
+    };
     for (int i = 0; i < 2 && !rc; i++) {
         uint64_t cols = i ? KVL : nope, rows = i ? p->v_mla : KVL;
         uint32_t type = row_fit(mk_tensor_type(td, head_type, hv[i].role, l, L, m->n_head, m->n_head_kv), cols);
