@@ -44,6 +44,13 @@ static uint64_t act_bound(const sl_model_desc *d, int32_t n_batch)
     return (uint64_t)n_batch * (uint64_t)w * 4 + 4096;
 }
 
+/* Floats per row of gate and up: the dense FFN's width; MLA keeps its q
+ * LoRA rows in up and its heads' value rows in gate (forward_mla.h). */
+static int32_t ff_width(const sl_model_desc *d)
+{
+    return max3(d->n_ff, d->q_lora_rank, d->n_head * d->mla_v_dim);
+}
+
 uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t n_ctx,
                                 int n_threads)
 {
@@ -51,7 +58,7 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += 2 * A64(B * (uint64_t)d->n_embd * 4);          /* x, xn */
     sz += 2 * A64(B * (uint64_t)d->q_dim * 4);           /* q, att */
     sz += 2 * A64(B * (uint64_t)d->kv_dim * 4);          /* kx, vx */
-    sz += 2 * A64(B * (uint64_t)d->n_ff * 4);            /* gate, up */
+    sz += 2 * A64(B * (uint64_t)ff_width(d) * 4);       /* gate, up */
     sz += A64(act_bound(d, n_batch));
     sz += A64(sl_kern_attn_scratch(n_threads, d->head_dim, n_ctx));
     sz += A64(sl_rows_mem_bytes(sl_gguf_row_bytes((int)d->embd_type, d->n_embd)));   /* embedding rows */
@@ -91,17 +98,17 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     f->n_batch = n_batch; f->n_ctx = n_ctx;
     int nth = sl_pool_n_threads(pool);
 
-    /* units: layers first, then head chunks */
-    int32_t nu = sl_stream_n_units(st);
-    f->head_unit0 = d->n_layer;
-    f->n_head_units = nu - d->n_layer;
+    /* units: layers first (the NextN blocks last, never acquired), then head chunks */
+    int32_t nu = sl_stream_n_units(st), nl = d->n_layer + d->n_layer_nextn;
+    f->head_unit0 = nl;
+    f->n_head_units = nu - nl;
     if (f->n_head_units < 1)
-        return sl_err_set(SL_EFORMAT, "streamer has %d units for %d layers (no lm head)", nu, d->n_layer);
+        return sl_err_set(SL_EFORMAT, "streamer has %d units for %d layers (no lm head)", nu, nl);
     for (int32_t u = 0; u < nu; u++) {
         sl_stream_unit ui;
         int rc = sl_stream_unit_info(st, u, &ui);
         if (rc) return stream_err(rc, st, "stream unit", u);
-        bool want_layer = u < d->n_layer;
+        bool want_layer = u < nl;
         if ((ui.kind == SL_UNIT_LAYER) != want_layer || (want_layer && ui.layer != u) ||
             (!want_layer && (ui.row_end <= ui.row_begin || ui.row_end > (uint64_t)d->n_vocab)))
             return sl_err_set(SL_EFORMAT, "stream unit %d: unexpected kind %d / layer %d / rows %llu..%llu",
@@ -134,8 +141,8 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     CARVE(f->att, B * (uint64_t)d->q_dim * 4);
     CARVE(f->kx, B * (uint64_t)d->kv_dim * 4);
     CARVE(f->vx, B * (uint64_t)d->kv_dim * 4);
-    CARVE(f->gate, B * (uint64_t)d->n_ff * 4);
-    CARVE(f->up, B * (uint64_t)d->n_ff * 4);
+    CARVE(f->gate, B * (uint64_t)ff_width(d) * 4);
+    CARVE(f->up, B * (uint64_t)ff_width(d) * 4);
     f->act_bytes = act_bound(d, n_batch);
     CARVE(f->act, f->act_bytes);
     CARVE(f->attn_scratch, sl_kern_attn_scratch(nth, d->head_dim, n_ctx));

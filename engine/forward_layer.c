@@ -1,8 +1,9 @@
 /* One layer of the forward pass: its blocks by kind (model.h), each
  * pre-norm -> block -> optional post-norm -> residual add. Softmax
  * attention (biases, q/k norms, rope, q scale, sliding window, sinks, the
- * KV cache's types and bases); the gated FFN (SiLU / GELU, fused gate|up); the
- * MoE FFN (forward_moe.c). A new block kind is a function here and a case
+ * KV cache's types and bases); latent attention (forward_mla.c); the gated
+ * FFN (SiLU / GELU, fused gate|up); the MoE FFN (forward_moe.c). A new block
+ * kind is a function here and a case
  * in sl_forward_layer. */
 #include "forward_layer.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "forward_mla.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
 #include "forward_ple.h"
@@ -308,6 +310,10 @@ int sl_forward_layer(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_
     int rc;
     switch (ld->attn.kind) {
     case SL_ATTN_SOFTMAX: rc = attn_softmax(f, sq, ns, l, &ld->attn, v, n); break;
+    case SL_ATTN_MLA:
+        if (!(rc = block_in(f, v, l, "attn_norm.weight", n)) && !(rc = sl_forward_mla(f, sq, ns, l, v, n)))
+            block_out(f, NULL, n);
+        break;
     default:
         rc = sl_err_set(SL_EUNSUPPORTED, "layer %d: attention block kind %d has no forward", l, ld->attn.kind);
     }

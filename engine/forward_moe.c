@@ -1,13 +1,16 @@
 /* Routed-expert FFN, numerically as llama.cpp's build_moe_ffn on the CPU:
  * router logits in F32 (plus the router bias where there is one), softmax
- * over all experts, the k largest probabilities (descending; ties to the
- * lower expert id), divided by their sum (clamped to 6.1e-5) where the
- * architecture renormalizes, or (gpt-oss) the k largest logits with a
- * softmax over those k; each expert's down output times its weight, then
- * the k terms added in order of decreasing weight; qwen2moe adds the shared
- * expert times sigmoid(ffn_gate_inp_shexp . h). Expert biases (gpt-oss)
- * are F32 rows added after each product; the activation is SwiGLU or
- * gpt-oss's clamped variant. Expert matrices take activations
+ * over all experts (or each one's sigmoid), the k largest selection scores
+ * (descending; ties to the lower expert id: the probability, plus
+ * exp_probs_b where the block has it, only within the best expert groups
+ * where the model has groups), weighted by their probabilities divided by
+ * their sum (clamped to 6.1e-5) where the architecture renormalizes, times
+ * its weight scale; or (gpt-oss) the k largest logits with a softmax over
+ * those k. Each expert's down output times its weight, then the k terms
+ * added in order of the choice; qwen2moe adds the shared expert times
+ * sigmoid(ffn_gate_inp_shexp . h), deepseek2 / glm4moe add theirs as it is.
+ * Expert biases (gpt-oss) are F32 rows added after each product; the
+ * activation is SwiGLU or gpt-oss's clamped variant. Expert matrices take activations
  * quantized to their vec_dot_type like every other matmul. Experts come from
  * the streamer one (layer, expert) at a time: the batch's union of chosen
  * experts is requested at once (one read batch for those not cached), then
@@ -35,6 +38,7 @@
 #include "../quant/quant.h"
 
 #define A64(x) (((x) + 63) & ~(uint64_t)63)
+#define SL_MOE_MAX_GROUPS 64   /* expert groups (arch_moe.c refuses more than n_expert / 2) */
 
 /* Pre-gating reads a guess of rank i ahead while that rank was among the
  * chosen experts at least this often (its hits and guesses decayed by
@@ -49,6 +53,7 @@
 /* The scratch, carved in this order from f->moe. */
 typedef struct moe_buf {
     float *probs;      /* [B][n_expert] router logits, then probabilities */
+    float *score;      /* [n_expert] one token's selection scores (bias, groups) */
     int32_t *sel;      /* [B][k] chosen experts, by decreasing probability */
     float *w;          /* [B][k] their weights */
     int32_t *cnt;      /* [n_expert + 1] rows per expert, then start offsets */
@@ -68,6 +73,7 @@ static uint64_t carve(const sl_model_desc *d, int32_t n_batch, char *p, moe_buf 
     uint64_t o = 0;
 #define PART(field, bytes) do { if (p) b->field = (void *)(p + o); o += A64(bytes); } while (0)
     PART(probs, B * NE * 4);
+    PART(score, NE * 4);
     PART(sel, B * K * 4);
     PART(w, B * K * 4);
     PART(cnt, (NE + 1) * 4);
@@ -114,14 +120,41 @@ static void top_k(const float *p, int n, int k, int32_t *sel)
     }
 }
 
-/* One token's routing from its router logits p (in place): with softmax_k
- * the top k logits and a softmax over them; else a softmax over all, its
- * top k (renormalized when norm). */
-static void route(const sl_model_desc *d, const sl_ffn_block *blk, float *p, int32_t *sel, float *w)
+/* Only the n_expert_group_used groups with the largest scores stay
+ * choosable (the others' scores -inf); a group's score is the sum of its two
+ * largest (DeepSeek-V3's group-limited routing). */
+static void mask_groups(const sl_model_desc *d, float *s)
+{
+    const int ng = d->n_expert_group, per = d->n_expert / ng;
+    float gs[SL_MOE_MAX_GROUPS] = { 0 };
+    int32_t keep[SL_MOE_MAX_GROUPS];
+    for (int g = 0; g < ng; g++) {
+        float a = -INFINITY, b = -INFINITY;
+        for (int e = g * per; e < (g + 1) * per; e++) {
+            if (s[e] > a) { b = a; a = s[e]; }
+            else if (s[e] > b) b = s[e];
+        }
+        gs[g] = a + b;
+    }
+    top_k(gs, ng, d->n_expert_group_used, keep);
+    for (int g = 0; g < ng; g++) {
+        bool kept = false;
+        for (int i = 0; i < d->n_expert_group_used; i++) kept |= keep[i] == g;
+        if (!kept) for (int e = g * per; e < (g + 1) * per; e++) s[e] = -INFINITY;
+    }
+}
+
+/* One token's router logits p -> probabilities in place (softmax over all
+ * experts, or each one's sigmoid), its top k by the selection score (the
+ * probability, plus exp_probs_b where given, within the best groups where
+ * the model has groups; scratch s) and their weights: the probabilities,
+ * renormalized when the block says, times its scale. With softmax_k (the
+ * router bias already in p): the top k logits and a softmax over them. */
+static void route(const sl_model_desc *d, const sl_ffn_block *blk, const float *bias, float *p, float *s,
+                  int32_t *sel, float *w)
 {
     const int NE = d->n_expert, K = d->n_expert_used;
-    const bool norm = blk->weights_norm;
-    if (blk->softmax_k) {   /* sel[0] holds the largest logit */
+    if (blk->softmax_k) {   /* gpt-oss: sel[0] holds the largest logit */
         double sum = 0;
         top_k(p, NE, K, sel);
         for (int j = 0; j < K; j++) { w[j] = expf(p[sel[j]] - p[sel[0]]); sum += w[j]; }
@@ -129,20 +162,32 @@ static void route(const sl_model_desc *d, const sl_ffn_block *blk, float *p, int
         for (int j = 0; j < K; j++) w[j] *= inv;
         return;
     }
-    float mx = -INFINITY;
-    for (int e = 0; e < NE; e++) if (p[e] > mx) mx = p[e];
-    double sum = 0;
-    for (int e = 0; e < NE; e++) { p[e] = expf(p[e] - mx); sum += p[e]; }
-    const float inv = (float)(1.0 / sum);
-    for (int e = 0; e < NE; e++) p[e] *= inv;
-    top_k(p, NE, K, sel);
-    for (int j = 0; j < K; j++) w[j] = p[sel[j]];
-    if (norm) {
-        float s = 0;
-        for (int j = 0; j < K; j++) s += w[j];
-        if (s < 6.103515625e-5f) s = 6.103515625e-5f;
-        for (int j = 0; j < K; j++) w[j] /= s;
+    if (blk->gating == SL_GATING_SIGMOID) {
+        for (int e = 0; e < NE; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
+    } else {
+        float mx = -INFINITY;
+        for (int e = 0; e < NE; e++) if (p[e] > mx) mx = p[e];
+        double sum = 0;
+        for (int e = 0; e < NE; e++) { p[e] = expf(p[e] - mx); sum += p[e]; }
+        const float inv = (float)(1.0 / sum);
+        for (int e = 0; e < NE; e++) p[e] *= inv;
     }
+    const float *score = p;
+    if (bias || d->n_expert_group > 1) {
+        for (int e = 0; e < NE; e++) s[e] = bias ? p[e] + bias[e] : p[e];
+        if (d->n_expert_group > 1) mask_groups(d, s);
+        score = s;
+    }
+    top_k(score, NE, K, sel);
+    for (int j = 0; j < K; j++) w[j] = p[sel[j]];
+    if (blk->weights_norm) {
+        float sum = 0;
+        for (int j = 0; j < K; j++) sum += w[j];
+        if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
+        for (int j = 0; j < K; j++) w[j] /= sum;
+    }
+    if (blk->weights_scale > 0)
+        for (int j = 0; j < K; j++) w[j] *= blk->weights_scale;
 }
 
 int32_t sl_forward_moe_pregate_depth(const float *hit, float seen, int32_t k)
@@ -173,24 +218,26 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     const int32_t E = d->n_embd, NE = d->n_expert, n = d->n_expert_used;   /* guess: its top k */
     f->pg_layer = -1;
     sl_stream_unit ui;
+    float w[64];
     if (l + 1 >= d->n_layer || n > (int32_t)(sizeof f->pg_guess / sizeof f->pg_guess[0]) || n > NE ||
-        sl_stream_unit_info(f->st, l + 1, &ui) || !ui.pinned)
+        sl_model_layer(d, l + 1)->ffn.kind != SL_FFN_MOE || sl_stream_unit_info(f->st, l + 1, &ui) || !ui.pinned)
         return;
+    const sl_ffn_block *blk = &sl_model_layer(d, l + 1)->ffn;
     sl_stream_view v;
     if (sl_stream_acquire(f->st, l + 1, &v)) return;
-    const sl_ffn_block *nb = &sl_model_layer(d, l + 1)->ffn;
-    const sl_stream_tensor *fn = sl_stream_view_find(&v, sl_ffn_norm_name(nb));
+    const sl_stream_tensor *fn = sl_stream_view_find(&v, sl_ffn_norm_name(blk));
     const sl_stream_tensor *gi = sl_stream_view_find(&v, "ffn_gate_inp.weight");
-    const sl_stream_tensor *gb = nb->router_bias ? sl_stream_view_find(&v, "ffn_gate_inp.bias") : NULL;
-    int rc = fn && gi && (gb || !nb->router_bias) ? 0 : SL_ENOENT;
+    const sl_stream_tensor *gb = blk->router_bias ? sl_stream_view_find(&v, "ffn_gate_inp.bias") : NULL;
+    const sl_stream_tensor *pb = blk->sel_bias ? sl_stream_view_find(&v, "exp_probs_b.bias") : NULL;
+    int rc = fn && gi && (gb || !blk->router_bias) && (pb || !blk->sel_bias) ? 0 : SL_ENOENT;
     if (!rc) {
         f->k->rmsnorm(b->xg, f->x, fn->data, E, d->rms_eps);
         rc = moe_mm(f, b->xg, 1, (int)gi->type, gi->data, NE, E, b->probs, NE, gi->name);
         if (!rc && gb) f->k->add(b->probs, b->probs, gb->data, NE);   /* the logits it selects on */
     }
+    if (!rc) route(d, blk, pb ? pb->data : NULL, b->probs, b->score, f->pg_guess, w);
     (void)sl_stream_release(f->st, l + 1);
     if (rc) { sl_err_clear(); return; }
-    top_k(b->probs, NE, n, f->pg_guess);   /* on the logits: softmax keeps the order */
     f->pg_layer = l + 1;
     f->pg_n = n;
     const int32_t r = sl_forward_moe_pregate_depth(f->pg_hit, f->pg_seen, n);
@@ -387,11 +434,12 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
     const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
     moe_buf b;
     carve(d, f->n_batch, f->moe, &b);
-    const sl_stream_tensor *gi, *gb = NULL;
+    const sl_stream_tensor *gi, *gb = NULL, *pb = NULL;
     moe_bias eb;
     int rc;
     if ((rc = sl_forward_find(v, l, "ffn_gate_inp.weight", &gi)) ||
         (blk->router_bias && (rc = sl_forward_find(v, l, "ffn_gate_inp.bias", &gb))) ||
+        (blk->sel_bias && (rc = sl_forward_find(v, l, "exp_probs_b.bias", &pb))) ||
         (rc = find_bias(blk, v, l, &eb)))
         return rc;
 
@@ -400,7 +448,8 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
     if (gb) add_bias(f, b.probs, gb->data, 0, n, NE);
     memset(b.cnt, 0, (size_t)(NE + 1) * sizeof *b.cnt);
     for (int32_t t = 0; t < n; t++) {
-        route(d, blk, b.probs + (int64_t)t * NE, b.sel + (int64_t)t * K, b.w + (int64_t)t * K);
+        route(d, blk, pb ? pb->data : NULL, b.probs + (int64_t)t * NE, b.score, b.sel + (int64_t)t * K,
+              b.w + (int64_t)t * K);
         for (int32_t j = 0; j < K; j++) b.cnt[b.sel[(int64_t)t * K + j] + 1]++;
     }
     if (n == 1 && f->pg_layer == l) {   /* how good the guess was, rank by rank */
@@ -452,22 +501,24 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
     }
 
     if (blk->shared_expert) {
-        const sl_stream_tensor *gs, *sg, *su, *sd;
-        if ((rc = sl_forward_find(v, l, "ffn_gate_inp_shexp.weight", &gs)) ||
+        const sl_stream_tensor *gs = NULL, *sg, *su, *sd;
+        if ((!blk->shared_ungated && (rc = sl_forward_find(v, l, "ffn_gate_inp_shexp.weight", &gs))) ||
             (rc = sl_forward_find(v, l, "ffn_gate_shexp.weight", &sg)) ||
             (rc = sl_forward_find(v, l, "ffn_up_shexp.weight", &su)) ||
             (rc = sl_forward_find(v, l, "ffn_down_shexp.weight", &sd)))
             return rc;
         /* gate logits z[t] (one row of [n_embd]) land in probs, free again */
-        if ((rc = moe_mm(f, f->xn, n, (int)gs->type, gs->data, 1, E, b.probs, 1, gs->name))) return rc;
+        if (gs && (rc = moe_mm(f, f->xn, n, (int)gs->type, gs->data, 1, E, b.probs, 1, gs->name))) return rc;
         memcpy(b.xg, f->xn, (size_t)n * (size_t)E * 4);
         const moe_bias none = { NULL, NULL, NULL };
         if ((rc = expert_ffn(f, &b, blk, &none, n, 0, sg, su, sd))) return rc;
         for (int32_t t = 0; t < n; t++) {
-            /* sigmoid as llama.cpp forms it: silu(z) / z */
-            const float z = b.probs[t], s = z / (1.0f + expf(-z)) / z;
             float *y = b.xg + (int64_t)t * E, *o = b.out + (int64_t)t * E;
-            for (int32_t c = 0; c < E; c++) y[c] *= s;
+            if (gs) {
+                /* sigmoid as llama.cpp forms it: silu(z) / z */
+                const float z = b.probs[t], s = z / (1.0f + expf(-z)) / z;
+                for (int32_t c = 0; c < E; c++) y[c] *= s;
+            }
             f->k->add(o, o, y, E);
         }
     }

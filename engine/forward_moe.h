@@ -1,7 +1,9 @@
-/* Routed-expert FFN (Mixtral, qwen2moe, qwen3moe): router -> softmax over
- * all experts -> top-k (renormalized where the architecture says) -> the k
- * chosen experts' SwiGLU FFNs from their slices of the 3-D expert tensors,
- * plus qwen2moe's sigmoid-gated shared expert. For a batch the rows are
+/* Routed-expert FFN (Mixtral, qwen2moe, qwen3moe, deepseek2, glm4moe):
+ * router -> softmax over all experts or sigmoids -> top-k (by the biased
+ * score, within the best groups, where the architecture says; renormalized
+ * and scaled where it says) -> the k chosen experts' SwiGLU FFNs from their
+ * slices of the 3-D expert tensors, plus a shared expert (sigmoid-gated in
+ * qwen2moe, ungated in deepseek2 / glm4moe). For a batch the rows are
  * grouped by expert, so each chosen expert's weights are multiplied once per
  * batch through sl_kern_matmul. */
 #ifndef SL_ENGINE_FORWARD_MOE_H

@@ -13,6 +13,7 @@
 
 int sl_kv_type_check(int t, int32_t head_dim, const char *what)
 {
+    if (t == SL_KV_NONE && !strcmp(what, "V")) return 0;
     if (t != SL_GGML_F16 && t != SL_GGML_Q8_0 && t != SL_GGML_Q4_0) {
         const char *name = t >= 0 ? sl_gguf_type_name((uint32_t)t) : NULL;
         return sl_err_set(SL_EINVAL, "kv cache: %s type %s (%d) not supported (f16, q8_0, q4_0)", what,
@@ -27,7 +28,7 @@ int sl_kv_type_check(int t, int32_t head_dim, const char *what)
 
 int32_t sl_kv_rot_size(int t, int32_t head_dim, int is_v)
 {
-    if (t == SL_GGML_F16 || head_dim < 64 || head_dim % 64) return 0;
+    if (t == SL_GGML_F16 || t == SL_KV_NONE || head_dim < 64 || head_dim % 64) return 0;
     if (is_v) return 64;
     int32_t r = 64;
     while (head_dim % (2 * r) == 0) r *= 2;
@@ -60,7 +61,7 @@ uint64_t sl_kv_pos_bytes(int32_t kv_dim, int type_k, int type_v)
 {
     if (kv_dim <= 0) return 0;
     uint64_t k = row_bytes(type_k, kv_dim), v = row_bytes(type_v, kv_dim);
-    return k && v ? k + v : 0;
+    return k && (v || type_v == SL_KV_NONE) ? k + v : 0;
 }
 
 /* Saturates at UINT64_MAX (hostile header sizes must not wrap to a small
@@ -243,7 +244,8 @@ void sl_kv_store(const sl_kv *kv, const sl_kern *k, int32_t layer, int32_t pos, 
     for (int32_t g = 0; g < kv->n_head_kv; g++) {
         const int64_t o = (int64_t)g * kv->head_dim;
         sl_kv_store_row(kv->type_k, k, sl_kv_k(kv, layer, g, pos), krow + o, kv->head_dim);
-        sl_kv_store_row(kv->type_v, k, sl_kv_v(kv, layer, g, pos), vrow + o, kv->head_dim);
+        if (kv->type_v != SL_KV_NONE)
+            sl_kv_store_row(kv->type_v, k, sl_kv_v(kv, layer, g, pos), vrow + o, kv->head_dim);
     }
 }
 

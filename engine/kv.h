@@ -17,12 +17,16 @@
 #include "../quant/quant.h"
 #include "../kernels/kernels.h"
 
+/* The V type of a cache that stores no V rows: multi-head latent attention
+ * reads its values from the K rows ([c, k_rope]: V is c, their first part). */
+#define SL_KV_NONE (-1)
+
 typedef struct sl_kv {
     void *k, *v;            /* [n_layer][n_head_kv][n_ctx] rows of head_dim values each */
     int32_t n_layer, n_ctx, n_head_kv, head_dim;
     int32_t kv_dim;         /* n_head_kv * head_dim */
     int32_t n_past;         /* positions filled */
-    int type_k, type_v;     /* SL_GGML_F16, SL_GGML_Q8_0, SL_GGML_Q4_0 */
+    int type_k, type_v;     /* SL_GGML_F16, SL_GGML_Q8_0, SL_GGML_Q4_0; V also SL_KV_NONE */
     size_t row_k, row_v;    /* bytes of one head's row (head_dim values) */
     int32_t rot_k, rot_v;   /* Walsh-Hadamard block of the stored K / V basis, 0 = none */
     /* Per layer (arrays of n_layer): rows per kv head (n_ctx, or a sliding-window
@@ -47,7 +51,7 @@ int32_t sl_kv_rot_size(int t, int32_t head_dim, int is_v);
 void sl_kv_rotate(float *x, int64_t n, int32_t nrot);
 
 /* 0 if t can be a cache type for rows of head_dim values, else SL_EINVAL
- * with a message naming the type (what = "K" or "V"). */
+ * with a message naming the type (what = "K" or "V"; "V" may be SL_KV_NONE). */
 int sl_kv_type_check(int t, int32_t head_dim, const char *what);
 /* Bytes of K plus V for one position of one layer (all kv heads): the
  * per-position cost `sluice plan` and --stats print. 0 for a bad type. */
@@ -109,7 +113,8 @@ static inline int64_t sl_kv_head_stride(const sl_kv *kv, int32_t layer)
 
 /* Writes one position's K and V rows of one layer (n_head_kv * head_dim f32
  * values each, heads consecutive) in the cache types: F16 by the level's
- * f32_to_f16, Q8_0 / Q4_0 by quant/'s quantizers (llama.cpp's rules). */
+ * f32_to_f16, Q8_0 / Q4_0 by quant/'s quantizers (llama.cpp's rules); no V
+ * (vrow unused) when the V type is SL_KV_NONE. */
 void sl_kv_store(const sl_kv *kv, const sl_kern *k, int32_t layer, int32_t pos, const float *krow,
                  const float *vrow);
 /* One row of n values in cache type t (the rule sl_kv_store applies). */

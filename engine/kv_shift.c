@@ -50,6 +50,8 @@ static bool layer_swa(const void *ctx, int32_t l) { return sl_model_layer_swa(ct
 
 int sl_forward_kv_shift(sl_forward *f, sl_kv *kv, int32_t n_keep, int32_t n_discard)
 {
+    if (kv->type_v == SL_KV_NONE)   /* its rope part sits after c, rotated by NORM pairs */
+        return sl_err_set(SL_EUNSUPPORTED, "context shift: not supported for a latent-attention (MLA) cache");
     for (int32_t i = 0; i < f->d->n_kinds; i++)   /* one head dim and rope width for every layer below */
         if ((f->d->kind[i].attn.head_dim > 0 && f->d->kind[i].attn.head_dim != f->d->head_dim) || f->d->n_rot_swa)
             return sl_err_set(SL_EUNSUPPORTED, "kv shift: %s layers of several head dims not supported",

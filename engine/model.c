@@ -4,6 +4,7 @@
 #include "model.h"
 #include "model_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,7 +54,9 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     if (n_head_kv < 1 || n_head % n_head_kv)
         return sl_err_set(SL_ERANGE, "model metadata: head_count %u not a multiple of head_count_kv %u",
                           n_head, n_head_kv);
-    if (head_dim < 2 || head_dim % 2 || head_dim > 1024 || vdim != head_dim)
+    /* MLA: key_length / value_length are the latent cache row's (the family checks them) */
+    const bool mla = d->arch->layer.attn.kind == SL_ATTN_MLA;
+    if (head_dim < 2 || head_dim % 2 || head_dim > 1024 || (vdim != head_dim && !mla))
         return sl_err_set(SL_EUNSUPPORTED, "model metadata: head dimension %u (value %u) not supported",
                           head_dim, vdim);
     if ((rc = sl_model_key_u32(g, a, "rope.dimension_count", &n_rot, false, head_dim))) return rc;
@@ -66,12 +69,12 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     if (!(d->rope_base > 0) || !(d->rms_eps >= 0))
         return sl_err_set(SL_ERANGE, "model metadata: rope base %g / rms eps %g invalid",
                           (double)d->rope_base, (double)d->rms_eps);
-    d->rope_attn_factor = 1.0f;   /* before the rope keys: YaRN sets its own */
-    if ((rc = sl_model_rope_keys(d, g))) return rc;
 
     d->n_layer = (int32_t)n_layer; d->n_embd = (int32_t)n_embd; d->n_ff = (int32_t)n_ff;
     d->n_head = (int32_t)n_head; d->n_head_kv = (int32_t)n_head_kv; d->head_dim = (int32_t)head_dim;
     d->n_rot = (int32_t)n_rot; d->n_ctx_train = (int32_t)n_ctx;
+    d->rope_attn_factor = 1.0f;   /* before the rope keys: YaRN sets its own */
+    if ((rc = sl_model_rope_keys(d, g))) return rc;
     d->q_dim = d->n_head * d->head_dim; d->kv_dim = d->n_head_kv * d->head_dim;
     d->rope_neox = d->arch->rope_neox;
     d->n_kinds = 1;   /* every layer d->kind[0] unless the family's keys say otherwise */
@@ -104,9 +107,9 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
 
     for (uint32_t l = 0; l < n_layer; l++)
         if ((rc = sl_arch_check_layer(d, g, l))) return rc;
-    if (sl_gguf_n_layers(g) != d->n_layer)
+    if (sl_gguf_n_layers(g) != d->n_layer + d->n_layer_nextn)
         return sl_err_set(SL_ESHAPE, "model has tensors for %d layers but %s.block_count is %d",
-                          sl_gguf_n_layers(g), a, d->n_layer);
+                          sl_gguf_n_layers(g), a, d->n_layer + d->n_layer_nextn);
     return 0;
 }
 

@@ -14,12 +14,12 @@
 enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3, SL_ROPE_SCALE_YARN };
 
 /* Attention block kinds. Each: pre-RMSNorm (attn_norm), the block, optional
- * post-RMSNorm, residual add. MLA and RECURRENT are reserved: no family has
- * them yet and the forward pass refuses them. */
+ * post-RMSNorm, residual add. RECURRENT is reserved: no family has it yet
+ * and the forward pass refuses it. */
 enum sl_attn_kind {
     SL_ATTN_NONE = 0,
     SL_ATTN_SOFTMAX,    /* softmax attention over the KV cache, GQA / MHA */
-    SL_ATTN_MLA,        /* multi-head latent attention (compressed KV) */
+    SL_ATTN_MLA,        /* multi-head latent attention: one [c, k_rope] cache row (forward_mla.c) */
     SL_ATTN_RECURRENT,  /* linear-recurrent: a state instead of a KV cache */
 };
 
@@ -32,6 +32,8 @@ enum sl_ffn_kind {
 };
 /* SWIGLU_OAI: gpt-oss's clamped SwiGLU, min(g,7)*sigmoid(1.702 min(g,7))*(clamp(u,-7,7)+1) */
 enum sl_ffn_act { SL_ACT_SILU = 0, SL_ACT_GELU, SL_ACT_SWIGLU_OAI };
+/* MoE router probabilities (GGUF expert_gating_func: 1 softmax, 2 sigmoid). */
+enum sl_moe_gating { SL_GATING_SOFTMAX = 0, SL_GATING_SIGMOID };
 
 typedef struct sl_attn_block {
     int kind;                 /* enum sl_attn_kind */
@@ -60,6 +62,10 @@ typedef struct sl_ffn_block {
     bool router_bias;         /* MoE: ffn_gate_inp.bias added to the router logits */
     bool softmax_k;           /* MoE: top k of the logits, weights a softmax over those k only */
     bool expert_bias;         /* MoE: ffn_{gate,up,down}_exps.bias [width, n_expert] added after the products */
+    bool shared_ungated;      /* MoE: the shared expert is added as it is (no ffn_gate_inp_shexp) */
+    bool sel_bias;            /* MoE: exp_probs_b.bias added to the probabilities for the choice only */
+    int gating;               /* MoE: enum sl_moe_gating */
+    float weights_scale;      /* MoE: > 0: the chosen weights times it */
 } sl_ffn_block;
 
 /* One layer's blocks, in order: attention, FFN, then the optional
@@ -78,7 +84,7 @@ typedef struct sl_model_desc {
     const struct sl_arch *arch;   /* the architecture table's row */
     char arch_name[16];
     /* global hyper-parameters */
-    int32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot;
+    int32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot;   /* n_layer: the layers run */
     int32_t n_vocab, n_ctx_train;
     int32_t q_dim, kv_dim;    /* n_head * head_dim, n_head_kv * head_dim */
     float rms_eps;
@@ -111,6 +117,17 @@ typedef struct sl_model_desc {
     int32_t n_expert, n_expert_used;
     int32_t n_ff_exp;         /* width of one routed expert */
     int32_t n_ff_shexp;       /* width of the shared expert (0: none) */
+    int32_t n_expert_group;   /* > 1: experts in this many groups, choice only within the best */
+    int32_t n_expert_group_used;   /*   groups (by the sum of each group's two best scores) */
+    /* multi-head latent attention (SL_ATTN_MLA): head_dim = kv_lora_rank + n_rot is the
+     * cache row [c, k_rope] of the one kv head, q_dim = n_head * head_dim the absorbed
+     * query rows; q/k heads are mla_k_dim (no-rope part + n_rot), v heads mla_v_dim */
+    int32_t q_lora_rank;      /* 0: q straight from attn_q */
+    int32_t kv_lora_rank, mla_k_dim, mla_v_dim;
+    float mla_kq_scale;       /* attention scale (YaRN's mscale^2 / sqrt(mla_k_dim)) */
+    float yarn_log_mul;       /* YaRN: rope.scaling.yarn_log_multiplier (0: none) */
+    /* trailing NextN (multi-token prediction) blocks: checked, never run nor streamed */
+    int32_t n_layer_nextn;
     /* the layers: layer l is kind[layer_kind[l]] */
     int32_t n_kinds;
     sl_layer_desc kind[SL_MAX_LAYER_KINDS];

@@ -20,8 +20,12 @@ static int yarn_keys(sl_model_desc *d, const sl_gguf *g, float factor)
     int rc;
     if ((rc = sl_model_key_u32(g, a, "rope.scaling.original_context_length", &oc, false, 0)) ||
         (rc = sl_model_key_f32(g, a, "rope.scaling.yarn_beta_fast", &d->yarn_beta_fast, false, 32.0f)) ||
-        (rc = sl_model_key_f32(g, a, "rope.scaling.yarn_beta_slow", &d->yarn_beta_slow, false, 1.0f)))
+        (rc = sl_model_key_f32(g, a, "rope.scaling.yarn_beta_slow", &d->yarn_beta_slow, false, 1.0f)) ||
+        (rc = sl_model_key_f32(g, a, "rope.scaling.yarn_log_multiplier", &d->yarn_log_mul, false, 0.0f)))
         return rc;
+    if (!(d->yarn_log_mul >= 0 && d->yarn_log_mul < 100))
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.rope.scaling.yarn_log_multiplier' = %g invalid", a,
+                          (double)d->yarn_log_mul);
     if (!(factor > 0.0f) || factor > 1e6f)
         return sl_err_set(SL_ERANGE, "model metadata: key '%s.rope.scaling.factor' = %g invalid for yarn", a,
                           (double)factor);

@@ -15,6 +15,13 @@ bool sl_reserve_layer_kept(const sl_model_params *p, int32_t l)
     return !p->layer_mask || (l < p->n_layer_mask && p->layer_mask[l]);
 }
 
+int sl_reserve_type_v(const sl_model_desc *d, const sl_model_params *p)
+{
+    for (int32_t k = 0; k < d->n_kinds; k++)
+        if (d->kind[k].attn.kind == SL_ATTN_MLA) return SL_KV_NONE;
+    return p->type_v;
+}
+
 void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_t n_ctx, int32_t n_batch,
                         int32_t *cap)
 {
@@ -47,20 +54,25 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     if (d->n_ff_exp > max_k) max_k = d->n_ff_exp;       /* MoE expert widths */
     if (d->n_ff_shexp > max_k) max_k = d->n_ff_shexp;
     /* the cache is sized by its types (a q4_0 cache is 0.28x an f16 one) */
-    if ((rc = sl_kv_type_check(p->type_k, d->head_dim, "K")) ||
-        (rc = sl_kv_type_check(p->type_v, d->head_dim, "V")))
+    const int tv = sl_reserve_type_v(d, p);
+    if ((rc = sl_kv_type_check(p->type_k, d->head_dim, "K")) || (rc = sl_kv_type_check(tv, d->head_dim, "V")))
         return rc;
-    r->kv_pos_bytes = (uint64_t)sl_model_n_layer_kv(d) * sl_kv_pos_bytes(d->kv_dim, p->type_k, p->type_v);
-    r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, p->type_v);
+    r->kv_pos_bytes = (uint64_t)sl_model_n_layer_kv(d) * sl_kv_pos_bytes(d->kv_dim, p->type_k, tv);
+    r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, tv);
     r->n_swa_layers = 0;
     for (int32_t l = 0; l < d->n_layer; l++) r->n_swa_layers += sl_model_layer_swa(d, l);
     r->swa_window = r->n_swa_layers ? d->n_swa : 0;
     int32_t *cap = d->n_layer > 0 ? malloc((size_t)d->n_layer * sizeof *cap) : NULL;
     if (cap) {   /* sliding-window layers: their ring only (else the full bound above) */
         sl_reserve_kv_caps(d, p, r->n_ctx, r->n_batch, cap);
-        r->kv_bytes = sl_kv_bytes_layers(d->n_layer, cap, d->kv_dim, p->type_k, p->type_v);
+        r->kv_bytes = sl_kv_bytes_layers(d->n_layer, cap, d->kv_dim, p->type_k, tv);
         free(cap);
     }
+    /* the NextN blocks are left out of the schedule (a subset: the planner's
+     * stream mode, every kept unit pinned when they fit); resident mode reads
+     * the file once, those blocks included, and keeps its name */
+    r->n_keep = d->n_layer_nextn > 0 && p->mode != SL_MODE_RESIDENT ? d->n_layer : 0;
+    for (int32_t l = 0; l < r->n_keep; l++) r->keep[l] = sl_reserve_layer_kept(p, l);
     r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
     r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;
     r->panel_bytes = sl_kern_matmul_scratch_bound(r->k, max_k, r->n_batch, nth);
@@ -97,6 +109,7 @@ void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_
     sc->numa = p->numa;
     sc->layer_mask = p->layer_mask;
     sc->n_layer_mask = p->layer_mask ? p->n_layer_mask : 0;
+    if (r->n_keep > 0) { sc->layer_mask = r->keep; sc->n_layer_mask = r->n_keep; }
     sc->skip_head = sc->skip_embd = p->no_head;
     sc->progress = p->progress;
     sc->progress_ctx = p->progress_ctx;

@@ -26,6 +26,10 @@ typedef struct sl_reserve {
     uint64_t logits_bytes;      /* logits, sampler scratch, token history */
     uint64_t panel_bytes;       /* prefill panel buffers (per thread) */
     uint64_t total;             /* saturating sum: the streamer's reserve_bytes */
+    /* the streamer's layer mask when the model has NextN blocks (never read): the
+     * layers run that p's mask keeps; n_keep 0 = p's mask as it is */
+    int32_t n_keep;
+    uint8_t keep[SL_MAX_LAYERS];
 } sl_reserve;
 
 /* Fills r for a model of description d opened with p. Fails when the
@@ -37,11 +41,15 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
  * layer p's layer_mask leaves out. */
 void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_t n_ctx, int32_t n_batch,
                         int32_t *cap);
+/* The cache's V type: SL_KV_NONE when the model's attention is latent
+ * (MLA: the values are read from the K rows), else p->type_v. */
+int sl_reserve_type_v(const sl_model_desc *d, const sl_model_params *p);
 /* Whether p's layer mask keeps layer l (no mask: every layer). */
 bool sl_reserve_layer_kept(const sl_model_params *p, int32_t l);
 /* The same from a file's metadata (no weights read). */
 int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p);
-/* The streamer config sl_model_open uses: p's mode/io/budget/pins/mlock + r->total. */
+/* The streamer config sl_model_open uses: p's mode/io/budget/pins/mlock + r->total
+ * (sc points into r: r must outlive sl_stream_open). */
 void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_stream_config *sc);
 
 #endif

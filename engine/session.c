@@ -22,7 +22,7 @@ int sl_session_create(sl_session **out, sl_model *m)
     if (!cap) { free(s); return sl_err_set(SL_ENOMEM, "session: out of memory"); }
     sl_reserve_kv_caps(&m->d, &m->p, m->n_ctx, m->n_batch, cap);   /* window rings: kv.h; a stage's layers */
     int rc = sl_kv_init_layers(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim, m->p.type_k,
-                               m->p.type_v, cap);
+                               sl_reserve_type_v(&m->d, &m->p), cap);
     free(cap);
     if (rc) { free(s); return rc; }
     if (m->p.numa) {   /* before the first touch of the cache (io/stream_numa.h) */

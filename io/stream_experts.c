@@ -497,6 +497,8 @@ static int check(sl_stream *s, int32_t l, int32_t e, const char *what)
     if (l < 0 || l >= s->um.n_layers || e < 0 || e >= s->um.moe.n_expert)
         return sl_err_set(SL_EINVAL, "%s: layer %d expert %d out of range (%d layers x %d experts)", what,
                           (int)l, (int)e, (int)s->um.n_layers, (int)s->um.moe.n_expert);
+    if (!s->um.moe.exps[l][0])
+        return sl_err_set(SL_EINVAL, "%s: layer %d has no routed experts (a dense layer)", what, (int)l);
     return 0;
 }
 

@@ -39,8 +39,9 @@ static void widen(sl_unit *u, uint32_t align)
 }
 
 /* The routed experts: every layer has the three 3-D tensors with one expert
- * count, or the file is not split (an odd file streams its experts with the
- * layer, as before). */
+ * count or none of them (a dense layer: DeepSeek's and GLM's leading ones),
+ * or the file is not split (an odd file streams its experts with the layer,
+ * as before). */
 static void find_experts(sl_unit_map *um, const sl_gguf *g, int32_t L, uint32_t align)
 {
     sl_unit_moe *m = &um->moe;
@@ -57,10 +58,16 @@ static void find_experts(sl_unit_map *um, const sl_gguf *g, int32_t L, uint32_t 
     int32_t ne = -1;
     for (int32_t l = 0; l < L; l++) {
         uint64_t slice_sum = 0;
+        const sl_gguf_tensor *ts[3];
+        int present = 0;
         for (int p = 0; p < 3; p++) {
             char name[96];
             snprintf(name, sizeof name, "blk.%d.%s", (int)l, exp_names[p]);
-            const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
+            present += (ts[p] = sl_gguf_find_tensor(g, name)) != NULL;
+        }
+        if (present == 0) continue;
+        for (int p = 0; p < 3; p++) {
+            const sl_gguf_tensor *t = ts[p];
             if (!t || t->n_dims != 3 || t->ne[2] == 0 || t->ne[2] > 4096 || t->nbytes % t->ne[2] ||
                 (ne >= 0 && t->ne[2] != (uint64_t)ne))
                 goto none;
@@ -284,5 +291,9 @@ void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c)
         sl_unit *un = &um->units[u];
         if (un->info.kind == SL_UNIT_HEAD) un->unused = c->skip_head;
         else un->unused = c->layer_mask && (u >= c->n_layer_mask || !c->layer_mask[u]);
+        /* an unused layer's experts are never read: not in the per-token figures */
+        if (un->unused && un->info.kind == SL_UNIT_LAYER && um->moe.n_expert && um->moe.exps[u][0])
+            for (int p = 0; p < 3; p++)
+                um->moe.slice_bytes_sum -= um->moe.exps[u][p]->nbytes / um->moe.exps[u][p]->ne[2];
     }
 }

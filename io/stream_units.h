@@ -73,7 +73,8 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
 void sl_unit_map_expert_range(const sl_unit_map *um, int32_t l, int32_t e, int p, uint64_t *off,
                               uint64_t *len);
 void sl_unit_map_free(sl_unit_map *um);
-/* Marks the units outside c's layer subset (layer_mask, skip_head) unused. */
+/* Marks the units outside c's layer subset (layer_mask, skip_head) unused; their
+ * experts leave the per-token sum (slice_bytes_sum). */
 void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c);
 
 #endif

@@ -51,6 +51,10 @@ typedef struct {
     float yarn_factor;            /* > 0: rope.scaling.type yarn with this factor ... */
     uint32_t yarn_orig_ctx;       /* ... over this original context */
     const char *def_type;         /* default --type (NULL: q4_k) */
+    bool v3moe;                   /* DeepSeek-V3-style MoE: leading dense layers, exp_probs_b, ungated
+                                   * shared experts, gating / scale / group keys, NextN blocks */
+    bool mla;                     /* multi-head latent attention (deepseek2) */
+    bool ffn_norm_post_attn;      /* the pre-FFN norm is named post_attention_norm (glm4moe) */
     float rope_base;              /* > 0: instead of the preset's */
     float eps;                    /* attention.layer_norm_rms_epsilon */
     const char *vocab;            /* default vocab file (NULL: the preset's) */
@@ -80,9 +84,14 @@ static const mk_arch mk_archs[] = {
       .eps = 1e-6f, .name_tag = "", .what = "gemma3 + per-kind head dims, shared-KV layers, per-layer embeddings" },
     /* gpt-oss: the published files' keys; MXFP4 experts, Q8_0 elsewhere by default */
     { .name = "gpt-oss", .qkv_bias = true, .window = true, .moe_only = true, .expert_width_key = true,
-      .oai = true, .swa = 128, .yarn_factor = 32.0f, .yarn_orig_ctx = 4096, .rope_base = 150000.0f,
+      .oai = true, .ffn_norm_post_attn = true, .swa = 128, .yarn_factor = 32.0f, .yarn_orig_ctx = 4096, .rope_base = 150000.0f,
       .eps = 1e-5f, .def_type = "mxfp4_moe", .name_tag = "",
       .what = "q/k/v/o biases, sinks, alternating window, YaRN, biased router and experts" },
+    { .name = "glm4moe", .qkv_bias = true, .qk_norm = true, .moe_only = true, .expert_width_key = true,
+      .v3moe = true, .ffn_norm_post_attn = true, .eps = 1e-5f, .name_tag = "",
+      .what = "GLM-4.5: biases, q/k norms, partial rope, leading dense, sigmoid experts, NextN" },
+    { .name = "deepseek2", .moe_only = true, .expert_width_key = true, .v3moe = true, .mla = true, .eps = 1e-6f,
+      .name_tag = "", .what = "DeepSeek-V2/V3, Kimi-K2: latent attention, leading dense, grouped experts" },
 };
 
 /* ---- shapes -------------------------------------------------------------- */
@@ -107,6 +116,19 @@ typedef struct {
     const char *preset;
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
 } mk_gemma4_shape;
+/* What a DeepSeek-V3-style preset (arch v3moe) adds: leading dense layers,
+ * shared experts (each n_ff_exp wide), gating (1 softmax, 2 sigmoid), weight
+ * scale / renormalization, groups, NextN blocks after n_layer, rope dims (0:
+ * head_dim), MLA ranks and head widths, YaRN (factor 0: none). */
+typedef struct {
+    const char *preset;
+    uint32_t n_lead, n_shared, gating, n_group, n_group_used, nextn, n_rot;
+    float w_scale;
+    bool w_norm;
+    uint32_t q_lora, kv_lora, k_mla, v_mla;
+    float yarn_factor, yarn_log_mul;
+    uint32_t yarn_orig_ctx;
+} mk_v3shape;
 
 #define BPE "ggml-vocab-llama-bpe.gguf"
 #define SPM "ggml-vocab-llama-spm.gguf"
@@ -145,6 +167,17 @@ static const mk_preset mk_presets[] = {
       "gpt-oss-20b (MXFP4 experts)" },
     { "gpt-oss-120b", 36, 2880, 2880, 64, 8, 131072, 150000.0f, BPE, "gpt-oss", 64, 0, 201088, 128, 4, 2880, 0,
       "gpt-oss-120b (MXFP4 experts)" },
+    /* DeepSeek-V3-style (the rest of their shape in mk_v3_shapes); n_head_kv 1: MLA's latent cache */
+    { "glm4moe-tiny", 3, 256, 768, 4, 2, 512, 1e6f, SPM, "glm4moe", 128, 0, 0, 8, 2, 256, 0, "synth3 shape" },
+    { "deepseek2-tiny", 3, 256, 768, 4, 1, 512, 1e4f, SPM, "deepseek2", 0, 0, 0, 8, 2, 256, 0, "synth3 shape" },
+    { "deepseek-v2-lite", 27, 2048, 10944, 16, 1, 163840, 1e4f, BPE, "deepseek2", 0, 0, 0, 64, 6, 1408, 0,
+      "DeepSeek-V2-Lite (16B, 2.4B active; no q LoRA)" },
+    { "deepseek-v3", 61, 7168, 18432, 128, 1, 163840, 1e4f, BPE, "deepseek2", 0, 0, 129280, 256, 8, 2048, 0,
+      "DeepSeek-V3 / R1 (671B, 37B active)" },
+    { "kimi-k2", 61, 7168, 18432, 64, 1, 131072, 5e4f, BPE, "deepseek2", 0, 0, 163840, 384, 8, 2048, 0,
+      "Kimi-K2 (1T, 32B active)" },
+    { "glm-4.5-air", 46, 4096, 10944, 96, 8, 131072, 1e6f, BPE, "glm4moe", 128, 0, 151552, 128, 8, 1408, 0,
+      "GLM-4.5-Air (106B, 12B active; with q/k norms)" },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
     { "gemma4-tiny", 64, 64, 2, 2, 512 },
@@ -154,6 +187,23 @@ static const mk_gemma4_shape mk_gemma4_shapes[] = {
 };
 #undef BPE
 #undef SPM
+
+static const mk_v3shape mk_v3_shapes[] = {
+    /* preset, lead, shared, gating, groups, used, nextn, rope, scale, norm, q_lora, kv_lora, k/v_mla, yarn */
+    { "glm4moe-tiny", 1, 1, 2, 1, 1, 1, 64, 2.5f, true, 0, 0, 0, 0, 0, 0, 0 },
+    { "deepseek2-tiny", 1, 1, 2, 4, 2, 0, 64, 2.5f, true, 256, 256, 192, 128, 8, 0.1f, 64 },
+    { "deepseek-v2-lite", 1, 2, 1, 1, 1, 0, 64, 1.0f, false, 0, 512, 192, 128, 40, 0.0707f, 4096 },
+    { "deepseek-v3", 3, 1, 2, 8, 4, 1, 64, 2.5f, true, 1536, 512, 192, 128, 40, 0.1f, 4096 },
+    { "kimi-k2", 1, 1, 2, 1, 1, 0, 64, 2.827f, true, 1536, 512, 192, 128, 32, 0.1f, 4096 },
+    { "glm-4.5-air", 1, 1, 2, 1, 1, 1, 64, 1.0f, true, 0, 0, 0, 0, 0, 0, 0 },
+};
+
+static const mk_v3shape *find_v3shape(const char *preset)
+{
+    for (size_t i = 0; i < sizeof mk_v3_shapes / sizeof mk_v3_shapes[0]; i++)
+        if (!strcmp(mk_v3_shapes[i].preset, preset)) return &mk_v3_shapes[i];
+    return NULL;
+}
 
 /* ---- types and mixes --------------------------------------------------- */
 enum { MIX_PLAIN = 0, MIX_Q4_K_M, MIX_Q4_K_S, MIX_Q2_K, MIX_MXFP4_MOE };
@@ -362,14 +412,25 @@ typedef struct {
     uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     /* gemma4 (mk_preset) */
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
+    const mk_v3shape *v3;         /* the preset's DeepSeek-V3-style fields (arch v3moe) */
     int n_tensors;
     mk_tensor t[MK_MAX_TENSORS];
 } mk_model;
+
+/* A matrix whose rows the type cannot hold (DeepSeek's attn_k_b of 128-value
+ * rows, the 1408-wide experts of V2-Lite and GLM-4.5-Air) falls back as
+ * llama-quantize does: Q5_0 for the 256-blocks. */
+static uint32_t row_fit(uint32_t type, uint64_t row)
+{
+    uint64_t be = sl_gguf_block_elems(type);
+    return be && row % be ? (row % 32 ? SL_GGML_F16 : SL_GGML_Q5_0) : type;
+}
 
 static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint64_t ne0, uint64_t ne1,
                  float sigma, float mean)
 {
     if (m->n_tensors >= MK_MAX_TENSORS) return -1;
+    if (m->v3 && nd > 1) type = row_fit(type, ne0);   /* the other presets' shapes always fit */
     mk_tensor *t = &m->t[m->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->type = type; t->n_dims = nd; t->ne[0] = ne0; t->ne[1] = nd > 1 ? ne1 : 1; t->ne[2] = 1;
@@ -412,7 +473,11 @@ static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         mk_tensor *t = &m->t[m->n_tensors - 1];
         t->n_dims = 3;
         t->ne[2] = NE;
-        rc = sl_gguf_tensor_size(type, 3, t->ne, &t->nbytes) ? -1 : 0;
+        rc = sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
+    }
+    if (m->arch->v3moe && !rc) {   /* the selection bias */
+        snprintf(nm, sizeof nm, "blk.%u.exp_probs_b.bias", l);
+        rc = add_t(m, nm, SL_GGML_F32, 1, NE, 1, 0.02f, 0);
     }
     if (!FS || rc) return rc;
     static const struct { const char *n; mk_role role; int down; } sh[] = {
@@ -420,7 +485,7 @@ static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         { "ffn_down_shexp.weight", T_DOWN, 1 },
     };
     snprintf(nm, sizeof nm, "blk.%u.ffn_gate_inp_shexp.weight", l);
-    rc = add_t(m, nm, SL_GGML_F32, 1, E, 1, 0.1f, 0);
+    if (!m->arch->v3moe) rc = add_t(m, nm, SL_GGML_F32, 1, E, 1, 0.1f, 0);   /* v3: ungated */
     for (int i = 0; i < 3 && !rc; i++) {
         snprintf(nm, sizeof nm, "blk.%u.%s", l, sh[i].n);
         rc = add_t(m, nm, mk_tensor_type(td, head_type, sh[i].role, l, m->n_layer, m->n_head, m->n_head_kv),
@@ -552,6 +617,61 @@ static int gemma4_keys(sl_gguf_writer *w, const mk_model *m)
     return rc;
 }
 
+/* Layer l's latent attention (deepseek2): the q LoRA (or attn_q), the kv
+ * latent with the shared rope key, the per-head k_b / v_b (3-D, one matrix a
+ * head) and the output. */
+static int mk_mla_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l, float s, float s_qk)
+{
+    const mk_v3shape *p = m->v3;
+    const uint64_t E = m->n_embd, H = m->n_head, KVL = p->kv_lora, R = p->n_rot, nope = p->k_mla - p->n_rot;
+    const uint32_t L = m->n_layer;
+    char nm[64];
+    int rc = 0;
+#define MT(suffix, role, nd, a, b, sig, mu)                                                     \
+    (snprintf(nm, sizeof nm, "blk.%u.%s", l, suffix),                                           \
+     add_t(m, nm, mk_tensor_type(td, head_type, role, l, L, m->n_head, m->n_head_kv), nd, a, b, sig, mu))
+    if (p->q_lora) {
+        rc |= MT("attn_q_a.weight", T_Q, 2, E, p->q_lora, s_qk, 0);
+        rc |= MT("attn_q_a_norm.weight", T_NORM, 1, p->q_lora, 1, 0.1f, 1.0f);
+        rc |= MT("attn_q_b.weight", T_Q, 2, p->q_lora, H * p->k_mla, s_qk, 0);
+    } else {
+        rc |= MT("attn_q.weight", T_Q, 2, E, H * p->k_mla, s_qk, 0);
+    }
+    rc |= MT("attn_kv_a_mqa.weight", T_K, 2, E, KVL + R, s_qk, 0);
+    rc |= MT("attn_kv_a_norm.weight", T_NORM, 1, KVL, 1, 0.1f, 1.0f);
+    rc |= MT("attn_output.weight", T_O, 2, H * p->v_mla, E, s, 0);
+#undef MT
+    static const struct { const char *n; mk_role role; } hv[] = {
+        { "attn_k_b.weight", T_K }, { "attn_v_b.weight", T_V },
+    };
+    for (int i = 0; i < 2 && !rc; i++) {
+        uint64_t cols = i ? KVL : nope, rows = i ? p->v_mla : KVL;
+        uint32_t type = row_fit(mk_tensor_type(td, head_type, hv[i].role, l, L, m->n_head, m->n_head_kv), cols);
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, hv[i].n);
+        if ((rc = add_t(m, nm, type, 2, cols, rows, s_qk, 0))) break;
+        mk_tensor *t = &m->t[m->n_tensors - 1];
+        t->n_dims = 3;
+        t->ne[2] = H;
+        rc = sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
+    }
+    return rc;
+}
+
+/* The NextN block's own tensors (glm4moe, deepseek-v3): checked by the
+ * engine, never run. */
+static int mk_nextn(mk_model *m, uint32_t head_type, uint32_t l, float s)
+{
+    static const char *const norms[] = { "nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight" };
+    char nm[64];
+    snprintf(nm, sizeof nm, "blk.%u.nextn.eh_proj.weight", l);
+    int rc = add_t(m, nm, head_type, 2, 2 * (uint64_t)m->n_embd, m->n_embd, s, 0);
+    for (int i = 0; i < 3 && !rc; i++) {
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, norms[i]);
+        rc = add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
+    }
+    return rc;
+}
+
 static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
 {
     if (m->arch->gemma4) return build_gemma4(m, td, head_type);
@@ -574,15 +694,18 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
         rc |= add_t(m, "rope_factors_long.weight", SL_GGML_F32, 1, hd / 2, 1, 0.1f, 1.0f);
         rc |= add_t(m, "rope_factors_short.weight", SL_GGML_F32, 1, hd / 2, 1, 0.1f, 1.0f);
     }
-    for (uint32_t l = 0; l < L && !rc; l++) {
-        bool fused_ffn;
+    const uint32_t n_lead = m->v3 ? m->v3->n_lead : 0, n_all = L + (m->v3 ? m->v3->nextn : 0);
+    for (uint32_t l = 0; l < n_all && !rc; l++) {
+        bool fused_ffn = false;
         LT("attn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
-        if (!mk_dense_layer(m, td, head_type, l, s, s_qk, &rc, &fused_ffn)) {
+        if (m->arch->mla) {
+            rc |= mk_mla_attn(m, td, head_type, l, s, s_qk);
+        } else if (!mk_dense_layer(m, td, head_type, l, s, s_qk, &rc, &fused_ffn)) {
             LT("attn_q.weight", T_Q, 2, m->n_embd, qd, s_qk, 0);
             LT("attn_k.weight", T_K, 2, m->n_embd, kv, s_qk, 0);
             LT("attn_v.weight", T_V, 2, m->n_embd, kv, s, 0);
         }
-        LT("attn_output.weight", T_O, 2, qd, m->n_embd, s, 0);
+        if (!m->arch->mla) LT("attn_output.weight", T_O, 2, qd, m->n_embd, s, 0);
         if (m->arch->qkv_bias) {
             LT("attn_q.bias", T_BIAS, 1, qd, 1, s, 0);
             LT("attn_k.bias", T_BIAS, 1, kv, 1, s, 0);
@@ -592,9 +715,10 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
             LT("attn_output.bias", T_BIAS, 1, m->n_embd, 1, s, 0);
             LT("attn_sinks.weight", T_BIAS, 1, m->n_head, 1, 1.0f, 0);
         }
-        if (m->arch->oai) LT("post_attention_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
-        else LT("ffn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
-        if (m->n_expert) {   /* the synth2 recipe: gates N(0, 0.08^2) so routing matters */
+        LT(m->arch->ffn_norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight", T_NORM, 1, m->n_embd,
+           1, 0.1f, 1.0f);
+        if (l >= L) rc |= mk_nextn(m, head_type, l, s);
+        if (m->n_expert && l >= n_lead) {   /* the synth2 recipe: gates N(0, 0.08^2) so routing matters */
             rc |= add_experts(m, td, head_type, l, s, 0.08f);
             continue;
         }
@@ -757,6 +881,44 @@ static void usage(FILE *f)
         MK_POOL);
 }
 
+/* The DeepSeek-V3-style keys (glm4moe, deepseek2) as their converters write
+ * them; with mla the latent attention's: the cache row [c, k_rope] is
+ * key_length, c value_length. */
+static int mk_v3_keys(sl_gguf_writer *w, const char *A, const mk_v3shape *p, bool mla)
+{
+    char key[128];
+    int rc = 0;
+#define KU(k, v) (snprintf(key, sizeof key, "%s.%s", A, k), sl_gguf_writer_set_u32(w, key, v))
+#define KF(k, v) (snprintf(key, sizeof key, "%s.%s", A, k), sl_gguf_writer_set_f32(w, key, v))
+    rc |= KU("leading_dense_block_count", p->n_lead);
+    rc |= KU("expert_shared_count", p->n_shared);
+    rc |= KU("expert_gating_func", p->gating);
+    rc |= KU("expert_group_count", p->n_group);
+    rc |= KU("expert_group_used_count", p->n_group_used);
+    rc |= KF("expert_weights_scale", p->w_scale);
+    snprintf(key, sizeof key, "%s.expert_weights_norm", A);
+    rc |= sl_gguf_writer_set_bool(w, key, p->w_norm);
+    if (p->nextn) rc |= KU("nextn_predict_layers", p->nextn);
+    if (mla) {
+        if (p->q_lora) rc |= KU("attention.q_lora_rank", p->q_lora);
+        rc |= KU("attention.kv_lora_rank", p->kv_lora);
+        rc |= KU("attention.key_length", p->kv_lora + p->n_rot);
+        rc |= KU("attention.value_length", p->kv_lora);
+        rc |= KU("attention.key_length_mla", p->k_mla);
+        rc |= KU("attention.value_length_mla", p->v_mla);
+    }
+    if (p->yarn_factor > 0) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", A);
+        rc |= sl_gguf_writer_set_str(w, key, "yarn");
+        rc |= KF("rope.scaling.factor", p->yarn_factor);
+        rc |= KU("rope.scaling.original_context_length", p->yarn_orig_ctx);
+        rc |= KF("rope.scaling.yarn_log_multiplier", p->yarn_log_mul);
+    }
+#undef KU
+#undef KF
+    return rc;
+}
+
 static const mk_preset *find_preset(const char *name)
 {
     for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++)
@@ -913,7 +1075,6 @@ int perf_mkmodel_main(int argc, char **argv)
     m.n_expert = ps->n_expert;
     m.n_expert_used = ps->n_expert_used;
     m.n_ff_exp = ps->n_ff_exp;
-    m.n_ff_shexp = ps->n_ff_shexp;
     for (size_t i = 0; ar->gemma4 && i < sizeof mk_gemma4_shapes / sizeof mk_gemma4_shapes[0]; i++) {
         const mk_gemma4_shape *gs = &mk_gemma4_shapes[i];
         if (strcmp(gs->preset, preset)) continue;
@@ -924,6 +1085,12 @@ int perf_mkmodel_main(int argc, char **argv)
         fprintf(stderr, "mkmodel: --arch gemma4 needs a gemma4 preset\n");
         return 2;
     }
+    m.v3 = ar->v3moe ? find_v3shape(preset) : NULL;
+    if (ar->v3moe && !m.v3) {
+        fprintf(stderr, "mkmodel: architecture %s needs a preset of its own (sluice mkmodel --help)\n", ar->name);
+        return 2;
+    }
+    m.n_ff_shexp = m.v3 ? m.v3->n_shared * ps->n_ff_exp : ps->n_ff_shexp;
     m.n_layer = ov[0] ? ov[0] : ps->n_layer;
     m.n_embd = ov[1] ? ov[1] : ps->n_embd;
     m.n_ff = ov[2] ? ov[2] : ps->n_ff;
@@ -994,11 +1161,12 @@ int perf_mkmodel_main(int argc, char **argv)
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.vocab_size"), m.n_vocab);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.context_length"), m.n_ctx);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.embedding_length"), m.n_embd);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.block_count"), m.n_layer);
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.block_count"), m.n_layer + (m.v3 ? m.v3->nextn : 0));
     if (ar->gemma4) rc |= gemma4_keys(w, &m);   /* its feed_forward_length is per layer */
     else rc |= sl_gguf_writer_set_u32(w, KEY("%s.feed_forward_length"), m.n_ff);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), m.head_dim);
-    if (m.head_dim != m.n_embd / m.n_head) {
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), m.v3 && m.v3->n_rot ? m.v3->n_rot : m.head_dim);
+    if (m.v3) rc |= mk_v3_keys(w, A, m.v3, ar->mla);
+    if (!ar->mla && m.head_dim != m.n_embd / m.n_head) {
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.key_length"), m.head_dim);
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.value_length"), m.head_dim);
     }
@@ -1022,7 +1190,7 @@ int perf_mkmodel_main(int argc, char **argv)
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_used_count"), m.n_expert_used);
         if (ar->expert_width_key)
             rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_feed_forward_length"), m.n_ff_exp);
-        if (m.n_ff_shexp)
+        if (m.n_ff_shexp && !ar->v3moe)
             rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_shared_feed_forward_length"), m.n_ff_shexp);
     }
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count"), m.n_head);

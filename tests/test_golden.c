@@ -425,10 +425,13 @@ static const synth_arch synth2_supported[] = {
 };
 /* synth3: one row per architecture as it lands (README "synth3"); bounds
  * as for synth2 (MoE: the bracketed figures):
- *   gpt-oss max 0.09 RMS 0.017;  gemma4 (dense) max 0.20 RMS 0.032. */
+ *   gpt-oss max 0.09 RMS 0.017;  gemma4 (dense) max 0.20 RMS 0.032;
+ *   glm4moe max 0.12 RMS 0.019;  deepseek2 max 0.13 RMS 0.023. */
 static const synth_arch synth3_supported[] = {
     { "gpt-oss", { "synth3-gpt-oss-q4_k_m", 0.09, 0.017 } },
     { "gemma4", { "synth3-gemma4-q4_k_m", 0.20, 0.032 } },
+    { "glm4moe", { "synth3-glm4moe-q4_k_m", 0.12, 0.019 } },
+    { "deepseek2", { "synth3-deepseek2-q4_k_m", 0.13, 0.023 } },
 };
 
 /* A set: its index file and its table of supported architectures. */
@@ -494,6 +497,8 @@ SYNTH_MODES(synth2, qwen3moe, "qwen3moe")
 /* synth3: one line per supported architecture */
 SYNTH_MODES(synth3, gpt_oss, "gpt-oss")
 SYNTH_MODES(synth3, gemma4, "gemma4")
+SYNTH_MODES(synth3, glm4moe, "glm4moe")
+SYNTH_MODES(synth3, deepseek2, "deepseek2")
 
 /* i-quant models (iq/ in the index; llama files quantized with an importance
  * matrix, README "i-quant golden"). Bounds: the largest llama.cpp-vs-llama.cpp

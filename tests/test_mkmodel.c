@@ -514,6 +514,28 @@ static float *run_mode(const char *path, int mode, int io, int n_vocab)
     return run_mode_kv(path, mode, io, n_vocab, SL_GGML_F16);
 }
 
+/* The file at path (a 512-token vocab) runs resident with finite, not
+ * constant logits, and mmap, stream and stream over pread give the same. */
+static void check_every_mode(const char *path, const char *what)
+{
+    const int V = 512;
+    float *ref = run_mode(path, SL_MODE_RESIDENT, SL_IO_AUTO, V);
+    double mn = INFINITY, mx = -INFINITY;
+    for (int j = 0; j < 14 * V; j++) {
+        cr_assert(isfinite(ref[j]), "%s: logit %d not finite", what, j);
+        mn = fmin(mn, ref[j]); mx = fmax(mx, ref[j]);
+    }
+    cr_assert_gt(mx - mn, 1e-3, "%s: constant logits", what);
+    const int modes[][2] = { { SL_MODE_MMAP, SL_IO_AUTO }, { SL_MODE_STREAM, SL_IO_AUTO }, { SL_MODE_STREAM, SL_IO_PREAD } };
+    for (int k = 0; k < 3; k++) {
+        float *lg = run_mode(path, modes[k][0], modes[k][1], V);
+        cr_assert_eq(memcmp(lg, ref, sizeof(float) * 14 * (size_t)V), 0, "%s: mode %d io %d differs from resident",
+                     what, modes[k][0], modes[k][1]);
+        free(lg);
+    }
+    free(ref);
+}
+
 /* The codebook and ternary types: mkmodel writes every matrix in the type
  * (lm head Q6_K), and the engine runs the file in every mode with the same
  * logits (finite, not constant) in each. */
@@ -534,22 +556,7 @@ Test(mkmodel, iq4_ternary_mxfp4_every_mode, .timeout = 120)
         check_shape(g, "blk.1.ffn_down.weight", ts[i].type, 768, 256);
         check_shape(g, "output.weight", SL_GGML_Q6_K, 256, 512);
         sl_gguf_close(g);
-        int V = 512;
-        float *ref = run_mode(path, SL_MODE_RESIDENT, SL_IO_AUTO, V);
-        double mn = INFINITY, mx = -INFINITY;
-        for (int j = 0; j < 14 * V; j++) {
-            cr_assert(isfinite(ref[j]), "%s: logit %d not finite", ts[i].name, j);
-            mn = fmin(mn, ref[j]); mx = fmax(mx, ref[j]);
-        }
-        cr_assert_gt(mx - mn, 1e-3, "%s: constant logits", ts[i].name);
-        const int modes[][2] = { { SL_MODE_MMAP, SL_IO_AUTO }, { SL_MODE_STREAM, SL_IO_AUTO }, { SL_MODE_STREAM, SL_IO_PREAD } };
-        for (int k = 0; k < 3; k++) {
-            float *lg = run_mode(path, modes[k][0], modes[k][1], V);
-            cr_assert_eq(memcmp(lg, ref, sizeof(float) * 14 * (size_t)V), 0, "%s: mode %d io %d differs from resident",
-                         ts[i].name, modes[k][0], modes[k][1]);
-            free(lg);
-        }
-        free(ref);
+        check_every_mode(path, ts[i].name);
     }
     cleanup();
 }
@@ -637,5 +644,50 @@ Test(mkmodel, bad_arguments, .timeout = 60)
     cr_assert_eq(mk("x.gguf", "--preset tiny --vocab /nonexistent.gguf", a, sizeof a), 1);
     struct stat st;
     cr_assert_neq(stat(a, &st), 0, "no file on bad arguments");
+    cleanup();
+}
+
+/* The DeepSeek-V3-style test presets (synth3 shapes): leading dense layer,
+ * selection bias, ungated shared expert, NextN block (glm4moe), latent
+ * attention with per-head k_b / v_b (deepseek2, k_b's 128-value rows in
+ * Q5_0), their keys; the engine describes them as it does the golden files
+ * and runs them with the same logits in every mode. */
+Test(mkmodel, v3moe_presets_every_mode, .timeout = 240)
+{
+    setup_paths();
+    sl_model_desc d;
+    char path[PATH_MAX];
+    sl_gguf *g = mk_open_arch("glm.gguf", "--preset glm4moe-tiny --type q4_k_m --vocab none --n-vocab 512", "glm4moe");
+    static const struct { const char *k; uint32_t v; } keys[] = {
+        { "glm4moe.block_count", 4 }, { "glm4moe.nextn_predict_layers", 1 }, { "glm4moe.rope.dimension_count", 64 },
+        { "glm4moe.leading_dense_block_count", 1 }, { "glm4moe.expert_shared_count", 1 },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cr_assert_eq(u32_key(g, keys[i].k), keys[i].v);
+    static const struct { const char *n; uint32_t t; uint64_t a, b; } shapes[] = {
+        { "blk.0.ffn_gate.weight", SL_GGML_Q4_K, 256, 768 }, { "blk.1.exp_probs_b.bias", SL_GGML_F32, 8, 1 },
+        { "blk.3.nextn.eh_proj.weight", SL_GGML_Q6_K, 512, 256 },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_shape(g, shapes[i].n, shapes[i].t, shapes[i].a, shapes[i].b);
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.1.ffn_gate_inp_shexp.weight"));
+    cr_assert(described(g, &d)->ffn.kind == SL_FFN_GATED && d.n_layer == 3 && d.n_layer_nextn == 1 &&
+              d.n_ff_shexp == 256 && sl_model_layer(&d, 1)->ffn.gating == SL_GATING_SIGMOID);
+    sl_gguf_close(g);
+
+    g = mk_open_arch("ds.gguf", "--preset deepseek2-tiny --type q4_k_m --vocab none --n-vocab 512", "deepseek2");
+    cr_assert_eq(u32_key(g, "deepseek2.attention.key_length"), 320u);
+    cr_assert_eq(u32_key(g, "deepseek2.expert_group_count"), 4u);
+    check_experts(g, "blk.0.attn_k_b.weight", SL_GGML_Q5_0, 128, 256, 4);
+    check_experts(g, "blk.0.attn_v_b.weight", SL_GGML_Q4_K, 256, 128, 4);
+    check_shape(g, "blk.2.attn_kv_a_mqa.weight", SL_GGML_Q4_K, 256, 320);
+    cr_assert(described(g, &d)->attn.kind == SL_ATTN_MLA && d.q_lora_rank == 256 && d.n_expert_group == 4 &&
+              d.rope_scaling == SL_ROPE_SCALE_YARN);
+    sl_gguf_close(g);
+
+    const char *files[] = { "glm.gguf", "ds.gguf" };
+    for (int f = 0; f < 2; f++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, files[f]);
+        check_every_mode(path, files[f]);
+    }
     cleanup();
 }

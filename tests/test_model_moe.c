@@ -58,12 +58,7 @@ Test(model_moe, dense_llama_unchanged)
 
 /* One hostile variant per MoE key and tensor: the file, what is changed,
  * the status and the exact message. */
-static const struct {
-    const char *what, *src;
-    int want;
-    mt_mutation mu;
-    const char *msg;
-} hostile[] = {
+static const mt_hostile hostile[] = {
     { "used_count_above_expert_count", QWEN3MOE, SL_ERANGE,
       { .u32_key = "qwen3moe.expert_used_count", .u32_val = 17 },
       "model metadata: key 'qwen3moe.expert_used_count' is 17 (1..expert_count 16)" },
@@ -119,10 +114,5 @@ static const struct {
 
 Test(model_moe, hostile_variants_refused, .timeout = 120)
 {
-    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
-        cr_log_info("%s", hostile[i].what);
-        mt_mutation mu = hostile[i].mu;
-        mu.src = hostile[i].src;
-        mt_expect_refused(hostile[i].what, &mu, hostile[i].want, hostile[i].msg, NULL);
-    }
+    mt_expect_all_refused(hostile, sizeof hostile / sizeof hostile[0]);
 }

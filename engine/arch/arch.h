@@ -44,6 +44,15 @@ int sl_arch_window_set(sl_model_desc *d, uint32_t swa);
 /* The key hook of a family whose layers all have a MoE FFN block: the
  * expert keys required, the shared width iff the block has a shared expert. */
 int sl_arch_moe_keys(sl_model_desc *d, const sl_gguf *g);
+/* The keys of the DeepSeek-V3-style families (deepseek2, glm4moe): the expert
+ * keys, leading_dense_block_count (kind 0: dense SwiGLU layers; kind 1: d's
+ * MoE block), expert_gating_func (absent: def_gating, enum sl_moe_gating),
+ * expert_weights_scale / _norm, expert groups, expert_shared_count ungated
+ * shared experts, and nextn_predict_layers trailing blocks that are not run
+ * (d->n_layer counts the others). */
+int sl_arch_moe_lead_keys(sl_model_desc *d, const sl_gguf *g, int def_gating);
+/* The NextN blocks' own tensors (eh_proj, enorm, hnorm), checked. */
+int sl_arch_nextn_check(const sl_model_desc *d, const sl_gguf *g);
 
 /* The Gemma families' shared checks (arch_gemma3.c): rope_base_swa and
  * logit_softcap as read; sets the sqrt(n_embd) embedding scale. */

@@ -1,21 +1,46 @@
 /* The tensors each block kind reads, checked for one layer: the attention
  * block's norm, projections (separate or fused), biases, q/k norms, sinks
- * and post-norm; the FFN block's norm, gate/up/down (separate or fused) or
- * the router (and its bias), experts (and their biases) and shared expert,
- * and post-norm. */
+ * and post-norm, or latent attention's LoRA, latent and per-head tensors;
+ * the FFN block's norm, gate/up/down (separate or fused) or the router (and
+ * its bias), its selection bias, experts (and their biases) and shared
+ * expert, and post-norm. */
 #include "arch.h"
 #include "../model_internal.h"
 
 #include "../../gguf/base/sl_internal.h"
+
+/* Multi-head latent attention (forward_mla.c). */
+static int check_mla(const sl_model_desc *d, const sl_gguf *g, uint32_t l)
+{
+    const uint64_t E = (uint64_t)d->n_embd, H = (uint64_t)d->n_head, QL = (uint64_t)d->q_lora_rank;
+    const uint64_t KVL = (uint64_t)d->kv_lora_rank, R = (uint64_t)d->n_rot;
+    const uint64_t KD = (uint64_t)d->mla_k_dim, VD = (uint64_t)d->mla_v_dim;
+    int rc;
+    if (QL) {
+        if ((rc = sl_model_check_layer_tensor(g, l, "attn_q_a.weight", E, QL, T_MATRIX)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "attn_q_a_norm.weight", QL, 0, T_F32)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "attn_q_b.weight", QL, H * KD, T_MATRIX)))
+            return rc;
+    } else if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, H * KD, T_MATRIX))) {
+        return rc;
+    }
+    if ((rc = sl_model_check_layer_tensor(g, l, "attn_kv_a_mqa.weight", E, KVL + R, T_MATRIX)) ||
+        (rc = sl_model_check_layer_tensor(g, l, "attn_kv_a_norm.weight", KVL, 0, T_F32)) ||
+        (rc = sl_model_check_experts(g, l, "attn_k_b.weight", KD - R, KVL, H)) ||
+        (rc = sl_model_check_experts(g, l, "attn_v_b.weight", KVL, VD, H)))
+        return rc;
+    return sl_model_check_layer_tensor(g, l, "attn_output.weight", H * VD, E, T_MATRIX);
+}
 
 static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_gguf *g, uint32_t l)
 {
     const uint64_t HD = (uint64_t)(b->head_dim > 0 ? b->head_dim : d->head_dim);
     const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->n_head * HD, KV = (uint64_t)d->n_head_kv * HD;
     int rc;
-    if (b->kind != SL_ATTN_SOFTMAX)
+    if (b->kind != SL_ATTN_SOFTMAX && b->kind != SL_ATTN_MLA)
         return sl_err_set(SL_EUNSUPPORTED, "layer %u: attention block kind %d not supported", l, b->kind);
     if ((rc = sl_model_check_layer_tensor(g, l, "attn_norm.weight", E, 0, T_F32))) return rc;
+    if (b->kind == SL_ATTN_MLA) return check_mla(d, g, l);
     if (b->kv_shared) {   /* q only: K/V come from an earlier layer's cache */
         if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, Q, T_MATRIX))) return rc;
     } else if (b->fused_qkv) {
@@ -60,9 +85,12 @@ static int check_moe(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
          (rc = sl_model_check_layer_tensor(g, l, "ffn_up_exps.bias", FE, NE, T_F32)) ||
          (rc = sl_model_check_layer_tensor(g, l, "ffn_down_exps.bias", E, NE, T_F32))))
         return rc;
+    if (b->sel_bias && (rc = sl_model_check_layer_tensor(g, l, "exp_probs_b.bias", NE, 0, T_F32))) return rc;
+    if (b->shared_expert && !b->shared_ungated &&
+        (rc = sl_model_check_layer_tensor(g, l, "ffn_gate_inp_shexp.weight", E, 0, T_F32)))
+        return rc;
     if (b->shared_expert &&
-        ((rc = sl_model_check_layer_tensor(g, l, "ffn_gate_inp_shexp.weight", E, 0, T_F32)) ||
-         (rc = sl_model_check_layer_tensor(g, l, "ffn_gate_shexp.weight", E, FS, T_MATRIX)) ||
+        ((rc = sl_model_check_layer_tensor(g, l, "ffn_gate_shexp.weight", E, FS, T_MATRIX)) ||
          (rc = sl_model_check_layer_tensor(g, l, "ffn_up_shexp.weight", E, FS, T_MATRIX)) ||
          (rc = sl_model_check_layer_tensor(g, l, "ffn_down_shexp.weight", FS, E, T_MATRIX))))
         return rc;
