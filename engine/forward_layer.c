@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "forward_gdn.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
 #include "forward_qknorm.h"
@@ -55,7 +56,7 @@ static int attn_weights(sl_forward *f, const sl_attn_block *b, const sl_stream_v
     int rc;
     memset(w, 0, sizeof *w);
     if ((rc = sl_forward_find(v, l, "attn_output.weight", &w->o))) return rc;
-    if (b->fused_qkv) {
+    if (b->fused_qkv && !b->out_gate) {
         if ((rc = sl_forward_find(v, l, "attn_qkv.weight", &qkv)) ||
             (rc = sl_forward_split_rows(l, qkv, (int64_t[]){ d->q_dim, d->kv_dim, d->kv_dim }, 3, w->part)))
             return rc;
@@ -124,6 +125,29 @@ static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, sl_
     SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
 }
 
+/* A gated attention's projection rows (f->rec_buf) hold per head q then
+ * its output gate: the q halves into f->q, the gates stay. */
+static void gate_split(sl_forward *f, int32_t n)
+{
+    const int32_t HD = f->d->head_dim, QD = f->d->q_dim;
+    for (int64_t i = 0; i < n; i++)
+        for (int32_t h = 0; h < f->d->n_head; h++)
+            memcpy(f->q + i * QD + (int64_t)h * HD, f->rec_buf + i * 2 * QD + (int64_t)h * 2 * HD,
+                   (size_t)HD * sizeof(float));
+}
+
+/* The attention output times sigmoid(gate), per head and value. */
+static void gate_apply(sl_forward *f, int32_t n)
+{
+    const int32_t HD = f->d->head_dim, QD = f->d->q_dim;
+    for (int64_t i = 0; i < n; i++)
+        for (int32_t h = 0; h < f->d->n_head; h++) {
+            const float *g = f->rec_buf + i * 2 * QD + (int64_t)h * 2 * HD + HD;
+            float *o = f->att + i * QD + (int64_t)h * HD;
+            for (int32_t j = 0; j < HD; j++) o[j] *= 1.0f / (1.0f + expf(-g[j]));
+        }
+}
+
 /* Softmax GQA/MHA attention of layer l over the rows of sq[0..ns), each
  * sequence against its own cache; x += its output. */
 static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_attn_block *b,
@@ -140,9 +164,11 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
     if (rc || (rc = block_in(f, v, l, "attn_norm.weight", n))) return rc;
     sl_act_cache c = { 0 };
     if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ w.q, w.k, w.v },
-                                  (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ QD, KD, KD },
+                                  (float *[]){ b->out_gate ? f->rec_buf : f->q, f->kx, f->vx },
+                                  (int64_t[]){ b->out_gate ? 2 * QD : QD, KD, KD },
                                   (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV)))
         return rc;
+    if (b->out_gate) SL_TIMED(f, SL_PROF_ROPE, 0, gate_split(f, n));
     for (int32_t s = 0, i = 0; s < ns; s++)
         for (int32_t j = 0; j < sq[s].n; j++, i++) attn_row(f, b, &w, sq[s].kv, l, sq[s].kv->n_past + j, i);
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
@@ -162,9 +188,20 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
             SL_TIMED(f, SL_PROF_ROPE, 0,
                      sl_kv_rotate(f->att + (int64_t)i * QD, (int64_t)sq[s].n * QD, kv->rot_v));
     }
+    if (b->out_gate) SL_TIMED(f, SL_PROF_ACT, 0, gate_apply(f, n));
     if ((rc = sl_forward_mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;
     block_out(f, w.post, n);
     return 0;
+}
+
+/* Gated DeltaNet (forward_gdn.c): x += its output. */
+static int attn_recurrent(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_stream_view *v,
+                          int32_t n)
+{
+    int rc = block_in(f, v, l, "attn_norm.weight", n);
+    if (!rc) rc = sl_forward_gdn(f, sq, ns, l, v, n);
+    if (!rc) block_out(f, NULL, n);
+    return rc;
 }
 
 /* ---- FFN blocks -------------------------------------------------------------- */
@@ -204,7 +241,7 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
 /* Routed experts (forward_moe.c, which adds to x itself). */
 static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
-    int rc = block_in(f, v, l, "ffn_norm.weight", n);
+    int rc = block_in(f, v, l, b->norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight", n);
     if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
     return rc;
 }
@@ -216,6 +253,7 @@ int sl_forward_layer(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_
     int rc;
     switch (ld->attn.kind) {
     case SL_ATTN_SOFTMAX: rc = attn_softmax(f, sq, ns, l, &ld->attn, v, n); break;
+    case SL_ATTN_RECURRENT: rc = attn_recurrent(f, sq, ns, l, v, n); break;
     default:
         rc = sl_err_set(SL_EUNSUPPORTED, "layer %d: attention block kind %d has no forward", l, ld->attn.kind);
     }

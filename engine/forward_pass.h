@@ -66,6 +66,8 @@ typedef struct sl_forward {
     size_t act_bytes;
     void *attn_scratch;
     void *row_buf;                      /* one raw embedding row */
+    /* Gated DeltaNet rows / gated attention's q | gate rows (NULL: neither) */
+    float *rec_buf;
     /* MoE FFN scratch (forward_moe.c lays it out; NULL for a dense model) */
     void *moe;
     sl_forward_prof *prof;              /* NULL: not profiling (the session sets it per pass) */

@@ -161,6 +161,8 @@ void sl_kv_free(sl_kv *kv)
     free(kv->cap);
     free(kv->base);
     free(kv->row0);
+    free(kv->rec);
+    free(kv->rec0);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -205,6 +207,7 @@ void sl_kv_clear(sl_kv *kv)
 {
     kv->n_past = 0;
     for (int32_t l = 0; l < kv->n_layer; l++) kv->base[l] = 0;
+    if (kv->rec) kv->rec_pos = -1;   /* zeroed by the next pass (sl_kv_rec_begin) */
 }
 
 /* Moves n rows of every kv head of layer l from slot `from` to slot `to`. */

@@ -14,8 +14,9 @@
 enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3 };
 
 /* Attention block kinds. Each: pre-RMSNorm (attn_norm), the block, optional
- * post-RMSNorm, residual add. MLA and RECURRENT are reserved: no family has
- * them yet and the forward pass refuses them. */
+ * post-RMSNorm, residual add. MLA is reserved: no family has it yet and the
+ * forward pass refuses it. RECURRENT is the Gated DeltaNet block
+ * (forward_gdn.c): a per-sequence state (kv.h) instead of KV rows. */
 enum sl_attn_kind {
     SL_ATTN_NONE = 0,
     SL_ATTN_SOFTMAX,    /* softmax attention over the KV cache, GQA / MHA */
@@ -41,6 +42,7 @@ typedef struct sl_attn_block {
     bool sinks;               /* reserved: per-head attention sink logits */
     int32_t window;           /* > 0: attends to the last `window` positions (rope: rope_base_swa) */
     float q_scale;            /* > 0: q *= q_scale before attention, attention scale 1 */
+    bool out_gate;            /* attn_q rows per head q | gate; output *= sigmoid(gate) (qwen35) */
 } sl_attn_block;
 
 typedef struct sl_ffn_block {
@@ -50,6 +52,7 @@ typedef struct sl_ffn_block {
     bool post_norm;           /* post_ffw_norm before the residual */
     bool shared_expert;       /* MoE: plus a sigmoid-gated shared expert (n_ff_shexp wide) */
     bool weights_norm;        /* MoE: the k chosen probabilities renormalized to sum 1 */
+    bool norm_post_attn;      /* its pre-norm is stored as post_attention_norm (qwen35moe) */
 } sl_ffn_block;
 
 /* One layer's blocks, in order. Room: a per-layer embedding input joins
@@ -89,6 +92,10 @@ typedef struct sl_model_desc {
     int32_t n_expert, n_expert_used;
     int32_t n_ff_exp;         /* width of one routed expert */
     int32_t n_ff_shexp;       /* width of the shared expert (0: none) */
+    /* Gated DeltaNet blocks (SL_ATTN_RECURRENT; 0 when no layer has one):
+     * q/k heads of ssm_dk values, v heads of ssm_dv, causal conv of ssm_conv
+     * taps over the q | k | v channels */
+    int32_t ssm_conv, ssm_nk, ssm_nv, ssm_dk, ssm_dv;
     /* the layers: layer l is kind[layer_kind[l]] */
     int32_t n_kinds;
     sl_layer_desc kind[SL_MAX_LAYER_KINDS];

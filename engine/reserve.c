@@ -8,6 +8,7 @@
 #include "../gguf/base/sl_status.h"
 #include "../gguf/base/sl_internal.h"
 #include "forward.h"
+#include "forward_gdn.h"
 #include "kv.h"
 
 bool sl_reserve_layer_kept(const sl_model_params *p, int32_t l)
@@ -46,6 +47,7 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     if (d->q_dim > max_k) max_k = d->q_dim;
     if (d->n_ff_exp > max_k) max_k = d->n_ff_exp;       /* MoE expert widths */
     if (d->n_ff_shexp > max_k) max_k = d->n_ff_shexp;
+    if (d->ssm_nv * d->ssm_dv > max_k) max_k = d->ssm_nv * d->ssm_dv;   /* ssm_out */
     /* the cache is sized by its types (a q4_0 cache is 0.28x an f16 one) */
     if ((rc = sl_kv_type_check(p->type_k, d->head_dim, "K")) ||
         (rc = sl_kv_type_check(p->type_v, d->head_dim, "V")))
@@ -58,6 +60,8 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
         r->kv_bytes = sl_kv_bytes_layers(d->n_layer, cap, d->kv_dim, p->type_k, p->type_v);
         free(cap);
     }
+    /* a recurrent model's fixed-size state counts with its cache */
+    if (__builtin_add_overflow(r->kv_bytes, sl_forward_gdn_state_bytes(d), &r->kv_bytes)) r->kv_bytes = UINT64_MAX;
     r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
     r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;
     r->panel_bytes = sl_kern_matmul_scratch_bound(r->k, max_k, r->n_batch, nth);

@@ -8,6 +8,7 @@
 
 #include "../gguf/base/sl_platform.h"
 #include "../io/stream_numa.h"
+#include "forward_gdn.h"
 #include "pressure.h"
 #include "reserve.h"
 
@@ -23,6 +24,7 @@ int sl_session_create(sl_session **out, sl_model *m)
     int rc = sl_kv_init_layers(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim, m->p.type_k,
                                m->p.type_v, cap);
     free(cap);
+    if (!rc && (rc = sl_forward_gdn_state_init(&m->d, &s->kv))) sl_kv_free(&s->kv);
     if (rc) { free(s); return rc; }
     if (m->p.numa) {   /* before the first touch of the cache (io/stream_numa.h) */
         sl_numa_place np;

@@ -425,6 +425,8 @@ static const synth_arch synth2_supported[] = {
 /* synth3: one row per architecture as it lands (README "synth3"). */
 static const synth_arch synth3_supported[] = {
     { NULL, { NULL, 0, 0 } },
+    /* qwen35moe: the float64 row's bracketed figures (F32 KV and flash: 0.006 / 0.04) */
+    { "qwen35moe", { "synth3-qwen35moe-q4_k_m", 0.45, 0.061 } },
 };
 
 /* A set: its index file and its table of supported architectures. */
@@ -489,6 +491,7 @@ SYNTH_MODES(synth2, qwen2moe, "qwen2moe")
 SYNTH_MODES(synth2, qwen3moe, "qwen3moe")
 /* synth3: one line per supported architecture, e.g.
  * SYNTH_MODES(synth3, gpt_oss, "gpt-oss") */
+SYNTH_MODES(synth3, qwen35moe, "qwen35moe")
 
 /* i-quant models (iq/ in the index; llama files quantized with an importance
  * matrix, README "i-quant golden"). Bounds: the largest llama.cpp-vs-llama.cpp

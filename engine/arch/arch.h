@@ -28,6 +28,9 @@ void sl_arch_names(char *buf, size_t n);
 /* Every tensor of layer l's blocks: presence, shape, type. */
 int sl_arch_check_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
 
+/* The tensors of a Gated DeltaNet block (arch_gdn.c). */
+int sl_arch_check_gdn(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
+
 /* The expert keys of a MoE family (arch_moe.c): expert_count (required, or
  * 0 = no experts when optional), expert_used_count, the expert width (key
  * when width_key, else n_ff) and, with shared, the shared expert's width.

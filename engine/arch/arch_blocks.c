@@ -12,10 +12,16 @@ static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_g
     const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->q_dim, KV = (uint64_t)d->kv_dim;
     const uint64_t HD = (uint64_t)d->head_dim;
     int rc;
+    if (b->kind == SL_ATTN_RECURRENT) return sl_arch_check_gdn(d, g, l);
     if (b->kind != SL_ATTN_SOFTMAX)
         return sl_err_set(SL_EUNSUPPORTED, "layer %u: attention block kind %d not supported", l, b->kind);
     if ((rc = sl_model_check_layer_tensor(g, l, "attn_norm.weight", E, 0, T_F32))) return rc;
-    if (b->fused_qkv) {
+    if (b->out_gate) {   /* q | gate per head, then k, v */
+        if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, 2 * Q, T_MATRIX)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "attn_k.weight", E, KV, T_MATRIX)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "attn_v.weight", E, KV, T_MATRIX)))
+            return rc;
+    } else if (b->fused_qkv) {
         if ((rc = sl_model_check_layer_tensor(g, l, "attn_qkv.weight", E, Q + 2 * KV, T_MATRIX))) return rc;
     } else if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, Q, T_MATRIX)) ||
                (rc = sl_model_check_layer_tensor(g, l, "attn_k.weight", E, KV, T_MATRIX)) ||
@@ -59,7 +65,9 @@ static int check_ffn(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
 {
     const uint64_t E = (uint64_t)d->n_embd, FF = (uint64_t)d->n_ff;
     int rc;
-    if ((rc = sl_model_check_layer_tensor(g, l, "ffn_norm.weight", E, 0, T_F32))) return rc;
+    if ((rc = sl_model_check_layer_tensor(g, l, b->norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight",
+                                          E, 0, T_F32)))
+        return rc;
     switch (b->kind) {
     case SL_FFN_GATED:
         if (b->fused_gate_up) rc = sl_model_check_layer_tensor(g, l, "ffn_up.weight", E, 2 * FF, T_MATRIX);
