@@ -104,6 +104,8 @@ int32_t sl_session_prefix_reusable(const sl_session *s, const int32_t *ids, int 
      * window - 1 = cap - n_batch: sl_kv_ring_cap) */
     for (int32_t l = 0; c > 0 && l < kv->n_layer; l++)
         if (kv->cap[l] < kv->n_ctx && kv->base[l] > 0 && kv->base[l] > c - (kv->cap[l] - nb)) c = 0;
+    /* a recurrent state holds exactly n_past positions: all or nothing */
+    if (kv->rec && (c != kv->n_past || kv->rec_pos != kv->n_past)) c = 0;
     return c;
 }
 

@@ -4,7 +4,8 @@
  *   header   struct pc_header (112 bytes), its own hash in the last field
  *   payload  tokens[n_tokens] (int32), logits[n_vocab] (f32, if has_logits),
  *            then per layer: K rows of head 0..n_head_kv-1 (n_tokens rows of
- *            k_row_bytes each), V rows likewise
+ *            k_row_bytes each), V rows likewise; then, for a model with
+ *            recurrent layers, their state after the n_tokens (kv.h, F32)
  *   trailer  uint64 hash of the payload
  * Rows are copied through the KV cell layout (kv_cells below: cell type and
  * bytes of one kv head's row at one position), never converted, so a cache
@@ -166,7 +167,8 @@ static int header_of(const sl_session *s, uint32_t n_tokens, bool has_logits, pc
     memcpy(h->rng, s->smp.s, sizeof h->rng);
     /* sizes come from our own live cache: they fit (it was allocated) */
     h->payload_bytes = (uint64_t)n_tokens * 4u + (has_logits ? (uint64_t)h->n_vocab * 4u : 0) +
-                       (uint64_t)h->n_layer * h->n_head_kv * n_tokens * (k.row_bytes + v.row_bytes);
+                       (uint64_t)h->n_layer * h->n_head_kv * n_tokens * (k.row_bytes + v.row_bytes) +
+                       sl_kv_rec_total(&s->kv);
     h->header_hash = sl_hash64_of(h, offsetof(pc_header, header_hash), PC_SEED_HDR);
     return 0;
 }
@@ -241,6 +243,9 @@ int sl_session_save(sl_session *s, const char *path)
     pc_header h;
     int rc = header_of(s, (uint32_t)n, s->have_logits, &h);
     if (rc) return sl_session_fail(s, rc);
+    if (s->kv.rec && s->kv.rec_pos != n)
+        return sl_session_fail(s, sl_err_set(SL_EINVAL, "save %s: the recurrent state holds %d positions, the "
+                                             "cache %d (a failed feed)", path, s->kv.rec_pos, n));
 
     pc_writer w = { .rc = 0 };
     if ((rc = sl_file_out_open(&w.out, path, "prompt cache"))) return sl_session_fail(s, rc);
@@ -253,6 +258,7 @@ int sl_session_save(sl_session *s, const char *path)
             for (int32_t hd = 0; hd < s->kv.n_head_kv; hd++)
                 put(&w, kv_rows(&s->kv, side, l, hd),
                     (size_t)n * (side ? h.v_row_bytes : h.k_row_bytes));
+    if (s->kv.rec) put(&w, s->kv.rec, (size_t)sl_kv_rec_total(&s->kv));
     uint64_t sum = sl_hash64_final(&w.h);
     if (!w.rc) w.rc = sl_file_out_write(&w.out, &sum, sizeof sum);
     if (w.rc) {
@@ -329,6 +335,8 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
         if (c < keep || !h.has_logits) logits = false;
         if (c == n_want && !logits) c--;   /* leave one token to compute the logits */
         keep = c;
+        /* the recurrent state is of all n_tokens: a shorter prefix cannot use it */
+        if (s->kv.rec && keep < (int32_t)h.n_tokens) { keep = 0; logits = false; }
     }
     if (h.has_logits) {
         size_t lb = (size_t)h.n_vocab * sizeof(float);
@@ -342,6 +350,10 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
                 if ((rc = skip(&r, (uint64_t)(h.n_tokens - (uint32_t)keep) * rb))) goto io;
             }
         }
+    if (s->kv.rec) {
+        uint64_t rb = sl_kv_rec_total(&s->kv);
+        if ((rc = keep ? get(&r, s->kv.rec, (size_t)rb) : skip(&r, rb))) goto io;
+    }
     uint64_t sum;
     if ((rc = read_full(r.fd, &sum, sizeof sum))) goto io;
     if (sum != sl_hash64_final(&r.h)) {
@@ -350,6 +362,7 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
     }
     memcpy(s->hist, toks, (size_t)keep * sizeof *toks);
     s->kv.n_past = keep;
+    if (s->kv.rec && keep) s->kv.rec_pos = keep;
     s->have_logits = logits;
     if (!want) memcpy(s->smp.s, h.rng, sizeof h.rng);
     if (n_reused) *n_reused = keep;

@@ -1,0 +1,342 @@
+/* qwen35moe (engine/arch/arch_qwen35moe.c, arch_gdn.c, engine/forward_gdn.c,
+ * engine/kv_rec.c) on the synth3 file: the description (which layers are
+ * Gated DeltaNet, their sizes, the gated attention layer), a hostile variant
+ * of each key and of the block's tensors refused with a message naming it;
+ * the recurrent state of a sequence: zeroed with the sequence, carried
+ * across feeds, never rolled back silently (a cut prefix, a context shift,
+ * a pressure window are refused or start over), restored bitwise from a
+ * prompt cache, rolled back by speculative decoding, one per batch member.
+ * SL_HOST_ONLY (the synth3 files; slow under qemu). */
+#include "model_testutil.h"
+#include "session_testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../engine/session_obj.h"
+
+#define Q35 MODELS "/synth3-qwen35moe-q4_k_m.gguf"
+#define Q3MOE MODELS "/synth2-qwen3moe-q4_k_m.gguf"
+
+Test(qwen35, description)
+{
+    sl_model_desc d;
+    mt_load_arch(Q35, "qwen35moe", &d);
+    cr_assert(d.n_layer == 4 && d.n_ff == 0 && d.head_dim == 128 && d.n_rot == 32 && d.rope_neox);
+    cr_assert(d.ssm_conv == 4 && d.ssm_nk == 2 && d.ssm_nv == 4 && d.ssm_dk == 64 && d.ssm_dv == 64);
+    cr_assert(d.n_expert == 8 && d.n_expert_used == 2 && d.n_ff_exp == 256 && d.n_ff_shexp == 256);
+    for (int32_t l = 0; l < 4; l++) {
+        const sl_attn_block *a = mt_attn(&d, l);
+        const sl_ffn_block *f = mt_ffn(&d, l);
+        cr_assert_eq(a->kind, l == 3 ? SL_ATTN_SOFTMAX : SL_ATTN_RECURRENT, "layer %d", l);
+        if (l == 3) cr_assert(a->out_gate && a->qk_norm);
+        cr_assert(f->kind == SL_FFN_MOE && f->shared_expert && f->weights_norm && f->norm_post_attn, "layer %d", l);
+    }
+}
+
+static const struct {
+    const char *what;
+    int want;
+    mt_mutation mu;
+    const char *msg;
+} hostile[] = {
+    { "conv_kernel_missing", SL_ENOENT, { .drop_key = "qwen35moe.ssm.conv_kernel" },
+      "model metadata: key 'qwen35moe.ssm.conv_kernel' missing" },
+    { "conv_kernel_zero", SL_ERANGE, { .u32_key = "qwen35moe.ssm.conv_kernel", .u32_val = 0 },
+      "model metadata: key 'qwen35moe.ssm.conv_kernel' is 0 (1..64)" },
+    { "state_size_huge", SL_ERANGE, { .u32_key = "qwen35moe.ssm.state_size", .u32_val = 5000 },
+      "model metadata: key 'qwen35moe.ssm.state_size' is 5000 (1..1024)" },
+    { "v_heads_not_multiple", SL_ERANGE, { .u32_key = "qwen35moe.ssm.time_step_rank", .u32_val = 3 },
+      "model metadata: keys 'qwen35moe.ssm.group_count' 2 / 'qwen35moe.ssm.time_step_rank' 3: q/k and v "
+      "heads 1..1024, v heads a multiple of q/k heads" },
+    { "inner_size_wrong", SL_EUNSUPPORTED, { .u32_key = "qwen35moe.ssm.inner_size", .u32_val = 512 },
+      "model metadata: key 'qwen35moe.ssm.inner_size' 512 is not time_step_rank 4 x state_size 64 (v heads "
+      "as wide as q/k heads)" },
+    { "interval_zero", SL_ERANGE, { .u32_key = "qwen35moe.full_attention_interval", .u32_val = 0 },
+      "model metadata: key 'qwen35moe.full_attention_interval' is 0" },
+    { "interval_two", SL_ENOENT, { .u32_key = "qwen35moe.full_attention_interval", .u32_val = 2 },
+      "tensor 'blk.1.attn_q.weight' missing from the model" },
+    { "mtp_layers", SL_EUNSUPPORTED, { .u32_key = "qwen35moe.nextn_predict_layers", .u32_val = 1 },
+      "model metadata: key 'qwen35moe.nextn_predict_layers' is 1: MTP layers are not supported yet (a file "
+      "without them runs)" },
+    { "ssm_a_missing", SL_ENOENT, { .drop = "blk.1.ssm_a" }, "tensor 'blk.1.ssm_a' missing from the model" },
+    { "conv_taps_wrong", SL_ESHAPE, { .shape_name = "blk.0.ssm_conv1d.weight", .dim = 0, .ne = 3 },
+      "tensor 'blk.0.ssm_conv1d.weight': shape [3, 512], expected [4, 512]" },
+    { "conv_f16", SL_EUNSUPPORTED, { .type_name = "blk.2.ssm_conv1d.weight" },
+      "tensor 'blk.2.ssm_conv1d.weight': type f16, expected f32" },
+    { "qkv_missing", SL_ENOENT, { .drop = "blk.2.attn_qkv.weight" },
+      "tensor 'blk.2.attn_qkv.weight' missing from the model" },
+    { "gate_missing", SL_ENOENT, { .drop = "blk.0.attn_gate.weight" },
+      "tensor 'blk.0.attn_gate.weight' missing from the model" },
+    { "dt_wrong", SL_ESHAPE, { .shape_name = "blk.1.ssm_dt.bias", .dim = 0, .ne = 2 },
+      "tensor 'blk.1.ssm_dt.bias': shape [2], expected [4]" },
+    { "beta_missing", SL_ENOENT, { .drop = "blk.0.ssm_beta.weight" },
+      "tensor 'blk.0.ssm_beta.weight' missing from the model" },
+    { "alpha_missing", SL_ENOENT, { .drop = "blk.0.ssm_alpha.weight" },
+      "tensor 'blk.0.ssm_alpha.weight' missing from the model" },
+    { "norm_wrong", SL_ESHAPE, { .shape_name = "blk.2.ssm_norm.weight", .dim = 0, .ne = 128 },
+      "tensor 'blk.2.ssm_norm.weight': shape [128], expected [64]" },
+    { "out_missing", SL_ENOENT, { .drop = "blk.1.ssm_out.weight" },
+      "tensor 'blk.1.ssm_out.weight' missing from the model" },
+    { "gated_q_not_doubled", SL_ESHAPE, { .shape_name = "blk.3.attn_q.weight", .dim = 1, .ne = 512 },
+      "tensor 'blk.3.attn_q.weight': shape [256, 512], expected [256, 1024]" },
+    { "ffn_pre_norm_missing", SL_ENOENT, { .drop = "blk.2.post_attention_norm.weight" },
+      "tensor 'blk.2.post_attention_norm.weight' missing from the model" },
+    { "shared_gate_missing", SL_ENOENT, { .drop = "blk.3.ffn_gate_inp_shexp.weight" },
+      "tensor 'blk.3.ffn_gate_inp_shexp.weight' missing from the model" },
+};
+
+Test(qwen35, hostile_variants_refused, .timeout = 120)
+{
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        cr_log_info("%s", hostile[i].what);
+        mt_mutation mu = hostile[i].mu;
+        mu.src = Q35;
+        mt_expect_refused(hostile[i].what, &mu, hostile[i].want, hostile[i].msg, NULL);
+    }
+}
+
+/* ---- the recurrent state of a sequence ------------------------------------- */
+
+#define NV 2048
+#define NB 8
+
+static float *logits_copy(const sl_session *s)
+{
+    float *l = malloc(NV * sizeof *l);
+    cr_assert_not_null(l);
+    memcpy(l, sl_session_logits(s), NV * sizeof *l);
+    return l;
+}
+
+/* Logits after feeding ids[0..n) to a fresh session of m, in feeds split at
+ * the given points (ascending, 0-terminated). */
+static float *fed_logits(sl_model *m, const int32_t *ids, int n, const int *cuts)
+{
+    sl_session *s = st_session(m, true);
+    int at = 0;
+    for (int i = 0; cuts && cuts[i]; i++) {
+        cr_assert_eq(sl_session_feed_tokens(s, ids + at, cuts[i] - at), 0, "%s", sl_session_errmsg(s));
+        at = cuts[i];
+    }
+    cr_assert_eq(sl_session_feed_tokens(s, ids + at, n - at), 0, "%s", sl_session_errmsg(s));
+    float *l = logits_copy(s);
+    sl_session_destroy(s);
+    return l;
+}
+
+/* A reset zeroes the state: the same prompt again gives the same logits;
+ * the state carries across feeds at chunk boundaries bitwise. */
+Test(qwen35, state_reset_and_carried)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[24];
+    st_some_ids(ids, 24, NV, 7);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0, "%s", sl_session_errmsg(s));
+    float *a = logits_copy(s);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(a, sl_session_logits(s), NV * sizeof *a), 0, "state not reset with the sequence");
+    float *b = fed_logits(m, ids, 24, (const int[]){ 8, 16, 0 });
+    cr_assert_eq(memcmp(a, b, NV * sizeof *a), 0, "state not carried across feeds");
+    /* another prompt's state must not leak into it */
+    int32_t other[24];
+    st_some_ids(other, 24, NV, 8);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, other, 24), 0);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0);
+    cr_assert_eq(memcmp(a, sl_session_logits(s), NV * sizeof *a), 0);
+    free(a); free(b);
+    st_close(s, m);
+}
+
+/* A sequence moved back without its state is refused, never continued. */
+Test(qwen35, rollback_refused)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[16];
+    st_some_ids(ids, 16, NV, 9);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    s->kv.n_past = 12;   /* what a KV-only rollback would do */
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 12, 4), SL_EINVAL);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "recurrent state: it holds 16 positions but the sequence "
+                                                    "continues at 12"), "%s", sl_session_errmsg(s));
+    st_close(s, m);
+}
+
+/* Prefix reuse keeps all of the history or nothing, and what it keeps
+ * continues bitwise as a fresh prefill. */
+Test(qwen35, prefix_reuse)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[24];
+    st_some_ids(ids, 24, NV, 10);
+    float *fresh = fed_logits(m, ids, 24, NULL);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    cr_assert_eq(sl_session_prefix_reusable(s, ids, 24), 16);
+    int32_t cut[24];
+    memcpy(cut, ids, sizeof cut);
+    cut[12] ^= 1;   /* shares only 12 (8 in whole chunks): the state cannot go back */
+    cr_assert_eq(sl_session_prefix_reusable(s, cut, 24), 0);
+    cr_assert_eq(sl_session_keep_prefix(s, ids, 24), 16);
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 16, 8), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(fresh, sl_session_logits(s), NV * sizeof *fresh), 0);
+    cr_assert_eq(sl_session_keep_prefix(s, cut, 24), 0);   /* starts over */
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(fresh, sl_session_logits(s), NV * sizeof *fresh), 0);
+    free(fresh);
+    st_close(s, m);
+}
+
+/* Context shift and a pressure window would drop positions from a sum that
+ * cannot give them back: refused with a message, the state untouched. */
+Test(qwen35, context_shift_refused)
+{
+    sl_model_params mp = st_params(16, NB, 2);
+    mp.context_shift = true;
+    sl_model *m = st_open(Q35, &mp);
+    int32_t ids[20];
+    st_some_ids(ids, 20, NV, 11);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 16, 1), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "recurrent layers"), "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_n_past(s), 16);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 8), 0);
+    cr_assert_eq(sl_session_kv_window(s, 4), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "recurrent layers"), "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 8, 8), 0, "%s", sl_session_errmsg(s));
+    float *a = logits_copy(s);
+    float *b = fed_logits(m, ids, 16, (const int[]){ 8, 0 });
+    cr_assert_eq(memcmp(a, b, NV * sizeof *a), 0);
+    free(a); free(b);
+    st_close(s, m);
+}
+
+static void tmp_path(char *buf, size_t n, const char *name)
+{
+    const char *d = getenv("TMPDIR");
+    snprintf(buf, n, "%s/sl_q35_%d_%s", d ? d : "/tmp", (int)getpid(), name);
+}
+
+/* A prompt cache holds the recurrent state: a restored prefix continues
+ * bitwise as the session that computed it; a shorter prefix cannot use it;
+ * a cache of another model is refused. */
+Test(qwen35, prompt_cache_state)
+{
+    char path[256], other[256];
+    tmp_path(path, sizeof path, "pc");
+    tmp_path(other, sizeof other, "pc3moe");
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[24];
+    st_some_ids(ids, 24, NV, 12);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 16, 8), 0);
+    float *want = logits_copy(s);
+    sl_session *r = st_session(m, true);
+    int32_t n_reused = -1;
+    cr_assert_eq(sl_session_load_prefix(r, path, ids, 24, &n_reused), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(n_reused, 16);
+    cr_assert_eq(sl_session_feed_tokens(r, ids + 16, 8), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(memcmp(want, sl_session_logits(r), NV * sizeof *want), 0, "restored state differs");
+    /* a prompt sharing 12 of the 16: the state is of all 16, nothing restored */
+    int32_t cut[24];
+    memcpy(cut, ids, sizeof cut);
+    cut[12] ^= 1;
+    cr_assert_eq(sl_session_load_prefix(r, path, cut, 24, &n_reused), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(n_reused, 0);
+    cr_assert_eq(sl_session_n_past(r), 0);
+    cr_assert_eq(sl_session_load(r, path), 0);
+    cr_assert_eq(sl_session_n_past(r), 16);
+    /* a cache written by another model */
+    sl_model *m3 = st_open_ctx(Q3MOE, 64, NB);
+    sl_session *s3 = st_session(m3, true);
+    cr_assert_eq(sl_session_feed_tokens(s3, ids, 8), 0);
+    cr_assert_eq(sl_session_save(s3, other), 0, "%s", sl_session_errmsg(s3));
+    cr_assert_eq(sl_session_load(r, other), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(r), "written for another model file"), "%s", sl_session_errmsg(r));
+    cr_assert_eq(sl_session_n_past(r), 0);
+    unlink(path);
+    unlink(other);
+    free(want);
+    st_close(s3, m3);
+    sl_session_destroy(r);
+    st_close(s, m);
+}
+
+/* Greedy speculative decoding with a draft model gives the tokens of plain
+ * decoding: a recurrent target's state goes back to the last accepted token
+ * at each rejection (the other model's drafts are mostly rejected), and a
+ * recurrent draft's state is rebuilt when the target rejects its tokens. */
+static void spec_identical(const char *target, const char *draft)
+{
+    sl_model *m = st_open_ctx(target, 128, NB), *dm = st_open_ctx(draft, 128, NB);
+    int32_t ids[16];
+    st_some_ids(ids, 16, NV, 13);
+    enum { GEN = 32 };
+    int32_t plain[GEN], fast[GEN + 9];
+    sl_session *s = st_session(m, true), *ds = st_session(dm, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    for (int i = 0; i < GEN; i++) cr_assert_eq(sl_session_step(s, &plain[i]), 0, "%s", sl_session_errmsg(s));
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    sl_spec_params sp;
+    sl_spec_params_init(&sp);
+    sp.kind = SL_SPEC_DRAFT;
+    sp.draft = ds;
+    sp.k_max = 3;
+    sp.adaptive = false;
+    sl_spec *spec;
+    cr_assert_eq(sl_spec_create(&spec, s, &sp), 0, "%s", sl_last_error());
+    int got = 0;
+    while (got < GEN) {
+        int32_t n;
+        cr_assert_eq(sl_spec_step(spec, fast + got, GEN + 9 - got, &n), 0, "%s", sl_spec_errmsg(spec));
+        got += n;
+    }
+    cr_assert_eq(memcmp(plain, fast, GEN * sizeof *plain), 0, "speculative tokens differ (%s / %s)", target, draft);
+    sl_spec_stats st;
+    cr_assert_eq(sl_spec_get_stats(spec, &st), 0);
+    cr_assert_gt(st.n_drafted, st.n_accepted, "no rejection: the rollback was not exercised (%lld drafted, %lld "
+                 "accepted)", (long long)st.n_drafted, (long long)st.n_accepted);
+    sl_spec_destroy(spec);
+    st_close(ds, dm);
+    st_close(s, m);
+}
+
+Test(qwen35, spec_recurrent_target, .timeout = 60) { spec_identical(Q35, Q3MOE); }
+Test(qwen35, spec_recurrent_draft, .timeout = 60) { spec_identical(Q3MOE, Q35); }
+
+/* Batch members each carry their own state: the batch gives each the
+ * logits it gets alone. */
+Test(qwen35, batch_own_state)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t a[16], b[16];
+    st_some_ids(a, 16, NV, 14);
+    st_some_ids(b, 16, NV, 15);
+    sl_session *sa = st_session(m, true), *sb = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(sa, a, 15), 0);
+    cr_assert_eq(sl_session_feed_tokens(sb, b, 15), 0);
+    sl_batch *bt;
+    cr_assert_eq(sl_batch_create(&bt, m, NULL), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_batch_add(bt, sa), 0);
+    cr_assert_eq(sl_batch_add(bt, sb), 0);
+    cr_assert_eq(sl_batch_accept(bt, (const int32_t[]){ a[15], b[15] }), 0, "%s", sl_batch_errmsg(bt));
+    float *wa = fed_logits(m, a, 16, (const int[]){ 15, 0 }), *wb = fed_logits(m, b, 16, (const int[]){ 15, 0 });
+    cr_assert_eq(memcmp(wa, sl_session_logits(sa), NV * sizeof *wa), 0);
+    cr_assert_eq(memcmp(wb, sl_session_logits(sb), NV * sizeof *wb), 0);
+    free(wa); free(wb);
+    sl_batch_destroy(bt);
+    sl_session_destroy(sb);
+    st_close(sa, m);
+}
