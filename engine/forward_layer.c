@@ -206,6 +206,12 @@ static int attn_recurrent(sl_forward *f, const sl_forward_seq *sq, int32_t ns, i
 
 /* ---- FFN blocks -------------------------------------------------------------- */
 
+/* The tensor of an FFN block's pre-norm. */
+static const char *ffn_norm_name(const sl_ffn_block *b)
+{
+    return b->norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight";
+}
+
 /* Dense gated FFN: x += down(act(gate . xn) * (up . xn)), act SiLU or GELU;
  * a fused ffn_up holds gate | up. */
 static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
@@ -224,7 +230,7 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
     } else if ((rc = sl_forward_find(v, l, "ffn_gate.weight", &wg))) {
         return rc;
     }
-    if ((rc = block_in(f, v, l, "ffn_norm.weight", n))) return rc;
+    if ((rc = block_in(f, v, l, ffn_norm_name(b), n))) return rc;
     sl_act_cache c = { 0 };
     if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 2, (const sl_stream_tensor *[]){ wg, wu },
                                   (float *[]){ f->gate, f->up }, (int64_t[]){ FF, FF },
@@ -241,7 +247,7 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
 /* Routed experts (forward_moe.c, which adds to x itself). */
 static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
-    int rc = block_in(f, v, l, b->norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight", n);
+    int rc = block_in(f, v, l, ffn_norm_name(b), n);
     if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
     return rc;
 }

@@ -66,7 +66,8 @@ Test(model, unknown_architecture)
 {
     mt_mutation mu = { .arch = "xyz" };
     mt_expect_refused("arch", &mu, SL_EUNSUPPORTED,
-                      "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3, qwen2moe, qwen3moe, qwen35moe)",
+                      "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3, qwen2moe, qwen3moe, "
+                      "qwen35, qwen35moe)",
                       "architecture 'xyz' not supported");
 }
 

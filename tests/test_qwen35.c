@@ -1,7 +1,8 @@
-/* qwen35moe (engine/arch/arch_qwen35moe.c, arch_gdn.c, engine/forward_gdn.c,
- * engine/kv_rec.c) on the synth3 file: the description (which layers are
- * Gated DeltaNet, their sizes, the gated attention layer), a hostile variant
- * of each key and of the block's tensors refused with a message naming it;
+/* qwen35moe and qwen35 (engine/arch/arch_qwen35moe.c, arch_qwen35.c,
+ * arch_gdn.c, engine/forward_gdn.c, engine/kv_rec.c) on the synth3 file and
+ * a dense file made from it: the description (which layers are Gated
+ * DeltaNet, their sizes, the gated attention layer, the FFN), a hostile
+ * variant of each key and of the block's tensors refused with a message naming it;
  * the recurrent state of a sequence: zeroed with the sequence, carried
  * across feeds, never rolled back silently (a cut prefix, a context shift,
  * a pressure window are refused or start over), restored bitwise from a
@@ -98,10 +99,105 @@ Test(qwen35, hostile_variants_refused, .timeout = 120)
     }
 }
 
-/* ---- the recurrent state of a sequence ------------------------------------- */
-
 #define NV 2048
 #define NB 8
+static float *fed_logits(sl_model *m, const int32_t *ids, int n, const int *cuts);
+
+/* ---- qwen35 (dense) ---------------------------------------------------------
+ * A dense file made from the synth3 one: keys renamed, the experts and the
+ * router left out, the shared expert as the dense FFN (feed_forward_length
+ * 256). (Checked once against ref_forward3.py's qwen35moe pass with the
+ * dense FFN in float64: max 0.22, RMS 0.040 logits_sd over ids32, the
+ * activation-quantization distance the MoE file shows too.) */
+
+static bool dense_skips(const char *name) { return strstr(name, "_exps") || strstr(name, "ffn_gate_inp"); }
+
+static void dense_name(const char *name, char *out, size_t n)
+{
+    const char *sh = strstr(name, "_shexp");
+    if (sh) snprintf(out, n, "%.*s%s", (int)(sh - name), name, sh + 6);
+    else snprintf(out, n, "%s", name);
+}
+
+static void write_dense(const char *dst, const char *drop_key, const char *drop_tensor)
+{
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, Q35), 0);
+    sl_gguf_writer *w;
+    cr_assert_eq(sl_gguf_writer_open(&w, dst, 3), 0, "%s", sl_last_error());
+    for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) {
+        const char *k = sl_gguf_kv_key(g, i);
+        char nk[128];
+        if (!strcmp(k, "general.architecture")) {
+            cr_assert_eq(sl_gguf_writer_set_str(w, k, "qwen35"), 0);
+            continue;
+        }
+        if (!strncmp(k, "qwen35moe.", 10)) {
+            if (strstr(k, "expert")) continue;
+            snprintf(nk, sizeof nk, "qwen35.%s", k + 10);
+        } else {
+            snprintf(nk, sizeof nk, "%s", k);
+        }
+        if (drop_key && !strcmp(nk, drop_key)) continue;
+        cr_assert_eq(sl_gguf_writer_set_value(w, nk, sl_gguf_kv_value(g, i)), 0, "%s", sl_gguf_writer_errmsg(w));
+    }
+    if (!drop_key || strcmp(drop_key, "qwen35.feed_forward_length"))
+        cr_assert_eq(sl_gguf_writer_set_u32(w, "qwen35.feed_forward_length", 256), 0);
+    const int64_t nt = sl_gguf_n_tensors(g);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) cr_assert_eq(sl_gguf_writer_begin_data(w), 0, "%s", sl_gguf_writer_errmsg(w));
+        for (int64_t i = 0; i < nt; i++) {
+            const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
+            char name[128];
+            dense_name(t->name, name, sizeof name);
+            if (dense_skips(t->name) || (drop_tensor && !strcmp(name, drop_tensor))) continue;
+            if (!pass) {
+                cr_assert_eq(sl_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne), 0, "%s",
+                             sl_gguf_writer_errmsg(w));
+                continue;
+            }
+            void *buf = malloc(t->nbytes);
+            cr_assert_eq(sl_gguf_read(g, buf, t->nbytes, t->file_offset), 0);
+            cr_assert_eq(sl_gguf_writer_write(w, buf, t->nbytes), 0, "%s", sl_gguf_writer_errmsg(w));
+            free(buf);
+        }
+    }
+    cr_assert_eq(sl_gguf_writer_close(w), 0);
+    sl_gguf_close(g);
+}
+
+Test(qwen35, dense_row)
+{
+    char dir[] = "/tmp/sl_q35_dense_XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/d.gguf", dir);
+    write_dense(path, NULL, NULL);
+    sl_model_desc d;
+    mt_load_arch(path, "qwen35", &d);
+    cr_assert(d.n_ff == 256 && d.n_expert == 0 && d.ssm_nv == 4);
+    for (int32_t l = 0; l < 4; l++) {
+        cr_assert_eq(mt_attn(&d, l)->kind, l == 3 ? SL_ATTN_SOFTMAX : SL_ATTN_RECURRENT);
+        cr_assert(mt_ffn(&d, l)->kind == SL_FFN_GATED && mt_ffn(&d, l)->norm_post_attn);
+    }
+    sl_model *m = st_open_ctx(path, 64, NB);
+    int32_t ids[16];
+    st_some_ids(ids, 16, NV, 16);
+    float *a = fed_logits(m, ids, 16, NULL), *b = fed_logits(m, ids, 16, (const int[]){ 8, 0 });
+    cr_assert_eq(memcmp(a, b, NV * sizeof *a), 0);
+    free(a); free(b);
+    sl_model_close(m);
+    /* the dense FFN's key and tensors are required */
+    write_dense(path, "qwen35.feed_forward_length", NULL);
+    cr_assert_eq(mt_load_desc(path, &d), SL_ENOENT);
+    cr_assert_str_eq(sl_last_error(), "model metadata: key 'qwen35.feed_forward_length' missing");
+    write_dense(path, NULL, "blk.1.ffn_down.weight");
+    cr_assert_eq(mt_load_desc(path, &d), SL_ENOENT);
+    cr_assert_str_eq(sl_last_error(), "tensor 'blk.1.ffn_down.weight' missing from the model");
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ---- the recurrent state of a sequence ------------------------------------- */
 
 static float *logits_copy(const sl_session *s)
 {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SL_ARCH_EACH(X) X(llama) X(qwen2) X(qwen3) X(phi3) X(gemma3) X(qwen2moe) X(qwen3moe) X(qwen35moe)
+#define SL_ARCH_EACH(X) X(llama) X(qwen2) X(qwen3) X(phi3) X(gemma3) X(qwen2moe) X(qwen3moe) X(qwen35) X(qwen35moe)
 
 #define SL_ARCH_DECL(n) extern const sl_arch sl_arch_##n;
 SL_ARCH_EACH(SL_ARCH_DECL)
