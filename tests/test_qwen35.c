@@ -37,66 +37,68 @@ Test(qwen35, description)
     }
 }
 
-static const struct {
-    const char *what;
-    int want;
-    mt_mutation mu;
-    const char *msg;
-} hostile[] = {
-    { "conv_kernel_missing", SL_ENOENT, { .drop_key = "qwen35moe.ssm.conv_kernel" },
-      "model metadata: key 'qwen35moe.ssm.conv_kernel' missing" },
-    { "conv_kernel_zero", SL_ERANGE, { .u32_key = "qwen35moe.ssm.conv_kernel", .u32_val = 0 },
-      "model metadata: key 'qwen35moe.ssm.conv_kernel' is 0 (1..64)" },
-    { "state_size_huge", SL_ERANGE, { .u32_key = "qwen35moe.ssm.state_size", .u32_val = 5000 },
-      "model metadata: key 'qwen35moe.ssm.state_size' is 5000 (1..1024)" },
-    { "v_heads_not_multiple", SL_ERANGE, { .u32_key = "qwen35moe.ssm.time_step_rank", .u32_val = 3 },
-      "model metadata: keys 'qwen35moe.ssm.group_count' 2 / 'qwen35moe.ssm.time_step_rank' 3: q/k and v "
-      "heads 1..1024, v heads a multiple of q/k heads" },
-    { "inner_size_wrong", SL_EUNSUPPORTED, { .u32_key = "qwen35moe.ssm.inner_size", .u32_val = 512 },
-      "model metadata: key 'qwen35moe.ssm.inner_size' 512 is not time_step_rank 4 x state_size 64 (v heads "
-      "as wide as q/k heads)" },
-    { "interval_zero", SL_ERANGE, { .u32_key = "qwen35moe.full_attention_interval", .u32_val = 0 },
-      "model metadata: key 'qwen35moe.full_attention_interval' is 0" },
-    { "interval_two", SL_ENOENT, { .u32_key = "qwen35moe.full_attention_interval", .u32_val = 2 },
-      "tensor 'blk.1.attn_q.weight' missing from the model" },
-    { "mtp_layers", SL_EUNSUPPORTED, { .u32_key = "qwen35moe.nextn_predict_layers", .u32_val = 1 },
-      "model metadata: key 'qwen35moe.nextn_predict_layers' is 1: MTP layers are not supported yet (a file "
+/* A key set to a bad value: "model metadata: key '<key>' <tail>". */
+static const struct { const char *key; uint32_t val; int want; const char *tail; } bad_keys[] = {
+    { "qwen35moe.ssm.conv_kernel", 0, SL_ERANGE, "is 0 (1..64)" },
+    { "qwen35moe.ssm.state_size", 5000, SL_ERANGE, "is 5000 (1..1024)" },
+    { "qwen35moe.ssm.inner_size", 512, SL_EUNSUPPORTED, "512 is not time_step_rank 4 x state_size 64 (v heads as "
+      "wide as q/k heads)" },
+    { "qwen35moe.full_attention_interval", 0, SL_ERANGE, "is 0" },
+    { "qwen35moe.nextn_predict_layers", 1, SL_EUNSUPPORTED, "is 1: MTP layers are not supported yet (a file "
       "without them runs)" },
-    { "ssm_a_missing", SL_ENOENT, { .drop = "blk.1.ssm_a" }, "tensor 'blk.1.ssm_a' missing from the model" },
-    { "conv_taps_wrong", SL_ESHAPE, { .shape_name = "blk.0.ssm_conv1d.weight", .dim = 0, .ne = 3 },
-      "tensor 'blk.0.ssm_conv1d.weight': shape [3, 512], expected [4, 512]" },
-    { "conv_f16", SL_EUNSUPPORTED, { .type_name = "blk.2.ssm_conv1d.weight" },
-      "tensor 'blk.2.ssm_conv1d.weight': type f16, expected f32" },
-    { "qkv_missing", SL_ENOENT, { .drop = "blk.2.attn_qkv.weight" },
-      "tensor 'blk.2.attn_qkv.weight' missing from the model" },
-    { "gate_missing", SL_ENOENT, { .drop = "blk.0.attn_gate.weight" },
-      "tensor 'blk.0.attn_gate.weight' missing from the model" },
-    { "dt_wrong", SL_ESHAPE, { .shape_name = "blk.1.ssm_dt.bias", .dim = 0, .ne = 2 },
-      "tensor 'blk.1.ssm_dt.bias': shape [2], expected [4]" },
-    { "beta_missing", SL_ENOENT, { .drop = "blk.0.ssm_beta.weight" },
-      "tensor 'blk.0.ssm_beta.weight' missing from the model" },
-    { "alpha_missing", SL_ENOENT, { .drop = "blk.0.ssm_alpha.weight" },
-      "tensor 'blk.0.ssm_alpha.weight' missing from the model" },
-    { "norm_wrong", SL_ESHAPE, { .shape_name = "blk.2.ssm_norm.weight", .dim = 0, .ne = 128 },
-      "tensor 'blk.2.ssm_norm.weight': shape [128], expected [64]" },
-    { "out_missing", SL_ENOENT, { .drop = "blk.1.ssm_out.weight" },
-      "tensor 'blk.1.ssm_out.weight' missing from the model" },
-    { "gated_q_not_doubled", SL_ESHAPE, { .shape_name = "blk.3.attn_q.weight", .dim = 1, .ne = 512 },
-      "tensor 'blk.3.attn_q.weight': shape [256, 512], expected [256, 1024]" },
-    { "ffn_pre_norm_missing", SL_ENOENT, { .drop = "blk.2.post_attention_norm.weight" },
-      "tensor 'blk.2.post_attention_norm.weight' missing from the model" },
-    { "shared_gate_missing", SL_ENOENT, { .drop = "blk.3.ffn_gate_inp_shexp.weight" },
-      "tensor 'blk.3.ffn_gate_inp_shexp.weight' missing from the model" },
 };
+
+/* A tensor of another shape: its dimension dim is ne, [want] expected. */
+static const struct { const char *name; int dim; uint64_t ne; const char *have, *want; } bad_shapes[] = {
+    { "blk.0.ssm_conv1d.weight", 0, 3, "3, 512", "4, 512" },
+    { "blk.1.ssm_dt.bias", 0, 2, "2", "4" },
+    { "blk.2.ssm_norm.weight", 0, 128, "128", "64" },
+    { "blk.3.attn_q.weight", 1, 512, "256, 512", "256, 1024" },   /* the gate rows missing */
+};
+
+/* Each tensor of the blocks, left out. */
+static const char *const required[] = {
+    "blk.1.ssm_a", "blk.2.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.0.ssm_beta.weight",
+    "blk.0.ssm_alpha.weight", "blk.1.ssm_out.weight", "blk.2.post_attention_norm.weight",
+    "blk.3.ffn_gate_inp_shexp.weight",
+};
+
+static void refused(const char *what, mt_mutation mu, int want, const char *msg)
+{
+    cr_log_info("%s", what);
+    mu.src = Q35;
+    mt_expect_refused(what, &mu, want, msg, NULL);
+}
 
 Test(qwen35, hostile_variants_refused, .timeout = 120)
 {
-    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
-        cr_log_info("%s", hostile[i].what);
-        mt_mutation mu = hostile[i].mu;
-        mu.src = Q35;
-        mt_expect_refused(hostile[i].what, &mu, hostile[i].want, hostile[i].msg, NULL);
+    char msg[256];
+    for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
+        snprintf(msg, sizeof msg, "model metadata: key '%s' %s", bad_keys[i].key, bad_keys[i].tail);
+        refused(bad_keys[i].key, (mt_mutation){ .u32_key = bad_keys[i].key, .u32_val = bad_keys[i].val },
+                bad_keys[i].want, msg);
     }
+    for (size_t i = 0; i < sizeof bad_shapes / sizeof bad_shapes[0]; i++) {
+        snprintf(msg, sizeof msg, "tensor '%s': shape [%s], expected [%s]", bad_shapes[i].name, bad_shapes[i].have,
+                 bad_shapes[i].want);
+        refused(bad_shapes[i].name,
+                (mt_mutation){ .shape_name = bad_shapes[i].name, .dim = bad_shapes[i].dim, .ne = bad_shapes[i].ne },
+                SL_ESHAPE, msg);
+    }
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        snprintf(msg, sizeof msg, "tensor '%s' missing from the model", required[i]);
+        refused(required[i], (mt_mutation){ .drop = required[i] }, SL_ENOENT, msg);
+    }
+    refused("conv_kernel_missing", (mt_mutation){ .drop_key = "qwen35moe.ssm.conv_kernel" }, SL_ENOENT,
+            "model metadata: key 'qwen35moe.ssm.conv_kernel' missing");
+    refused("v_heads_not_multiple", (mt_mutation){ .u32_key = "qwen35moe.ssm.time_step_rank", .u32_val = 3 },
+            SL_ERANGE, "model metadata: keys 'qwen35moe.ssm.group_count' 2 / 'qwen35moe.ssm.time_step_rank' 3: "
+            "q/k and v heads 1..1024, v heads a multiple of q/k heads");
+    /* every other layer full attention: layer 1 has no attention tensors */
+    refused("interval_two", (mt_mutation){ .u32_key = "qwen35moe.full_attention_interval", .u32_val = 2 },
+            SL_ENOENT, "tensor 'blk.1.attn_q.weight' missing from the model");
+    refused("conv_f16", (mt_mutation){ .type_name = "blk.2.ssm_conv1d.weight" }, SL_EUNSUPPORTED,
+            "tensor 'blk.2.ssm_conv1d.weight': type f16, expected f32");
 }
 
 #define NV 2048
@@ -387,18 +389,11 @@ static void spec_identical(const char *target, const char *draft)
     cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
     sl_spec_params sp;
     sl_spec_params_init(&sp);
-    sp.kind = SL_SPEC_DRAFT;
-    sp.draft = ds;
-    sp.k_max = 3;
-    sp.adaptive = false;
+    sp.kind = SL_SPEC_DRAFT, sp.draft = ds, sp.k_max = 3, sp.adaptive = false;
     sl_spec *spec;
     cr_assert_eq(sl_spec_create(&spec, s, &sp), 0, "%s", sl_last_error());
-    int got = 0;
-    while (got < GEN) {
-        int32_t n;
+    for (int32_t got = 0, n = 0; got < GEN; got += n)
         cr_assert_eq(sl_spec_step(spec, fast + got, GEN + 9 - got, &n), 0, "%s", sl_spec_errmsg(spec));
-        got += n;
-    }
     cr_assert_eq(memcmp(plain, fast, GEN * sizeof *plain), 0, "speculative tokens differ (%s / %s)", target, draft);
     sl_spec_stats st;
     cr_assert_eq(sl_spec_get_stats(spec, &st), 0);
