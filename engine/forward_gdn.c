@@ -129,9 +129,40 @@ static void delta_step(float *S, const float *q, const float *k, const float *v,
     }
 }
 
+/* The delta rule of one sequence's rows, a pool job: v heads split over
+ * the threads, each head's tokens in order (its state, dk x dv, stays in
+ * cache for the whole chunk instead of all heads' states per token). */
+typedef struct gdn_job {
+    const sl_model_desc *d;
+    float *S;                  /* the sequence's states, [nv][dk][dv] */
+    const float *qkv, *bg;     /* rows: conv output (q | k | v, normed); beta | g */
+    float *o;                  /* rows: [nv][dv] */
+    int32_t n;
+} gdn_job;
+
+static void gdn_heads(void *ctx, int ith, int nth)
+{
+    const gdn_job *j = ctx;
+    const sl_model_desc *d = j->d;
+    const int32_t nk = d->ssm_nk, nv = d->ssm_nv, dk = d->ssm_dk, dv = d->ssm_dv;
+    const int32_t ch = 2 * nk * dk + nv * dv;
+    const float scale = 1.0f / sqrtf((float)dk);
+    float mem[1024];   /* dv <= SL_MAX_SSM_DIM (arch_gdn.c) */
+    for (int32_t h = ith; h < nv; h += nth) {
+        const int32_t hk = h % nk;   /* tiled: [k0, k1, k0, k1, ...] */
+        float *S = j->S + (int64_t)h * dk * dv;
+        for (int32_t t = 0; t < j->n; t++) {
+            const float *x = j->qkv + (int64_t)t * ch, *b = j->bg + (int64_t)t * 2 * nv;
+            delta_step(S, x + (int64_t)hk * dk, x + (int64_t)(nk + hk) * dk, x + 2 * (int64_t)nk * dk + (int64_t)h * dv,
+                       b[h], b[nv + h], scale, dk, dv, j->o + ((int64_t)t * nv + h) * dv, mem);
+        }
+    }
+}
+
 /* The recurrence over n rows of one sequence. Rows: qkv [n][ch] (conv
  * input, then q | k | v), bg [n][2 nv] (raw beta | raw alpha, then beta | g),
- * o [n][nv dv]. */
+ * o [n][nv dv]. The conv runs token by token (its state is per channel);
+ * the delta rule head by head. */
 static void gdn_seq(sl_forward *f, const gdn_w *w, sl_kv *kv, int32_t l, int32_t n, float *qkv, float *bg,
                     float *o)
 {
@@ -139,21 +170,18 @@ static void gdn_seq(sl_forward *f, const gdn_w *w, sl_kv *kv, int32_t l, int32_t
     const int32_t nk = d->ssm_nk, nv = d->ssm_nv, dk = d->ssm_dk, dv = d->ssm_dv, K = d->ssm_conv;
     const int32_t ch = 2 * nk * dk + nv * dv;
     const float *cw = w->conv->data, *dt = w->dt->data, *A = w->a->data;
-    float *cs = sl_kv_rec_conv(kv, l), *S = sl_kv_rec_state(kv, l);
-    const float scale = 1.0f / sqrtf((float)dk);
-    float mem[1024];   /* dv <= SL_MAX_SSM_DIM (arch_qwen35moe.c) */
+    float *cs = sl_kv_rec_conv(kv, l);
     for (int32_t t = 0; t < n; t++) {
-        float *x = qkv + (int64_t)t * ch, *b = bg + (int64_t)t * 2 * nv, *ot = o + (int64_t)t * nv * dv;
+        float *x = qkv + (int64_t)t * ch, *b = bg + (int64_t)t * 2 * nv;
         conv_row(x, cs, cw, ch, K);
         for (int32_t h = 0; h < 2 * nk; h++) l2norm(x + (int64_t)h * dk, dk, d->rms_eps);
-        const float *q = x, *k = x + (int64_t)nk * dk, *v = x + 2 * (int64_t)nk * dk;
         for (int32_t h = 0; h < nv; h++) {
-            const float beta = sigmoidf(b[h]), g = softplusf(b[nv + h] + dt[h]) * A[h];
-            const int32_t hk = h % nk;   /* tiled: [k0, k1, k0, k1, ...] */
-            delta_step(S + (int64_t)h * dk * dv, q + (int64_t)hk * dk, k + (int64_t)hk * dk, v + (int64_t)h * dv,
-                       beta, g, scale, dk, dv, ot + (int64_t)h * dv, mem);
+            b[h] = sigmoidf(b[h]);
+            b[nv + h] = softplusf(b[nv + h] + dt[h]) * A[h];
         }
     }
+    gdn_job j = { .d = d, .S = sl_kv_rec_state(kv, l), .qkv = qkv, .bg = bg, .o = o, .n = n };
+    sl_pool_run(f->pool, gdn_heads, &j);
 }
 
 int sl_forward_gdn(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_stream_view *v,
