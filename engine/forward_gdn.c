@@ -103,37 +103,12 @@ static void conv_row(float *x, float *cs, const float *w, int32_t ch, int32_t K)
     }
 }
 
-/* One v head's step: S (dk x dv, S[i][j]) decayed by e^g, the delta rule
- * with key k, value v and beta, then o = S^T q * scale. mem: dv floats. */
-static void delta_step(float *S, const float *q, const float *k, const float *v, float beta, float g,
-                       float scale, int32_t dk, int32_t dv, float *o, float *mem)
-{
-    const float decay = expf(g);
-    for (int32_t j = 0; j < dv; j++) mem[j] = 0;
-    for (int32_t i = 0; i < dk; i++) {
-        float *Si = S + (int64_t)i * dv;
-        for (int32_t j = 0; j < dv; j++) {
-            Si[j] *= decay;
-            mem[j] += Si[j] * k[i];
-        }
-    }
-    for (int32_t j = 0; j < dv; j++) mem[j] = (v[j] - mem[j]) * beta;   /* delta */
-    for (int32_t j = 0; j < dv; j++) o[j] = 0;
-    for (int32_t i = 0; i < dk; i++) {
-        float *Si = S + (int64_t)i * dv;
-        const float ki = k[i], qi = q[i] * scale;
-        for (int32_t j = 0; j < dv; j++) {
-            Si[j] += ki * mem[j];
-            o[j] += Si[j] * qi;
-        }
-    }
-}
-
 /* The delta rule of one sequence's rows, a pool job: v heads split over
  * the threads, each head's tokens in order (its state, dk x dv, stays in
  * cache for the whole chunk instead of all heads' states per token). */
 typedef struct gdn_job {
     const sl_model_desc *d;
+    const sl_kern *k;
     float *S;                  /* the sequence's states, [nv][dk][dv] */
     const float *qkv, *bg;     /* rows: conv output (q | k | v, normed); beta | g */
     float *o;                  /* rows: [nv][dv] */
@@ -153,8 +128,9 @@ static void gdn_heads(void *ctx, int ith, int nth)
         float *S = j->S + (int64_t)h * dk * dv;
         for (int32_t t = 0; t < j->n; t++) {
             const float *x = j->qkv + (int64_t)t * ch, *b = j->bg + (int64_t)t * 2 * nv;
-            delta_step(S, x + (int64_t)hk * dk, x + (int64_t)(nk + hk) * dk, x + 2 * (int64_t)nk * dk + (int64_t)h * dv,
-                       b[h], b[nv + h], scale, dk, dv, j->o + ((int64_t)t * nv + h) * dv, mem);
+            j->k->delta_rule(S, x + (int64_t)hk * dk, x + (int64_t)(nk + hk) * dk,
+                             x + 2 * (int64_t)nk * dk + (int64_t)h * dv, b[h], expf(b[nv + h]), scale, dk, dv,
+                             j->o + ((int64_t)t * nv + h) * dv, mem);
         }
     }
 }
@@ -180,7 +156,7 @@ static void gdn_seq(sl_forward *f, const gdn_w *w, sl_kv *kv, int32_t l, int32_t
             b[nv + h] = softplusf(b[nv + h] + dt[h]) * A[h];
         }
     }
-    gdn_job j = { .d = d, .S = sl_kv_rec_state(kv, l), .qkv = qkv, .bg = bg, .o = o, .n = n };
+    gdn_job j = { .d = d, .k = f->k, .S = sl_kv_rec_state(kv, l), .qkv = qkv, .bg = bg, .o = o, .n = n };
     sl_pool_run(f->pool, gdn_heads, &j);
 }
 
