@@ -9,8 +9,7 @@
  * ssm_out. The conv rows and S live in the sequence (kv.h, recurrent state);
  * tokens are applied in order, in F32, as llama.cpp does (the state step is
  * the kernels' delta_rule). A prompt chunk runs the recurrence token by
- * token: its cost per token is ~6 dk dv flops per v head, small beside the
- * projections, so a chunked (WY) form would change the numerics for little. */
+ * token too, heads in parallel, as llama.cpp's CPU op does. */
 #include "forward_gdn.h"
 
 #include <math.h>
