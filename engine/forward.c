@@ -405,7 +405,7 @@ int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int
         return sl_err_set(SL_EINVAL, "forward layers [%d, %d) of %d over %d rows (1..n_batch %d)", first, last,
                           d->n_layer, n, f->n_batch);
     for (int32_t l = first; l < last; l++)
-        if (kv->cap[l] == 0)
+        if (kv->cap[l] == 0 && !sl_kv_rec_layer(kv, l))
             return sl_err_set(SL_EINVAL, "forward layers: layer %d is not one of this stage's", l);
     if (pos0 < 0 || (int64_t)pos0 + n > kv->n_ctx)
         return sl_err_set(SL_ECTX, "context full: positions %d..%d past n_ctx %d", pos0, pos0 + n - 1, kv->n_ctx);

@@ -134,6 +134,8 @@ uint64_t sl_kv_rec_bytes(int32_t n_rec, int64_t conv_len, int64_t state_len);
 /* Allocates the state of the layers with rec_layer[l] (zeroed, rec_pos 0);
  * none: no-op. After sl_kv_init_layers; freed by sl_kv_free. */
 int sl_kv_rec_init(sl_kv *kv, const bool *rec_layer, int64_t conv_len, int64_t state_len);
+/* Layer l keeps a recurrent state (and no KV rows: its cap is 0). */
+static inline bool sl_kv_rec_layer(const sl_kv *kv, int32_t l) { return kv->rec && kv->rec0[l] != SIZE_MAX; }
 static inline float *sl_kv_rec_conv(const sl_kv *kv, int32_t layer) { return kv->rec + kv->rec0[layer]; }
 static inline float *sl_kv_rec_state(const sl_kv *kv, int32_t layer)
 {

@@ -20,7 +20,7 @@ void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_
                         int32_t *cap)
 {
     for (int32_t l = 0; l < d->n_layer; l++)
-        cap[l] = !sl_reserve_layer_kept(p, l) ? 0
+        cap[l] = !sl_reserve_layer_kept(p, l) || sl_model_layer(d, l)->attn.kind == SL_ATTN_RECURRENT ? 0
                : sl_model_layer_swa(d, l) ? sl_kv_ring_cap(n_ctx, d->n_swa, n_batch) : n_ctx;
 }
 
@@ -52,7 +52,9 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     if ((rc = sl_kv_type_check(p->type_k, d->head_dim, "K")) ||
         (rc = sl_kv_type_check(p->type_v, d->head_dim, "V")))
         return rc;
-    r->kv_pos_bytes = (uint64_t)d->n_layer * sl_kv_pos_bytes(d->kv_dim, p->type_k, p->type_v);
+    int32_t n_kv_layers = 0;   /* a recurrent layer holds a state, no rows */
+    for (int32_t l = 0; l < d->n_layer; l++) n_kv_layers += sl_model_layer(d, l)->attn.kind != SL_ATTN_RECURRENT;
+    r->kv_pos_bytes = (uint64_t)n_kv_layers * sl_kv_pos_bytes(d->kv_dim, p->type_k, p->type_v);
     r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, p->type_v);
     int32_t *cap = d->n_layer > 0 ? malloc((size_t)d->n_layer * sizeof *cap) : NULL;
     if (cap) {   /* sliding-window layers: their ring only (else the full bound above) */

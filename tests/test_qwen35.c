@@ -252,6 +252,22 @@ Test(qwen35, state_reset_and_carried)
     st_close(s, m);
 }
 
+/* Only the attention layer holds KV rows; each Gated DeltaNet layer its
+ * state: 3 conv rows of 512 channels and 4 heads of 64 x 64. */
+Test(qwen35, state_in_place_of_rows)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    sl_session *s = st_session(m, true);
+    for (int32_t l = 0; l < 4; l++) {
+        cr_assert_eq(s->kv.cap[l], l == 3 ? 64 : 0, "layer %d", l);
+        cr_assert_eq(sl_kv_rec_layer(&s->kv, l), l != 3, "layer %d", l);
+    }
+    cr_assert_eq(s->kv.rec_conv, 3 * 512);
+    cr_assert_eq(s->kv.rec_len, 3 * 512 + 4 * 64 * 64);
+    cr_assert_eq(sl_kv_rec_total(&s->kv), 3u * (3 * 512 + 4 * 64 * 64) * sizeof(float));
+    st_close(s, m);
+}
+
 /* A sequence moved back without its state is refused, never continued. */
 Test(qwen35, rollback_refused)
 {
