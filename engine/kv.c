@@ -260,7 +260,8 @@ static int cells_copy(const sl_kv *kv, int32_t p0, int32_t n, char *buf, int to_
 {
     for (int32_t l = 0; l < kv->n_layer; l++)
         if (kv->cap[l] == 0)
-            return sl_err_set(SL_EINVAL, "kv cells: layer %d is not held by this cache (a pipeline stage)", l);
+            return sl_err_set(SL_EINVAL, sl_kv_rec_layer(kv, l) ? "kv cells: layer %d is recurrent: a state, no cells"
+                                         : "kv cells: layer %d is not held by this cache (a pipeline stage)", l);
     for (int32_t l = 0; l < kv->n_layer; l++)
         if (p0 < kv->base[l] || (int64_t)p0 + n - kv->base[l] > kv->cap[l])
             return sl_err_set(SL_EINVAL, "kv cells: positions %d..+%d: layer %d holds only %d..%d (its window)",
