@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "forward_gdn.h"
 #include "forward_layer.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
@@ -41,6 +42,7 @@ static uint64_t act_bound(const sl_model_desc *d, int32_t n_batch)
 {
     int32_t w = max3(d->n_embd, d->q_dim, d->n_ff);
     w = max3(w, d->n_ff_exp, d->n_ff_shexp);   /* expert widths (0 when dense) */
+    w = max3(w, d->ssm_nv * d->ssm_dv, 0);      /* a Gated DeltaNet's output rows */
     return (uint64_t)n_batch * (uint64_t)w * 4 + 4096;
 }
 
@@ -49,6 +51,16 @@ static uint64_t act_bound(const sl_model_desc *d, int32_t n_batch)
 static int32_t ff_width(const sl_model_desc *d)
 {
     return max3(d->n_ff, d->q_lora_rank, d->n_head * d->mla_v_dim);
+}
+
+/* Scratch floats per row of the Gated DeltaNet blocks and of a gated
+ * attention's q | gate rows. */
+static uint64_t rec_row_floats(const sl_model_desc *d)
+{
+    uint64_t r = sl_forward_gdn_row_floats(d);
+    for (int32_t i = 0; i < d->n_kinds; i++)
+        if (d->kind[i].attn.out_gate && 2 * (uint64_t)d->q_dim > r) r = 2 * (uint64_t)d->q_dim;
+    return r;
 }
 
 uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t n_ctx,
@@ -67,6 +79,7 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += A64((uint64_t)d->head_dim * 4);                /* ones (v norm) */
     sz += A64(sl_forward_ple_arena_bytes(d, n_batch));
     sz += A64(sl_forward_moe_arena_bytes(d, n_batch));
+    sz += A64(B * rec_row_floats(d) * 4);
     return sz + 64;
 }
 
@@ -153,6 +166,7 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     CARVE(f->ones, (uint64_t)d->head_dim * 4);
     if (d->n_embd_ple) CARVE(f->ple, sl_forward_ple_arena_bytes(d, n_batch));
     if (d->n_expert) CARVE(f->moe, sl_forward_moe_arena_bytes(d, n_batch));
+    if (rec_row_floats(d)) CARVE(f->rec_buf, B * rec_row_floats(d) * 4);
 #undef CARVE
 
     const float *freqs = NULL;
@@ -347,9 +361,13 @@ int sl_forward_run_batch(sl_forward *f, const sl_forward_seq *sq, int32_t ns, fl
     }
     if (n > f->n_batch)
         return sl_err_set(SL_EINVAL, "batch of %lld rows > n_batch %d", (long long)n, f->n_batch);
-    int rc = chunk_forward(f, sq, ns, (int32_t)n, logits);
-    if (rc) return rc;
-    for (int32_t s = 0; s < ns; s++) sq[s].kv->n_past += sq[s].n;
+    int rc = 0;
+    for (int32_t s = 0; s < ns && !rc; s++) rc = sl_kv_rec_begin(sq[s].kv);
+    if (rc || (rc = chunk_forward(f, sq, ns, (int32_t)n, logits))) return rc;
+    for (int32_t s = 0; s < ns; s++) {
+        sq[s].kv->n_past += sq[s].n;
+        sl_kv_rec_end(sq[s].kv);
+    }
     return 0;
 }
 
@@ -367,8 +385,9 @@ int sl_forward_run(sl_forward *f, sl_kv *kv, const int32_t *ids, int32_t n, int 
         sl_forward_seq one = { .kv = kv, .ids = ids + i0, .n = m,
                                .mode = mode == SL_LOGITS_ALL ? SL_LOGITS_ALL : (last ? mode : SL_LOGITS_NONE) };
         float *out = mode == SL_LOGITS_ALL ? logits + (int64_t)i0 * f->d->n_vocab : logits;
-        if ((rc = chunk_forward(f, &one, 1, m, out))) return rc;
+        if ((rc = sl_kv_rec_begin(kv)) || (rc = chunk_forward(f, &one, 1, m, out))) return rc;
         kv->n_past += m;
+        sl_kv_rec_end(kv);
     }
     return 0;
 }
@@ -394,7 +413,7 @@ int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int
         return sl_err_set(SL_EINVAL, "forward layers [%d, %d) of %d over %d rows (1..n_batch %d)", first, last,
                           d->n_layer, n, f->n_batch);
     for (int32_t l = first; l < last; l++)
-        if (kv->cap[l] == 0)
+        if (kv->cap[l] == 0 && !sl_kv_rec_layer(kv, l))
             return sl_err_set(SL_EINVAL, "forward layers: layer %d is not one of this stage's", l);
     if (pos0 < 0 || (int64_t)pos0 + n > kv->n_ctx)
         return sl_err_set(SL_ECTX, "context full: positions %d..%d past n_ctx %d", pos0, pos0 + n - 1, kv->n_ctx);
@@ -405,7 +424,8 @@ int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int
     memcpy(f->x, x, bytes);
     int32_t past = kv->n_past;
     kv->n_past = pos0;
-    rc = layers_forward(f, &one, 1, first, last, n);
+    if (!(rc = sl_kv_rec_begin(kv))) rc = layers_forward(f, &one, 1, first, last, n);
+    if (!rc && kv->rec) kv->rec_pos = pos0 + n;   /* this stage's layers moved on */
     kv->n_past = past;
     if (!rc) memcpy(x, f->x, bytes);
     return rc;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "forward_gdn.h"
 #include "forward_mla.h"
 #include "forward_moe.h"
 #include "forward_ops.h"
@@ -72,7 +73,7 @@ static int attn_weights(const sl_attn_block *b, attn_dims dm, const sl_stream_vi
     if ((rc = sl_forward_find(v, l, "attn_output.weight", &w->o))) return rc;
     if (b->kv_shared) {
         if ((rc = sl_forward_find(v, l, "attn_q.weight", &w->q))) return rc;
-    } else if (b->fused_qkv) {
+    } else if (b->fused_qkv && !b->out_gate) {
         if ((rc = sl_forward_find(v, l, "attn_qkv.weight", &qkv)) ||
             (rc = sl_forward_split_rows(l, qkv, (int64_t[]){ dm.qd, dm.kd, dm.kd }, 3, w->part)))
             return rc;
@@ -168,6 +169,29 @@ static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
     SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
 }
 
+/* A gated attention's projection rows (f->rec_buf) hold per head q then
+ * its output gate: the q halves into f->q, the gates stay. */
+static void gate_split(sl_forward *f, int32_t n)
+{
+    const int32_t HD = f->d->head_dim, QD = f->d->q_dim;
+    for (int64_t i = 0; i < n; i++)
+        for (int32_t h = 0; h < f->d->n_head; h++)
+            memcpy(f->q + i * QD + (int64_t)h * HD, f->rec_buf + i * 2 * QD + (int64_t)h * 2 * HD,
+                   (size_t)HD * sizeof(float));
+}
+
+/* The attention output times sigmoid(gate), per head and value. */
+static void gate_apply(sl_forward *f, int32_t n)
+{
+    const int32_t HD = f->d->head_dim, QD = f->d->q_dim;
+    for (int64_t i = 0; i < n; i++)
+        for (int32_t h = 0; h < f->d->n_head; h++) {
+            const float *g = f->rec_buf + i * 2 * QD + (int64_t)h * 2 * HD + HD;
+            float *o = f->att + i * QD + (int64_t)h * HD;
+            for (int32_t j = 0; j < HD; j++) o[j] *= 1.0f / (1.0f + expf(-g[j]));
+        }
+}
+
 /* Softmax GQA/MHA attention of layer l over the rows of sq[0..ns), each
  * sequence against its own cache (layer l's, or the one it shares); x += its
  * output. */
@@ -190,9 +214,11 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
     sl_act_cache c = { 0 };
     if (b->kv_shared) rc = sl_forward_mm(f, &c, f->xn, n, w.q, f->q, dm.qd, SL_PROF_MV_Q);
     else rc = sl_forward_mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ w.q, w.k, w.v },
-                                  (float *[]){ f->q, f->kx, f->vx }, (int64_t[]){ dm.qd, d->kv_dim, d->kv_dim },
+                                  (float *[]){ b->out_gate ? f->rec_buf : f->q, f->kx, f->vx },
+                                  (int64_t[]){ b->out_gate ? 2 * dm.qd : dm.qd, d->kv_dim, d->kv_dim },
                                   (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV);
     if (rc) return rc;
+    if (b->out_gate) SL_TIMED(f, SL_PROF_ROPE, 0, gate_split(f, n));
     for (int32_t s = 0, i = 0; s < ns; s++)
         for (int32_t j = 0; j < sq[s].n; j++, i++) attn_row(f, b, &w, dm, sq[s].kv, l, sq[s].kv->n_past + j, i);
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
@@ -212,12 +238,23 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
             SL_TIMED(f, SL_PROF_ROPE, 0,
                      sl_kv_rotate(f->att + (int64_t)i * dm.qd, (int64_t)sq[s].n * dm.qd, kv->rot_v));
     }
+    if (b->out_gate) SL_TIMED(f, SL_PROF_ACT, 0, gate_apply(f, n));
     if ((rc = sl_forward_mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;
     if (w.bo)
         for (int32_t i = 0; i < n; i++)
             f->k->add(f->xn + (int64_t)i * d->n_embd, f->xn + (int64_t)i * d->n_embd, w.bo->data, d->n_embd);
     block_out(f, w.post, n);
     return 0;
+}
+
+/* Gated DeltaNet (forward_gdn.c): x += its output. */
+static int attn_recurrent(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_stream_view *v,
+                          int32_t n)
+{
+    int rc = block_in(f, v, l, "attn_norm.weight", n);
+    if (!rc) rc = sl_forward_gdn(f, sq, ns, l, v, n);
+    if (!rc) block_out(f, NULL, n);
+    return rc;
 }
 
 /* ---- FFN blocks -------------------------------------------------------------- */
@@ -314,6 +351,7 @@ int sl_forward_layer(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_
         if (!(rc = block_in(f, v, l, "attn_norm.weight", n)) && !(rc = sl_forward_mla(f, sq, ns, l, v, n)))
             block_out(f, NULL, n);
         break;
+    case SL_ATTN_RECURRENT: rc = attn_recurrent(f, sq, ns, l, v, n); break;
     default:
         rc = sl_err_set(SL_EUNSUPPORTED, "layer %d: attention block kind %d has no forward", l, ld->attn.kind);
     }

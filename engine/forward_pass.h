@@ -71,6 +71,8 @@ typedef struct sl_forward {
     float *ones;                        /* [head_dim] 1.0: the weight of a weightless norm */
     /* per-layer embedding inputs (forward_ple.c lays it out; NULL without) */
     void *ple;
+    /* Gated DeltaNet rows / gated attention's q | gate rows (NULL: neither) */
+    float *rec_buf;
     /* MoE FFN scratch (forward_moe.c lays it out; NULL for a dense model) */
     void *moe;
     sl_forward_prof *prof;              /* NULL: not profiling (the session sets it per pass) */

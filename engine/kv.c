@@ -162,6 +162,8 @@ void sl_kv_free(sl_kv *kv)
     free(kv->cap);
     free(kv->base);
     free(kv->row0);
+    free(kv->rec);
+    free(kv->rec0);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -206,6 +208,7 @@ void sl_kv_clear(sl_kv *kv)
 {
     kv->n_past = 0;
     for (int32_t l = 0; l < kv->n_layer; l++) kv->base[l] = 0;
+    if (kv->rec) kv->rec_pos = -1;   /* zeroed by the next pass (sl_kv_rec_begin) */
 }
 
 /* Moves n rows of every kv head of layer l from slot `from` to slot `to`. */
@@ -259,7 +262,8 @@ static int cells_copy(const sl_kv *kv, int32_t p0, int32_t n, char *buf, int to_
 {
     for (int32_t l = 0; l < kv->n_layer; l++)
         if (kv->cap[l] == 0)
-            return sl_err_set(SL_EINVAL, "kv cells: layer %d is not held by this cache (a pipeline stage)", l);
+            return sl_err_set(SL_EINVAL, sl_kv_rec_layer(kv, l) ? "kv cells: layer %d is recurrent: a state, no cells"
+                                         : "kv cells: layer %d is not held by this cache (a pipeline stage)", l);
     for (int32_t l = 0; l < kv->n_layer; l++)
         if (p0 < kv->base[l] || (int64_t)p0 + n - kv->base[l] > kv->cap[l])
             return sl_err_set(SL_EINVAL, "kv cells: positions %d..+%d: layer %d holds only %d..%d (its window)",

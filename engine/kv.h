@@ -35,6 +35,13 @@ typedef struct sl_kv {
      * [base, n_past) only: its memory is bounded by the window. */
     int32_t *cap, *base;
     size_t *row0;
+    /* Recurrent state (kv_rec.c; rec NULL: the model has no recurrent layer):
+     * per recurrent layer rec_len F32 values at rec0[l], its conv rows then
+     * its delta state; it reflects positions [0, rec_pos) (-1: not valid). */
+    float *rec;
+    size_t *rec0;           /* [n_layer]; SIZE_MAX for a layer without state */
+    int64_t rec_conv, rec_len;
+    int32_t rec_pos;
 } sl_kv;
 
 /* llama.cpp (2026) stores a quantized K or V in a rotated basis, so the
@@ -119,6 +126,37 @@ void sl_kv_store(const sl_kv *kv, const sl_kern *k, int32_t layer, int32_t pos, 
                  const float *vrow);
 /* One row of n values in cache type t (the rule sl_kv_store applies). */
 void sl_kv_store_row(int t, const sl_kern *k, void *dst, const float *src, int32_t n);
+
+/* ---- recurrent state (kv_rec.c) -------------------------------------------
+ * A linear-recurrent layer (the Gated DeltaNet) keeps a fixed-size state per
+ * sequence instead of KV rows: conv_len values of past conv input, then
+ * state_len values of the recurrence, F32. The state sums every position
+ * before it and cannot drop or re-enter one: it is valid only when rec_pos
+ * equals n_past (a sequence rolled back by moving n_past is refused by the
+ * forward pass, never silently continued), and zero for n_past 0. */
+/* Bytes of the state of n_rec layers (saturating). */
+uint64_t sl_kv_rec_bytes(int32_t n_rec, int64_t conv_len, int64_t state_len);
+/* Allocates the state of the layers with rec_layer[l] (zeroed, rec_pos 0);
+ * none: no-op. After sl_kv_init_layers; freed by sl_kv_free. */
+int sl_kv_rec_init(sl_kv *kv, const bool *rec_layer, int64_t conv_len, int64_t state_len);
+/* Layer l keeps a recurrent state (and no KV rows: its cap is 0). */
+static inline bool sl_kv_rec_layer(const sl_kv *kv, int32_t l) { return kv->rec && kv->rec0[l] != SIZE_MAX; }
+static inline float *sl_kv_rec_conv(const sl_kv *kv, int32_t layer) { return kv->rec + kv->rec0[layer]; }
+static inline float *sl_kv_rec_state(const sl_kv *kv, int32_t layer)
+{
+    return kv->rec + kv->rec0[layer] + kv->rec_conv;
+}
+/* Before a pass over positions from n_past: zeroes the state at n_past 0,
+ * else SL_EINVAL unless it reflects n_past; then marks it in flux (a
+ * failed pass leaves it invalid). No-op without state. */
+int sl_kv_rec_begin(sl_kv *kv);
+/* After the pass moved n_past: the state reflects it. */
+static inline void sl_kv_rec_end(sl_kv *kv) { if (kv->rec) kv->rec_pos = kv->n_past; }
+/* Bytes of the whole state (0 without), and a copy of it out / in (in:
+ * rec_pos = pos; the caller sets n_past to it). */
+uint64_t sl_kv_rec_total(const sl_kv *kv);
+void sl_kv_rec_read(const sl_kv *kv, void *dst);
+void sl_kv_rec_write(sl_kv *kv, const void *src, int32_t pos);
 
 /* ---- context shift (kv_shift.c) -------------------------------------------
  * Drops positions [n_keep, n_keep + n_discard) of every layer, moves the

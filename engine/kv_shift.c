@@ -18,6 +18,9 @@ int sl_kv_shift(sl_kv *kv, const sl_kern *k, int32_t n_keep, int32_t n_discard, 
     if (n_keep < 0 || n_discard < 1 || (int64_t)n_keep + n_discard > kv->n_past)
         return sl_err_set(SL_EINVAL, "kv shift: keep %d, discard %d of %d positions", n_keep, n_discard,
                           kv->n_past);
+    if (kv->rec)   /* the state sums the dropped positions: nothing can take them out */
+        return sl_err_set(SL_EUNSUPPORTED, "kv shift: the model has recurrent layers, whose state cannot drop "
+                          "positions: context shift is not possible (use a larger n_ctx)");
     const int32_t hd = kv->head_dim;
     for (int32_t l = 0; l < kv->n_layer; l++) {
         if (kv->cap[l] == 0) continue;   /* a layer this stage does not hold */

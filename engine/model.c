@@ -39,11 +39,14 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot, n_ctx, vdim;
     if ((rc = sl_model_key_u32(g, a, "block_count", &n_layer, true, 0)) ||
         (rc = sl_model_key_u32(g, a, "embedding_length", &n_embd, true, 0)) ||
-        (rc = sl_model_key_u32_layers(g, a, "feed_forward_length", 0, NULL, &n_ff, true, 0)) ||
+        /* a MoE family's experts have widths of their own (qwen35moe has no n_ff) */
+        (rc = sl_model_key_u32_layers(g, a, "feed_forward_length", 0, NULL, &n_ff,
+                                      d->arch->layer.ffn.kind != SL_FFN_MOE, 0)) ||
         (rc = sl_model_key_u32(g, a, "attention.head_count", &n_head, true, 0)) ||
         (rc = sl_model_key_u32(g, a, "context_length", &n_ctx, true, 0)))
         return rc;
-    if (n_layer < 1 || n_layer > SL_MAX_LAYERS || n_embd < 1 || n_embd > (1u << 20) || n_ff < 1 ||
+    if (n_layer < 1 || n_layer > SL_MAX_LAYERS || n_embd < 1 || n_embd > (1u << 20) ||
+        (n_ff < 1 && d->arch->layer.ffn.kind != SL_FFN_MOE) ||
         n_ff > (1u << 22) || n_head < 1 || n_head > 4096 || n_ctx < 1 || n_ctx > (1u << 30))
         return sl_err_set(SL_ERANGE, "model metadata: implausible hyper-parameters (layers %u, "
                           "embd %u, ff %u, heads %u, ctx %u)", n_layer, n_embd, n_ff, n_head, n_ctx);

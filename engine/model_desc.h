@@ -14,8 +14,9 @@
 enum sl_rope_scaling { SL_ROPE_SCALE_NONE = 0, SL_ROPE_SCALE_LINEAR, SL_ROPE_SCALE_LLAMA3, SL_ROPE_SCALE_YARN };
 
 /* Attention block kinds. Each: pre-RMSNorm (attn_norm), the block, optional
- * post-RMSNorm, residual add. RECURRENT is reserved: no family has it yet
- * and the forward pass refuses it. */
+ * post-RMSNorm, residual add. MLA is latent attention (forward_mla.c): one
+ * [c, k_rope] cache row per position. RECURRENT is the Gated DeltaNet block
+ * (forward_gdn.c): a per-sequence state (kv.h) instead of KV rows. */
 enum sl_attn_kind {
     SL_ATTN_NONE = 0,
     SL_ATTN_SOFTMAX,    /* softmax attention over the KV cache, GQA / MHA */
@@ -48,6 +49,7 @@ typedef struct sl_attn_block {
     int32_t head_dim;         /* > 0: this block's head dim (<= d->head_dim, the cache's row); else d->head_dim */
     bool v_norm;              /* v RMS-normed without a weight */
     bool kv_shared;           /* no K/V of its own: attends over sl_model_kv_layer's cache */
+    bool out_gate;            /* attn_q rows per head q | gate; output *= sigmoid(gate) (qwen35) */
 } sl_attn_block;
 
 typedef struct sl_ffn_block {
@@ -128,6 +130,10 @@ typedef struct sl_model_desc {
     float yarn_log_mul;       /* YaRN: rope.scaling.yarn_log_multiplier (0: none) */
     /* trailing NextN (multi-token prediction) blocks: checked, never run nor streamed */
     int32_t n_layer_nextn;
+    /* Gated DeltaNet blocks (SL_ATTN_RECURRENT; 0 when no layer has one):
+     * q/k heads of ssm_dk values, v heads of ssm_dv, causal conv of ssm_conv
+     * taps over the q | k | v channels */
+    int32_t ssm_conv, ssm_nk, ssm_nv, ssm_dk, ssm_dv;
     /* the layers: layer l is kind[layer_kind[l]] */
     int32_t n_kinds;
     sl_layer_desc kind[SL_MAX_LAYER_KINDS];
@@ -157,6 +163,20 @@ static inline int32_t sl_model_kv_layer(const sl_model_desc *d, int32_t l)
 {
     if (!sl_model_layer(d, l)->attn.kv_shared) return l;
     return d->n_layer_kv - (sl_model_layer(d, l)->attn.window > 0 ? 2 : 1);
+}
+
+/* Whether layer l holds KV rows of its own (not a shared-KV layer, not a
+ * recurrent one), and how many layers do: what the cache is sized by. */
+static inline bool sl_model_layer_has_rows(const sl_model_desc *d, int32_t l)
+{
+    return sl_model_kv_layer(d, l) == l && sl_model_layer(d, l)->attn.kind != SL_ATTN_RECURRENT;
+}
+
+static inline int32_t sl_model_n_row_layers(const sl_model_desc *d)
+{
+    int32_t n = 0;
+    for (int32_t l = 0; l < d->n_layer; l++) n += sl_model_layer_has_rows(d, l);
+    return n;
 }
 
 /* The tensor of an FFN block's pre-norm. */

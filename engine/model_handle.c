@@ -137,7 +137,7 @@ int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size)
     o->isa = m->k->name;
     o->n_threads = sl_pool_n_threads(m->pool);
     o->type_k = m->p.type_k; o->type_v = m->p.type_v;
-    o->kv_pos_bytes = (uint64_t)sl_model_n_layer_kv(d) *
+    o->kv_pos_bytes = (uint64_t)sl_model_n_row_layers(d) *
                       sl_kv_pos_bytes(d->kv_dim, m->p.type_k, sl_reserve_type_v(d, &m->p));
     o->kv_bytes = m->kv_bytes;
     return sl_struct_out(out, size, o, sizeof *o, SL_MODEL_INFO_MIN_SIZE, "sl_model_info");

@@ -8,6 +8,7 @@
 #include "../gguf/base/sl_status.h"
 #include "../gguf/base/sl_internal.h"
 #include "forward.h"
+#include "forward_gdn.h"
 #include "kv.h"
 
 bool sl_reserve_layer_kept(const sl_model_params *p, int32_t l)
@@ -26,7 +27,7 @@ void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_
                         int32_t *cap)
 {
     for (int32_t l = 0; l < d->n_layer; l++)
-        cap[l] = !sl_reserve_layer_kept(p, l) || sl_model_kv_layer(d, l) != l ? 0   /* shared: no cache */
+        cap[l] = !sl_reserve_layer_kept(p, l) || !sl_model_layer_has_rows(d, l) ? 0   /* shared, recurrent */
                : sl_model_layer_swa(d, l) ? sl_kv_ring_cap(n_ctx, d->n_swa, n_batch) : n_ctx;
 }
 
@@ -53,11 +54,12 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     if (d->q_dim > max_k) max_k = d->q_dim;
     if (d->n_ff_exp > max_k) max_k = d->n_ff_exp;       /* MoE expert widths */
     if (d->n_ff_shexp > max_k) max_k = d->n_ff_shexp;
+    if (d->ssm_nv * d->ssm_dv > max_k) max_k = d->ssm_nv * d->ssm_dv;   /* ssm_out */
     /* the cache is sized by its types (a q4_0 cache is 0.28x an f16 one) */
     const int tv = sl_reserve_type_v(d, p);
     if ((rc = sl_kv_type_check(p->type_k, d->head_dim, "K")) || (rc = sl_kv_type_check(tv, d->head_dim, "V")))
         return rc;
-    r->kv_pos_bytes = (uint64_t)sl_model_n_layer_kv(d) * sl_kv_pos_bytes(d->kv_dim, p->type_k, tv);
+    r->kv_pos_bytes = (uint64_t)sl_model_n_row_layers(d) * sl_kv_pos_bytes(d->kv_dim, p->type_k, tv);
     r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, tv);
     r->n_swa_layers = 0;
     for (int32_t l = 0; l < d->n_layer; l++) r->n_swa_layers += sl_model_layer_swa(d, l);
@@ -73,6 +75,8 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
      * the file once, those blocks included, and keeps its name */
     r->n_keep = d->n_layer_nextn > 0 && p->mode != SL_MODE_RESIDENT ? d->n_layer : 0;
     for (int32_t l = 0; l < r->n_keep; l++) r->keep[l] = sl_reserve_layer_kept(p, l);
+    /* a recurrent model's fixed-size state counts with its cache */
+    if (__builtin_add_overflow(r->kv_bytes, sl_forward_gdn_state_bytes(d), &r->kv_bytes)) r->kv_bytes = UINT64_MAX;
     r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
     r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;
     r->panel_bytes = sl_kern_matmul_scratch_bound(r->k, max_k, r->n_batch, nth);

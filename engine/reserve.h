@@ -38,7 +38,7 @@ typedef struct sl_reserve {
 int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_params *p);
 /* Rows per kv head of each layer's cache (cap[n_layer]): n_ctx, or for a
  * sliding-window layer the ring sl_kv_ring_cap(n_ctx, n_swa, n_batch); 0 for a
- * layer p's layer_mask leaves out. */
+ * layer p's layer_mask leaves out and for a recurrent layer (its state: kv.h). */
 void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_t n_ctx, int32_t n_batch,
                         int32_t *cap);
 /* The cache's V type: SL_KV_NONE when the model's attention is latent

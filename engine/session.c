@@ -9,6 +9,7 @@
 #include "../gguf/base/sl_platform.h"
 #include "../io/stream_numa.h"
 #include "forward_ple.h"
+#include "forward_gdn.h"
 #include "pressure.h"
 #include "reserve.h"
 
@@ -24,6 +25,7 @@ int sl_session_create(sl_session **out, sl_model *m)
     int rc = sl_kv_init_layers(&s->kv, m->d.n_layer, m->n_ctx, m->d.n_head_kv, m->d.head_dim, m->p.type_k,
                                sl_reserve_type_v(&m->d, &m->p), cap);
     free(cap);
+    if (!rc && (rc = sl_forward_gdn_state_init(&m->d, &s->kv))) sl_kv_free(&s->kv);
     if (rc) { free(s); return rc; }
     if (m->p.numa) {   /* before the first touch of the cache (io/stream_numa.h) */
         sl_numa_place np;
@@ -103,6 +105,8 @@ int32_t sl_session_prefix_reusable(const sl_session *s, const int32_t *ids, int 
      * window - 1 = cap - n_batch: sl_kv_ring_cap) */
     for (int32_t l = 0; c > 0 && l < kv->n_layer; l++)
         if (kv->cap[l] < kv->n_ctx && kv->base[l] > 0 && kv->base[l] > c - (kv->cap[l] - nb)) c = 0;
+    /* a recurrent state holds exactly n_past positions: all or nothing */
+    if (kv->rec && (c != kv->n_past || kv->rec_pos != kv->n_past)) c = 0;
     return c;
 }
 

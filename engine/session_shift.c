@@ -55,6 +55,9 @@ int sl_session_make_room(sl_session *s, int n)
 int sl_session_kv_window(sl_session *s, int32_t n)
 {
     if (n < 0) return sl_session_fail(s, sl_err_set(SL_EINVAL, "kv window: %d positions", n));
+    if (n && s->kv.rec)   /* a window is kept by context shifts, which a recurrent state cannot take */
+        return sl_session_fail(s, sl_err_set(SL_EUNSUPPORTED, "kv window: the model has recurrent layers: "
+                                             "their state cannot drop positions, the window is not set"));
     s->window = n;
     if (!n) return 0;
     /* the halvings make_room would do with the window as the context, as one

@@ -4,7 +4,9 @@
  *   header   struct pc_header (112 bytes), its own hash in the last field
  *   payload  tokens[n_tokens] (int32), logits[n_vocab] (f32, if has_logits),
  *            then per layer: K rows of head 0..n_head_kv-1 (n_tokens rows of
- *            k_row_bytes each), V rows likewise
+ *            k_row_bytes each), V rows likewise (a recurrent layer has
+ *            none); then, for a model with recurrent layers, their state
+ *            after the n_tokens (kv.h, F32)
  *   trailer  uint64 hash of the payload
  * Rows are copied through the KV cell layout (kv_cells below: cell type and
  * bytes of one kv head's row at one position), never converted, so a cache
@@ -148,8 +150,10 @@ static int header_of(const sl_session *s, uint32_t n_tokens, bool has_logits, pc
     h->version = PC_VERSION;
     h->header_bytes = sizeof *h;
     /* a sliding-window layer's ring does not hold positions from 0 */
+    uint32_t n_kv_layers = 0;   /* a recurrent layer has no rows (its state follows them) */
+    for (int32_t l = 0; l < s->kv.n_layer; l++) n_kv_layers += !sl_kv_rec_layer(&s->kv, l);
     for (int32_t l = 0; l < s->kv.n_layer; l++)
-        if (s->kv.cap[l] < s->kv.n_ctx)
+        if (s->kv.cap[l] < s->kv.n_ctx && !sl_kv_rec_layer(&s->kv, l))
             return sl_err_set(SL_EUNSUPPORTED, "prompt cache: layer %d keeps a sliding-window ring (%d of %d "
                               "positions); state files of such models are not supported yet", l,
                               s->kv.cap[l], s->kv.n_ctx);
@@ -169,7 +173,8 @@ static int header_of(const sl_session *s, uint32_t n_tokens, bool has_logits, pc
     memcpy(h->rng, s->smp.s, sizeof h->rng);
     /* sizes come from our own live cache: they fit (it was allocated) */
     h->payload_bytes = (uint64_t)n_tokens * 4u + (has_logits ? (uint64_t)h->n_vocab * 4u : 0) +
-                       (uint64_t)h->n_layer * h->n_head_kv * n_tokens * (k.row_bytes + v.row_bytes);
+                       (uint64_t)n_kv_layers * h->n_head_kv * n_tokens * (k.row_bytes + v.row_bytes) +
+                       sl_kv_rec_total(&s->kv);
     h->header_hash = sl_hash64_of(h, offsetof(pc_header, header_hash), PC_SEED_HDR);
     return 0;
 }
@@ -244,6 +249,9 @@ int sl_session_save(sl_session *s, const char *path)
     pc_header h;
     int rc = header_of(s, (uint32_t)n, s->have_logits, &h);
     if (rc) return sl_session_fail(s, rc);
+    if (s->kv.rec && s->kv.rec_pos != n)
+        return sl_session_fail(s, sl_err_set(SL_EINVAL, "save %s: the recurrent state holds %d positions, the "
+                                             "cache %d (a failed feed)", path, s->kv.rec_pos, n));
 
     pc_writer w = { .rc = 0 };
     if ((rc = sl_file_out_open(&w.out, path, "prompt cache"))) return sl_session_fail(s, rc);
@@ -252,10 +260,11 @@ int sl_session_save(sl_session *s, const char *path)
     put(&w, s->hist, (size_t)n * sizeof(int32_t));
     if (h.has_logits) put(&w, s->logits, (size_t)h.n_vocab * sizeof(float));
     for (int32_t l = 0; l < s->kv.n_layer; l++)
-        for (int side = 0; side < 2; side++)
+        for (int side = 0; side < 2 && !sl_kv_rec_layer(&s->kv, l); side++)
             for (int32_t hd = 0; hd < s->kv.n_head_kv; hd++)
                 put(&w, kv_rows(&s->kv, side, l, hd),
                     (size_t)n * (side ? h.v_row_bytes : h.k_row_bytes));
+    if (s->kv.rec) put(&w, s->kv.rec, (size_t)sl_kv_rec_total(&s->kv));
     uint64_t sum = sl_hash64_final(&w.h);
     if (!w.rc) w.rc = sl_file_out_write(&w.out, &sum, sizeof sum);
     if (w.rc) {
@@ -332,19 +341,25 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
         if (c < keep || !h.has_logits) logits = false;
         if (c == n_want && !logits) c--;   /* leave one token to compute the logits */
         keep = c;
+        /* the recurrent state is of all n_tokens: a shorter prefix cannot use it */
+        if (s->kv.rec && keep < (int32_t)h.n_tokens) { keep = 0; logits = false; }
     }
     if (h.has_logits) {
         size_t lb = (size_t)h.n_vocab * sizeof(float);
         if ((rc = logits ? get(&r, s->logits, lb) : skip(&r, lb))) goto io;
     }
     for (uint32_t l = 0; l < h.n_layer; l++)
-        for (int side = 0; side < 2; side++) {
+        for (int side = 0; side < 2 && !sl_kv_rec_layer(&s->kv, (int32_t)l); side++) {
             size_t rb = side ? h.v_row_bytes : h.k_row_bytes;
             for (uint32_t hd = 0; hd < h.n_head_kv; hd++) {
                 if ((rc = get(&r, kv_rows(&s->kv, side, (int32_t)l, (int32_t)hd), (size_t)keep * rb))) goto io;
                 if ((rc = skip(&r, (uint64_t)(h.n_tokens - (uint32_t)keep) * rb))) goto io;
             }
         }
+    if (s->kv.rec) {
+        uint64_t rb = sl_kv_rec_total(&s->kv);
+        if ((rc = keep ? get(&r, s->kv.rec, (size_t)rb) : skip(&r, rb))) goto io;
+    }
     uint64_t sum;
     if ((rc = read_full(r.fd, &sum, sizeof sum))) goto io;
     if (sum != sl_hash64_final(&r.h)) {
@@ -353,6 +368,7 @@ static int load(sl_session *s, const char *path, const int32_t *want, int n_want
     }
     memcpy(s->hist, toks, (size_t)keep * sizeof *toks);
     s->kv.n_past = keep;
+    if (s->kv.rec && keep) s->kv.rec_pos = keep;
     s->have_logits = logits;
     if (!want) memcpy(s->smp.s, h.rng, sizeof h.rng);
     if (n_reused) *n_reused = keep;

@@ -1,6 +1,9 @@
 /* Speculative decoding (sluice.h "speculative decoding"): one pass verifies
  * the sampled token and k drafts (n-gram lookup or a draft model); the cache
- * keeps the accepted prefix (rows past it are rolled back by moving n_past). */
+ * keeps the accepted prefix (rows past it are rolled back by moving n_past).
+ * A recurrent state cannot be rolled back that way: it is saved before the
+ * pass and, when a draft was rejected, restored and advanced over the
+ * accepted tokens again (one more pass, only on a rejection). */
 #include "session_obj.h"
 
 #include <stdio.h>
@@ -23,6 +26,7 @@ struct sl_spec {
     int32_t pending_past;       /* n_past it belongs to */
     uint64_t pending_epoch;     /* the session's epoch then (fed since: void) */
     sl_spec_stats st;
+    void *rec_snap;             /* the target's recurrent state before a verify pass (NULL: none) */
     char err[512];
 };
 
@@ -105,7 +109,8 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
     sp->pending = -1;
     sp->rows = malloc((size_t)(SPEC_K_LIMIT + 1) * (size_t)sp->n_vocab * sizeof(float));
     if (sp->draft) sp->q = malloc((size_t)SPEC_K_LIMIT * (size_t)sp->n_vocab * sizeof(float));
-    if (!sp->rows || (sp->draft && !sp->q)) {
+    if (s->kv.rec) sp->rec_snap = malloc((size_t)sl_kv_rec_total(&s->kv));
+    if (!sp->rows || (sp->draft && !sp->q) || (s->kv.rec && !sp->rec_snap)) {
         sl_spec_destroy(sp);
         return sl_err_set(SL_ENOMEM, "spec: out of memory");
     }
@@ -118,6 +123,7 @@ void sl_spec_destroy(sl_spec *sp)
     if (!sp) return;
     free(sp->rows);
     free(sp->q);
+    free(sp->rec_snap);
     free(sp);
 }
 
@@ -164,6 +170,7 @@ static int draft_propose(sl_spec *sp, const int32_t *ctx, int32_t len, int32_t k
     if (k < 1) return 0;
     int32_t c = 0, lim = dkv->n_past < len - 1 ? dkv->n_past : len - 1;
     while (c < lim && dh[c] == ctx[c]) c++;
+    if (dkv->rec && c != dkv->rec_pos) c = 0;   /* a recurrent draft goes back only to 0 */
     dkv->n_past = c;
     int rc = sl_session_feed_tokens(d, ctx + c, len - c);
     if (rc) return sl_err_set(rc, "spec: draft model: %s", sl_session_errmsg(d));
@@ -202,6 +209,19 @@ int sl_spec_sample(sl_spec *sp, int32_t *token)
     if (pending_valid(sp)) { *token = sp->pending; return 0; }   /* stays until the session is fed */
     int rc = sl_session_sample(sp->s, token);
     return rc ? spec_fail(sp, rc) : 0;
+}
+
+/* The target's recurrent state back to position base (saved before the
+ * verify pass), then advanced over ids[0..n): the state of the accepted
+ * tokens, as plain decoding leaves it (rows are computed alike for 1..9 rows
+ * a pass). The pass's logits are not needed (sp->rows is scratch here). */
+static int rec_replay(sl_spec *sp, const int32_t *ids, int32_t base, int32_t n)
+{
+    sl_kv *kv = &sp->s->kv;
+    sl_kv_rec_write(kv, sp->rec_snap, base);
+    kv->n_past = base;
+    sl_forward_seq one = { .kv = kv, .ids = ids, .n = n, .mode = SL_LOGITS_LAST };
+    return sl_forward_run_batch(&sp->s->m->fw, &one, 1, sp->rows);
 }
 
 int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
@@ -256,6 +276,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     sl_stream_stats a, z;
     sl_stream_get_stats(st, &a);
     double t0 = sl_now_ms();
+    if (sp->rec_snap) sl_kv_rec_read(kv, sp->rec_snap);
     rc = sl_forward_run_batch(fw, &one, 1, sp->rows);
     double ms = sl_now_ms() - t0;
     sp->st.verify_ms += ms;
@@ -304,6 +325,15 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     }
     memcpy(s->logits, sp->rows + (size_t)m * (size_t)sp->n_vocab,
            (size_t)sp->n_vocab * sizeof(float));
+    if (sp->rec_snap && m < k) {
+        t0 = sl_now_ms();
+        rc = rec_replay(sp, ids, base, 1 + m);
+        sp->st.verify_ms += sl_now_ms() - t0;
+        if (rc) {
+            sl_session_fed(s, ids, 1 + m, false, ms, 0);
+            return spec_fail(sp, rc);
+        }
+    }
     sl_session_fed(s, ids, 1 + m, true, ms + dms, z.stall_ms - a.stall_ms);
     sp->pending_past = kv->n_past;
     sp->pending_epoch = s->epoch;

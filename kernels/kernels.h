@@ -84,6 +84,12 @@ typedef struct sl_kern {
      * F16 table (g rounded to F16, entry rounded to F16); g >= 10 gives g,
      * g <= -10 gives 0 (gemma3's GeGLU) */
     void (*gelu_mul)(float *y, const float *g, const float *u, int64_t n);
+    /* Gated DeltaNet, one v head and token: S (dk rows of dv) *= decay;
+     * m = S^T k; m = (v - m) * beta; S += k m^T; o = S^T (q * scale); m: dv
+     * floats of scratch. Elementwise over the dv lanes: bit for bit alike at
+     * every level. */
+    void (*delta_rule)(float *S, const float *q, const float *k, const float *v, float beta, float decay,
+                       float scale, int32_t dk, int32_t dv, float *o, float *m);
     /* f32 -> Q8_K blocks (n a multiple of 256), bytes equal to
      * sl_quant_row_q8_k's; NULL: that scalar function */
     void (*quantize_q8_k)(const float *x, void *y, int64_t n);

@@ -186,6 +186,53 @@ static void ops_gelu_mul(float *y, const float *g, const float *u, int64_t n)
     }
 }
 
+/* The delta rule (kernels.h) over vectors of the dv lanes, the scalar
+ * oracle's operations per lane in its order; no tail beyond masks: a level
+ * without masks finishes the lanes in scalar code. */
+static void ops_delta_rule(float *S, const float *q, const float *k, const float *v, float beta, float decay,
+                           float scale, int32_t dk, int32_t dv, float *o, float *m)
+{
+    const int64_t nv = sl_vbody(dv, SL_VW);
+    const sl_vf vdec = sl_v_set1(decay), vbeta = sl_v_set1(beta);
+    int64_t j;
+    for (j = 0; j < dv; j++) m[j] = 0;
+    for (int32_t i = 0; i < dk; i++) {
+        float *Si = S + (int64_t)i * dv;
+        const sl_vf ki = sl_v_set1(k[i]);
+        for (j = 0; j < nv; j += SL_VW) {
+            sl_vf s = sl_v_ldm(Si + j, dv - j) * vdec;
+            sl_v_stm(Si + j, s, dv - j);
+            sl_v_stm(m + j, sl_v_ldm(m + j, dv - j) + s * ki, dv - j);
+        }
+        for (; j < dv; j++) {
+            Si[j] *= decay;
+            m[j] += Si[j] * k[i];
+        }
+    }
+    for (j = 0; j < nv; j += SL_VW) {
+        sl_v_stm(m + j, (sl_v_ldm(v + j, dv - j) - sl_v_ldm(m + j, dv - j)) * vbeta, dv - j);
+        sl_v_stm(o + j, sl_v_zero(), dv - j);
+    }
+    for (; j < dv; j++) {
+        m[j] = (v[j] - m[j]) * beta;
+        o[j] = 0;
+    }
+    for (int32_t i = 0; i < dk; i++) {
+        float *Si = S + (int64_t)i * dv;
+        const float qs = q[i] * scale;
+        const sl_vf ki = sl_v_set1(k[i]), qi = sl_v_set1(qs);
+        for (j = 0; j < nv; j += SL_VW) {
+            sl_vf s = sl_v_ldm(Si + j, dv - j) + ki * sl_v_ldm(m + j, dv - j);
+            sl_v_stm(Si + j, s, dv - j);
+            sl_v_stm(o + j, sl_v_ldm(o + j, dv - j) + s * qi, dv - j);
+        }
+        for (; j < dv; j++) {
+            Si[j] += k[i] * m[j];
+            o[j] += Si[j] * qs;
+        }
+    }
+}
+
 static inline void ops_fill(sl_kern *k) { SL_OPS_FILL(k, ops); }
 
 #endif

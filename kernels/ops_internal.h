@@ -13,7 +13,8 @@
 /* A level's float-op entries: its functions P_rmsnorm, P_rope, ... */
 #define SL_OPS_FILL(k, P)                                                      \
     ((k)->rmsnorm = P##_rmsnorm, (k)->rope = P##_rope, (k)->silu_mul = P##_silu_mul, \
-     (k)->add = P##_add, (k)->f32_to_f16 = P##_f32_to_f16, (k)->gelu_mul = P##_gelu_mul)
+     (k)->add = P##_add, (k)->f32_to_f16 = P##_f32_to_f16, (k)->gelu_mul = P##_gelu_mul, \
+     (k)->delta_rule = P##_delta_rule)
 
 /* Attention: one work item = query row `row`, heads h0..h0+ng-1, all sharing
  * kv head kvh (ng <= SL_ATTN_GMAX), so K/V rows are read once for the group.

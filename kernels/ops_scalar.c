@@ -52,4 +52,30 @@ static void scalar_f32_to_f16(sl_f16 *y, const float *x, int64_t n)
         y[i] = sl_f32_to_f16(x[i]);
 }
 
+/* The oracle of every level's delta_rule (kernels.h). */
+static void scalar_delta_rule(float *S, const float *q, const float *k, const float *v, float beta, float decay,
+                              float scale, int32_t dk, int32_t dv, float *o, float *m)
+{
+    for (int32_t j = 0; j < dv; j++) m[j] = 0;
+    for (int32_t i = 0; i < dk; i++) {
+        float *Si = S + (int64_t)i * dv;
+        for (int32_t j = 0; j < dv; j++) {
+            Si[j] *= decay;
+            m[j] += Si[j] * k[i];
+        }
+    }
+    for (int32_t j = 0; j < dv; j++) {
+        m[j] = (v[j] - m[j]) * beta;
+        o[j] = 0;
+    }
+    for (int32_t i = 0; i < dk; i++) {
+        float *Si = S + (int64_t)i * dv;
+        const float ki = k[i], qi = q[i] * scale;
+        for (int32_t j = 0; j < dv; j++) {
+            Si[j] += ki * m[j];
+            o[j] += Si[j] * qi;
+        }
+    }
+}
+
 void sl_ops_fill_scalar(sl_kern *k) { SL_OPS_FILL(k, scalar); }

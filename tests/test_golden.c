@@ -432,6 +432,8 @@ static const synth_arch synth3_supported[] = {
     { "gemma4", { "synth3-gemma4-q4_k_m", 0.20, 0.032 } },
     { "glm4moe", { "synth3-glm4moe-q4_k_m", 0.12, 0.019 } },
     { "deepseek2", { "synth3-deepseek2-q4_k_m", 0.13, 0.023 } },
+    /* qwen35moe: the float64 row's bracketed figures (F32 KV and flash: 0.006 / 0.04) */
+    { "qwen35moe", { "synth3-qwen35moe-q4_k_m", 0.45, 0.061 } },
 };
 
 /* A set: its index file and its table of supported architectures. */
@@ -499,6 +501,7 @@ SYNTH_MODES(synth3, gpt_oss, "gpt-oss")
 SYNTH_MODES(synth3, gemma4, "gemma4")
 SYNTH_MODES(synth3, glm4moe, "glm4moe")
 SYNTH_MODES(synth3, deepseek2, "deepseek2")
+SYNTH_MODES(synth3, qwen35moe, "qwen35moe")
 
 /* i-quant models (iq/ in the index; llama files quantized with an importance
  * matrix, README "i-quant golden"). Bounds: the largest llama.cpp-vs-llama.cpp

@@ -11,6 +11,10 @@
  *    2u*|y|.
  *  - silu_mul: scalar vs double: expf, add, divide, product -> 5u*|y|;
  *    SIMD vs scalar (polynomial exp) 12u*|y| + 1e-37.
+ *  - delta_rule: SIMD == scalar bitwise (elementwise over the value lanes, the
+ *    same operations in the same order, no FMA); scalar vs double: each
+ *    output sums dk products of sums of dk products: 4 dk u times the sum of
+ *    the magnitudes that enter it.
  *  - gelu_mul: SIMD == scalar bitwise (the same F16 table entries, one
  *    product); the scalar entry vs the double tanh formula: within the F16
  *    table's error the golden README gives (0.0039 absolute, 0.4% relative).
@@ -58,6 +62,7 @@ static int get_levels(sl_kern *lv)
         cr_assert_not_null(lv[i].rmsnorm); cr_assert_not_null(lv[i].rope);
         cr_assert_not_null(lv[i].silu_mul);
         cr_assert_not_null(lv[i].add); cr_assert_not_null(lv[i].f32_to_f16);
+        cr_assert_not_null(lv[i].delta_rule);
         cr_assert_not_null(lv[i].gelu_mul);
     }
     return n;
@@ -286,6 +291,69 @@ Test(kern_ops, add)
                 cr_assert(y[i] == a[i] + b[i], "add not exact");
         }
         free(a); free(b); free(y);
+    }
+}
+
+/* One delta-rule step in double: S, o, and the magnitudes |.| each output
+ * sums (for the tolerance). */
+static void delta_ref(double *S, const float *q, const float *k, const float *v, double beta, double decay,
+                      double scale, int dk, int dv, double *o, double *mag)
+{
+    for (int j = 0; j < dv; j++) {
+        double m = 0, mm = 0;
+        for (int i = 0; i < dk; i++) {
+            S[i * dv + j] *= decay;
+            m += S[i * dv + j] * k[i];
+            mm += fabs(S[i * dv + j] * k[i]);
+        }
+        double dl = (v[j] - m) * beta;
+        o[j] = 0;
+        mag[j] = 0;
+        for (int i = 0; i < dk; i++) {
+            S[i * dv + j] += k[i] * dl;
+            o[j] += S[i * dv + j] * q[i] * scale;
+            mag[j] += (fabs(S[i * dv + j]) + fabs(k[i]) * (fabs(v[j]) + mm) * beta) * fabs(q[i]) * scale;
+        }
+    }
+}
+
+Test(kern_ops, delta_rule)
+{
+    sl_kern lv[4];
+    int nl = get_levels(lv);
+    static const int dims[][2] = { { 64, 64 }, { 128, 128 }, { 16, 13 }, { 8, 37 }, { 3, 1 } };
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int dk = dims[di][0], dv = dims[di][1];
+        float *S0 = fbuf((int64_t)dk * dv), *S = fbuf((int64_t)dk * dv), *q = fbuf(dk), *k = fbuf(dk);
+        float *v = fbuf(dv), *o0 = fbuf(dv), *o = fbuf(dv), *m = fbuf(dv);
+        double *Sd = calloc((size_t)dk * dv, sizeof *Sd), *od = calloc((size_t)dv, sizeof *od);
+        double *mag = calloc((size_t)dv, sizeof *mag);
+        for (int i = 0; i < dk * dv; i++) Sd[i] = S0[i] = frand(-1, 1);
+        for (int step = 0; step < 4; step++) {
+            for (int i = 0; i < dk; i++) { q[i] = frand(-0.3f, 0.3f); k[i] = frand(-0.3f, 0.3f); }
+            for (int j = 0; j < dv; j++) v[j] = frand(-2, 2);
+            const float beta = frand(0, 1), decay = frand(0.5f, 1), scale = 0.125f;
+            memcpy(S, S0, (size_t)dk * dv * sizeof *S);
+            set_canary(o0, dv);
+            lv[0].delta_rule(S0, q, k, v, beta, decay, scale, dk, dv, o0, m);
+            cr_assert(canary_ok(o0, dv), "delta_rule wrote past dv");
+            delta_ref(Sd, q, k, v, beta, decay, scale, dk, dv, od, mag);
+            for (int j = 0; j < dv; j++)
+                cr_assert(fabs(o0[j] - od[j]) <= 4.0 * dk * U * mag[j] + 1e-30,
+                          "scalar delta_rule %dx%d lane %d: %g vs %g", dk, dv, j, o0[j], od[j]);
+            for (int l = 1; l < nl; l++) {
+                float *Sl = fbuf((int64_t)dk * dv);
+                memcpy(Sl, S, (size_t)dk * dv * sizeof *Sl);
+                set_canary(o, dv);
+                lv[l].delta_rule(Sl, q, k, v, beta, decay, scale, dk, dv, o, m);
+                cr_assert(canary_ok(o, dv), "%s delta_rule wrote past dv", lv[l].name);
+                cr_assert(!memcmp(o, o0, (size_t)dv * sizeof *o) && !memcmp(Sl, S0, (size_t)dk * dv * sizeof *Sl),
+                          "%s delta_rule %dx%d differs from scalar", lv[l].name, dk, dv);
+                free(Sl);
+            }
+        }
+        free(S0); free(S); free(q); free(k); free(v); free(o0); free(o); free(m);
+        free(Sd); free(od); free(mag);
     }
 }
 

@@ -28,6 +28,12 @@ void sl_arch_names(char *buf, size_t n);
 /* Every tensor of layer l's blocks: presence, shape, type. */
 int sl_arch_check_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
 
+/* The Gated DeltaNet families (arch_gdn.c): the block's keys and which
+ * layers have it (kind 0; the row's attention becomes kind 1); the tensors
+ * of the block in layer l. */
+int sl_arch_gdn_keys(sl_model_desc *d, const sl_gguf *g);
+int sl_arch_check_gdn(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
+
 /* The expert keys of a MoE family (arch_moe.c): expert_count (required, or
  * 0 = no experts when optional), expert_used_count, the expert width (key
  * when width_key, else n_ff) and, with shared, the shared expert's width.

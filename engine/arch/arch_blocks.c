@@ -37,12 +37,18 @@ static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_g
     const uint64_t HD = (uint64_t)(b->head_dim > 0 ? b->head_dim : d->head_dim);
     const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->n_head * HD, KV = (uint64_t)d->n_head_kv * HD;
     int rc;
+    if (b->kind == SL_ATTN_RECURRENT) return sl_arch_check_gdn(d, g, l);
     if (b->kind != SL_ATTN_SOFTMAX && b->kind != SL_ATTN_MLA)
         return sl_err_set(SL_EUNSUPPORTED, "layer %u: attention block kind %d not supported", l, b->kind);
     if ((rc = sl_model_check_layer_tensor(g, l, "attn_norm.weight", E, 0, T_F32))) return rc;
     if (b->kind == SL_ATTN_MLA) return check_mla(d, g, l);
     if (b->kv_shared) {   /* q only: K/V come from an earlier layer's cache */
         if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, Q, T_MATRIX))) return rc;
+    } else if (b->out_gate) {   /* q | gate per head, then k, v */
+        if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, 2 * Q, T_MATRIX)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "attn_k.weight", E, KV, T_MATRIX)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "attn_v.weight", E, KV, T_MATRIX)))
+            return rc;
     } else if (b->fused_qkv) {
         if ((rc = sl_model_check_layer_tensor(g, l, "attn_qkv.weight", E, Q + 2 * KV, T_MATRIX))) return rc;
     } else if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, Q, T_MATRIX)) ||

@@ -1,0 +1,24 @@
+/* The Gated DeltaNet block of the forward pass (forward_gdn.c). */
+#ifndef SL_ENGINE_FORWARD_GDN_H
+#define SL_ENGINE_FORWARD_GDN_H
+
+#include <stdint.h>
+
+#include "forward_pass.h"
+
+/* Layer l's block over the rows of sq[0..ns): f->xn holds the normed input
+ * rows; its output rows (before the residual add) into f->xn. Each
+ * sequence's recurrent state (kv.h) advances by its rows. */
+int sl_forward_gdn(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t l, const sl_stream_view *v,
+                   int32_t n);
+/* Scratch floats one row needs (f->rec_buf), 0 for a model without the block. */
+uint64_t sl_forward_gdn_row_floats(const sl_model_desc *d);
+/* Values of one layer's recurrent state: the conv rows, the delta state. */
+int64_t sl_forward_gdn_conv_len(const sl_model_desc *d);
+int64_t sl_forward_gdn_state_len(const sl_model_desc *d);
+/* Bytes of a sequence's recurrent state (0: no such layer), and that state
+ * allocated in kv for each such layer. */
+uint64_t sl_forward_gdn_state_bytes(const sl_model_desc *d);
+int sl_forward_gdn_state_init(const sl_model_desc *d, sl_kv *kv);
+
+#endif

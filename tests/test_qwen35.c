@@ -1,0 +1,449 @@
+/* qwen35moe and qwen35 (engine/arch/arch_qwen35moe.c, arch_qwen35.c,
+ * arch_gdn.c, engine/forward_gdn.c, engine/kv_rec.c) on the synth3 file and
+ * a dense file made from it: the description (which layers are Gated
+ * DeltaNet, their sizes, the gated attention layer, the FFN), a hostile
+ * variant of each key and of the block's tensors refused with a message naming it;
+ * the recurrent state of a sequence: zeroed with the sequence, carried
+ * across feeds, never rolled back silently (a cut prefix, a context shift,
+ * a pressure window are refused or start over), restored bitwise from a
+ * prompt cache, rolled back by speculative decoding, one per batch member.
+ * SL_HOST_ONLY (the synth3 files; slow under qemu). */
+#include "model_testutil.h"
+#include "session_testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../engine/session_obj.h"
+
+#define Q35 MODELS "/synth3-qwen35moe-q4_k_m.gguf"
+#define Q3MOE MODELS "/synth2-qwen3moe-q4_k_m.gguf"
+
+Test(qwen35, description)
+{
+    sl_model_desc d;
+    mt_load_arch(Q35, "qwen35moe", &d);
+    cr_assert(d.n_layer == 4 && d.n_ff == 0 && d.head_dim == 128 && d.n_rot == 32 && d.rope_neox);
+    cr_assert(d.ssm_conv == 4 && d.ssm_nk == 2 && d.ssm_nv == 4 && d.ssm_dk == 64 && d.ssm_dv == 64);
+    cr_assert(d.n_expert == 8 && d.n_expert_used == 2 && d.n_ff_exp == 256 && d.n_ff_shexp == 256);
+    for (int32_t l = 0; l < 4; l++) {
+        const sl_attn_block *a = mt_attn(&d, l);
+        const sl_ffn_block *f = mt_ffn(&d, l);
+        cr_assert_eq(a->kind, l == 3 ? SL_ATTN_SOFTMAX : SL_ATTN_RECURRENT, "layer %d", l);
+        if (l == 3) cr_assert(a->out_gate && a->qk_norm);
+        cr_assert(f->kind == SL_FFN_MOE && f->shared_expert && f->weights_norm && f->norm_post_attn, "layer %d", l);
+    }
+}
+
+/* A key set to a bad value: "model metadata: key '<key>' <tail>". */
+static const struct { const char *key; uint32_t val; int want; const char *tail; } bad_keys[] = {
+    { "qwen35moe.ssm.conv_kernel", 0, SL_ERANGE, "is 0 (1..64)" },
+    { "qwen35moe.ssm.state_size", 5000, SL_ERANGE, "is 5000 (1..1024)" },
+    { "qwen35moe.ssm.inner_size", 512, SL_EUNSUPPORTED, "512 is not time_step_rank 4 x state_size 64 (v heads as "
+      "wide as q/k heads)" },
+    { "qwen35moe.full_attention_interval", 0, SL_ERANGE, "is 0" },
+    { "qwen35moe.nextn_predict_layers", 1, SL_EUNSUPPORTED, "is 1: MTP layers are not supported yet (a file "
+      "without them runs)" },
+};
+
+/* A tensor of another shape: its dimension dim is ne, [want] expected. */
+static const struct { const char *name; int dim; uint64_t ne; const char *have, *want; } bad_shapes[] = {
+    { "blk.0.ssm_conv1d.weight", 0, 3, "3, 512", "4, 512" },
+    { "blk.1.ssm_dt.bias", 0, 2, "2", "4" },
+    { "blk.2.ssm_norm.weight", 0, 128, "128", "64" },
+    { "blk.3.attn_q.weight", 1, 512, "256, 512", "256, 1024" },   /* the gate rows missing */
+};
+
+/* Each tensor of the blocks, left out. */
+static const char *const required[] = {
+    "blk.1.ssm_a", "blk.2.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.0.ssm_beta.weight",
+    "blk.0.ssm_alpha.weight", "blk.1.ssm_out.weight", "blk.2.post_attention_norm.weight",
+    "blk.3.ffn_gate_inp_shexp.weight",
+};
+
+static void refused(const char *what, mt_mutation mu, int want, const char *msg)
+{
+    cr_log_info("%s", what);
+    mu.src = Q35;
+    mt_expect_refused(what, &mu, want, msg, NULL);
+}
+
+Test(qwen35, hostile_variants_refused, .timeout = 120)
+{
+    char msg[256];
+    for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
+        snprintf(msg, sizeof msg, "model metadata: key '%s' %s", bad_keys[i].key, bad_keys[i].tail);
+        refused(bad_keys[i].key, (mt_mutation){ .u32_key = bad_keys[i].key, .u32_val = bad_keys[i].val },
+                bad_keys[i].want, msg);
+    }
+    for (size_t i = 0; i < sizeof bad_shapes / sizeof bad_shapes[0]; i++) {
+        snprintf(msg, sizeof msg, "tensor '%s': shape [%s], expected [%s]", bad_shapes[i].name, bad_shapes[i].have,
+                 bad_shapes[i].want);
+        refused(bad_shapes[i].name,
+                (mt_mutation){ .shape_name = bad_shapes[i].name, .dim = bad_shapes[i].dim, .ne = bad_shapes[i].ne },
+                SL_ESHAPE, msg);
+    }
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        snprintf(msg, sizeof msg, "tensor '%s' missing from the model", required[i]);
+        refused(required[i], (mt_mutation){ .drop = required[i] }, SL_ENOENT, msg);
+    }
+    refused("conv_kernel_missing", (mt_mutation){ .drop_key = "qwen35moe.ssm.conv_kernel" }, SL_ENOENT,
+            "model metadata: key 'qwen35moe.ssm.conv_kernel' missing");
+    refused("v_heads_not_multiple", (mt_mutation){ .u32_key = "qwen35moe.ssm.time_step_rank", .u32_val = 3 },
+            SL_ERANGE, "model metadata: keys 'qwen35moe.ssm.group_count' 2 / 'qwen35moe.ssm.time_step_rank' 3: "
+            "q/k and v heads 1..1024, v heads a multiple of q/k heads");
+    /* every other layer full attention: layer 1 has no attention tensors */
+    refused("interval_two", (mt_mutation){ .u32_key = "qwen35moe.full_attention_interval", .u32_val = 2 },
+            SL_ENOENT, "tensor 'blk.1.attn_q.weight' missing from the model");
+    refused("conv_f16", (mt_mutation){ .type_name = "blk.2.ssm_conv1d.weight" }, SL_EUNSUPPORTED,
+            "tensor 'blk.2.ssm_conv1d.weight': type f16, expected f32");
+}
+
+#define NV 2048
+#define NB 8
+static float *fed_logits(sl_model *m, const int32_t *ids, int n, const int *cuts);
+
+/* ---- qwen35 (dense) ---------------------------------------------------------
+ * A dense file made from the synth3 one: keys renamed, the experts and the
+ * router left out, the shared expert as the dense FFN (feed_forward_length
+ * 256). (Checked once against ref_forward3.py's qwen35moe pass with the
+ * dense FFN in float64: max 0.22, RMS 0.040 logits_sd over ids32, the
+ * activation-quantization distance the MoE file shows too.) */
+
+static bool dense_skips(const char *name) { return strstr(name, "_exps") || strstr(name, "ffn_gate_inp"); }
+
+static void dense_name(const char *name, char *out, size_t n)
+{
+    const char *sh = strstr(name, "_shexp");
+    if (sh) snprintf(out, n, "%.*s%s", (int)(sh - name), name, sh + 6);
+    else snprintf(out, n, "%s", name);
+}
+
+static void write_dense(const char *dst, const char *drop_key, const char *drop_tensor)
+{
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, Q35), 0);
+    sl_gguf_writer *w;
+    cr_assert_eq(sl_gguf_writer_open(&w, dst, 3), 0, "%s", sl_last_error());
+    for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) {
+        const char *k = sl_gguf_kv_key(g, i);
+        char nk[128];
+        if (!strcmp(k, "general.architecture")) {
+            cr_assert_eq(sl_gguf_writer_set_str(w, k, "qwen35"), 0);
+            continue;
+        }
+        if (!strncmp(k, "qwen35moe.", 10)) {
+            if (strstr(k, "expert")) continue;
+            snprintf(nk, sizeof nk, "qwen35.%s", k + 10);
+        } else {
+            snprintf(nk, sizeof nk, "%s", k);
+        }
+        if (drop_key && !strcmp(nk, drop_key)) continue;
+        cr_assert_eq(sl_gguf_writer_set_value(w, nk, sl_gguf_kv_value(g, i)), 0, "%s", sl_gguf_writer_errmsg(w));
+    }
+    if (!drop_key || strcmp(drop_key, "qwen35.feed_forward_length"))
+        cr_assert_eq(sl_gguf_writer_set_u32(w, "qwen35.feed_forward_length", 256), 0);
+    const int64_t nt = sl_gguf_n_tensors(g);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) cr_assert_eq(sl_gguf_writer_begin_data(w), 0, "%s", sl_gguf_writer_errmsg(w));
+        for (int64_t i = 0; i < nt; i++) {
+            const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
+            char name[128];
+            dense_name(t->name, name, sizeof name);
+            if (dense_skips(t->name) || (drop_tensor && !strcmp(name, drop_tensor))) continue;
+            if (!pass) {
+                cr_assert_eq(sl_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne), 0, "%s",
+                             sl_gguf_writer_errmsg(w));
+                continue;
+            }
+            void *buf = malloc(t->nbytes);
+            cr_assert_eq(sl_gguf_read(g, buf, t->nbytes, t->file_offset), 0);
+            cr_assert_eq(sl_gguf_writer_write(w, buf, t->nbytes), 0, "%s", sl_gguf_writer_errmsg(w));
+            free(buf);
+        }
+    }
+    cr_assert_eq(sl_gguf_writer_close(w), 0);
+    sl_gguf_close(g);
+}
+
+Test(qwen35, dense_row)
+{
+    char dir[] = "/tmp/sl_q35_dense_XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/d.gguf", dir);
+    write_dense(path, NULL, NULL);
+    sl_model_desc d;
+    mt_load_arch(path, "qwen35", &d);
+    cr_assert(d.n_ff == 256 && d.n_expert == 0 && d.ssm_nv == 4);
+    for (int32_t l = 0; l < 4; l++) {
+        cr_assert_eq(mt_attn(&d, l)->kind, l == 3 ? SL_ATTN_SOFTMAX : SL_ATTN_RECURRENT);
+        cr_assert(mt_ffn(&d, l)->kind == SL_FFN_GATED && mt_ffn(&d, l)->norm_post_attn);
+    }
+    sl_model *m = st_open_ctx(path, 64, NB);
+    int32_t ids[16];
+    st_some_ids(ids, 16, NV, 16);
+    float *a = fed_logits(m, ids, 16, NULL), *b = fed_logits(m, ids, 16, (const int[]){ 8, 0 });
+    cr_assert_eq(memcmp(a, b, NV * sizeof *a), 0);
+    free(a); free(b);
+    sl_model_close(m);
+    /* the dense FFN's key and tensors are required */
+    write_dense(path, "qwen35.feed_forward_length", NULL);
+    cr_assert_eq(mt_load_desc(path, &d), SL_ENOENT);
+    cr_assert_str_eq(sl_last_error(), "model metadata: key 'qwen35.feed_forward_length' missing");
+    write_dense(path, NULL, "blk.1.ffn_down.weight");
+    cr_assert_eq(mt_load_desc(path, &d), SL_ENOENT);
+    cr_assert_str_eq(sl_last_error(), "tensor 'blk.1.ffn_down.weight' missing from the model");
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ---- the recurrent state of a sequence ------------------------------------- */
+
+static float *logits_copy(const sl_session *s)
+{
+    float *l = malloc(NV * sizeof *l);
+    cr_assert_not_null(l);
+    memcpy(l, sl_session_logits(s), NV * sizeof *l);
+    return l;
+}
+
+/* Logits after feeding ids[0..n) to a fresh session of m, in feeds split at
+ * the given points (ascending, 0-terminated). */
+static float *fed_logits(sl_model *m, const int32_t *ids, int n, const int *cuts)
+{
+    sl_session *s = st_session(m, true);
+    int at = 0;
+    for (int i = 0; cuts && cuts[i]; i++) {
+        cr_assert_eq(sl_session_feed_tokens(s, ids + at, cuts[i] - at), 0, "%s", sl_session_errmsg(s));
+        at = cuts[i];
+    }
+    cr_assert_eq(sl_session_feed_tokens(s, ids + at, n - at), 0, "%s", sl_session_errmsg(s));
+    float *l = logits_copy(s);
+    sl_session_destroy(s);
+    return l;
+}
+
+/* A reset zeroes the state: the same prompt again gives the same logits;
+ * the state carries across feeds at chunk boundaries bitwise. */
+Test(qwen35, state_reset_and_carried)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[24];
+    st_some_ids(ids, 24, NV, 7);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0, "%s", sl_session_errmsg(s));
+    float *a = logits_copy(s);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(a, sl_session_logits(s), NV * sizeof *a), 0, "state not reset with the sequence");
+    float *b = fed_logits(m, ids, 24, (const int[]){ 8, 16, 0 });
+    cr_assert_eq(memcmp(a, b, NV * sizeof *a), 0, "state not carried across feeds");
+    /* another prompt's state must not leak into it */
+    int32_t other[24];
+    st_some_ids(other, 24, NV, 8);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, other, 24), 0);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0);
+    cr_assert_eq(memcmp(a, sl_session_logits(s), NV * sizeof *a), 0);
+    free(a); free(b);
+    st_close(s, m);
+}
+
+/* Only the attention layer holds KV rows; each Gated DeltaNet layer its
+ * state: 3 conv rows of 512 channels and 4 heads of 64 x 64. */
+Test(qwen35, state_in_place_of_rows)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    sl_session *s = st_session(m, true);
+    for (int32_t l = 0; l < 4; l++) {
+        cr_assert_eq(s->kv.cap[l], l == 3 ? 64 : 0, "layer %d", l);
+        cr_assert_eq(sl_kv_rec_layer(&s->kv, l), l != 3, "layer %d", l);
+    }
+    cr_assert_eq(s->kv.rec_conv, 3 * 512);
+    cr_assert_eq(s->kv.rec_len, 3 * 512 + 4 * 64 * 64);
+    cr_assert_eq(sl_kv_rec_total(&s->kv), 3u * (3 * 512 + 4 * 64 * 64) * sizeof(float));
+    st_close(s, m);
+}
+
+/* A sequence moved back without its state is refused, never continued. */
+Test(qwen35, rollback_refused)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[16];
+    st_some_ids(ids, 16, NV, 9);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    s->kv.n_past = 12;   /* what a KV-only rollback would do */
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 12, 4), SL_EINVAL);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "recurrent state: it holds 16 positions but the sequence "
+                                                    "continues at 12"), "%s", sl_session_errmsg(s));
+    st_close(s, m);
+}
+
+/* Prefix reuse keeps all of the history or nothing, and what it keeps
+ * continues bitwise as a fresh prefill. */
+Test(qwen35, prefix_reuse)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[24];
+    st_some_ids(ids, 24, NV, 10);
+    float *fresh = fed_logits(m, ids, 24, NULL);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    cr_assert_eq(sl_session_prefix_reusable(s, ids, 24), 16);
+    int32_t cut[24];
+    memcpy(cut, ids, sizeof cut);
+    cut[12] ^= 1;   /* shares only 12 (8 in whole chunks): the state cannot go back */
+    cr_assert_eq(sl_session_prefix_reusable(s, cut, 24), 0);
+    cr_assert_eq(sl_session_keep_prefix(s, ids, 24), 16);
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 16, 8), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(fresh, sl_session_logits(s), NV * sizeof *fresh), 0);
+    cr_assert_eq(sl_session_keep_prefix(s, cut, 24), 0);   /* starts over */
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 24), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(fresh, sl_session_logits(s), NV * sizeof *fresh), 0);
+    free(fresh);
+    st_close(s, m);
+}
+
+/* Context shift and a pressure window would drop positions from a sum that
+ * cannot give them back: refused with a message, the state untouched. */
+Test(qwen35, context_shift_refused)
+{
+    sl_model_params mp = st_params(16, NB, 2);
+    mp.context_shift = true;
+    sl_model *m = st_open(Q35, &mp);
+    int32_t ids[20];
+    st_some_ids(ids, 20, NV, 11);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 16, 1), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "recurrent layers"), "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_n_past(s), 16);
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 8), 0);
+    cr_assert_eq(sl_session_kv_window(s, 4), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(s), "recurrent layers"), "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 8, 8), 0, "%s", sl_session_errmsg(s));
+    float *a = logits_copy(s);
+    float *b = fed_logits(m, ids, 16, (const int[]){ 8, 0 });
+    cr_assert_eq(memcmp(a, b, NV * sizeof *a), 0);
+    free(a); free(b);
+    st_close(s, m);
+}
+
+static void tmp_path(char *buf, size_t n, const char *name)
+{
+    const char *d = getenv("TMPDIR");
+    snprintf(buf, n, "%s/sl_q35_%d_%s", d ? d : "/tmp", (int)getpid(), name);
+}
+
+/* A prompt cache holds the recurrent state: a restored prefix continues
+ * bitwise as the session that computed it; a shorter prefix cannot use it;
+ * a cache of another model is refused. */
+Test(qwen35, prompt_cache_state)
+{
+    char path[256], other[256];
+    tmp_path(path, sizeof path, "pc");
+    tmp_path(other, sizeof other, "pc3moe");
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t ids[24];
+    st_some_ids(ids, 24, NV, 12);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 16, 8), 0);
+    float *want = logits_copy(s);
+    sl_session *r = st_session(m, true);
+    int32_t n_reused = -1;
+    cr_assert_eq(sl_session_load_prefix(r, path, ids, 24, &n_reused), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(n_reused, 16);
+    cr_assert_eq(sl_session_feed_tokens(r, ids + 16, 8), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(memcmp(want, sl_session_logits(r), NV * sizeof *want), 0, "restored state differs");
+    /* a prompt sharing 12 of the 16: the state is of all 16, nothing restored */
+    int32_t cut[24];
+    memcpy(cut, ids, sizeof cut);
+    cut[12] ^= 1;
+    cr_assert_eq(sl_session_load_prefix(r, path, cut, 24, &n_reused), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(n_reused, 0);
+    cr_assert_eq(sl_session_n_past(r), 0);
+    cr_assert_eq(sl_session_load(r, path), 0);
+    cr_assert_eq(sl_session_n_past(r), 16);
+    /* a cache written by another model */
+    sl_model *m3 = st_open_ctx(Q3MOE, 64, NB);
+    sl_session *s3 = st_session(m3, true);
+    cr_assert_eq(sl_session_feed_tokens(s3, ids, 8), 0);
+    cr_assert_eq(sl_session_save(s3, other), 0, "%s", sl_session_errmsg(s3));
+    cr_assert_eq(sl_session_load(r, other), SL_EUNSUPPORTED);
+    cr_assert_not_null(strstr(sl_session_errmsg(r), "written for another model file"), "%s", sl_session_errmsg(r));
+    cr_assert_eq(sl_session_n_past(r), 0);
+    unlink(path);
+    unlink(other);
+    free(want);
+    st_close(s3, m3);
+    sl_session_destroy(r);
+    st_close(s, m);
+}
+
+/* Greedy speculative decoding with a draft model gives the tokens of plain
+ * decoding: a recurrent target's state goes back to the last accepted token
+ * at each rejection (the other model's drafts are mostly rejected), and a
+ * recurrent draft's state is rebuilt when the target rejects its tokens. */
+static void spec_identical(const char *target, const char *draft)
+{
+    sl_model *m = st_open_ctx(target, 128, NB), *dm = st_open_ctx(draft, 128, NB);
+    int32_t ids[16];
+    st_some_ids(ids, 16, NV, 13);
+    enum { GEN = 32 };
+    int32_t plain[GEN], fast[GEN + 9];
+    sl_session *s = st_session(m, true), *ds = st_session(dm, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    for (int i = 0; i < GEN; i++) cr_assert_eq(sl_session_step(s, &plain[i]), 0, "%s", sl_session_errmsg(s));
+    sl_session_reset(s);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 16), 0);
+    sl_spec_params sp;
+    sl_spec_params_init(&sp);
+    sp.kind = SL_SPEC_DRAFT, sp.draft = ds, sp.k_max = 3, sp.adaptive = false;
+    sl_spec *spec;
+    cr_assert_eq(sl_spec_create(&spec, s, &sp), 0, "%s", sl_last_error());
+    for (int32_t got = 0, n = 0; got < GEN; got += n)
+        cr_assert_eq(sl_spec_step(spec, fast + got, GEN + 9 - got, &n), 0, "%s", sl_spec_errmsg(spec));
+    cr_assert_eq(memcmp(plain, fast, GEN * sizeof *plain), 0, "speculative tokens differ (%s / %s)", target, draft);
+    sl_spec_stats st;
+    cr_assert_eq(sl_spec_get_stats(spec, &st), 0);
+    cr_assert_gt(st.n_drafted, st.n_accepted, "no rejection: the rollback was not exercised (%lld drafted, %lld "
+                 "accepted)", (long long)st.n_drafted, (long long)st.n_accepted);
+    sl_spec_destroy(spec);
+    st_close(ds, dm);
+    st_close(s, m);
+}
+
+Test(qwen35, spec_recurrent_target, .timeout = 60) { spec_identical(Q35, Q3MOE); }
+Test(qwen35, spec_recurrent_draft, .timeout = 60) { spec_identical(Q3MOE, Q35); }
+
+/* Batch members each carry their own state: the batch gives each the
+ * logits it gets alone. */
+Test(qwen35, batch_own_state)
+{
+    sl_model *m = st_open_ctx(Q35, 64, NB);
+    int32_t a[16], b[16];
+    st_some_ids(a, 16, NV, 14);
+    st_some_ids(b, 16, NV, 15);
+    sl_session *sa = st_session(m, true), *sb = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(sa, a, 15), 0);
+    cr_assert_eq(sl_session_feed_tokens(sb, b, 15), 0);
+    sl_batch *bt;
+    cr_assert_eq(sl_batch_create(&bt, m, NULL), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_batch_add(bt, sa), 0);
+    cr_assert_eq(sl_batch_add(bt, sb), 0);
+    cr_assert_eq(sl_batch_accept(bt, (const int32_t[]){ a[15], b[15] }), 0, "%s", sl_batch_errmsg(bt));
+    float *wa = fed_logits(m, a, 16, (const int[]){ 15, 0 }), *wb = fed_logits(m, b, 16, (const int[]){ 15, 0 });
+    cr_assert_eq(memcmp(wa, sl_session_logits(sa), NV * sizeof *wa), 0);
+    cr_assert_eq(memcmp(wb, sl_session_logits(sb), NV * sizeof *wb), 0);
+    free(wa); free(wb);
+    sl_batch_destroy(bt);
+    sl_session_destroy(sb);
+    st_close(sa, m);
+}
