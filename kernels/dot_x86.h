@@ -197,10 +197,13 @@ INL __m128i q3k_scales8(const sl_block_q3_k *x)
 
 /* ---- legacy 32-element blocks ------------------------------------------- */
 
+/* 16 bytes -> their low nibbles | their high nibbles: the bytes in both
+ * halves from one broadcast load, the high half shifted by 4 in its dwords
+ * (bits from the next byte land in the high nibble, which the and drops). */
 static inline __m256i nibbles32(const uint8_t *qs)
 {
-    __m128i q = _mm_loadu_si128((const __m128i *)qs);
-    __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    v = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
     return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
 
@@ -254,6 +257,66 @@ INL void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
                f16s(x->d) * f16s(y->d), acc);
 }
 
+/* ---- eight 32-element blocks per step (codebook types with Q8_0) --------
+ * A block's products are one integer vector; per block only its convert and
+ * one FMA remain in float: the eight d_x d_y come from one f16 convert per
+ * side and one multiply, stored, and each block's FMA takes its factor by a
+ * broadcast load (a load port, not a vector ALU: the vector pipes are what
+ * these kernels are short of), where a block at a time spends two scalar
+ * converts, a multiply and a register broadcast. Even and odd blocks go to
+ * the two accumulators (the odd ones negated, the reduction subtracts b). */
+INL __m256 f16x8(sl_f16 a, sl_f16 b, sl_f16 c, sl_f16 d, sl_f16 e, sl_f16 f, sl_f16 g, sl_f16 h)
+{
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, (short)e, (short)f, (short)g,
+                                          (short)h));
+}
+
+/* FIELD (f16) of the eight blocks x[0..7] as f32 lanes */
+#define X86_D8(x, FIELD) f16x8(x[0].FIELD, x[1].FIELD, x[2].FIELD, x[3].FIELD, x[4].FIELD, x[5].FIELD, x[6].FIELD, x[7].FIELD)
+
+static inline int ld32(const void *p)
+{
+    int v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* sl_e8m0_half of eight MXFP4 exponents: (e - 1) << 23 for e >= 2, else 0x00200000 << e */
+INL __m256 e8m0x8(const sl_block_mxfp4 *x)
+{
+    /* a dword load per exponent (it and 3 level bytes): dword inserts, not byte ones */
+#define E8_W(j) ld32(&x[j].e)
+    __m256i e = _mm256_and_si256(_mm256_setr_epi32(E8_W(0), E8_W(1), E8_W(2), E8_W(3), E8_W(4), E8_W(5), E8_W(6),
+                                                   E8_W(7)), _mm256_set1_epi32(0xff));
+#undef E8_W
+    __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+}
+
+/* eight blocks' signed levels q, |q| and d_x */
+typedef struct { __m256i q[8], aq[8]; __m256 d; } u8_blk;
+
+/* Block j of eight: its products with y[j] times s[j] into acc.a (j even)
+ * or, negated, acc.b (j odd). */
+INL void term8(__m256i q, __m256i aq, const sl_block_q8_0 *y, const float *s, int j, acc_t *acc)
+{
+    __m256 p = _mm256_cvtepi32_ps(dot_u8s8(_mm256_setzero_si256(), aq, _mm256_sign_epi8(loadu(y[j].qs), q)));
+    __m256 f = _mm256_broadcast_ss(&s[j]);
+    if (j & 1)
+        acc->b = _mm256_fnmadd_ps(p, f, acc->b);
+    else
+        acc->a = _mm256_fmadd_ps(p, f, acc->a);
+}
+
+INL void pair8_blk(const u8_blk *u, const sl_block_q8_0 *y, acc_t *acc)
+{
+    float s[8];
+    _mm256_storeu_ps(s, _mm256_mul_ps(u->d, X86_D8(y, d)));
+    UNROLL
+    for (int j = 0; j < 8; j++) term8(u->q[j], u->aq[j], y, s, j, acc);
+}
+
 /* ---- the driver: vec_dot + gemm tile per type --------------------------- */
 
 /* Default per-row reduction of the accumulators. */
@@ -277,6 +340,55 @@ DEF_NOSPLIT(q8_0, sl_block_q8_0, sl_block_q8_0)
 #define X86_BLOCKS(T, ID, XB, YB, BE, DU) typedef XB xb_##T; typedef YB yb_##T; enum { be_##T = BE };
 SL_KQ_EACH(X86_BLOCKS)
 
+/* The step unit of a type: one block (X86_G1: the block kernels
+ * themselves), or eight blocks (X86_G8: the type's unpg_T with pair8_blk),
+ * the blocks after the last whole group then one at a time. */
+#define X86_G1(T)                                                                        \
+typedef u_##T ug_##T;                                                                    \
+enum { gs_##T = 1 };                                                                     \
+INL void unpg_##T(const xb_##T *x, ug_##T *u) { unp_##T(x, u); }                        \
+INL void pairg_##T(const ug_##T *u, const yb_##T *y, acc_t *acc) { pair_##T(u, y, acc); } \
+INL void stepg_##T(const xb_##T *x, const yb_##T *y, acc_t *acc)                        \
+{                                                                                        \
+    u_##T u;                                                                             \
+    unp_##T(x, &u);                                                                      \
+    pair_##T(&u, y, acc);                                                                \
+}
+/* X86_G8 from the type's lev_T (block -> signed levels) and d8_T (eight
+ * d_x); stepg_T is unpg_T + pairg_T for one activation row (vec_dot) with
+ * each block's levels used as soon as they are made (the unpacked group is
+ * 16 vectors: spilled) and the same arithmetic, so bit for bit the tile. */
+#define X86_G8(T)                                                                        \
+typedef u8_blk ug_##T;                                                                   \
+enum { gs_##T = 8 };                                                                     \
+INL void unpg_##T(const xb_##T *x, ug_##T *u)                                           \
+{                                                                                        \
+    UNROLL for (int j = 0; j < 8; j++) {                                                 \
+        u->q[j] = lev_##T(x + j);                                                        \
+        u->aq[j] = _mm256_sign_epi8(u->q[j], u->q[j]);                                   \
+    }                                                                                    \
+    u->d = d8_##T(x);                                                                    \
+}                                                                                        \
+INL void pairg_##T(const ug_##T *u, const yb_##T *y, acc_t *acc) { pair8_blk(u, y, acc); } \
+INL void stepg_##T(const xb_##T *x, const yb_##T *y, acc_t *acc)                        \
+{                                                                                        \
+    float s[8];                                                                          \
+    _mm256_storeu_ps(s, _mm256_mul_ps(d8_##T(x), X86_D8(y, d)));                         \
+    UNROLL for (int j = 0; j < 8; j++) {                                                 \
+        __m256i q = lev_##T(x + j);                                                      \
+        term8(q, _mm256_sign_epi8(q, q), y, s, j, acc);                                  \
+    }                                                                                    \
+}
+
+/* One step of a tile at block b: G empty (one block) or g (a group). */
+#define X86_TILE_STEP(T, G, b)                                                           \
+    UNROLL for (int i = 0; i < NX; i++) {                                                \
+        u##G##_##T u;                                                                    \
+        unp##G##_##T((const xb_##T *)(vx + (size_t)i * bx) + b, &u);                     \
+        UNROLL for (int j = 0; j < NY; j++)                                              \
+            pair##G##_##T(&u, (const yb_##T *)(vy + (size_t)j * by) + b, &acc[i][j]);    \
+    }
+
 /* The tile body for compile-time NX x NY: accumulators in registers, each
  * weight block unpacked once and paired with the NY activation rows. */
 #define X86_TILE(T)                                                                      \
@@ -288,13 +400,9 @@ tile_##T(int NX, int NY, int64_t nb, const char *vx, size_t bx, const char *vy, 
     UNROLL for (int i = 0; i < NX; i++)                                                  \
         UNROLL for (int j = 0; j < NY; j++)                                              \
             acc[i][j] = (acc_t){_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};         \
-    for (int64_t b = 0; b < nb; b++)                                                     \
-        UNROLL for (int i = 0; i < NX; i++) {                                            \
-            u_##T u;                                                                     \
-            unp_##T((const xb_##T *)(vx + (size_t)i * bx) + b, &u);                      \
-            UNROLL for (int j = 0; j < NY; j++)                                          \
-                pair_##T(&u, (const yb_##T *)(vy + (size_t)j * by) + b, &acc[i][j]);     \
-        }                                                                                \
+    int64_t b = 0;                                                                       \
+    for (; b + gs_##T <= nb; b += gs_##T) X86_TILE_STEP(T, g, b)                         \
+    for (; b < nb; b++) X86_TILE_STEP(T, , b)                                            \
     UNROLL for (int i = 0; i < NX; i++)                                                  \
         UNROLL for (int j = 0; j < NY; j++)                                              \
             s[j * lds + i] = red_##T(&acc[i][j]);                                        \
@@ -348,7 +456,12 @@ DOT##_body(int64_t n, float *s, const void *vx, const void *vy, const void *pf, 
     const char *p = pf, *pe = p + pfn;                                                   \
     size_t per = nb ? (pfn / 64 + (size_t)nb) / (size_t)nb * 64 : 0;                     \
     acc_t acc = {_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f};                        \
-    DU for (int64_t b = 0; b < nb; b++) {                                                \
+    int64_t b = 0;                                                                       \
+    DU for (; b + gs_##T <= nb; b += gs_##T) {                                           \
+        for (const char *e = p + per * gs_##T; p < e && p < pe; p += 64) __builtin_prefetch(p, 0, 2); \
+        stepg_##T(x + b, y + b, &acc);                                                   \
+    }                                                                                    \
+    for (; b < nb; b++) {                                                                \
         for (const char *e = p + per; p < e && p < pe; p += 64) __builtin_prefetch(p, 0, 2); \
         u_##T u;                                                                         \
         unp_##T(x + b, &u);                                                              \
@@ -366,9 +479,14 @@ static void DOT##_pf(int64_t n, float *s, const void *vx, const void *vy,       
     DOT##_body(n, s, vx, vy, pf, pfn);                                                   \
 }
 
-/* DU of the type lists (kern_internal.h): blocks per decode iteration. */
+/* DU of the type lists (kern_internal.h): blocks per decode iteration (8:
+ * the eight-block step, X86_G8) and the step unit. */
 #define X86_DU_1
 #define X86_DU_2 _Pragma("GCC unroll 2")
+#define X86_DU_8
+#define X86_GS_1(T) X86_G1(T)
+#define X86_GS_2(T) X86_G1(T)
+#define X86_GS_8(T) X86_G8(T)
 
 #define X86_SET(k, ID, DOT, GEMM) \
     ((k)->vec_dot[ID] = (DOT), (k)->vec_dot_pf[ID] = (DOT##_pf), (k)->gemm[ID] = (GEMM), \
@@ -381,7 +499,7 @@ static void DOT##_pf(int64_t n, float *s, const void *vx, const void *vy,       
 #define X86_NAME(K, T) X86_NAME3(K, T, X86_SUFFIX)
 /* (names expanded before DEF_DOT / X86_SET paste onto them) */
 #define X86_DEF_(T, DOT, GEMM, DU) DEF_DOT(T, DOT, GEMM, DU)
-#define X86_DEF(T, ID, XB, YB, BE, DU) X86_DEF_(T, X86_NAME(dot, T), X86_NAME(gemm, T), X86_DU_##DU)
+#define X86_DEF(T, ID, XB, YB, BE, DU) X86_GS_##DU(T) X86_DEF_(T, X86_NAME(dot, T), X86_NAME(gemm, T), X86_DU_##DU)
 #define X86_SET_(ID, DOT, GEMM) X86_SET(k, ID, DOT, GEMM);
 #define X86_SET_T(T, ID, XB, YB, BE, DU) X86_SET_(ID, X86_NAME(dot, T), X86_NAME(gemm, T))
 

@@ -128,14 +128,6 @@ INL void unpz_mxfp4(const sl_block_mxfp4 *x, int64_t b, int64_t b1, float m1, uz
  * with one vpermps, instead of four scalar converts per step. */
 typedef struct { z512 aq[4]; __mmask64 ng[4]; __m256 dx; } uz_nl8;
 
-INL __m256 f16x8(sl_f16 a, sl_f16 b, sl_f16 c, sl_f16 d, sl_f16 e, sl_f16 f, sl_f16 g, sl_f16 h)
-{
-    return _mm256_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, (short)e, (short)f, (short)g,
-                                          (short)h));
-}
-
-#define Z_D8(x, FIELD) f16x8(x[0].FIELD, x[1].FIELD, x[2].FIELD, x[3].FIELD, x[4].FIELD, x[5].FIELD, x[6].FIELD, x[7].FIELD)
-
 INL void unpz8_nl(const uint8_t *qs, size_t stride, const int8_t *abs16, int neg_hi, __m256 dx, uz_nl8 *u)
 {
     const z512 alut = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)abs16));
@@ -152,22 +144,17 @@ INL void unpz8_nl(const uint8_t *qs, size_t stride, const int8_t *abs16, int neg
 
 INL void unpz8_iq4_nl(const sl_block_iq4_nl *x, uz_nl8 *u)
 {
-    unpz8_nl(x->qs, sizeof *x, k_abs_iq4nl, 0, Z_D8(x, d), u);
+    unpz8_nl(x->qs, sizeof *x, k_abs_iq4nl, 0, X86_D8(x, d), u);
 }
 
 INL void unpz8_mxfp4(const sl_block_mxfp4 *x, uz_nl8 *u)
 {
-    /* sl_e8m0_half of 8 exponents: (e - 1) << 23 for e >= 2, else 0x00200000 << e */
-    __m256i e = _mm256_setr_epi32(x[0].e, x[1].e, x[2].e, x[3].e, x[4].e, x[5].e, x[6].e, x[7].e);
-    __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-    __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-    __m256i d = _mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1)));
-    unpz8_nl(x->qs, sizeof *x, k_abs_mxfp4, 1, _mm256_castsi256_ps(d), u);
+    unpz8_nl(x->qs, sizeof *x, k_abs_mxfp4, 1, e8m0x8(x), u);
 }
 
 INL __m512 pairz8_nl(const uz_nl8 *u, const sl_block_q8_0 *y, __m512 acc)
 {
-    const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(u->dx, Z_D8(y, d)));
+    const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(u->dx, X86_D8(y, d)));
     UNROLL
     for (int j = 0; j < 4; j++) {
         z512 v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[2 * j].qs)),

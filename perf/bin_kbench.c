@@ -10,7 +10,8 @@
  * ratios ('% bw', 'mm/mv') are medians of the per-repetition ratios.
  * With -c, instead: the same kernels on a 256x4096 matrix that stays in L2,
  * best of the repetitions (compute throughput without the memory system, the
- * stable way to compare kernel changes on a shared machine).
+ * stable way to compare kernel changes on a shared machine; with -t 1 timed
+ * in thread CPU time).
  * With -n 1,2,4,8,...: instead, few-row matmuls (batched decode, speculative
  * verification): activation rows/s of matmul with each row count through the
  * same cycled matrices as the matvec, each repetition timing the matvec and
@@ -163,9 +164,11 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
                     const float *xf, float *Y)
 {
     uint64_t seed = 7;
-    printf("in cache: %dx%d matrix (stays in L2), matmul batch %d\n", CROWS, COLS, BATCH);
-    printf("%-6s %9s %11s | %10s %9s\n", "type", "mv GB/s", "ns/block/th", "mm GMAC/s", "mm/mv");
     int nth = sl_pool_n_threads(pool);
+    if (nth == 1) clk = CLOCK_THREAD_CPUTIME_ID;   /* as -n: descheduled time does not count */
+    printf("in cache: %dx%d matrix (stays in L2), matmul batch %d, %s time\n", CROWS, COLS, BATCH,
+           clk == CLOCK_MONOTONIC ? "wall" : "thread CPU");
+    printf("%-6s %9s %11s | %10s %9s\n", "type", "mv GB/s", "ns/block/th", "mm GMAC/s", "mm/mv");
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
         if (!k->vec_dot[t]) continue;
