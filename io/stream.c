@@ -132,7 +132,7 @@ static int plan_model(const char *path, const sl_stream_config *c, sl_stream_pla
     sl_stream s;
     memset(&s, 0, sizeof s);
     s.cfg = *c;
-    s.fd = open(path, O_RDONLY | O_CLOEXEC);
+    s.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (s.fd < 0) {
         rc = sl_err_set(-errno, "%s: %s", path, strerror(errno));
         if (err && err_len) snprintf(err, err_len, "%s", sl_last_error());
@@ -214,7 +214,7 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     s->cfg = *c;
     if (s->cfg.depth == 0) s->cfg.depth = SL_DEFAULT_DEPTH;
     s->dfd = -1;
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    s->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (s->fd < 0) {
         rc = sl_err_set(-errno, "%s: %s", path, strerror(errno));
         goto bad;

@@ -5,6 +5,7 @@
 #include "ring_plan.h"
 #include "ring_json.h"
 #include "../../../gguf/gguf_type.h"
+#include "../../../gguf/base/sl_file.h"
 #include "../../../gguf/base/sl_internal.h"
 #include "../../../gguf/base/sl_status.h"
 
@@ -108,18 +109,9 @@ static int parse_model(const ctx *x, int node, sl_ring_model *m)
 
 static int load_text(const char *path, char **out, size_t *len)
 {
-    FILE *f = fopen(path, "rbe");
-    if (!f) return sl_err_set(SL_EIO, "%s: %s", path, strerror(errno));
-    char *buf = malloc(SL_JSON_MAX_BYTES + 1);
-    if (!buf) { fclose(f); return sl_err_set(SL_ENOMEM, "%s: out of memory", path); }
-    size_t n = fread(buf, 1, SL_JSON_MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return sl_err_set(SL_EIO, "%s: read error", path); }
-    if (n > SL_JSON_MAX_BYTES) { free(buf); return sl_err_set(SL_ERANGE, "%s: larger than %u bytes", path, SL_JSON_MAX_BYTES); }
-    *out = buf;
-    *len = n;
-    return 0;
+    int rc = sl_file_read_data(path, "cluster file", SL_JSON_MAX_BYTES, out, len);
+    /* a missing file: an I/O error naming the path, as the ring's messages have it */
+    return rc == SL_ENOENT ? sl_err_set(SL_EIO, "%s: %s", path, strerror(ENOENT)) : rc;
 }
 
 /* A device's numbers from a `sluice profile` JSON at path (only those not set yet). */
