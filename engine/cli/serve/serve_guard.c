@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -32,9 +33,8 @@ typedef struct client { uint32_t addr; int n; } client;
 struct sl_srv_guard {
     sl_srv_guard_config c;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     pthread_t watchdog;
-    bool stop;
+    atomic_bool stop;
     int total;
     sl_srv_conn *head;
     client *cl;             /* clients with at least one connection */
@@ -117,8 +117,9 @@ void sl_srv_guard_reply_done(sl_srv_guard *g, sl_srv_conn *k) { set_phase(g, k, 
 static void *watchdog(void *arg)
 {
     sl_srv_guard *g = arg;
-    pthread_mutex_lock(&g->mu);
-    while (!g->stop) {
+    const struct timespec tick = { 0, 200 * 1000000L };
+    while (!atomic_load(&g->stop)) {
+        pthread_mutex_lock(&g->mu);
         double now = sl_now_ms();
         /* the socket stays open until sl_srv_guard_close (under this lock),
          * so the fd here is still the connection's */
@@ -127,13 +128,9 @@ static void *watchdog(void *arg)
                 shutdown(k->fd, SHUT_RDWR);
                 k->fd = -1;
             }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+        pthread_mutex_unlock(&g->mu);
+        nanosleep(&tick, NULL);
     }
-    pthread_mutex_unlock(&g->mu);
     return NULL;
 }
 
@@ -149,9 +146,8 @@ int sl_srv_guard_create(sl_srv_guard **out, const sl_srv_guard_config *c)
     if (!g) return sl_err_set(SL_ENOMEM, "serve: out of memory");
     g->c = *c;
     pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, NULL);
+    atomic_init(&g->stop, false);
     if (pthread_create(&g->watchdog, NULL, watchdog, g)) {
-        pthread_cond_destroy(&g->cv);
         pthread_mutex_destroy(&g->mu);
         free(g);
         return sl_err_set(SL_EIO, "serve: cannot start the deadline thread (%s)", strerror(errno));
@@ -163,14 +159,10 @@ int sl_srv_guard_create(sl_srv_guard **out, const sl_srv_guard_config *c)
 void sl_srv_guard_destroy(sl_srv_guard *g)
 {
     if (!g) return;
-    pthread_mutex_lock(&g->mu);
-    g->stop = true;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    atomic_store(&g->stop, true);   /* the watchdog sees it within a tick */
     pthread_join(g->watchdog, NULL);
     while (g->head) sl_srv_guard_close(g, g->head);
     free(g->cl);
-    pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
