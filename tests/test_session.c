@@ -369,6 +369,29 @@ Test(cli, run_and_chat)
     cr_assert_not_null(strstr(out, "no tokenizer.chat_template"), "%s", out);
 }
 
+/* One line longer than the context is refused with a message; the
+ * conversation goes on with the next line (it used to end the chat). */
+Test(cli, chat_overlong_line_is_skipped)
+{
+    static char out[1 << 16];
+    char in[64], cmd[512];
+    snprintf(in, sizeof in, "/tmp/sl_test_chat_long_%d.txt", (int)getpid());
+    FILE *f = fopen(in, "w");
+    cr_assert_not_null(f);
+    fputs("Hello\n", f);
+    for (int i = 0; i < 400; i++) fputs("cat ", f);
+    fputs("\nTell me a story\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "chat -m %s --chat-template chatml -c 128 -n 4 --seed 1 -t 2 --stats < %s", S260, in);
+    int rc = sluice_cmd(cmd, out, sizeof out);
+    unlink(in);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "does not fit in the context (-c 128); not sent"), "%s", out);
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    cr_assert_geq(lines, 3, "a reply before and after the long line: %s", out);
+}
+
 Test(cli, model_errors_exit_1)
 {
     char out[8192];

@@ -603,6 +603,13 @@ static int chat_main(int argc, char **argv)
         }
         int rc = feed_special(&o, m, s, delta);
         free(full);
+        if (rc == SL_ECTX) {   /* nothing was fed: drop this message, keep the conversation */
+            fprintf(stderr, "sluice chat: that message does not fit in the context (-c %d); not sent\n",
+                    sl_session_n_ctx(s));
+            free(ms.own[--ms.n]);
+            if (sl_session_n_past(s) == 0 && pl) { free(prev); if (!(prev = strdup(""))) goto oom; }
+            continue;
+        }
         if (rc) goto out;
         /* generate the reply, capturing its text for the history */
         char *reply = NULL;
