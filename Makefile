@@ -289,8 +289,8 @@ FUZZ_GGUF_SEEDED := gguf model_desc
 define fuzz_corpus
 	rm -rf build-fuzz/corpus-$(1) && mkdir -p build-fuzz/corpus-$(1); \
 	  [ ! -d tests/fuzz/$(1) ] || cp tests/fuzz/$(1)/* build-fuzz/corpus-$(1)/; \
-	  if [ -n "$(filter $(1),$(FUZZ_GGUF_SEEDED))" ]; then for f in $(SHARED)/models/*.gguf $(SHARED)/models/vocab/*.gguf; do \
-	    [ -f "$$f" ] && head -c 65536 "$$f" > build-fuzz/corpus-$(1)/$$(basename $$f); done; fi; true
+	  case " $(FUZZ_GGUF_SEEDED) " in *" $(1) "*) for f in $(SHARED)/models/*.gguf $(SHARED)/models/vocab/*.gguf; do \
+	    [ -f "$$f" ] && head -c 65536 "$$f" > build-fuzz/corpus-$(1)/$$(basename $$f); done;; esac; true
 endef
 # Runs every target for its share of FUZZ_SECONDS (CI: 60 s in all); the GGUF reader gets
 # twice a share. Prints each target's executions; fails on the first crash (the input is
@@ -299,9 +299,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_CAMPAIGN_SECONDS ?= 3600
 fuzz-smoke: fuzz
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_EACH=$$(( $(FUZZ_SECONDS) / ($(words $(FUZZ_NAMES)) + 1) ))
-# Each target for FUZZ_CAMPAIGN_SECONDS; the execution counts go to build-fuzz/campaign.txt.
+# Each target for FUZZ_CAMPAIGN_SECONDS; the execution counts also go to perf/results.
 fuzz-campaign: fuzz
-	@$(MAKE) --no-print-directory fuzz-run FUZZ_EACH=$(FUZZ_CAMPAIGN_SECONDS) FUZZ_REPORT=build-fuzz/campaign.txt
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_EACH=$(FUZZ_CAMPAIGN_SECONDS) \
+	  FUZZ_REPORT=perf/results/$(shell date -u +%F)-fuzz-campaign.txt
 fuzz-run:
 	@rc=0; : > build-fuzz/execs.txt; for t in $(FUZZ_NAMES); do \
 	  $(call fuzz_corpus,$$t); \
