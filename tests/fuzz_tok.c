@@ -1,7 +1,8 @@
 /* libFuzzer target for the tokenizers: every vocabulary of
  * SL_SHARED_DIR/models/vocab (SPM and the BPE pre-tokenizers) is loaded once;
  * byte 0 picks one and the add_special / parse_special flags, the rest is the
- * text. Every id is in range, decoding the ids succeeds with one length at
+ * text. The count is within three a byte (and a retry with that buffer
+ * gives the same ids), every id is in range, decoding the ids succeeds with one length at
  * any capacity, and the streaming detokenizer stays within its bound. */
 #include "../engine/tok/tokenizer.h"
 #include "../gguf/gguf.h"
@@ -50,10 +51,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool add_special = data[0] & 1, parse_special = data[0] & 2;
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
+    /* callers size for a token a byte and retry: SPM byte fallback turns an
+     * invalid byte into U+FFFD, three byte tokens (found by this target) */
     int64_t cap = (int64_t)len + 8;
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     int64_t n = sl_tok_encode(t, text, len, add_special, parse_special, ids, cap);
-    if (n < 0 || n > cap) __builtin_trap();   /* a token per byte and the specials at most */
+    if (n < 0 || n > 3 * (int64_t)len + 8) __builtin_trap();   /* three a byte and the specials at most */
+    if (n > cap) {
+        int32_t *all = malloc((size_t)n * sizeof *all);
+        if (sl_tok_encode(t, text, len, add_special, parse_special, all, n) != n) __builtin_trap();
+        if (memcmp(all, ids, (size_t)cap * sizeof *ids)) __builtin_trap();   /* the first cap agree */
+        free(ids);
+        ids = all;
+    }
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= sl_tok_n_vocab(t)) __builtin_trap();
     bool special = data[0] & 2;

@@ -392,6 +392,38 @@ Test(cli, chat_overlong_line_is_skipped)
     cr_assert_geq(lines, 3, "a reply before and after the long line: %s", out);
 }
 
+/* Found by fuzz_tok: SPM byte fallback spells a lone "\u2581" before an
+ * invalid byte as three byte tokens, so " \xe9" gives four tokens for two
+ * bytes; text is fed whatever its token count (feed_text, run --prompt-cache,
+ * chat), not refused as "more tokens than bytes". */
+#define SPACE_INVALID " \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9"
+Test(session, fuzz_tok_space_before_invalid_byte_feeds)
+{
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 256;
+    sl_model *m;
+    cr_assert_eq(sl_model_open(&m, S260, &mp), 0, "%s", sl_last_error());
+    sl_session *s;
+    cr_assert_eq(sl_session_create(&s, m), 0);
+    cr_assert_eq(sl_session_feed_text(s, SPACE_INVALID, false), 0, "%s", sl_session_errmsg(s));
+    cr_assert_gt(sl_session_n_past(s), (int)strlen(SPACE_INVALID) + 8, "no expansion: %d", sl_session_n_past(s));
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
+
+Test(cli, fuzz_tok_space_before_invalid_byte_prompt_cache)
+{
+    static char out[1 << 16];
+    char args[1024], path[96];
+    snprintf(path, sizeof path, "/tmp/sl_test_pc_invalid_%d", (int)getpid());
+    unlink(path);
+    snprintf(args, sizeof args, "run -m " S260 " -n 2 --temp 0 -t 1 --prompt-cache %s -p \"$(printf '%s')\"",
+             path, " \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351");
+    cr_assert_eq(sluice_cmd(args, out, sizeof out), 0, "%s", out);
+    unlink(path);
+}
+
 Test(cli, model_errors_exit_1)
 {
     char out[8192];

@@ -45,5 +45,9 @@ void sl_cli_spec_print_stats(const sl_spec *sp, bool json);
     "  --spec-k N             drafts per pass at most, 1..8 (default: 8 streamed, 4 resident; adapts)\n"
 /* Open with a message to stderr on failure (returns exit code 1 then, else 0). */
 int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m);
+/* All the token ids of text (malloc'd in *ids; the count, or SL_E* with
+ * sl_model_errmsg set). Sized for any text: SPM byte fallback turns an invalid
+ * byte into three byte tokens, more ids than bytes. */
+int sl_cli_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special, int32_t **ids);
 
 #endif

@@ -435,10 +435,8 @@ static int run_main(int argc, char **argv)
     }
     if (start_pressure(&o, s, "sluice run")) goto out;
     if (o.prompt_cache) {
-        size_t plen = strlen(o.prompt);
-        int cap = plen + 8 > (size_t)INT32_MAX ? INT32_MAX : (int)(plen + 8);
-        int32_t *ids = malloc((size_t)cap * sizeof *ids);
-        int n = ids ? sl_model_tokenize(m, o.prompt, plen, true, false, ids, cap) : SL_ENOMEM;
+        int32_t *ids;
+        int n = sl_cli_tokenize(m, o.prompt, strlen(o.prompt), true, false, &ids);
         int rc = n < 0 ? n : feed_cached(&o, s, ids, n, "sluice run");
         free(ids);
         if (rc) {
@@ -523,11 +521,8 @@ static char *render(enum sl_chat_tmpl t, const msgs *ms, bool gen, const char *b
 
 static int feed_special(const gen_opts *o, sl_model *m, sl_session *s, const char *text)
 {
-    size_t len = strlen(text);
-    int cap = (int)(len + 16);
-    int32_t *ids = malloc((size_t)cap * sizeof *ids);
-    if (!ids) return SL_ENOMEM;
-    int n = sl_model_tokenize(m, text, len, false, true, ids, cap);
+    int32_t *ids;
+    int n = sl_cli_tokenize(m, text, strlen(text), false, true, &ids);
     /* the first message of a conversation may come from the prompt cache */
     bool cached = o->prompt_cache && sl_session_n_past(s) == 0 && n > 0;
     int rc = n < 0 ? n : cached ? feed_cached(o, s, ids, n, "sluice chat") : sl_session_feed_tokens(s, ids, n);
