@@ -399,13 +399,8 @@ Test(cli, chat_overlong_line_is_skipped)
 #define SPACE_INVALID " \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9"
 Test(session, fuzz_tok_space_before_invalid_byte_feeds)
 {
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 256;
-    sl_model *m;
-    cr_assert_eq(sl_model_open(&m, S260, &mp), 0, "%s", sl_last_error());
-    sl_session *s;
-    cr_assert_eq(sl_session_create(&s, m), 0);
+    sl_model *m = st_open_ctx(S260, 256, 64);
+    sl_session *s = st_session(m, true);
     cr_assert_eq(sl_session_feed_text(s, SPACE_INVALID, false), 0, "%s", sl_session_errmsg(s));
     cr_assert_gt(sl_session_n_past(s), (int)strlen(SPACE_INVALID) + 8, "no expansion: %d", sl_session_n_past(s));
     sl_session_destroy(s);
