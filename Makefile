@@ -284,10 +284,11 @@ build-fuzz/fuzz_%: tests/fuzz_%.c $$(FUZZ_SRCS_$$*) $(STATIC_LIB)
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) -o $@ $< $(FUZZ_SRCS_$*) $(STATIC_LIB) $(FUZZ_LIBS_$*) $(LDLIBS)
 
-# A target's corpus: its seeds, and model heads for those that read GGUF.
+# A target's corpus: what earlier runs kept (a campaign resumes), its seeds, and model heads
+# for those that read GGUF.
 FUZZ_GGUF_SEEDED := gguf model_desc
 define fuzz_corpus
-	rm -rf build-fuzz/corpus-$(1) && mkdir -p build-fuzz/corpus-$(1); \
+	mkdir -p build-fuzz/corpus-$(1); \
 	  [ ! -d tests/fuzz/$(1) ] || cp tests/fuzz/$(1)/* build-fuzz/corpus-$(1)/; \
 	  case " $(FUZZ_GGUF_SEEDED) " in *" $(1) "*) for f in $(SHARED)/models/*.gguf $(SHARED)/models/vocab/*.gguf; do \
 	    [ -f "$$f" ] && head -c 65536 "$$f" > build-fuzz/corpus-$(1)/$$(basename $$f); done;; esac; true
