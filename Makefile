@@ -103,7 +103,7 @@ STATIC_LIB := $(BUILD)/libsluice.a
 SHARED_LIB := $(BUILD)/libsluice.so.$(VERSION)
 
 .SECONDARY:
-.PHONY: all lib bindings android test check asan check-aarch64 fuzz fuzz-smoke deps deps-node demo install clean tests bench
+.PHONY: all lib bindings android test check asan check-aarch64 fuzz fuzz-smoke fuzz-campaign fuzz-run deps deps-node demo install clean tests bench
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(BUILD)/sluice $(PERF_BINS) $(EXAMPLES)
 
@@ -257,21 +257,63 @@ android: deps
 	[ $$fail -eq 0 ] && echo "android: PASS" || { echo "android: FAIL"; exit 1; }
 
 # ---- fuzzing ------------------------------------------------------------
+# libFuzzer targets, one per parser: tests/fuzz_<x>.c -> build-fuzz/fuzz_<x>. The parser's own
+# files (FUZZ_SRCS_<x>) are compiled into the target with the fuzzer's coverage and ASan+UBSan;
+# the rest of the library comes from this build's libsluice.a (fuzz_gguf: the reader alone).
+FUZZ_CC = clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -Igguf/base -DSL_SHARED_DIR='"$(SHARED)"' \
+	  $(filter -DSL_HAVE_%,$(ALL_CFLAGS))
+FUZZ_NAMES := $(patsubst tests/fuzz_%.c,%,$(wildcard tests/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_NAMES:%=build-fuzz/fuzz_%)
+FUZZ_SRCS_gguf := $(sort $(wildcard gguf/*.c gguf/base/*.c))
+FUZZ_SRCS_serve_req := engine/cli/serve/serve_req.c engine/chat_tmpl.c
+FUZZ_SRCS_chat := engine/chat_tmpl.c
+FUZZ_SRCS_tok := $(sort $(wildcard engine/tok/*.c))
+FUZZ_SRCS_prompt_cache := engine/session_state.c engine/hash64.c
+FUZZ_SRCS_model_desc := engine/model.c engine/model_rope.c $(sort $(wildcard engine/arch/*.c gguf/*.c))
+FUZZ_SRCS_ring_cluster := engine/cli/ring/ring_json.c engine/cli/ring/ring_cluster.c
+FUZZ_LIBS_serve_req := -lcjson
 fuzz: deps
-	@$(MAKE) --no-print-directory build-fuzz/fuzz_gguf
-build-fuzz/fuzz_gguf: tests/fuzz_gguf.c $(wildcard gguf/*.c gguf/*.h gguf/base/*.c gguf/base/*.h)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(STATIC_LIB)
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+build-fuzz/fuzz_gguf: tests/fuzz_gguf.c $(FUZZ_SRCS_gguf) $(wildcard gguf/*.h gguf/base/*.h)
 	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=undefined -Igguf/base -o $@ tests/fuzz_gguf.c $(sort $(wildcard gguf/*.c gguf/base/*.c))
+	$(FUZZ_CC) -o $@ $< $(FUZZ_SRCS_gguf)
+.SECONDEXPANSION:
+build-fuzz/fuzz_%: tests/fuzz_%.c $$(FUZZ_SRCS_$$*) $(STATIC_LIB)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) -o $@ $< $(FUZZ_SRCS_$*) $(STATIC_LIB) $(FUZZ_LIBS_$*) $(LDLIBS)
 
+# A target's corpus: what earlier runs kept (a campaign resumes), its seeds, and model heads
+# for those that read GGUF.
+FUZZ_GGUF_SEEDED := gguf model_desc
+define fuzz_corpus
+	mkdir -p build-fuzz/corpus-$(1); \
+	  [ ! -d tests/fuzz/$(1) ] || cp tests/fuzz/$(1)/* build-fuzz/corpus-$(1)/; \
+	  case " $(FUZZ_GGUF_SEEDED) " in *" $(1) "*) for f in $(SHARED)/models/*.gguf $(SHARED)/models/vocab/*.gguf; do \
+	    [ -f "$$f" ] && head -c 65536 "$$f" > build-fuzz/corpus-$(1)/$$(basename $$f); done;; esac; true
+endef
+# Runs every target for its share of FUZZ_SECONDS (CI: 60 s in all); the GGUF reader gets
+# twice a share. Prints each target's executions; fails on the first crash (the input is
+# build-fuzz/crash-* / leak-* / timeout-*).
 FUZZ_SECONDS ?= 60
+FUZZ_CAMPAIGN_SECONDS ?= 3600
 fuzz-smoke: fuzz
-	@rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
-	@for f in $(SHARED)/models/*.gguf $(SHARED)/models/vocab/*.gguf; do \
-	  [ -f "$$f" ] && head -c 65536 "$$f" > build-fuzz/corpus/$$(basename $$f); done; true
-	@rc=0; build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-	  -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus > build-fuzz/fuzz.log 2>&1 || rc=$$?; \
-	  tail -n 25 build-fuzz/fuzz.log; exit $$rc
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_EACH=$$(( $(FUZZ_SECONDS) / ($(words $(FUZZ_NAMES)) + 1) ))
+# Each target for FUZZ_CAMPAIGN_SECONDS; the execution counts also go to perf/results.
+fuzz-campaign: fuzz
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_EACH=$(FUZZ_CAMPAIGN_SECONDS) \
+	  FUZZ_REPORT=perf/results/$(shell date -u +%F)-fuzz-campaign.txt
+fuzz-run:
+	@rc=0; : > build-fuzz/execs.txt; for t in $(FUZZ_NAMES); do \
+	  $(call fuzz_corpus,$$t); \
+	  secs=$(FUZZ_EACH); [ $$t != gguf ] || secs=$$((2 * $(FUZZ_EACH))); \
+	  build-fuzz/fuzz_$$t -max_total_time=$$secs -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$t > build-fuzz/fuzz-$$t.log 2>&1 \
+	    || { rc=1; echo "fuzz_$$t: FAILED"; tail -n 40 build-fuzz/fuzz-$$t.log; }; \
+	  n=$$(sed -n 's/^stat::number_of_executed_units: *//p' build-fuzz/fuzz-$$t.log); \
+	  echo "fuzz_$$t: $${n:-0} executions in $$secs s" | tee -a build-fuzz/execs.txt; \
+	done; [ -z "$(FUZZ_REPORT)" ] || cp build-fuzz/execs.txt $(FUZZ_REPORT); exit $$rc
 
 # ---- benchmark sweep (perf/run_bench.sh -> perf/compare_llamacpp.sh: resident pp/tg and decode at
 # 1.5 ... 6 GiB free, Sluice vs the llama.cpp build in LLAMA_CPP_BIN when set; .md/.csv/.json/.svg

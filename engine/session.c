@@ -219,9 +219,12 @@ int sl_session_feed_text(sl_session *s, const char *text, bool parse_special)
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     if (!ids) return sl_session_fail(s, sl_err_set(SL_ENOMEM, "tokenize: out of memory"));
     int64_t n = sl_tok_encode(m->tok, text, len, bos, parse_special, ids, cap);
-    if (n > cap) {   /* cannot happen for these tokenizers, but be safe */
-        free(ids);
-        return sl_session_fail(s, sl_err_set(SL_ERANGE, "tokenize: %lld tokens for %zu bytes", (long long)n, len));
+    if (n > cap) {   /* SPM byte fallback: an invalid byte is U+FFFD, three byte tokens */
+        int32_t *more = realloc(ids, (size_t)n * sizeof *ids);
+        if (!more) { free(ids); return sl_session_fail(s, sl_err_set(SL_ENOMEM, "tokenize: out of memory")); }
+        ids = more;
+        cap = n;
+        n = sl_tok_encode(m->tok, text, len, bos, parse_special, ids, cap);
     }
     if (n < 0) { free(ids); return sl_session_fail(s, (int)n); }
     if (n > INT32_MAX) n = INT32_MAX;

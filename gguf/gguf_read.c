@@ -612,6 +612,11 @@ int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name)
     } else {
         return sl_err_set(SL_EINVAL, "%s: not a regular file or block device", name);
     }
+    /* opened with O_NONBLOCK so that a FIFO is refused instead of hanging the
+     * open; reads must block (io_uring honours O_NONBLOCK even on files) */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        return sl_err_set(-errno, "%s: fcntl failed: %s", name, strerror(errno));
     int st = sl_gguf_open_cb(out, fd_read, (void *)(intptr_t)fd, size, name);
     if (!st) (*out)->fd = (*out)->one.fd = fd;
     return st;
@@ -627,7 +632,7 @@ int sl_gguf_open_file(sl_gguf **out, const char *path)
 {
     if (!out || !path) return sl_err_set(SL_EINVAL, "sl_gguf_open_path: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return sl_err_set(-errno, "%s: cannot open: %s", path, strerror(errno));
     int st = sl_gguf_open_fd(out, fd, path);
     if (st) {

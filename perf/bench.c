@@ -49,11 +49,11 @@ void bench_sample_names(bench_sample *o, int mode, int io)
 }
 
 /* ---- statistics ----------------------------------------------------------- */
-enum { M_PP, M_TG, M_TTFT_COLD, M_TTFT_WARM, M_MSTOK, M_STALL, M_BPT, M_DISK, M_RSS, M_PRESS, M_BOUND, M_FRAC, M_HIT, M_N };
+enum { M_PP, M_TG, M_TTFT_COLD, M_TTFT_WARM, M_MSTOK, M_STALL, M_BPT, M_DISK, M_RSS, M_PRESS, M_BOUND, M_FRAC, M_HIT, M_BASE, M_N };
 static const char *const m_keys[M_N] = {
     "prompt_tps", "decode_tps", "ttft_cold_ms", "ttft_warm_ms", "ms_per_token", "stall_pct", "bytes_per_token",
     "disk_bytes_per_s", "peak_rss_bytes", "mem_pressure", "bound_ms_per_token", "bound_fraction",
-    "expert_hit_rate",
+    "expert_hit_rate", "base_rss_bytes",
 };
 
 typedef struct {
@@ -176,7 +176,11 @@ static int run_child(const bench_runner *rn, const bench_cfg *c, bench_sample *s
         static child_msg m;
         memset(&m, 0, sizeof m);
         m.s.expert_hit_rate = NAN;   /* runners without an expert cache leave it */
+        uint64_t anon0 = perf_rss_of("RssAnon");   /* the C runtime's memory before the model opens */
         m.rc = rn->run(c, &m.s, m.err, sizeof m.err);
+        /* + the program's code and shared libraries: file-backed pages at the end (a
+         * streamed model is never mapped, so they are all the program's) */
+        m.s.base_rss = anon0 + perf_rss_of("RssFile");
         m.s.peak_rss = perf_vmhwm(0);
         const char *p = (const char *)&m;
         size_t left = sizeof m;
@@ -557,6 +561,7 @@ static void record_sample(bench_result *r, const bench_sample *s, double press, 
     r->v[M_RSS][k] = (double)rss;
     r->v[M_PRESS][k] = press;
     r->v[M_HIT][k] = s->expert_hit_rate;
+    r->v[M_BASE][k] = (double)s->base_rss;
     /* a token must stream its bytes from disk AND read every weight from RAM */
     double bound = NAN, bd = bpt > 0 && bb->disk_bw > 0 ? bpt / bb->disk_bw * 1e3 : 0;
     /* (runners without compute do not read the pinned weights: disk part only) */

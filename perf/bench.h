@@ -34,6 +34,8 @@ typedef struct bench_sample {
     uint64_t model_bytes;      /* tensor bytes of the model */
     uint64_t budget_bytes;     /* budget the plan used (0 = n/a) */
     uint64_t peak_rss;         /* VmHWM at the end of the child */
+    uint64_t base_rss;         /* what the budget does not cover: the program's code and shared libraries
+                                * (RssFile at the end) and its heap before the model opened (RssAnon) */
     bool compute_included;
     char note[160];
     /* MoE */

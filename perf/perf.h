@@ -14,6 +14,7 @@ double perf_now(void);                         /* monotonic seconds */
 void perf_sort(double *x, int n);              /* ascending: medians, min/max of repetitions */
 int perf_meminfo(uint64_t *avail, uint64_t *total);   /* bytes; -1 if unreadable */
 uint64_t perf_vmhwm(int pid);                  /* VmHWM of /proc/PID/status in bytes (0 = self) */
+uint64_t perf_rss_of(const char *field);        /* "RssAnon", "RssFile", ... of this process in bytes */
 /* Drops a file's pages from the page cache (posix_fadvise DONTNEED; never
  * anything system-wide). Returns 0 or -errno. */
 int perf_evict(const char *path);

@@ -43,6 +43,15 @@ uint64_t perf_vmhwm(int pid)
     return kb * 1024;
 }
 
+uint64_t perf_rss_of(const char *field)
+{
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%s: %%llu kB", field);
+    uint64_t kb = 0;
+    sl_proc_value("/proc/self/status", fmt, &kb);
+    return kb * 1024;
+}
+
 int perf_evict(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -3,10 +3,14 @@
  * field, the server still serving), API key, body limit, 429 with
  * Retry-After when the queue is full, cancellation when the client goes
  * away, and a bounded load test (32 clients x 4 requests, each text the same
- * as served alone). SL_HOST_ONLY (runs the sluice binary). */
+ * as served alone); connection caps and deadlines (one client holding
+ * partial requests does not lock out another), refusals from the header
+ * before the body is read, half-close, HEAD/OPTIONS, the warning beyond
+ * loopback. SL_HOST_ONLY (runs the sluice binary). */
 #include "sl_test.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,7 +19,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define S260 SL_SHARED_DIR "/models/stories260K.gguf"
@@ -508,6 +514,218 @@ Test(serve, prefix_reuse_same_text, .timeout = 120)
     cr_assert_eq(m_on, c_on[1] + c_on[2]);
     cr_assert_eq(m_off, 0);
     for (int i = 0; i < 3; i++) { free(on[i]); free(off[i]); }
+}
+
+/* ---- admission, deadlines, header-time refusals, half-close, HEAD/OPTIONS ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A connection from the loopback address 127.0.0.SRC (a distinct client). */
+static int dial_from(int port, int src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in me = { .sin_family = AF_INET }, sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    me.sin_addr.s_addr = htonl(0x7f000000u | (uint32_t)src);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&me, sizeof me), 0);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* A request's first header lines, never finished (slowloris). */
+static int partial(int port, int src)
+{
+    int fd = dial_from(port, src);
+    send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n", 40);
+    return fd;
+}
+
+/* The server closed fd within `within` seconds (end of file or reset). */
+static bool closed_within(int fd, double within)
+{
+    struct timeval tv = { (time_t)within, (suseconds_t)((within - (double)(time_t)within) * 1e6) };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[256];
+    ssize_t k = recv(fd, b, sizeof b, 0);
+    return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+/* Raw request text over a fresh connection from 127.0.0.SRC; half-closes
+ * after sending when asked. The whole response (malloc'd). */
+static char *exchange(int port, int src, const char *raw, size_t n, bool half_close)
+{
+    int fd = dial_from(port, src);
+    send_all(fd, raw, n);
+    if (half_close) shutdown(fd, SHUT_WR);
+    size_t cap = 1 << 16, len = 0;
+    char *r = malloc(cap);
+    ssize_t k;
+    while (len + 1 < cap && (k = recv(fd, r + len, cap - len - 1, 0)) > 0) len += (size_t)k;
+    r[len] = 0;
+    close(fd);
+    return r;
+}
+
+/* /health for client 127.0.0.SRC, then a completion for 127.0.0.SRC2, within a second. */
+static void assert_served_fast(int port, int src, int src2)
+{
+    double t0 = now_s();
+    char *r = exchange(port, src, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 53, false);
+    cr_assert_not_null(strstr(r, "200 OK"), "client 127.0.0.%d: /health: %s", src, r);
+    free(r);
+    const char *b = "{\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0}";
+    char raw[512];
+    int n = snprintf(raw, sizeof raw, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                     "Content-Length: %zu\r\n\r\n%s", strlen(b), b);
+    r = exchange(port, src2, raw, (size_t)n, false);
+    cr_assert_not_null(strstr(r, "\"text_completion\""), "client 127.0.0.%d: %s", src2, r);
+    free(r);
+    double dt = now_s() - t0;
+    cr_assert_lt(dt, 1.0, "client 127.0.0.%d waited %.2f s", src, dt);
+}
+
+Test(serve, slowloris_one_client_cannot_lock_others, .timeout = 60)
+{
+    server s = start((const char *[]){ "--max-conns-per-client", "8", "--max-conns", "64", "--header-timeout", "2",
+                                       NULL });
+    int fds[12], closed = 0;
+    for (int i = 0; i < 12; i++) fds[i] = partial(s.port, 1);
+    for (int i = 8; i < 12; i++) closed += closed_within(fds[i], 1.0);
+    cr_assert_eq(closed, 4, "the connections over the per-client cap were not refused");
+    assert_served_fast(s.port, 2, 2);   /* another client, while the first holds its cap */
+    /* the held partial requests are dropped at the header deadline */
+    double t0 = now_s();
+    for (int i = 0; i < 8; i++) cr_assert(closed_within(fds[i], 4.0), "partial request %d still open", i);
+    cr_assert_lt(now_s() - t0, 3.5);
+    for (int i = 0; i < 12; i++) close(fds[i]);
+    assert_served_fast(s.port, 1, 1);   /* and the first client is served again */
+    stop(s);
+}
+
+Test(serve, headroom_for_new_clients, .timeout = 60)
+{
+    /* 16 in all, 2 of them only for clients holding none */
+    server s = start((const char *[]){ "--max-conns-per-client", "8", "--max-conns", "16", NULL });
+    int a[8], b[7];
+    for (int i = 0; i < 8; i++) a[i] = partial(s.port, 1);
+    for (int i = 0; i < 7; i++) b[i] = partial(s.port, 3);
+    cr_assert(!closed_within(b[5], 0.3), "the 14th connection was refused");
+    cr_assert(closed_within(b[6], 1.0), "a client holding connections took the headroom");
+    /* new clients (a client's closed connection counts until the server has cleaned it up) */
+    assert_served_fast(s.port, 2, 4);
+    for (int i = 0; i < 8; i++) close(a[i]);
+    for (int i = 0; i < 7; i++) close(b[i]);
+    stop(s);
+}
+
+Test(serve, body_deadline_drops_a_trickle, .timeout = 60)
+{
+    server s = start((const char *[]){ "--body-timeout", "1", NULL });
+    int fd = dial_from(s.port, 1);
+    send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", 63);
+    double t0 = now_s();
+    bool gone = false;
+    for (int i = 0; i < 40 && !gone; i++) {   /* a byte every 100 ms: never idle, never done */
+        if (send(fd, " ", 1, MSG_NOSIGNAL) != 1) { gone = true; break; }
+        struct timeval tv = { 0, 100000 };
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        char c;
+        ssize_t k = recv(fd, &c, 1, 0);
+        gone = k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    }
+    cr_assert(gone, "a trickled body outlived its deadline");
+    cr_assert_lt(now_s() - t0, 3.0);
+    close(fd);
+    assert_serving(s.port);
+    stop(s);
+}
+
+Test(serve, keyless_body_refused_before_it_is_read, .timeout = 60)
+{
+    server s = start((const char *[]){ "--api-key", "sekrit", "--max-body", "4K", NULL });
+    /* a header announcing 100 MB and no body: the answer must come without it */
+    const char *h401 = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n";
+    char *r = exchange(s.port, 1, h401, strlen(h401), false);
+    cr_assert_not_null(strstr(r, " 401 "), "%s", r);
+    cr_assert_not_null(strstr(r, "invalid_api_key"), "%s", r);
+    free(r);
+    const char *h413 = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit\r\n"
+                       "Content-Length: 100000000\r\n\r\n";
+    r = exchange(s.port, 1, h413, strlen(h413), false);
+    cr_assert_not_null(strstr(r, " 413 "), "%s", r);
+    free(r);
+    /* the scheme name in any case, spaces before the key */
+    const char *b = "{\"prompt\":\"a\",\"max_tokens\":2}";
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "Authorization: bEaReR  sekrit\r\n", b, strlen(b), &r), 200,
+                 "%s", r);
+    free(r);
+    stop(s);
+}
+
+Test(serve, half_close_after_request_is_answered, .timeout = 60)
+{
+    server s = start(NULL);
+    const char *b = "{\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0}";
+    char raw[512];
+    int n = snprintf(raw, sizeof raw, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+                     strlen(b), b);
+    char *r = exchange(s.port, 1, raw, (size_t)n, true);
+    cr_assert_not_null(strstr(r, "HTTP/1.1 200 OK"), "%s", r);
+    cr_assert_not_null(strstr(r, "\"text_completion\""), "%s", r);
+    free(r);
+    /* streamed too */
+    b = "{\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0,\"stream\":true}";
+    n = snprintf(raw, sizeof raw, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+                 strlen(b), b);
+    r = exchange(s.port, 1, raw, (size_t)n, true);
+    cr_assert_not_null(strstr(r, "data: [DONE]"), "%s", r);
+    free(r);
+    stop(s);
+}
+
+Test(serve, head_and_options_name_the_allowed_methods, .timeout = 60)
+{
+    server s = start(NULL);
+    char *r = exchange(s.port, 1, "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 69,
+                       false);
+    cr_assert_not_null(strstr(r, " 204 "), "%s", r);
+    cr_assert_not_null(strstr(r, "\r\nAllow: POST, OPTIONS\r\n"), "%s", r);
+    free(r);
+    r = exchange(s.port, 1, "OPTIONS /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 56, false);
+    cr_assert_not_null(strstr(r, "\r\nAllow: GET, HEAD, OPTIONS\r\n"), "%s", r);
+    free(r);
+    r = exchange(s.port, 1, "HEAD /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 56, false);
+    cr_assert_not_null(strstr(r, "200 OK"), "%s", r);
+    cr_assert_null(strstr(r, "\"object\""), "HEAD sent a body: %s", r);
+    free(r);
+    cr_assert_eq(http(s.port, "PUT", "/v1/completions", NULL, NULL, 0, &r), 405);
+    cr_assert_not_null(strstr(r, "\r\nAllow: POST, OPTIONS\r\n"), "%s", r);
+    free(r);
+    stop(s);
+}
+
+Test(serve, beyond_loopback_is_warned_about, .timeout = 60)
+{
+    char exe[4096], cmd[8400];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = 0;
+    *strrchr(exe, '/') = 0;
+    /* 192.0.2.1 (TEST-NET-1) is not this machine's: the warning, then the bind fails, nothing listens */
+    snprintf(cmd, sizeof cmd, "%s/../sluice serve -m %s -c 128 --host 192.0.2.1 --port 0 2>&1", exe, S260);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char out[4096];
+    size_t len = fread(out, 1, sizeof out - 1, p);
+    out[len] = 0;
+    cr_assert_neq(pclose(p), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "WARNING: listening on 192.0.2.1, beyond loopback"), "%s", out);
+    cr_assert_not_null(strstr(out, "without --api-key"), "%s", out);
 }
 
 /* Runs `sluice mkmodel` (next to this test's binary) into path. */

@@ -369,6 +369,56 @@ Test(cli, run_and_chat)
     cr_assert_not_null(strstr(out, "no tokenizer.chat_template"), "%s", out);
 }
 
+/* One line longer than the context is refused with a message; the
+ * conversation goes on with the next line (it used to end the chat). */
+Test(cli, chat_overlong_line_is_skipped)
+{
+    static char out[1 << 16];
+    char in[64], cmd[512];
+    snprintf(in, sizeof in, "/tmp/sl_test_chat_long_%d.txt", (int)getpid());
+    FILE *f = fopen(in, "w");
+    cr_assert_not_null(f);
+    fputs("Hello\n", f);
+    for (int i = 0; i < 400; i++) fputs("cat ", f);
+    fputs("\nTell me a story\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "chat -m %s --chat-template chatml -c 128 -n 4 --seed 1 -t 2 --stats < %s", S260, in);
+    int rc = sluice_cmd(cmd, out, sizeof out);
+    unlink(in);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "does not fit in the context (-c 128); not sent"), "%s", out);
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    cr_assert_geq(lines, 3, "a reply before and after the long line: %s", out);
+}
+
+/* Found by fuzz_tok: SPM byte fallback spells a lone "\u2581" before an
+ * invalid byte as three byte tokens, so " \xe9" gives four tokens for two
+ * bytes; text is fed whatever its token count (feed_text, run --prompt-cache,
+ * chat), not refused as "more tokens than bytes". */
+#define SPACE_INVALID " \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9 \xe9"
+Test(session, fuzz_tok_space_before_invalid_byte_feeds)
+{
+    sl_model *m = st_open_ctx(S260, 256, 64);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_text(s, SPACE_INVALID, false), 0, "%s", sl_session_errmsg(s));
+    cr_assert_gt(sl_session_n_past(s), (int)strlen(SPACE_INVALID) + 8, "no expansion: %d", sl_session_n_past(s));
+    sl_session_destroy(s);
+    sl_model_close(m);
+}
+
+Test(cli, fuzz_tok_space_before_invalid_byte_prompt_cache)
+{
+    static char out[1 << 16];
+    char args[1024], path[96];
+    snprintf(path, sizeof path, "/tmp/sl_test_pc_invalid_%d", (int)getpid());
+    unlink(path);
+    snprintf(args, sizeof args, "run -m " S260 " -n 2 --temp 0 -t 1 --prompt-cache %s -p \"$(printf '%s')\"",
+             path, " \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351 \\351");
+    cr_assert_eq(sluice_cmd(args, out, sizeof out), 0, "%s", out);
+    unlink(path);
+}
+
 Test(cli, model_errors_exit_1)
 {
     char out[8192];

@@ -4,6 +4,7 @@
  * fault injection through the read hook; the peak-RSS bound.
  * SL_HOST_ONLY: io_uring, O_DIRECT on the build dir's disk, VmHWM. */
 #include "stream_testutil.h"
+#include "util_cli.h"
 
 #include <stdatomic.h>
 #include <errno.h>
@@ -363,6 +364,42 @@ static void rss_bound(int io)
 
 Test(stream, peak_rss_within_budget_uring) { rss_bound(SL_IO_URING); }
 Test(stream, peak_rss_within_budget_pread) { rss_bound(SL_IO_PREAD); }
+
+/* The budget as a user measures it: the whole process's peak RSS (VmHWM of
+ * `sluice bench`'s child) of a streamed run stays under --mem-budget plus
+ * what the budget does not cover, base_rss_bytes (the program's code and
+ * shared libraries, its heap before the model opened) — and that is small. */
+static double json_num(const char *out, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(out, pat);
+    cr_assert_not_null(p, "no %s in %s", key, out);
+    return atof(p + strlen(pat));
+}
+
+Test(stream, bench_peak_rss_within_budget_plus_program)
+{
+    static char out[1 << 16];
+    const char *args = "bench -m " SL_SHARED_DIR "/models/synth-tiny-q8_0.gguf --mode stream --mem-budget 8M "
+                       "-p 8 -n 4 -r 1 -t 1 -o json";
+    cr_assert_eq(sl_test_sluice(args, out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "\"mode\": \"stream\""), "%s", out);
+    double peak = json_num(out, "peak_rss_bytes"), base = json_num(out, "base_rss_bytes");
+    double budget = json_num(out, "mem_budget_bytes"), model = json_num(out, "model_bytes");
+    cr_log_info("peak RSS %.0f, budget %.0f, base %.0f, model %.0f", peak, budget, base, model);
+    cr_assert_eq(budget, 8 << 20);
+    cr_assert_gt(model, 2 * budget);   /* streamed: it cannot all be resident */
+    cr_assert_gt(base, 0);
+#ifdef SL_TEST_ASAN
+    cr_assert_lt(base, 64 << 20, "the program's own footprint %.0f (ASan runtime included)", base);
+#else
+    cr_assert_lt(base, 16 << 20, "the program's own footprint %.0f", base);
+#endif
+    /* under ASan the bench child (an ASan build) pays shadow memory on top, as above */
+    double allowed = (double)st_rss_allowance((uint64_t)budget) + base;
+    cr_assert_leq(peak, allowed, "peak RSS %.0f > budget %.0f + base %.0f", peak, budget, base);
+}
 
 /* Eager prefetch: when "compute" per unit is longer than its read, acquire
  * hardly ever blocks (loose bound: the machine is shared). */

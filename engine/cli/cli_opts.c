@@ -191,3 +191,29 @@ int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m)
                 cmd, (double)pl->peak_bytes / (1u << 30), (double)pl->budget / (1u << 30));
     return 0;
 }
+
+int sl_cli_tokenize_spans(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
+                          const size_t *plain, size_t n_plain, int32_t **ids)
+{
+    *ids = NULL;
+    int cap = len + 16 > (size_t)INT32_MAX ? INT32_MAX : (int)(len + 16);
+    for (int pass = 0; pass < 2; pass++) {
+        int32_t *b = realloc(*ids, (size_t)cap * sizeof *b);
+        if (!b) { free(*ids); *ids = NULL; return SL_ENOMEM; }
+        *ids = b;
+        int n = plain ? sl_model_tokenize_plain(m, text, len, add_bos, plain, n_plain, *ids, cap)
+                      : sl_model_tokenize(m, text, len, add_bos, parse_special, *ids, cap);
+        if (n != SL_ERANGE || pass || cap == INT32_MAX) {
+            if (n < 0) { free(*ids); *ids = NULL; }
+            return n;
+        }
+        /* at most three ids a byte, and the specials */
+        cap = len > (size_t)(INT32_MAX - 16) / 3 ? INT32_MAX : (int)(3 * len + 16);
+    }
+    return SL_ERANGE;
+}
+
+int sl_cli_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special, int32_t **ids)
+{
+    return sl_cli_tokenize_spans(m, text, len, add_bos, parse_special, NULL, 0, ids);
+}

@@ -45,5 +45,14 @@ void sl_cli_spec_print_stats(const sl_spec *sp, bool json);
     "  --spec-k N             drafts per pass at most, 1..8 (default: 8 streamed, 4 resident; adapts)\n"
 /* Open with a message to stderr on failure (returns exit code 1 then, else 0). */
 int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m);
+/* All the token ids of text (malloc'd in *ids; the count, or SL_E* with
+ * sl_model_errmsg set). Sized for any text: SPM byte fallback turns an invalid
+ * byte into three byte tokens, more ids than bytes. */
+int sl_cli_tokenize(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special, int32_t **ids);
+/* The same with control tokens read only outside the n_plain byte ranges
+ * plain (sl_model_tokenize_plain: the messages of a rendered chat) when plain
+ * is not NULL. */
+int sl_cli_tokenize_spans(sl_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
+                          const size_t *plain, size_t n_plain, int32_t **ids);
 
 #endif

@@ -7,6 +7,7 @@
 #include "cli_opts.h"
 #include "../reserve.h"
 #include "../../gguf/gguf_type.h"
+#include "../../gguf/base/sl_file.h"
 #include "../../gguf/base/sl_status.h"
 #include "../../io/sluice_stream.h"
 #ifdef SL_HAVE_RING_PLAN
@@ -53,14 +54,12 @@ static int load_profile(char *path, size_t n, double *disk, double *mem)
     const char *home = getenv("HOME");
     if (!home) return -1;
     snprintf(path, n, "%s/.cache/sluice/profile.json", home);
-    FILE *f = fopen(path, "re");
-    if (!f) return -1;
-    char buf[65536];
-    size_t k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = 0;
+    char *buf;
+    size_t k;
+    if (sl_file_read_data(path, "device profile", 65535, &buf, &k)) return -1;
     int ok = json_num(buf, "disk_bytes_per_s", disk) == 0;
     ok &= json_num(buf, "mem_bytes_per_s", mem) == 0;
+    free(buf);
     return ok ? 0 : -1;
 }
 

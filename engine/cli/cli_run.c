@@ -471,10 +471,8 @@ static int run_main(int argc, char **argv)
     }
     if (start_pressure(&o, s, "sluice run")) goto out;
     if (o.prompt_cache) {
-        size_t plen = strlen(o.prompt);
-        int cap = plen + 8 > (size_t)INT32_MAX ? INT32_MAX : (int)(plen + 8);
-        int32_t *ids = malloc((size_t)cap * sizeof *ids);
-        int n = ids ? sl_model_tokenize(m, o.prompt, plen, true, false, ids, cap) : SL_ENOMEM;
+        int32_t *ids;
+        int n = sl_cli_tokenize(m, o.prompt, strlen(o.prompt), true, false, &ids);
         int rc = n < 0 ? n : feed_cached(&o, s, ids, n, "sluice run");
         free(ids);
         if (rc) {
@@ -593,9 +591,8 @@ static int feed_chat(const gen_opts *o, sl_model *m, sl_session *s, const render
     if (restart) from = 0;
     size_t len = r->len - from, np = 0;
     size_t *plain = malloc((r->n_spans ? r->n_spans : 1) * 2 * sizeof *plain);
-    int cap = (int)(len + 16);
-    int32_t *ids = malloc((size_t)cap * sizeof *ids);
-    if (!ids || !plain) { free(ids); free(plain); return SL_ENOMEM; }
+    int32_t *ids = NULL;
+    if (!plain) return SL_ENOMEM;
     for (size_t k = 0; k < r->n_spans; k++) {   /* the spans' parts in [from, len), shifted */
         size_t a = r->spans[2 * k], b = a + r->spans[2 * k + 1];
         if (b <= from) continue;
@@ -604,8 +601,9 @@ static int feed_chat(const gen_opts *o, sl_model *m, sl_session *s, const render
         plain[2 * np + 1] = b - a;
         np++;
     }
-    int n = o->special_in_content ? sl_model_tokenize(m, r->text + from, len, false, true, ids, cap)
-                                  : sl_model_tokenize_plain(m, r->text + from, len, false, plain, np, ids, cap);
+    int n = sl_cli_tokenize_spans(m, r->text + from, len, false, true, o->special_in_content ? NULL : plain, np,
+                                  &ids);
+    free(plain);
     int32_t kept = restart && n > 0 ? sl_session_keep_prefix(s, ids, n) : 0;
     /* the first message of a conversation may come from the prompt cache */
     bool cached = o->prompt_cache && sl_session_n_past(s) == 0 && n > 0;
@@ -613,7 +611,6 @@ static int feed_chat(const gen_opts *o, sl_model *m, sl_session *s, const render
     if (n < 0) fprintf(stderr, "sluice chat: %s\n", sl_model_errmsg(m));
     else if (rc) fprintf(stderr, "sluice chat: %s\n", sl_session_errmsg(s));
     free(ids);
-    free(plain);
     return rc;
 }
 
@@ -682,6 +679,16 @@ static int chat_main(int argc, char **argv)
         bool extends = prev.len == 0 || (prev.len <= full.len && !memcmp(full.text, prev.text, prev.len));
         rc = feed_chat(&o, m, s, &full, prev.len, !extends && prev.len);
         rendered_free(&full);
+        if (rc == SL_ECTX) {   /* nothing was fed: drop this message, keep the conversation */
+            fprintf(stderr, "sluice chat: that message does not fit in the context (-c %d); not sent\n",
+                    sl_session_n_ctx(s));
+            free(ms.own[--ms.n]);
+            if (!extends && prev.len) {   /* the session was cut back: feed the whole conversation next */
+                sl_session_reset(s);
+                rendered_free(&prev);
+            }
+            continue;
+        }
         if (rc) goto out;
         /* generate the reply, capturing its (final channel's) text for the history */
         char *reply = NULL;

@@ -19,13 +19,21 @@ static void usage(FILE *f)
     fprintf(f, "usage: sluice serve -m MODEL [options]\n"
                "  --host ADDR            IPv4 address to listen on (default 127.0.0.1)\n"
                "  --port N               port (default 8080; 0 = any free port)\n"
-               "  --api-key KEY          require 'Authorization: Bearer KEY' (all but /health)\n"
+               "  --api-key KEY          require 'Authorization: Bearer KEY' (all but /health), checked\n"
+               "                         before any body is read (binding beyond loopback without\n"
+               "                         one is allowed, with a warning)\n"
                "  --parallel N           sequences decoded together in one pass (default 8)\n"
                "  --queue N              requests waiting beyond those before 429 (default 64)\n"
                "  --prefix-cache N       finished requests' KV caches kept for prompts that start the\n"
                "                         same way (exact prefix reuse; at most --parallel, default\n"
                "                         --parallel; 0 = off: every request prefills its whole prompt)\n"
                "  --max-body BYTES       request body limit (default 1M)\n"
+               "  --max-conns N          open connections in all (default 512; the last eighth only\n"
+               "                         for clients that hold none, so new clients get in)\n"
+               "  --max-conns-per-client N  open connections one client address may hold (default 64)\n"
+               "  --header-timeout S     seconds a request's header may take to arrive (default 10)\n"
+               "  --body-timeout S       seconds its body may take after the header (default 30);\n"
+               "                         a partial request past either is dropped\n"
                "  --max-tokens N         cap on a request's max_tokens (default: the context)\n"
                "  --chat-template NAME   llama3 | chatml | qwen2 | qwen2.5 | llama2 | mistral | phi3\n"
                "                         (default: from the model; without one, ChatML)\n"
@@ -50,6 +58,7 @@ static int serve_main(int argc, char **argv)
     hc.host = "127.0.0.1";
     hc.port = 8080;
     hc.max_body = 1 << 20;
+    hc.guard = (sl_srv_guard_config){ .per_client = 64, .max_conns = 512, .header_s = 10, .body_s = 30 };
     sl_srv_config ec = { .parallel = 8, .queue = 64, .lim = { .max_messages = 256 }, .prefix_cache = -1 };
     long long max_tokens = 0;
     const char *tmpl_name = NULL;
@@ -73,12 +82,22 @@ static int serve_main(int argc, char **argv)
         else if (!strcmp(a, "--queue") && !sl_cli_int(v, 0, 1 << 20, &n)) ec.queue = (int32_t)n;
         else if (!strcmp(a, "--prefix-cache") && !sl_cli_int(v, 0, 1024, &n)) ec.prefix_cache = (int32_t)n;
         else if (!strcmp(a, "--max-body") && !sl_cli_parse_size(v, &b) && b >= 64 && b <= (1ull << 30)) hc.max_body = b;
+        else if (!strcmp(a, "--max-conns") && !sl_cli_int(v, 1, 65536, &n)) hc.guard.max_conns = (int)n;
+        else if (!strcmp(a, "--max-conns-per-client") && !sl_cli_int(v, 1, 65536, &n)) hc.guard.per_client = (int)n;
+        else if (!strcmp(a, "--header-timeout") && !sl_cli_int(v, 1, 3600, &n)) hc.guard.header_s = (int)n;
+        else if (!strcmp(a, "--body-timeout") && !sl_cli_int(v, 1, 3600, &n)) hc.guard.body_s = (int)n;
         else if (!strcmp(a, "--max-tokens") && !sl_cli_int(v, 1, 1 << 24, &n)) max_tokens = n;
         else if (!strcmp(a, "--chat-template")) tmpl_name = v;
         else if (!strcmp(a, "--model-name") && *v) hc.model_name = v;
         else { fprintf(stderr, "sluice serve: invalid option or value: %s %s\n", a, v); usage(stderr); return 2; }
     }
     if (!mo.path) { usage(stderr); return 2; }
+    hc.guard.headroom = hc.guard.max_conns / 8;
+    if (hc.guard.per_client > hc.guard.max_conns - hc.guard.headroom)
+        hc.guard.per_client = hc.guard.max_conns - hc.guard.headroom;
+    if (!sl_srv_host_is_loopback(hc.host))   /* allowed (containers bind 0.0.0.0), never silently */
+        fprintf(stderr, "sluice serve: WARNING: listening on %s, beyond loopback: other machines can reach this "
+                "server%s\n", hc.host, hc.api_key ? "" : " and, without --api-key, use it freely");
     if (ec.prefix_cache < 0 || ec.prefix_cache > ec.parallel) ec.prefix_cache = ec.parallel;
     if (sl_cli_spec_check(&so, "serve")) return 2;
     enum sl_chat_tmpl tmpl = SL_CHAT_NONE;

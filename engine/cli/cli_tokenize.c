@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "../tok/tokenizer.h"
 #include "../../gguf/gguf.h"
+#include "../../gguf/base/sl_file.h"
 
 static void usage(FILE *f)
 {
@@ -14,25 +15,6 @@ static void usage(FILE *f)
                "  --special   parse control-token texts (<s>, <|im_start|>, ...) in TEXT\n"
                "  --pieces    also print each token's piece, one per line: id<TAB>'piece'\n"
                "  --no-bos    do not add BOS/EOS even if the vocabulary asks for them\n");
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap) break;
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) { free(buf); buf = NULL; }
-        else buf = nb;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
 }
 
 static int cmd_tokenize(int argc, char **argv)
@@ -54,8 +36,10 @@ static int cmd_tokenize(int argc, char **argv)
     size_t len = 0;
     char *owned = NULL;
     if (file) {
-        owned = read_file(file, &len);
-        if (!owned) { fprintf(stderr, "sluice tokenize: cannot read %s\n", file); return 1; }
+        if (sl_file_read_data(file, "text file", (size_t)1 << 30, &owned, &len)) {
+            fprintf(stderr, "sluice tokenize: %s\n", sl_last_error());
+            return 1;
+        }
         prompt = owned;
     } else {
         len = strlen(prompt);

@@ -155,3 +155,34 @@ int sl_file_open_data(const char *path, const char *what, int *fd)
     *fd = f;
     return 0;
 }
+
+int sl_file_read_data(const char *path, const char *what, size_t max, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    int fd, st = sl_file_open_data(path, what, &fd);
+    if (st) return st;
+    size_t cap = max < 65536 ? max + 1 : 65536, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (!buf) { st = sl_err_set(SL_ENOMEM, "%s %s: out of memory", what, path); break; }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) { st = sl_err_set(SL_EIO, "%s %s: %s", what, path, strerror(errno)); break; }
+        n += (size_t)r;
+        if (n > max) { st = sl_err_set(SL_ERANGE, "%s %s: larger than %zu bytes", what, path, max); break; }
+        if (r == 0) break;
+        if (n == cap) {   /* grow up to max + 1: one byte past max tells a larger file */
+            cap = cap > max / 2 ? max + 1 : cap * 2;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
+    close(fd);
+    if (st) { free(buf); return st; }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}

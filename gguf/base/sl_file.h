@@ -39,5 +39,8 @@ void sl_file_out_abort(sl_file_out *o);
  * file, then blocking reads. *fd on success; SL_ENOENT, SL_EINVAL (not a
  * regular file) or SL_EIO otherwise. */
 int sl_file_open_data(const char *path, const char *what, int *fd);
+/* The whole of a data file (opened as above) into a malloc'd, NUL-terminated
+ * buffer; SL_ERANGE when it is larger than max bytes. */
+int sl_file_read_data(const char *path, const char *what, size_t max, char **out, size_t *len);
 
 #endif

@@ -232,6 +232,26 @@ Test(ring_plan, cluster_json_accepted)
     cr_assert_eq(c.model.ctx, c.model.n_ctx / 2);
 }
 
+/* Found by fuzz_ring_cluster: a model integer that is not a number, or out
+ * of range, was cast to int before the refusal (an uninitialized or huge
+ * double: undefined behaviour, caught by UBSan). Each is refused and names
+ * the field; the model keeps no half-parsed value. */
+Test(ring_plan, fuzz_ring_cluster_model_int_refused_before_cast)
+{
+    static const char *const bad[] = {
+        "{\"model\": {\"n_layers\": \"eight\", \"n_embd\": 64, \"layer_bytes\": {\"q4_K\": 1e6}}, \"devices\": [" DEV_OK "]}",
+        "{\"model\": {\"n_layers\": 8, \"n_embd\": 1e300, \"layer_bytes\": {\"q4_K\": 1e6}}, \"devices\": [" DEV_OK "]}",
+        "{\"model\": {\"n_layers\": 8, \"n_embd\": 64, \"n_ctx\": -1e200, \"layer_bytes\": {\"q4_K\": 1e6}}, \"devices\": [" DEV_OK "]}",
+        "{\"model\": {\"n_layers\": 8, \"n_embd\": 64, \"ctx\": [1], \"layer_bytes\": {\"q4_K\": 1e6}}, \"devices\": [" DEV_OK "]}",
+    };
+    static const char *const field[] = { "model.n_layers", "model.n_embd", "model.n_ctx", "model.ctx" };
+    for (int i = 0; i < 4; i++) {
+        sl_ring_cluster c;
+        cr_assert_eq(sl_ring_cluster_parse(&c, bad[i], strlen(bad[i]), "t.json", NULL, NULL, 0), SL_EFORMAT, "%s", bad[i]);
+        cr_assert_not_null(strstr(sl_last_error(), field[i]), "%s", sl_last_error());
+    }
+}
+
 /* A device's numbers from a `sluice profile` file, relative to the cluster file. */
 Test(ring_plan, profile_file)
 {

@@ -5,6 +5,7 @@
 #include "ring_plan.h"
 #include "ring_json.h"
 #include "../../../gguf/gguf_type.h"
+#include "../../../gguf/base/sl_file.h"
 #include "../../../gguf/base/sl_internal.h"
 #include "../../../gguf/base/sl_status.h"
 
@@ -65,6 +66,18 @@ static int type_map(const ctx *x, int node, const char *where, double lo, double
     return 0;
 }
 
+/* A number in lo..hi as an int (a whole one when `whole`; else truncated).
+ * *out is left alone on failure: the refused value may not fit an int. */
+static int int_num(const ctx *x, int node, const char *where, double lo, double hi, bool whole, int *out)
+{
+    double v;
+    int rc = num(x, node, where, lo, hi, &v);
+    if (rc) return rc;
+    if (whole && v != floor(v)) return bad(x, where, "not an integer");
+    *out = (int)v;
+    return 0;
+}
+
 static int name(const ctx *x, int node, const char *where, char *out)
 {
     const char *s = sl_json_str(x->j, node);
@@ -77,7 +90,6 @@ static int name(const ctx *x, int node, const char *where, char *out)
 static int parse_model(const ctx *x, int node, sl_ring_model *m)
 {
     if (node < 0 || x->j->nodes[node].kind != SL_JSON_OBJ) return bad(x, "model", "expected an object");
-    double v;
     int rc = 0;
     m->n_ctx = 4096;
     m->ctx = -1;
@@ -86,10 +98,10 @@ static int parse_model(const ctx *x, int node, sl_ring_model *m)
         char w[96];
         snprintf(w, sizeof w, "model.%s", k);
         if (!strcmp(k, "name")) rc = name(x, c, w, m->name);
-        else if (!strcmp(k, "n_layers")) { rc = num(x, c, w, 1, SL_RING_MAX_LAYERS, &v); m->n_layers = (int)v; if (!rc && v != floor(v)) rc = bad(x, w, "not an integer"); }
-        else if (!strcmp(k, "n_embd")) { rc = num(x, c, w, 1, 1 << 20, &v); m->n_embd = (int)v; if (!rc && v != floor(v)) rc = bad(x, w, "not an integer"); }
-        else if (!strcmp(k, "n_ctx")) { rc = num(x, c, w, 1, 1 << 24, &v); m->n_ctx = (int)v; }
-        else if (!strcmp(k, "ctx")) { rc = num(x, c, w, 0, 1 << 24, &v); m->ctx = (int)v; }
+        else if (!strcmp(k, "n_layers")) rc = int_num(x, c, w, 1, SL_RING_MAX_LAYERS, true, &m->n_layers);
+        else if (!strcmp(k, "n_embd")) rc = int_num(x, c, w, 1, 1 << 20, true, &m->n_embd);
+        else if (!strcmp(k, "n_ctx")) rc = int_num(x, c, w, 1, 1 << 24, false, &m->n_ctx);
+        else if (!strcmp(k, "ctx")) rc = int_num(x, c, w, 0, 1 << 24, false, &m->ctx);
         else if (!strcmp(k, "layer_bytes")) rc = type_map(x, c, w, 0, MAX_BYTES, m->layer_bytes);
         else if (!strcmp(k, "head_bytes")) rc = type_map(x, c, w, 0, MAX_BYTES, m->head_bytes);
         else if (!strcmp(k, "kv_bytes_per_token_layer")) rc = num(x, c, w, 0, 1 << 30, &m->kv_bytes_per_token_layer);
@@ -108,18 +120,9 @@ static int parse_model(const ctx *x, int node, sl_ring_model *m)
 
 static int load_text(const char *path, char **out, size_t *len)
 {
-    FILE *f = fopen(path, "rbe");
-    if (!f) return sl_err_set(SL_EIO, "%s: %s", path, strerror(errno));
-    char *buf = malloc(SL_JSON_MAX_BYTES + 1);
-    if (!buf) { fclose(f); return sl_err_set(SL_ENOMEM, "%s: out of memory", path); }
-    size_t n = fread(buf, 1, SL_JSON_MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return sl_err_set(SL_EIO, "%s: read error", path); }
-    if (n > SL_JSON_MAX_BYTES) { free(buf); return sl_err_set(SL_ERANGE, "%s: larger than %u bytes", path, SL_JSON_MAX_BYTES); }
-    *out = buf;
-    *len = n;
-    return 0;
+    int rc = sl_file_read_data(path, "cluster file", SL_JSON_MAX_BYTES, out, len);
+    /* a missing file: an I/O error naming the path, as the ring's messages have it */
+    return rc == SL_ENOENT ? sl_err_set(SL_EIO, "%s: %s", path, strerror(ENOENT)) : rc;
 }
 
 /* A device's numbers from a `sluice profile` JSON at path (only those not set yet). */

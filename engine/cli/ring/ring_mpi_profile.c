@@ -8,6 +8,7 @@
 #include "ring_plan.h"
 #include "ring_mpi.h"
 #include "../cli.h"
+#include "../../../gguf/base/sl_file.h"
 #include "../../../gguf/base/sl_status.h"
 
 #include <mpi.h>
@@ -82,14 +83,19 @@ static int ring_profile_main(int argc, char **argv)
     }
     int rc = 0;
     if (!g_rank) {
-        FILE *f = fopen(out, "w");
+        sl_file_out fo;
+        FILE *f = sl_file_out_open(&fo, out, "cluster file") ? NULL : sl_file_out_stream(&fo);
         char src[160];
         snprintf(src, sizeof src, "sluice ring-profile: %d ranks; link = the slowest hop", n);
-        if (!f || sl_ring_cluster_write(f, &c, src)) {
-            fprintf(stderr, "ring-profile: cannot write %s\n", out);
+        if (!f) {
+            sl_file_out_abort(&fo);
             rc = 1;
+        } else {
+            int wr = sl_ring_cluster_write(f, &c, src);
+            if (wr) { fclose(f); sl_file_out_abort(&fo); rc = 1; }
+            else if (sl_file_out_close_stream(&fo, f)) rc = 1;
         }
-        if (f && fclose(f)) rc = 1;
+        if (rc) fprintf(stderr, "ring-profile: cannot write %s: %s\n", out, sl_last_error());
         for (int r = 0; r < n && !rc; r++)
             printf("rank %d: %s, budget %.2f GB, disk %.2f GB/s, memory %.2f GB/s\n", r, c.dev[r].name,
                    c.dev[r].budget / 1e9, c.dev[r].disk_bps / 1e9, c.dev[r].mem_bps / 1e9);

@@ -540,11 +540,9 @@ static int lead(ring_ctx *x, const ring_opts *o, int64_t *n_decode, double *deco
         ok = (L.buf[i] = calloc(1, x->msg_bytes)) != NULL;
         L.req[i] = MPI_REQUEST_NULL;
     }
-    size_t plen = strlen(o->prompt);
-    int cap = plen + 8 > (size_t)INT32_MAX ? INT32_MAX : (int)(plen + 8);
-    int32_t *ids = ok ? malloc((size_t)cap * sizeof *ids) : NULL;
-    if (!ids) die("%s", "out of memory");
-    int n = sl_model_tokenize(x->m, o->prompt, plen, true, false, ids, cap);
+    int32_t *ids = NULL;
+    if (!ok) die("%s", "out of memory");
+    int n = sl_cli_tokenize(x->m, o->prompt, strlen(o->prompt), true, false, &ids);
     if (n < 0) die("%s", sl_model_errmsg(x->m));
     if (n == 0) die("%s", "the prompt has no tokens");
     if (n > sl_session_n_ctx(x->s)) die("%s", "the prompt does not fit the context (-c)");

@@ -9,6 +9,8 @@
  *                   runs alone), stop strings, metrics counters
  *   serve_http.c    libmicrohttpd: routes, API key, body limit, SSE,
  *                   cancellation when the client goes away
+ *   serve_guard.c   connection caps (per client, global with headroom) and
+ *                   header/body deadlines
  * Part of the command (not of libsluice): it uses only engine/sluice.h and
  * engine/chat.h. */
 #ifndef SL_SERVE_H
@@ -168,6 +170,36 @@ void sl_srv_count_http(sl_srv *s, int status);
 
 /* ---- HTTP ------------------------------------------------------------------ */
 
+/* ---- admission and deadlines ----------------------------------------------- */
+
+typedef struct sl_srv_guard_config {
+    int per_client;         /* open connections one client address may hold */
+    int max_conns;          /* open connections in all */
+    int headroom;           /* of max_conns: places only a client holding none may take */
+    int header_s;           /* a request's header must arrive within this (from connect / the last reply) */
+    int body_s;             /* its body within this after the header */
+} sl_srv_guard_config;
+
+typedef struct sl_srv_guard sl_srv_guard;
+typedef struct sl_srv_conn sl_srv_conn;
+
+int  sl_srv_guard_create(sl_srv_guard **out, const sl_srv_guard_config *c);
+void sl_srv_guard_destroy(sl_srv_guard *g);
+/* Whether a new connection from addr (IPv4, network order) is let in. */
+bool sl_srv_guard_admit(sl_srv_guard *g, uint32_t addr);
+/* A connection was let in / has closed (NULL from open: out of memory). */
+sl_srv_conn *sl_srv_guard_open(sl_srv_guard *g, uint32_t addr, int fd);
+void sl_srv_guard_close(sl_srv_guard *g, sl_srv_conn *k);
+/* Phases of the connection's current request: header in (body deadline
+ * starts), request complete (no deadline while it is answered), reply sent
+ * (the next request's header deadline starts). NULL k: no-op. */
+void sl_srv_guard_headers_done(sl_srv_guard *g, sl_srv_conn *k);
+void sl_srv_guard_request_done(sl_srv_guard *g, sl_srv_conn *k);
+void sl_srv_guard_reply_done(sl_srv_guard *g, sl_srv_conn *k);
+
+/* Whether an IPv4 address (dotted) is on the loopback network 127.0.0.0/8. */
+bool sl_srv_host_is_loopback(const char *host);
+
 typedef struct sl_srv_http_config {
     const char *host;       /* "127.0.0.1" */
     int port;               /* 0: any free port */
@@ -177,6 +209,7 @@ typedef struct sl_srv_http_config {
     const char *model_name;
     enum sl_chat_tmpl tmpl; /* the model's, --chat-template's, or ChatML (logged) */
     char bos[256], eos[256];
+    sl_srv_guard_config guard;
 } sl_srv_http_config;
 
 typedef struct sl_srv_http sl_srv_http;

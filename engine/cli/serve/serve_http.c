@@ -1,7 +1,12 @@
 /* libmicrohttpd front: one thread per connection (a generation blocks only
- * its own connection). Routes, API key, body limit, errors as OpenAI error
- * objects, server-sent events, and cancellation: while a request waits, its
- * socket is peeked; a closed peer (or a failed SSE write) cancels the job. */
+ * its own connection; serve_guard.c caps them and enforces deadlines).
+ * Routes, API key and body limit are checked from the header, before any
+ * body is read; errors are OpenAI error objects; server-sent events; and
+ * cancellation: while a request waits, its socket is polled. A reset (or a
+ * failed SSE write) cancels the job; end of file alone is a half-close, legal
+ * once the request is complete, so it is answered with an interim
+ * "100 Continue" (HTTP/1.1), which a peer that closed entirely answers with a
+ * reset. */
 #include "serve.h"
 
 #include <arpa/inet.h>
@@ -9,9 +14,11 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -21,6 +28,7 @@ struct sl_srv_http {
     struct MHD_Daemon *d;
     sl_srv *e;
     sl_srv_http_config c;
+    sl_srv_guard *g;
     long long created;
 };
 
@@ -28,7 +36,21 @@ typedef struct conn {
     char *body;
     size_t len, cap;
     bool too_big;
+    bool probed;            /* the half-close probe was sent */
+    const struct route *rt;
 } conn;
+
+/* Endpoints and the methods each allows (the Allow header of OPTIONS and 405). */
+typedef struct route { const char *path, *allow; bool post, open; } route;
+#define GET_ALLOW "GET, HEAD, OPTIONS"
+#define POST_ALLOW "POST, OPTIONS"
+static const route routes[] = {
+    { "/health", GET_ALLOW, false, true },   /* open: no API key */
+    { "/metrics", GET_ALLOW, false, false },
+    { "/v1/models", GET_ALLOW, false, false },
+    { "/v1/completions", POST_ALLOW, true, false },
+    { "/v1/chat/completions", POST_ALLOW, true, false },
+};
 
 /* SSE response state (connection thread only; job fields under the lock). */
 typedef struct sse {
@@ -44,11 +66,19 @@ typedef struct sse {
     bool final;
 } sse;
 
-static bool peer_gone(int fd)
+/* The client is gone: reset or error. probed NULL: end of file never probes
+ * (SSE: the next chunk's write finds a closed peer). */
+static bool peer_gone(int fd, bool *probed)
 {
-    char c;
-    ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
+    if ((p.revents & POLLRDHUP) && probed && !*probed) {
+        static const char probe[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        *probed = true;
+        if (send(fd, probe, sizeof probe - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) return true;
+    }
+    return false;
 }
 
 static int conn_fd(struct MHD_Connection *c)
@@ -57,8 +87,8 @@ static int conn_fd(struct MHD_Connection *c)
     return ci ? ci->connect_fd : -1;
 }
 
-static enum MHD_Result send_text(sl_srv_http *h, struct MHD_Connection *c, unsigned status, char *text,
-                                 const char *type)
+static enum MHD_Result respond(sl_srv_http *h, struct MHD_Connection *c, unsigned status, char *text,
+                               const char *type, const char *allow)
 {
     if (!text) { status = 500; text = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"); }
     if (!text) return MHD_NO;
@@ -67,19 +97,31 @@ static enum MHD_Result send_text(sl_srv_http *h, struct MHD_Connection *c, unsig
     MHD_add_response_header(r, "Content-Type", type);
     if (status == 429) MHD_add_response_header(r, "Retry-After", "1");
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (allow) MHD_add_response_header(r, "Allow", allow);
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     sl_srv_count_http(h->e, (int)status);
     return ok;
 }
 
-static enum MHD_Result send_error(sl_srv_http *h, struct MHD_Connection *c, unsigned status, const char *msg,
-                                  const char *param, const char *code)
+static enum MHD_Result send_text(sl_srv_http *h, struct MHD_Connection *c, unsigned status, char *text,
+                                 const char *type)
+{
+    return respond(h, c, status, text, type, NULL);
+}
+
+static char *error_json(unsigned status, const char *msg, const char *param, const char *code)
 {
     const char *type = status == 401 ? "authentication_error" : status == 404 ? "not_found_error"
                      : status == 429 ? "rate_limit_error" : status >= 500 ? "server_error"
                      : "invalid_request_error";
-    return send_text(h, c, status, sl_srv_error_json(msg, type, param, code), "application/json");
+    return sl_srv_error_json(msg, type, param, code);
+}
+
+static enum MHD_Result send_error(sl_srv_http *h, struct MHD_Connection *c, unsigned status, const char *msg,
+                                  const char *param, const char *code)
+{
+    return send_text(h, c, status, error_json(status, msg, param, code), "application/json");
 }
 
 /* Byte i of s begins a UTF-8 character (is not a continuation byte). */
@@ -160,7 +202,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
         sl_srv_lock(e);
         while (!sse_next_locked(st)) {
             sl_srv_wait(e, st->job, 50);
-            if (st->job->state != SL_SRV_DONE && peer_gone(st->fd)) {
+            if (st->job->state != SL_SRV_DONE && peer_gone(st->fd, NULL)) {
                 sl_srv_cancel_locked(e, st->job);
                 sl_srv_unlock(e);
                 return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -183,7 +225,7 @@ static void sse_free(void *cls)
     free(st);
 }
 
-static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *cn, bool chat)
+static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *cn, bool chat, bool http11)
 {
     sl_srv_job *j = calloc(1, sizeof *j);
     if (!j) return send_error(h, c, 500, "out of memory", NULL, NULL);
@@ -207,7 +249,8 @@ static enum MHD_Result generate(sl_srv_http *h, struct MHD_Connection *c, conn *
     /* until admitted (or, without streaming, done); a vanished client cancels */
     while (j->state == SL_SRV_QUEUED || (!j->g.stream && j->state == SL_SRV_RUNNING)) {
         sl_srv_wait(e, j, 50);
-        if (j->state != SL_SRV_DONE && j->state != SL_SRV_REJECTED && fd >= 0 && peer_gone(fd)) {
+        if (j->state != SL_SRV_DONE && j->state != SL_SRV_REJECTED && fd >= 0 &&
+            peer_gone(fd, http11 ? &cn->probed : NULL)) {
             sl_srv_cancel_locked(e, j);
             sl_srv_unref_locked(e, j);
             sl_srv_unlock(e);
@@ -277,24 +320,54 @@ static bool authorized(const sl_srv_http *h, struct MHD_Connection *c)
 {
     if (!h->c.api_key) return true;
     const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!a || strncmp(a, "Bearer ", 7)) return false;
+    if (!a || strncasecmp(a, "Bearer ", 7)) return false;   /* scheme names are case-insensitive */
     const char *k = a + 7, *want = h->c.api_key;
+    while (*k == ' ') k++;
     size_t lk = strlen(k), lw = strlen(want);
     unsigned diff = lk != lw;
     for (size_t i = 0; i < lw; i++) diff |= (unsigned)(want[i] ^ (i < lk ? k[i] : 0));   /* no early exit */
     return diff == 0;
 }
 
+static sl_srv_conn *conn_guard(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The request's header is in, its body not yet read: everything that can be
+ * refused from the header is refused here, so no body is buffered for it. */
+static enum MHD_Result on_header(sl_srv_http *h, struct MHD_Connection *c, conn *cn, const char *url,
+                                 const char *method)
+{
+    sl_srv_guard_headers_done(h->g, conn_guard(c));
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (!strcmp(url, routes[i].path)) cn->rt = &routes[i];
+    const route *rt = cn->rt;
+    if (!rt) return send_error(h, c, 404, "no such endpoint", NULL, NULL);
+    if (!strcmp(method, "OPTIONS"))
+        return respond(h, c, 204, strdup(""), "text/plain", rt->allow);
+    bool ok = rt->post ? !strcmp(method, "POST") : !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    if (!ok)
+        return respond(h, c, 405, error_json(405, rt->post ? "use POST" : "use GET", NULL, NULL),
+                       "application/json", rt->allow);
+    if (!rt->open && !authorized(h, c))
+        return send_error(h, c, 401, "invalid or missing API key", NULL, "invalid_api_key");
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > h->c.max_body)
+        return send_error(h, c, 413, "the request body is too large", NULL, NULL);
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
-    (void)version;
     sl_srv_http *h = cls;
     conn *cn = *con_cls;
     if (!cn) {
         if (!(cn = calloc(1, sizeof *cn))) return MHD_NO;
         *con_cls = cn;
-        return MHD_YES;
+        return on_header(h, c, cn, url, method);
     }
     if (*upload_size) {
         size_t n = *upload_size;
@@ -312,35 +385,53 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn->body[cn->len] = 0;
         return MHD_YES;
     }
-    bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-    if (!strcmp(url, "/health")) {
-        if (!get) return send_error(h, c, 405, "use GET", NULL, NULL);
-        return send_text(h, c, 200, strdup("{\"status\":\"ok\"}"), "application/json");
-    }
-    if (!authorized(h, c)) return send_error(h, c, 401, "invalid or missing API key", NULL, "invalid_api_key");
+    sl_srv_guard_request_done(h->g, conn_guard(c));
+    const route *rt = cn->rt;
     if (cn->too_big) return send_error(h, c, 413, "the request body is too large", NULL, NULL);
-    if (!strcmp(url, "/metrics")) {
-        if (!get) return send_error(h, c, 405, "use GET", NULL, NULL);
+    if (!strcmp(rt->path, "/health"))
+        return send_text(h, c, 200, strdup("{\"status\":\"ok\"}"), "application/json");
+    if (!strcmp(rt->path, "/metrics"))
         return send_text(h, c, 200, sl_srv_metrics(h->e), "text/plain; version=0.0.4");
-    }
-    if (!strcmp(url, "/v1/models")) {
-        if (!get) return send_error(h, c, 405, "use GET", NULL, NULL);
+    if (!strcmp(rt->path, "/v1/models"))
         return send_text(h, c, 200, sl_srv_models_json(h->c.model_name, h->created), "application/json");
-    }
-    bool comp = !strcmp(url, "/v1/completions"), chat = !strcmp(url, "/v1/chat/completions");
-    if (comp || chat) {
-        if (!post) return send_error(h, c, 405, "use POST", NULL, NULL);
-        return generate(h, c, cn, chat);
-    }
-    return send_error(h, c, 404, "no such endpoint", NULL, NULL);
+    return generate(h, c, cn, !strcmp(rt->path, "/v1/chat/completions"), !strcmp(version, "HTTP/1.1"));
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
 {
-    (void)cls; (void)c; (void)t;
+    (void)t;
+    sl_srv_http *h = cls;
     conn *cn = *con_cls;
     if (cn) { free(cn->body); free(cn); }
     *con_cls = NULL;
+    sl_srv_guard_reply_done(h->g, conn_guard(c));
+}
+
+static uint32_t ipv4_of(const struct sockaddr *sa)
+{
+    return sa && sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_addr.s_addr : 0;
+}
+
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    (void)len;
+    const sl_srv_http *h = cls;
+    return sl_srv_guard_admit(h->g, ipv4_of(addr)) ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    sl_srv_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        int fd = conn_fd(c);
+        *socket_context = sl_srv_guard_open(h->g, ipv4_of(ci ? ci->client_addr : NULL), fd);
+        if (!*socket_context && fd >= 0) shutdown(fd, SHUT_RDWR);   /* untracked: not served */
+    } else {
+        sl_srv_guard_close(h->g, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 int sl_srv_http_start(sl_srv_http **out, sl_srv *engine, const sl_srv_http_config *c, int *port_out)
@@ -357,12 +448,20 @@ int sl_srv_http_start(sl_srv_http **out, sl_srv *engine, const sl_srv_http_confi
     h->e = engine;
     h->c = *c;
     h->created = (long long)time(NULL);
-    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+    int st = sl_srv_guard_create(&h->g, &c->guard);
+    if (st) { free(h); return st; }
+    /* libmicrohttpd's connection limit backs the guard's up; its idle
+     * timeout (which a trickle restarts) only covers a reply the client
+     * stops reading: a long generation must not trip it */
+    const sl_srv_guard_config *gc = &c->guard;
+    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, on_accept, h,
                             on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)gc->max_conns,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
     if (!h->d) {
+        sl_srv_guard_destroy(h->g);
         free(h);
         return sl_err_set(SL_EIO, "serve: cannot listen on %s:%d", c->host, c->port);
     }
@@ -376,5 +475,6 @@ void sl_srv_http_stop(sl_srv_http *h)
 {
     if (!h) return;
     MHD_stop_daemon(h->d);
+    sl_srv_guard_destroy(h->g);
     free(h);
 }
