@@ -71,8 +71,5 @@ struct sl_gguf {
 int sl_gguf_build_extents(sl_gguf *g);
 /* One file as it is (no split join). */
 int sl_gguf_open_file(sl_gguf **out, const char *path);
-/* *g was opened from path: when it is a shard of a split model, it is
- * replaced by the whole model (gguf_split.c). On failure *g is closed and NULL. */
-int sl_gguf_split_join(sl_gguf **g, const char *path);
 
 #endif

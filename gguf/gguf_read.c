@@ -622,12 +622,6 @@ int sl_gguf_open_fd(sl_gguf **out, int fd, const char *name)
     return st;
 }
 
-int sl_gguf_open_path(sl_gguf **out, const char *path)
-{
-    int st = sl_gguf_open_file(out, path);
-    return st ? st : sl_gguf_split_join(out, path);
-}
-
 int sl_gguf_open_file(sl_gguf **out, const char *path)
 {
     if (!out || !path) return sl_err_set(SL_EINVAL, "sl_gguf_open_path: NULL argument");

@@ -121,7 +121,9 @@ static int join(sl_gguf *g, sl_gguf **parts, const split_keys *k)
     return sl_gguf_build_extents(g) ? sl_err_set(SL_ENOMEM, "%s: out of memory", g->name) : SL_OK;
 }
 
-int sl_gguf_split_join(sl_gguf **io, const char *path)
+/* *io was opened from path: when it is a shard of a split model, it is
+ * replaced by the whole model. On failure *io is closed and NULL. */
+static int split_join(sl_gguf **io, const char *path)
 {
     sl_gguf *given = *io;
     split_keys k;
@@ -166,4 +168,11 @@ int sl_gguf_split_join(sl_gguf **io, const char *path)
     *io = parts[0];
     parts[0] = NULL;   /* the handle itself */
     return SL_OK;
+}
+
+/* A path opens its file, then the rest of its split if it is a shard. */
+int sl_gguf_open_path(sl_gguf **out, const char *path)
+{
+    int st = sl_gguf_open_file(out, path);
+    return st ? st : split_join(out, path);
 }
