@@ -5,7 +5,10 @@
  * ssm_dt.bias), the beta / alpha projections, the per-head output norm and
  * the output projection. The other layers keep the row's attention block:
  * gated (q | gate per head), q/k norms, partial rope (IMROPE whose sections
- * all carry the token position for text: NEOX on rope.dimension_count dims). */
+ * all carry the token position for text: NEOX on rope.dimension_count dims).
+ * The trailing MTP blocks (nextn_predict_layers) are such attention blocks
+ * plus the NextN tensors: checked, then left out as every family's NextN
+ * blocks are (d->n_layer_nextn). */
 #include "arch.h"
 #include "../model_internal.h"
 
