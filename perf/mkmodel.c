@@ -55,6 +55,7 @@ typedef struct {
                                    * shared experts, gating / scale / group keys, NextN blocks */
     bool mla;                     /* multi-head latent attention (deepseek2) */
     bool ffn_norm_post_attn;      /* the pre-FFN norm is named post_attention_norm (glm4moe) */
+    bool gdn;                     /* Qwen3.5: Gated DeltaNet layers, gated attention, MTP blocks */
     float rope_base;              /* > 0: instead of the preset's */
     float eps;                    /* attention.layer_norm_rms_epsilon */
     const char *vocab;            /* default vocab file (NULL: the preset's) */
@@ -92,6 +93,11 @@ static const mk_arch mk_archs[] = {
       .what = "GLM-4.5: biases, q/k norms, partial rope, leading dense, sigmoid experts, NextN" },
     { .name = "deepseek2", .moe_only = true, .expert_width_key = true, .v3moe = true, .mla = true, .eps = 1e-6f,
       .name_tag = "", .what = "DeepSeek-V2/V3, Kimi-K2: latent attention, leading dense, grouped experts" },
+    { .name = "qwen35moe", .qk_norm = true, .moe_only = true, .expert_width_key = true, .gdn = true,
+      .ffn_norm_post_attn = true, .rope_base = 1e7f, .eps = 1e-6f, .vocab = MK_QWEN_VOCAB, .name_tag = "",
+      .what = "Qwen3.5/3.6 MoE: Gated DeltaNet layers, gated attention, gated shared expert, MTP" },
+    { .name = "qwen35", .qk_norm = true, .gdn = true, .ffn_norm_post_attn = true, .rope_base = 1e7f, .eps = 1e-6f,
+      .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "Qwen3.5/3.6 dense: qwen35moe with a SwiGLU FFN" },
 };
 
 /* ---- shapes -------------------------------------------------------------- */
@@ -129,6 +135,14 @@ typedef struct {
     float yarn_factor, yarn_log_mul;
     uint32_t yarn_orig_ctx;
 } mk_v3shape;
+
+/* What a Qwen3.5 preset (arch gdn) adds: every interval-th layer full
+ * attention (the others Gated DeltaNet), the GDN conv taps, head size, q/k
+ * and v heads, rope dims and their IMROPE sections, MTP blocks after n_layer. */
+typedef struct {
+    const char *preset;
+    uint32_t interval, conv, state, nk, nv, n_rot, sections[4], nextn;
+} mk_gdn_shape;
 
 #define BPE "ggml-vocab-llama-bpe.gguf"
 #define SPM "ggml-vocab-llama-spm.gguf"
@@ -178,6 +192,22 @@ static const mk_preset mk_presets[] = {
       "Kimi-K2 (1T, 32B active)" },
     { "glm-4.5-air", 46, 4096, 10944, 96, 8, 131072, 1e6f, BPE, "glm4moe", 128, 0, 151552, 128, 8, 1408, 0,
       "GLM-4.5-Air (106B, 12B active; with q/k norms)" },
+    /* Qwen3.5 (the rest of their shape in mk_gdn_shapes); the vocabulary padded to 248320 */
+    { "qwen35moe-tiny", 4, 256, 256, 4, 2, 512, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 128, 0, 0, 8, 2, 256, 256,
+      "synth3 shape" },
+    { "qwen35moe-tiny-mtp", 4, 256, 256, 4, 2, 512, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 128, 0, 0, 8, 2, 256, 256,
+      "synth3 shape + one MTP block" },
+    { "qwen3.6-35b-a3b", 40, 2048, 512, 16, 2, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 256, 0, 248320, 256, 8,
+      512, 512, "Qwen3.6-35B-A3B (3B active, one MTP block)" },
+    { "qwen3.5-9b", 32, 4096, 12288, 16, 4, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35", 256, 0, 248320,
+      .what = "Qwen3.5-9B-like dense (one MTP block)" },
+};
+static const mk_gdn_shape mk_gdn_shapes[] = {
+    /* preset, interval, conv, state, q/k heads, v heads, rope dims, sections, MTP blocks */
+    { "qwen35moe-tiny", 4, 4, 64, 2, 4, 32, { 6, 5, 5, 0 }, 0 },
+    { "qwen35moe-tiny-mtp", 4, 4, 64, 2, 4, 32, { 6, 5, 5, 0 }, 1 },
+    { "qwen3.6-35b-a3b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
+    { "qwen3.5-9b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
     { "gemma4-tiny", 64, 64, 2, 2, 512 },
@@ -413,6 +443,7 @@ typedef struct {
     /* gemma4 (mk_preset) */
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
     const mk_v3shape *v3;         /* the preset's DeepSeek-V3-style fields (arch v3moe) */
+    const mk_gdn_shape *gdn;      /* the preset's Qwen3.5 fields (arch gdn) */
     int n_tensors;
     mk_tensor t[MK_MAX_TENSORS];
 } mk_model;
@@ -657,7 +688,7 @@ static int mk_mla_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
     return rc;
 }
 
-/* The NextN block's own tensors (glm4moe, deepseek-v3): checked by the
+/* The NextN block's own tensors (glm4moe, deepseek-v3, Qwen3.5's MTP): checked by the
  * engine, never run. */
 static int mk_nextn(mk_model *m, uint32_t head_type, uint32_t l, float s)
 {
@@ -668,6 +699,42 @@ static int mk_nextn(mk_model *m, uint32_t head_type, uint32_t l, float s)
     for (int i = 0; i < 3 && !rc; i++) {
         snprintf(nm, sizeof nm, "blk.%u.%s", l, norms[i]);
         rc = add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
+    }
+    return rc;
+}
+
+/* The trailing NextN / MTP blocks (after n_layer). */
+static uint32_t mk_n_nextn(const mk_model *m)
+{
+    return m->v3 ? m->v3->nextn : m->gdn ? m->gdn->nextn : 0;
+}
+
+/* Layer l of a Qwen3.5 stack is Gated DeltaNet (the MTP blocks never). */
+static bool mk_gdn_layer(const mk_model *m, uint32_t l)
+{
+    return m->gdn && l < m->n_layer && (l + 1) % m->gdn->interval;
+}
+
+/* A Gated DeltaNet block (qwen35, qwen35moe): fused q | k | v and the gate
+ * z, the conv taps, decay (ssm_a negative, ssm_dt), beta / alpha, the
+ * per-head norm and the output; conv taps and vectors F32. */
+static int mk_gdn_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l, float s, float s_qk)
+{
+    const mk_gdn_shape *p = m->gdn;
+    const uint64_t E = m->n_embd, NV = p->nv, V = NV * p->state, CH = 2 * (uint64_t)p->nk * p->state + V;
+    const struct { const char *n; mk_role role; uint64_t a, b; float sig, mu; } ts[] = {
+        { "attn_qkv.weight", T_V, E, CH, s_qk, 0 }, { "attn_gate.weight", T_Q, E, V, s, 0 },
+        { "ssm_conv1d.weight", T_NORM, p->conv, CH, 0.3f, 0 }, { "ssm_dt.bias", T_NORM, NV, 0, 0.5f, 0 },
+        { "ssm_a", T_NORM, NV, 0, 0.2f, -1.0f }, { "ssm_beta.weight", T_Q, E, NV, s_qk, 0 },
+        { "ssm_alpha.weight", T_Q, E, NV, s_qk, 0 }, { "ssm_norm.weight", T_NORM, p->state, 0, 0.1f, 1.0f },
+        { "ssm_out.weight", T_O, V, E, s, 0 },
+    };
+    char nm[64];
+    int rc = 0;
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0] && !rc; i++) {
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, ts[i].n);
+        rc = add_t(m, nm, mk_tensor_type(td, head_type, ts[i].role, l, m->n_layer, m->n_head, m->n_head_kv),
+                   ts[i].b ? 2 : 1, ts[i].a, ts[i].b ? ts[i].b : 1, ts[i].sig, ts[i].mu);
     }
     return rc;
 }
@@ -694,18 +761,22 @@ static int build_model(mk_model *m, const mk_typedef *td, uint32_t head_type)
         rc |= add_t(m, "rope_factors_long.weight", SL_GGML_F32, 1, hd / 2, 1, 0.1f, 1.0f);
         rc |= add_t(m, "rope_factors_short.weight", SL_GGML_F32, 1, hd / 2, 1, 0.1f, 1.0f);
     }
-    const uint32_t n_lead = m->v3 ? m->v3->n_lead : 0, n_all = L + (m->v3 ? m->v3->nextn : 0);
+    const uint32_t n_lead = m->v3 ? m->v3->n_lead : 0, n_all = L + mk_n_nextn(m);
     for (uint32_t l = 0; l < n_all && !rc; l++) {
         bool fused_ffn = false;
         LT("attn_norm.weight", T_NORM, 1, m->n_embd, 1, 0.1f, 1.0f);
-        if (m->arch->mla) {
+        const bool rec = mk_gdn_layer(m, l);
+        if (rec) {
+            rc |= mk_gdn_attn(m, td, head_type, l, s, s_qk);
+        } else if (m->arch->mla) {
             rc |= mk_mla_attn(m, td, head_type, l, s, s_qk);
         } else if (!mk_dense_layer(m, td, head_type, l, s, s_qk, &rc, &fused_ffn)) {
-            LT("attn_q.weight", T_Q, 2, m->n_embd, qd, s_qk, 0);
+            /* Qwen3.5's gated attention: q | gate per head */
+            LT("attn_q.weight", T_Q, 2, m->n_embd, m->gdn ? 2 * qd : qd, s_qk, 0);
             LT("attn_k.weight", T_K, 2, m->n_embd, kv, s_qk, 0);
             LT("attn_v.weight", T_V, 2, m->n_embd, kv, s, 0);
         }
-        if (!m->arch->mla) LT("attn_output.weight", T_O, 2, qd, m->n_embd, s, 0);
+        if (!m->arch->mla && !rec) LT("attn_output.weight", T_O, 2, qd, m->n_embd, s, 0);
         if (m->arch->qkv_bias) {
             LT("attn_q.bias", T_BIAS, 1, qd, 1, s, 0);
             LT("attn_k.bias", T_BIAS, 1, kv, 1, s, 0);
@@ -919,6 +990,24 @@ static int mk_v3_keys(sl_gguf_writer *w, const char *A, const mk_v3shape *p, boo
     return rc;
 }
 
+/* The Qwen3.5 keys (qwen35, qwen35moe) as their converter writes them. */
+static int mk_gdn_keys(sl_gguf_writer *w, const char *A, const mk_gdn_shape *p)
+{
+    char key[128];
+    int rc = 0;
+#define KU(k, v) (snprintf(key, sizeof key, "%s.%s", A, k), sl_gguf_writer_set_u32(w, key, v))
+    rc |= KU("ssm.conv_kernel", p->conv);
+    rc |= KU("ssm.state_size", p->state);
+    rc |= KU("ssm.group_count", p->nk);
+    rc |= KU("ssm.time_step_rank", p->nv);
+    rc |= KU("ssm.inner_size", p->nv * p->state);
+    rc |= KU("full_attention_interval", p->interval);
+    if (p->nextn) rc |= KU("nextn_predict_layers", p->nextn);
+#undef KU
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", A);
+    return rc | sl_gguf_writer_set_arr(w, key, SL_GGUF_U32, p->sections, 4);
+}
+
 static const mk_preset *find_preset(const char *name)
 {
     for (size_t i = 0; i < sizeof mk_presets / sizeof mk_presets[0]; i++)
@@ -1086,7 +1175,9 @@ int perf_mkmodel_main(int argc, char **argv)
         return 2;
     }
     m.v3 = ar->v3moe ? find_v3shape(preset) : NULL;
-    if (ar->v3moe && !m.v3) {
+    for (size_t i = 0; ar->gdn && i < sizeof mk_gdn_shapes / sizeof mk_gdn_shapes[0]; i++)
+        if (!strcmp(mk_gdn_shapes[i].preset, preset)) m.gdn = &mk_gdn_shapes[i];
+    if ((ar->v3moe && !m.v3) || (ar->gdn && !m.gdn)) {
         fprintf(stderr, "mkmodel: architecture %s needs a preset of its own (sluice mkmodel --help)\n", ar->name);
         return 2;
     }
@@ -1161,11 +1252,15 @@ int perf_mkmodel_main(int argc, char **argv)
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.vocab_size"), m.n_vocab);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.context_length"), m.n_ctx);
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.embedding_length"), m.n_embd);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.block_count"), m.n_layer + (m.v3 ? m.v3->nextn : 0));
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.block_count"), m.n_layer + mk_n_nextn(&m));
     if (ar->gemma4) rc |= gemma4_keys(w, &m);   /* its feed_forward_length is per layer */
     else rc |= sl_gguf_writer_set_u32(w, KEY("%s.feed_forward_length"), m.n_ff);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), m.v3 && m.v3->n_rot ? m.v3->n_rot : m.head_dim);
+    /* Qwen3.5's rope dims while the heads hold them (--n-embd / --n-head may narrow them) */
+    const uint32_t n_rot = m.v3 && m.v3->n_rot ? m.v3->n_rot
+                         : m.gdn && m.gdn->n_rot <= m.head_dim ? m.gdn->n_rot : m.head_dim;
+    rc |= sl_gguf_writer_set_u32(w, KEY("%s.rope.dimension_count"), n_rot);
     if (m.v3) rc |= mk_v3_keys(w, A, m.v3, ar->mla);
+    if (m.gdn) rc |= mk_gdn_keys(w, A, m.gdn);
     if (!ar->mla && m.head_dim != m.n_embd / m.n_head) {
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.key_length"), m.head_dim);
         rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.value_length"), m.head_dim);

@@ -691,3 +691,68 @@ Test(mkmodel, v3moe_presets_every_mode, .timeout = 240)
     }
     cleanup();
 }
+
+typedef struct { const char *k; uint32_t v; } mk_key_want;
+typedef struct { const char *n; uint32_t t; uint64_t a, b; } mk_shape_want;
+
+/* Each key's value and each tensor's type and shape as wanted. */
+static void check_keys_shapes(const sl_gguf *g, const mk_key_want *k, size_t nk, const mk_shape_want *t, size_t nt)
+{
+    for (size_t i = 0; i < nk; i++) cr_assert_eq(u32_key(g, k[i].k), k[i].v, "%s", k[i].k);
+    for (size_t i = 0; i < nt; i++) check_shape(g, t[i].n, t[i].t, t[i].a, t[i].b);
+}
+
+/* The Qwen3.5 test presets (synth3 shape, and with one MTP block): the Gated
+ * DeltaNet keys and tensors, the gated attention's q | gate rows; the engine
+ * describes layers 0-2 as Gated DeltaNet, 3 as full attention, the MTP block
+ * set apart, and runs each file (and one with --n-layer 6: a second
+ * interval, the MTP block after it) with the same logits in every mode. */
+Test(mkmodel, qwen35_presets_every_mode, .timeout = 240)
+{
+    setup_paths();
+    sl_model_desc d;
+    char path[PATH_MAX];
+    sl_gguf *g = mk_open_arch("q.gguf", "--preset qwen35moe-tiny --type q4_k_m --vocab none --n-vocab 512",
+                              "qwen35moe");
+    static const mk_key_want keys[] = {
+        { "qwen35moe.block_count", 4 }, { "qwen35moe.ssm.group_count", 2 }, { "qwen35moe.ssm.time_step_rank", 4 },
+        { "qwen35moe.ssm.inner_size", 256 }, { "qwen35moe.full_attention_interval", 4 },
+        { "qwen35moe.rope.dimension_count", 32 }, { "qwen35moe.attention.key_length", 128 },
+    };
+    static const mk_shape_want shapes[] = {
+        { "blk.0.attn_qkv.weight", SL_GGML_Q4_K, 256, 512 }, { "blk.1.ssm_conv1d.weight", SL_GGML_F32, 4, 512 },
+        { "blk.2.ssm_out.weight", SL_GGML_Q4_K, 256, 256 }, { "blk.0.ssm_a", SL_GGML_F32, 4, 1 },
+        { "blk.3.attn_q.weight", SL_GGML_Q4_K, 256, 1024 }, { "blk.3.attn_output.weight", SL_GGML_Q4_K, 512, 256 },
+    };
+    check_keys_shapes(g, keys, sizeof keys / sizeof keys[0], shapes, sizeof shapes / sizeof shapes[0]);
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.0.attn_q.weight"));
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.3.ssm_a"));
+    cr_assert(described(g, &d)->attn.kind == SL_ATTN_RECURRENT && d.n_layer == 4 && d.n_layer_nextn == 0 &&
+              d.ssm_nv == 4 && d.ssm_dk == 64 && d.n_ff_shexp == 256);
+    cr_assert(sl_model_layer(&d, 3)->attn.kind == SL_ATTN_SOFTMAX && sl_model_layer(&d, 3)->attn.out_gate);
+    sl_gguf_close(g);
+
+    g = mk_open_arch("qm.gguf", "--preset qwen35moe-tiny-mtp --vocab none --n-vocab 512", "qwen35moe");
+    cr_assert_eq(u32_key(g, "qwen35moe.block_count"), 5u);
+    cr_assert_eq(u32_key(g, "qwen35moe.nextn_predict_layers"), 1u);
+    check_shape(g, "blk.4.nextn.eh_proj.weight", SL_GGML_Q6_K, 512, 256);
+    check_shape(g, "blk.4.attn_q.weight", SL_GGML_Q4_K, 256, 1024);
+    described(g, &d);
+    cr_assert(d.n_layer == 4 && d.n_layer_nextn == 1 && sl_model_layer(&d, 4)->attn.kind == SL_ATTN_SOFTMAX);
+    sl_gguf_close(g);
+
+    g = mk_open_arch("q6.gguf", "--preset qwen35moe-tiny-mtp --n-layer 6 --vocab none --n-vocab 512", "qwen35moe");
+    described(g, &d);
+    cr_assert(d.n_layer == 6 && d.n_layer_nextn == 1);
+    for (int32_t l = 0; l < 7; l++)
+        cr_assert_eq(sl_model_layer(&d, l)->attn.kind, l == 3 || l == 6 ? SL_ATTN_SOFTMAX : SL_ATTN_RECURRENT,
+                     "layer %d", l);
+    sl_gguf_close(g);
+
+    const char *files[] = { "q.gguf", "qm.gguf", "q6.gguf" };
+    for (int f = 0; f < 3; f++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, files[f]);
+        check_every_mode(path, files[f]);
+    }
+    cleanup();
+}

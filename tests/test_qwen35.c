@@ -1,8 +1,9 @@
 /* qwen35moe and qwen35 (engine/arch/arch_qwen35moe.c, arch_qwen35.c,
  * arch_gdn.c, engine/forward_gdn.c, engine/kv_rec.c) on the synth3 file and
- * a dense file made from it: the description (which layers are Gated
+ * files made from it (dense, with an MTP block): the description (which layers are Gated
  * DeltaNet, their sizes, the gated attention layer, the FFN), a hostile
  * variant of each key and of the block's tensors refused with a message naming it;
+ * an MTP block checked, then never run: the logits of the file without it;
  * the recurrent state of a sequence: zeroed with the sequence, carried
  * across feeds, never rolled back silently (a cut prefix, a context shift,
  * a pressure window are refused or start over), restored bitwise from a
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "../engine/session_obj.h"
+#include "../io/sluice_stream.h"
 
 #define Q35 MODELS "/synth3-qwen35moe-q4_k_m.gguf"
 #define Q3MOE MODELS "/synth2-qwen3moe-q4_k_m.gguf"
@@ -44,8 +46,7 @@ static const struct { const char *key; uint32_t val; int want; const char *tail;
     { "qwen35moe.ssm.inner_size", 512, SL_EUNSUPPORTED, "512 is not time_step_rank 4 x state_size 64 (v heads as "
       "wide as q/k heads)" },
     { "qwen35moe.full_attention_interval", 0, SL_ERANGE, "is 0" },
-    { "qwen35moe.nextn_predict_layers", 1, SL_EUNSUPPORTED, "is 1: MTP layers are not supported yet (a file "
-      "without them runs)" },
+    { "qwen35moe.nextn_predict_layers", 4, SL_ERANGE, "is 4 of 4 blocks" },
 };
 
 /* A tensor of another shape: its dimension dim is ne, [want] expected. */
@@ -105,67 +106,120 @@ Test(qwen35, hostile_variants_refused, .timeout = 120)
 #define NB 8
 static float *fed_logits(sl_model *m, const int32_t *ids, int n, const int *cuts);
 
-/* ---- qwen35 (dense) ---------------------------------------------------------
- * A dense file made from the synth3 one: keys renamed, the experts and the
- * router left out, the shared expert as the dense FFN (feed_forward_length
- * 256). (Checked once against ref_forward3.py's qwen35moe pass with the
- * dense FFN in float64: max 0.22, RMS 0.040 logits_sd over ids32, the
- * activation-quantization distance the MoE file shows too.) */
+/* ---- variants written from the synth3 file ----------------------------------
+ * dense: keys renamed, the experts and the router left out, the shared
+ * expert as the dense FFN (feed_forward_length 256). (Checked once against
+ * ref_forward3.py's qwen35moe pass with the dense FFN in float64: max 0.22,
+ * RMS 0.040 logits_sd over ids32, the activation-quantization distance the
+ * MoE file shows too.)
+ * mtp: one MTP block appended (blk.4: blk.3's full-attention tensors and
+ * the NextN ones, F32), nextn_predict_layers 1, block_count 5.
+ * Less one key or tensor; halve: an F32 NextN tensor of half its width. */
+typedef struct { bool dense, mtp; const char *drop_key, *drop_tensor, *halve; } q35_variant;
 
 static bool dense_skips(const char *name) { return strstr(name, "_exps") || strstr(name, "ffn_gate_inp"); }
 
-static void dense_name(const char *name, char *out, size_t n)
+static void variant_name(const q35_variant *v, const char *name, char *out, size_t n)
 {
-    const char *sh = strstr(name, "_shexp");
+    const char *sh = v->dense ? strstr(name, "_shexp") : NULL;
     if (sh) snprintf(out, n, "%.*s%s", (int)(sh - name), name, sh + 6);
     else snprintf(out, n, "%s", name);
 }
 
-static void write_dense(const char *dst, const char *drop_key, const char *drop_tensor)
+static void variant_keys(sl_gguf_writer *w, const sl_gguf *g, const q35_variant *v)
+{
+    const char *A = v->dense ? "qwen35" : "qwen35moe";
+    for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) {
+        const char *k = sl_gguf_kv_key(g, i);
+        char nk[128];
+        if (!strcmp(k, "general.architecture")) {
+            cr_assert_eq(sl_gguf_writer_set_str(w, k, A), 0);
+            continue;
+        }
+        if (!strncmp(k, "qwen35moe.", 10)) {
+            if (v->dense && strstr(k, "expert")) continue;
+            snprintf(nk, sizeof nk, "%s.%s", A, k + 10);
+        } else {
+            snprintf(nk, sizeof nk, "%s", k);
+        }
+        if ((v->drop_key && !strcmp(nk, v->drop_key)) || (v->mtp && strstr(nk, ".block_count"))) continue;
+        cr_assert_eq(sl_gguf_writer_set_value(w, nk, sl_gguf_kv_value(g, i)), 0, "%s", sl_gguf_writer_errmsg(w));
+    }
+    char key[64];
+    snprintf(key, sizeof key, "%s.feed_forward_length", A);
+    if (v->dense && (!v->drop_key || strcmp(v->drop_key, key)))
+        cr_assert_eq(sl_gguf_writer_set_u32(w, key, 256), 0);
+    if (!v->mtp) return;
+    snprintf(key, sizeof key, "%s.block_count", A);
+    cr_assert_eq(sl_gguf_writer_set_u32(w, key, 5), 0);
+    snprintf(key, sizeof key, "%s.nextn_predict_layers", A);
+    if (!v->drop_key || strcmp(v->drop_key, key)) cr_assert_eq(sl_gguf_writer_set_u32(w, key, 1), 0);
+}
+
+/* One tensor: declared in pass 0, its bytes in pass 1 (src's, else an F32 ramp). */
+static void variant_tensor(sl_gguf_writer *w, int pass, const q35_variant *v, const char *name, const sl_gguf *g,
+                           const sl_gguf_tensor *src, uint64_t ne0, uint64_t ne1)
+{
+    if (v->drop_tensor && !strcmp(name, v->drop_tensor)) return;
+    uint64_t ne[4] = { ne0, ne1 };
+    uint32_t nd = ne1 ? 2 : 1;
+    if (src) memcpy(ne, src->ne, sizeof ne), nd = src->n_dims;
+    else if (v->halve && !strcmp(name, v->halve)) ne[0] /= 2;
+    if (!pass) {
+        cr_assert_eq(sl_gguf_writer_add_tensor(w, name, src ? src->type : SL_GGML_F32, nd, ne), 0, "%s",
+                     sl_gguf_writer_errmsg(w));
+        return;
+    }
+    size_t nb = src ? src->nbytes : (size_t)(ne[0] * (nd > 1 ? ne[1] : 1)) * sizeof(float);
+    void *buf = malloc(nb);
+    cr_assert_not_null(buf);
+    if (src) {
+        cr_assert_eq(sl_gguf_read(g, buf, nb, src->file_offset), 0);
+    } else {
+        for (size_t i = 0; i < nb / sizeof(float); i++) ((float *)buf)[i] = 1.0f + 0.01f * (float)(i % 17);
+    }
+    cr_assert_eq(sl_gguf_writer_write(w, buf, nb), 0, "%s", sl_gguf_writer_errmsg(w));
+    free(buf);
+}
+
+static void write_variant(const char *dst, const q35_variant *v)
 {
     sl_gguf *g;
     cr_assert_eq(sl_gguf_open_path(&g, Q35), 0);
     sl_gguf_writer *w;
     cr_assert_eq(sl_gguf_writer_open(&w, dst, 3), 0, "%s", sl_last_error());
-    for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) {
-        const char *k = sl_gguf_kv_key(g, i);
-        char nk[128];
-        if (!strcmp(k, "general.architecture")) {
-            cr_assert_eq(sl_gguf_writer_set_str(w, k, "qwen35"), 0);
-            continue;
-        }
-        if (!strncmp(k, "qwen35moe.", 10)) {
-            if (strstr(k, "expert")) continue;
-            snprintf(nk, sizeof nk, "qwen35.%s", k + 10);
-        } else {
-            snprintf(nk, sizeof nk, "%s", k);
-        }
-        if (drop_key && !strcmp(nk, drop_key)) continue;
-        cr_assert_eq(sl_gguf_writer_set_value(w, nk, sl_gguf_kv_value(g, i)), 0, "%s", sl_gguf_writer_errmsg(w));
-    }
-    if (!drop_key || strcmp(drop_key, "qwen35.feed_forward_length"))
-        cr_assert_eq(sl_gguf_writer_set_u32(w, "qwen35.feed_forward_length", 256), 0);
+    variant_keys(w, g, v);
     const int64_t nt = sl_gguf_n_tensors(g);
+    const uint64_t E = 256;
     for (int pass = 0; pass < 2; pass++) {
         if (pass) cr_assert_eq(sl_gguf_writer_begin_data(w), 0, "%s", sl_gguf_writer_errmsg(w));
-        for (int64_t i = 0; i < nt; i++) {
-            const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
-            char name[128];
-            dense_name(t->name, name, sizeof name);
-            if (dense_skips(t->name) || (drop_tensor && !strcmp(name, drop_tensor))) continue;
-            if (!pass) {
-                cr_assert_eq(sl_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne), 0, "%s",
-                             sl_gguf_writer_errmsg(w));
-                continue;
+        /* the file's tensors, then blk.3's again as blk.4 */
+        for (int64_t i = 0; i < (v->mtp ? 2 * nt : nt); i++) {
+            const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i % nt);
+            char name[128], blk4[128];
+            if (dense_skips(t->name) && v->dense) continue;
+            if (i >= nt) {
+                if (strncmp(t->name, "blk.3.", 6)) continue;
+                snprintf(blk4, sizeof blk4, "blk.4.%s", t->name + 6);
+                variant_name(v, blk4, name, sizeof name);
+            } else {
+                variant_name(v, t->name, name, sizeof name);
             }
-            void *buf = malloc(t->nbytes);
-            cr_assert_eq(sl_gguf_read(g, buf, t->nbytes, t->file_offset), 0);
-            cr_assert_eq(sl_gguf_writer_write(w, buf, t->nbytes), 0, "%s", sl_gguf_writer_errmsg(w));
-            free(buf);
+            variant_tensor(w, pass, v, name, g, t, 0, 0);
         }
+        if (!v->mtp) continue;
+        variant_tensor(w, pass, v, "blk.4.nextn.eh_proj.weight", g, NULL, 2 * E, E);
+        variant_tensor(w, pass, v, "blk.4.nextn.enorm.weight", g, NULL, E, 0);
+        variant_tensor(w, pass, v, "blk.4.nextn.hnorm.weight", g, NULL, E, 0);
+        variant_tensor(w, pass, v, "blk.4.nextn.shared_head_norm.weight", g, NULL, E, 0);
     }
     cr_assert_eq(sl_gguf_writer_close(w), 0);
     sl_gguf_close(g);
+}
+
+static void write_dense(const char *dst, const char *drop_key, const char *drop_tensor)
+{
+    write_variant(dst, &(q35_variant){ .dense = true, .drop_key = drop_key, .drop_tensor = drop_tensor });
 }
 
 Test(qwen35, dense_row)
@@ -195,6 +249,92 @@ Test(qwen35, dense_row)
     write_dense(path, NULL, "blk.1.ffn_down.weight");
     cr_assert_eq(mt_load_desc(path, &d), SL_ENOENT);
     cr_assert_str_eq(sl_last_error(), "tensor 'blk.1.ffn_down.weight' missing from the model");
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ---- MTP blocks ----------------------------------------------------------------
+ * A file with an MTP block runs as the same file without it: the block is
+ * checked, then left out of the layers, the schedule and the pass. */
+
+static void logits_equal(const char *with, const char *without, int mode)
+{
+    sl_model_params mp = st_params(64, NB, 2);
+    mp.mode = mode;
+    sl_model *a = st_open(with, &mp), *b = st_open(without, &mp);
+    int32_t ids[16];
+    st_some_ids(ids, 16, NV, 21);
+    float *la = fed_logits(a, ids, 16, (const int[]){ 8, 0 }), *lb = fed_logits(b, ids, 16, (const int[]){ 8, 0 });
+    cr_assert_eq(memcmp(la, lb, NV * sizeof *la), 0, "mode %d: the MTP block changed the logits", mode);
+    if (mode != SL_MODE_RESIDENT) {
+        sl_stream_view sv;
+        cr_assert_eq(sl_stream_acquire(sl_model_stream(a), 4, &sv), SL_EINVAL, "mode %d: the MTP unit", mode);
+    }
+    free(la); free(lb);
+    sl_model_close(a);
+    sl_model_close(b);
+}
+
+Test(qwen35, mtp_block_runs_as_without, .timeout = 120)
+{
+    char dir[] = "/tmp/sl_q35_mtp_XXXXXX", path[64], dense[64], dense_mtp[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    snprintf(dense, sizeof dense, "%s/d.gguf", dir);
+    snprintf(dense_mtp, sizeof dense_mtp, "%s/dm.gguf", dir);
+    write_variant(path, &(q35_variant){ .mtp = true });
+    sl_model_desc d;
+    mt_load_arch(path, "qwen35moe", &d);
+    cr_assert(d.n_layer == 4 && d.n_layer_nextn == 1, "%d + %d", d.n_layer, d.n_layer_nextn);
+    for (int32_t l = 0; l < 5; l++)
+        cr_assert_eq(mt_attn(&d, l)->kind, l < 3 ? SL_ATTN_RECURRENT : SL_ATTN_SOFTMAX, "layer %d", l);
+    cr_assert(mt_ffn(&d, 4)->kind == SL_FFN_MOE && mt_ffn(&d, 4)->shared_expert);
+    logits_equal(path, Q35, SL_MODE_RESIDENT);
+    logits_equal(path, Q35, SL_MODE_STREAM);
+    /* the dense family's MTP block has the dense FFN */
+    write_variant(dense, &(q35_variant){ .dense = true });
+    write_variant(dense_mtp, &(q35_variant){ .dense = true, .mtp = true });
+    mt_load_arch(dense_mtp, "qwen35", &d);
+    cr_assert(d.n_layer == 4 && d.n_layer_nextn == 1 && mt_ffn(&d, 4)->kind == SL_FFN_GATED);
+    logits_equal(dense_mtp, dense, SL_MODE_RESIDENT);
+    logits_equal(dense_mtp, dense, SL_MODE_STREAM);
+    /* shared_head_norm is optional (as in llama.cpp) */
+    write_variant(path, &(q35_variant){ .mtp = true, .drop_tensor = "blk.4.nextn.shared_head_norm.weight" });
+    cr_assert_eq(mt_load_desc(path, &d), 0, "%s", sl_last_error());
+    unlink(path); unlink(dense); unlink(dense_mtp);
+    rmdir(dir);
+}
+
+/* Each MTP tensor left out or of another width: refused, named. */
+static const struct { const char *drop, *halve; int want; const char *msg; } bad_mtp[] = {
+    { "blk.4.nextn.eh_proj.weight", NULL, SL_ENOENT, "tensor 'blk.4.nextn.eh_proj.weight' missing from the model" },
+    { "blk.4.nextn.enorm.weight", NULL, SL_ENOENT, "tensor 'blk.4.nextn.enorm.weight' missing from the model" },
+    { "blk.4.attn_k_norm.weight", NULL, SL_ENOENT, "tensor 'blk.4.attn_k_norm.weight' missing from the model" },
+    { "blk.4.ffn_gate_inp_shexp.weight", NULL, SL_ENOENT,
+      "tensor 'blk.4.ffn_gate_inp_shexp.weight' missing from the model" },
+    { NULL, "blk.4.nextn.eh_proj.weight", SL_ESHAPE,
+      "tensor 'blk.4.nextn.eh_proj.weight': shape [256, 256], expected [512, 256]" },
+    { NULL, "blk.4.nextn.hnorm.weight", SL_ESHAPE,
+      "tensor 'blk.4.nextn.hnorm.weight': shape [128], expected [256]" },
+    { NULL, "blk.4.nextn.shared_head_norm.weight", SL_ESHAPE,
+      "tensor 'blk.4.nextn.shared_head_norm.weight': shape [128], expected [256]" },
+};
+
+Test(qwen35, mtp_block_checked, .timeout = 120)
+{
+    char dir[] = "/tmp/sl_q35_mtpbad_XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    sl_model_desc d;
+    for (size_t i = 0; i < sizeof bad_mtp / sizeof bad_mtp[0]; i++) {
+        write_variant(path, &(q35_variant){ .mtp = true, .drop_tensor = bad_mtp[i].drop, .halve = bad_mtp[i].halve });
+        cr_assert_eq(mt_load_desc(path, &d), bad_mtp[i].want, "case %zu: %s", i, sl_last_error());
+        cr_assert_str_eq(sl_last_error(), bad_mtp[i].msg);
+    }
+    /* without the key the fifth block is a Gated DeltaNet layer, whose tensors it lacks */
+    write_variant(path, &(q35_variant){ .mtp = true, .drop_key = "qwen35moe.nextn_predict_layers" });
+    cr_assert_eq(mt_load_desc(path, &d), SL_ENOENT);
+    cr_assert_str_eq(sl_last_error(), "tensor 'blk.4.attn_qkv.weight' missing from the model");
     unlink(path);
     rmdir(dir);
 }

@@ -29,8 +29,9 @@ void sl_arch_names(char *buf, size_t n);
 int sl_arch_check_layer(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
 
 /* The Gated DeltaNet families (arch_gdn.c): the block's keys and which
- * layers have it (kind 0; the row's attention becomes kind 1); the tensors
- * of the block in layer l. */
+ * layers have it (kind 0; the row's attention becomes kind 1), the trailing
+ * MTP blocks (nextn_predict_layers, kind 1) set apart as NextN blocks; the
+ * tensors of the block in layer l. */
 int sl_arch_gdn_keys(sl_model_desc *d, const sl_gguf *g);
 int sl_arch_check_gdn(const sl_model_desc *d, const sl_gguf *g, uint32_t l);
 
@@ -57,7 +58,8 @@ int sl_arch_moe_keys(sl_model_desc *d, const sl_gguf *g);
  * shared experts, and nextn_predict_layers trailing blocks that are not run
  * (d->n_layer counts the others). */
 int sl_arch_moe_lead_keys(sl_model_desc *d, const sl_gguf *g, int def_gating);
-/* The NextN blocks' own tensors (eh_proj, enorm, hnorm), checked. */
+/* The NextN blocks' own tensors (eh_proj, enorm, hnorm; shared_head_norm
+ * where present), checked. */
 int sl_arch_nextn_check(const sl_model_desc *d, const sl_gguf *g);
 
 /* The Gemma families' shared checks (arch_gemma3.c): rope_base_swa and

@@ -5,7 +5,10 @@
  * ssm_dt.bias), the beta / alpha projections, the per-head output norm and
  * the output projection. The other layers keep the row's attention block:
  * gated (q | gate per head), q/k norms, partial rope (IMROPE whose sections
- * all carry the token position for text: NEOX on rope.dimension_count dims). */
+ * all carry the token position for text: NEOX on rope.dimension_count dims).
+ * The trailing MTP blocks (nextn_predict_layers) are such attention blocks
+ * plus the NextN tensors: checked, then left out as every family's NextN
+ * blocks are (d->n_layer_nextn). */
 #include "arch.h"
 #include "../model_internal.h"
 
@@ -82,14 +85,19 @@ int sl_arch_gdn_keys(sl_model_desc *d, const sl_gguf *g)
     uint32_t interval, nextn;
     int rc;
     if ((rc = sl_model_key_u32(g, a, "nextn_predict_layers", &nextn, false, 0))) return rc;
-    if (nextn)
-        return sl_err_set(SL_EUNSUPPORTED, "model metadata: key '%s.nextn_predict_layers' is %u: MTP layers are "
-                          "not supported yet (a file without them runs)", a, nextn);
+    if (nextn >= (uint32_t)d->n_layer)
+        return sl_err_set(SL_ERANGE, "model metadata: key '%s.nextn_predict_layers' is %u of %d blocks", a, nextn,
+                          d->n_layer);
     if ((rc = ssm_keys(d, g))) return rc;
     /* kind 0: Gated DeltaNet; kind 1: the row's (softmax) attention */
     d->kind[1] = d->kind[0];
     d->kind[0].attn = (sl_attn_block){ .kind = SL_ATTN_RECURRENT };
     d->n_kinds = 2;
+    /* the trailing MTP blocks are full-attention blocks, checked with the
+     * others, then left out like every family's NextN blocks; the interval
+     * counts over the main stack (the array, as llama.cpp reads it, covers
+     * every block) */
+    const int32_t n_main = d->n_layer - (int32_t)nextn;
     bool rec[SL_MAX_LAYERS];
     char key[96];
     snprintf(key, sizeof key, "%s.attention.recurrent_layers", a);
@@ -100,12 +108,13 @@ int sl_arch_gdn_keys(sl_model_desc *d, const sl_gguf *g)
         if ((rc = sl_model_key_u32(g, a, "full_attention_interval", &interval, false, 4))) return rc;
         if (interval < 1 || interval > SL_MAX_LAYERS)
             return sl_err_set(SL_ERANGE, "model metadata: key '%s.full_attention_interval' is %u", a, interval);
-        for (int32_t l = 0; l < d->n_layer; l++) rec[l] = (uint32_t)(l + 1) % interval != 0;
+        for (int32_t l = 0; l < n_main; l++) rec[l] = (uint32_t)(l + 1) % interval != 0;
     }
-    for (int32_t l = 0; l < d->n_layer; l++) d->layer_kind[l] = rec[l] ? 0 : 1;
-    return 0;
+    for (int32_t l = 0; l < d->n_layer; l++) d->layer_kind[l] = l < n_main && rec[l] ? 0 : 1;
+    d->n_layer = n_main;
+    d->n_layer_nextn = (int32_t)nextn;
+    return sl_arch_nextn_check(d, g);
 }
-
 
 int sl_arch_check_gdn(const sl_model_desc *d, const sl_gguf *g, uint32_t l)
 {

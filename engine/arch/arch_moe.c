@@ -140,7 +140,11 @@ int sl_arch_nextn_check(const sl_model_desc *d, const sl_gguf *g)
         if ((rc = sl_model_check_layer_tensor(g, u, "nextn.eh_proj.weight", 2 * E, E, T_MATRIX)) ||
             (rc = sl_model_check_layer_tensor(g, u, "nextn.enorm.weight", E, 0, T_F32)))
             break;
-        rc = sl_model_check_layer_tensor(g, u, "nextn.hnorm.weight", E, 0, T_F32);
+        if ((rc = sl_model_check_layer_tensor(g, u, "nextn.hnorm.weight", E, 0, T_F32))) break;
+        /* optional in llama.cpp: checked where present */
+        char name[64];
+        snprintf(name, sizeof name, "blk.%u.nextn.shared_head_norm.weight", u);
+        rc = sl_model_check_tensor(g, name, E, 0, T_F32, true, NULL);
     }
     return rc;
 }
