@@ -27,8 +27,11 @@ static int read_keys(const sl_gguf *g, split_keys *k, bool *has)
         return sl_err_set(SL_EFORMAT, "%s (a split model's shard)", m);
     }
     if (st) return st;
-    if (k->count == 0 || k->count > SL_GGUF_MAX_SHARDS)
-        return sl_err_set(SL_EFORMAT, "%s: split.count %llu not in 1..%d", g->name, U64(k->count),
+    /* gguf-split --merge writes split.count 0 into the merged file (so that it
+     * is not merged again); llama.cpp opens it as a plain file, and so do we. */
+    if (k->count == 0) k->count = 1;
+    if (k->count > SL_GGUF_MAX_SHARDS)
+        return sl_err_set(SL_EFORMAT, "%s: split.count %llu not in 0..%d", g->name, U64(k->count),
                           SL_GGUF_MAX_SHARDS);
     if (k->no >= k->count)
         return sl_err_set(SL_EFORMAT, "%s: split.no %llu is not below split.count %llu", g->name,

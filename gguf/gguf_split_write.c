@@ -2,8 +2,8 @@
  * llama.cpp's gguf-split --split-max-size lays it out: tensors in order, a new
  * file when the next tensor (its size padded to 32 bytes) would take the
  * current file's tensor bytes above the limit; the first file carries all
- * metadata, every file the split keys (split.no u16, split.count u16,
- * split.tensors.count i32) after it. */
+ * metadata, every file the split keys (split.no u16, split.tensors.count i32,
+ * split.count u16, in that order) after it: byte for byte gguf-split's files. */
 #include "gguf.h"
 #include "base/sl_internal.h"
 
@@ -61,9 +61,11 @@ static int write_shard(const sl_gguf *g, const char *path, const uint32_t *of, u
         st = sl_gguf_writer_set_alignment(w, (uint32_t)sl_gguf_alignment(g));
     uint16_t no = (uint16_t)s, n = (uint16_t)count;
     int32_t nt = (int32_t)sl_gguf_n_tensors(g);
+    /* gguf-split's key order: it sets split.count last (a placeholder replaced
+     * once the count is known, and ggml appends a replaced key at the end) */
     if (!st) st = sl_gguf_writer_set_scalar(w, "split.no", SL_GGUF_U16, &no);
-    if (!st) st = sl_gguf_writer_set_scalar(w, "split.count", SL_GGUF_U16, &n);
     if (!st) st = sl_gguf_writer_set_i32(w, "split.tensors.count", nt);
+    if (!st) st = sl_gguf_writer_set_scalar(w, "split.count", SL_GGUF_U16, &n);
     for (int64_t i = 0; i < sl_gguf_n_tensors(g) && !st; i++) {
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         if (of[i] == s) st = sl_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne);

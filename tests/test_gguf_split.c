@@ -162,6 +162,12 @@ Test(gguf_split, real_model_round_trip_from_any_shard, .timeout = 120)
             cr_assert_eq(sl_gguf_kv_type(one, sl_gguf_find_key(one, "split.count")), (uint32_t)SL_GGUF_U16);
             cr_assert_eq(sl_gguf_kv_type(one, sl_gguf_find_key(one, "split.tensors.count")), (uint32_t)SL_GGUF_I32);
             cr_assert_eq(sl_gguf_n_kv(one), k == 0 ? sl_gguf_n_kv(g) + 3 : 3);
+            /* the last three keys in gguf-split's order (it sets split.count
+             * last), so that the files are byte for byte llama-gguf-split's */
+            int64_t nk = sl_gguf_n_kv(one);
+            cr_assert_str_eq(sl_gguf_kv_key(one, nk - 3), "split.no");
+            cr_assert_str_eq(sl_gguf_kv_key(one, nk - 2), "split.tensors.count");
+            cr_assert_str_eq(sl_gguf_kv_key(one, nk - 1), "split.count");
             uint64_t tb = sl_gguf_total_tensor_bytes(one);
             cr_assert_eq(tb, sh->tensor_bytes);
             cr_assert_leq(tb, max);
@@ -295,7 +301,7 @@ Test(gguf_split, hostile_split_keys_refused)
     prefix_of(prefix, sizeof prefix, "host");
     const char *nm[1] = { "a" };
     static const struct { keys k; int name_no, name_count; const char *want; } cases[] = {
-        { { 0, 0, 1, 0 }, 0, 1, "split.count 0" },
+        { { 0, 0, 2, 0 }, 0, 1, "split.tensors.count says 2" },
         { { 65535, 0, 1, 0 }, 0, 65535, "split.count 65535" },
         { { 3, 3, 1, 0 }, 3, 3, "split.no 3 is not below split.count 3" },
         { { 3, 65535, 1, 0 }, 0, 3, "split.no 65535" },
@@ -317,6 +323,27 @@ Test(gguf_split, hostile_split_keys_refused)
     sl_gguf *g;
     cr_assert_eq(sl_gguf_open_path(&g, p), 0, "%s", sl_last_error());
     cr_assert_eq(sl_gguf_n_shards(g), 1u);
+    sl_gguf_close(g);
+    unlink(p);
+}
+
+/* llama-gguf-split --merge copies the first shard's metadata into the merged
+ * file with split.count set to 0 ("do not merge again") and split.no 0,
+ * split.tensors.count kept; llama.cpp opens that as one plain file. */
+Test(gguf_split, merged_file_with_split_count_zero_opens_plain)
+{
+    char p[512];
+    snprintf(p, sizeof p, "/tmp/sl_test_split_merged_%d.gguf", (int)getpid());
+    const char *nm[3] = { "a", "b", "c" };
+    keys merged = { 0, 0, 3, 0 };
+    write_tiny(p, &merged, nm, 3, 5);
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, p), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_gguf_n_shards(g), 1u);
+    cr_assert_eq(sl_gguf_n_tensors(g), 3);
+    float v;
+    cr_assert_eq(sl_gguf_read(g, &v, sizeof v, sl_gguf_find_tensor(g, "c")->file_offset), 0);
+    cr_assert_float_eq(v, 7.0f, 0);
     sl_gguf_close(g);
     unlink(p);
 }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../engine/sampler.h"
@@ -534,6 +535,64 @@ static void check_iq(int i, int run_mode)
     Test(golden_iq, name##_pread, .timeout = 120) { check_iq(i, RUN_PREAD); }
 IQ_MODES(iq2_xs, 0)
 IQ_MODES(iq4_xs, 1)
+
+/* mkmodel's tiny presets of the synth3 architectures, as llama.cpp 2026-08
+ * reads them: tests/golden/<preset>/ holds golden_dump's golden.json (and
+ * route-gaps.json for MoE; no logits files, to keep the tree small) for the
+ * file `sluice mkmodel --preset P` writes (default seed: the file is a pure
+ * function of the options). The test writes the preset again, checks it is
+ * the file llama.cpp read (its size) and compares argmax and the greedy
+ * continuation under the rule above. Bounds (used where the logits files
+ * are present): the largest of llama.cpp's own F32-KV and flash-attention
+ * deviations on the preset's file (perf/results/2026-11-29-interop.md), not
+ * widened. They are wider than the synth3 rows: these random files have
+ * near-flat logits (top-2 margins below 0.2 sd almost everywhere, so few
+ * argmax positions are binding) and react more to rounding. */
+typedef struct preset_golden { bound bd; } preset_golden;
+static const preset_golden preset_goldens[] = {
+    { { "gpt-oss-tiny", 0.93, 0.051 } },
+    { { "gemma4-tiny", 1.01, 0.097 } },
+    { { "glm4moe-tiny", 2.46, 0.100 } },
+    { { "deepseek2-tiny", 1.19, 0.078 } },
+};
+
+static void check_preset(int i, int run_mode)
+{
+    char self[400];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(n, 0);
+    self[n] = 0;
+    char *slash = strrchr(self, '/');   /* <tree>/<build>/tests/test_golden */
+    cr_assert_not_null(slash);
+    *slash = 0;
+    const preset_golden *pg = &preset_goldens[i];
+    char dir[512], tmp[64], model[128], cmd[1400];
+    snprintf(dir, sizeof dir, "%s/../../tests/golden/%s", self, pg->bd.stem);
+    snprintf(tmp, sizeof tmp, "/tmp/sl_golden_preset_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+    snprintf(model, sizeof model, "%s/%s.gguf", tmp, pg->bd.stem);
+    snprintf(cmd, sizeof cmd, "'%s/../sluice' mkmodel --preset %s -o '%s' 2>/dev/null", self, pg->bd.stem, model);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    jv g;
+    snprintf(cmd, sizeof cmd, "%s/golden.json", dir);
+    cr_assert_eq(load_json(cmd, &g), 0, "cannot parse %s", cmd);
+    struct stat st;
+    cr_assert_eq(stat(model, &st), 0);
+    cr_assert_eq((double)st.st_size, jget(&g, "model_bytes")->num, "%s: %lld bytes, llama.cpp read %.0f", model,
+                 (long long)st.st_size, jget(&g, "model_bytes")->num);
+    jv_free(&g);
+    check_golden(dir, "golden.json", model, &pg->bd, run_mode, SL_GGML_F16);
+    unlink(model);
+    rmdir(tmp);
+}
+
+#define PRESET_MODES(name, i)                                                               \
+    Test(golden_preset, name##_resident, .timeout = 120) { check_preset(i, RUN_RESIDENT); } \
+    Test(golden_preset, name##_stream, .timeout = 120) { check_preset(i, RUN_STREAM); }
+PRESET_MODES(gpt_oss_tiny, 0)
+PRESET_MODES(gemma4_tiny, 1)
+PRESET_MODES(glm4moe_tiny, 2)
+PRESET_MODES(deepseek2_tiny, 3)
 
 /* Every model of a set whose architecture is in its table has its tests
  * above; the others are listed (not silently skipped) as not yet supported.
