@@ -13,6 +13,7 @@
 #include "../engine/tok/tokenizer.h"
 #include "../engine/tok/tok_internal.h"
 #include "../gguf/gguf.h"
+#include "../engine/sluice.h"
 
 #define MODELS SL_SHARED_DIR "/models/"
 #define GOLDEN SL_SHARED_DIR "/golden/"
@@ -570,4 +571,113 @@ Test(tokenizer, unicode_tables)
     cr_assert_eq(sl_ucd_range_start[0], 0u);
     for (uint32_t i = 1; i < sl_ucd_n_ranges; i++)
         cr_assert_lt(sl_ucd_range_start[i - 1], sl_ucd_range_start[i]);
+}
+
+/* ---- the tokenizer CVEs of llama.cpp ---------------------------------------- */
+
+/* Every byte of buf[from, n) still holds the fill byte. */
+static void untouched(const char *buf, size_t from, size_t n, const char *what)
+{
+    for (size_t i = from; i < n; i++)
+        cr_assert_eq((unsigned char)buf[i], 0x5a, "%s: byte %zu written", what, i);
+}
+
+/* CVE-2025-49847: a piece longer than the caller's buffer (llama.cpp cast its
+ * length to a negative int and copied past the end). Every cap below the
+ * piece's length, at the tokenizer, the model API and the streaming
+ * detokenizer, is SL_ERANGE with nothing written; out-of-range (negative)
+ * ids are SL_EINVAL. */
+Test(tokenizer, CVE_2025_49847_piece_longer_than_buffer_refused)
+{
+    sl_tok *t = load_tok(MODELS "stories260K.gguf");
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 64;
+    mp.n_threads = 1;
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, MODELS "stories260K.gguf", &mp), 0, "open: %s", sl_last_error());
+    const int32_t nv = sl_tok_n_vocab(t);
+    int32_t best = -1;
+    size_t blen = 0, len;
+    for (int32_t id = 0; id < nv; id++) {
+        len = 0;
+        sl_tok_piece(t, id, false, NULL, 0, &len);
+        if (len > blen) { blen = len; best = id; }
+    }
+    cr_assert_gt(blen, 4, "longest piece %zu bytes", blen);
+    char buf[256], want[128];
+    for (size_t cap = 0; cap < blen; cap++) {
+        memset(buf, 0x5a, sizeof buf);
+        cr_assert_eq(sl_tok_piece(t, best, false, buf, cap, &len), SL_ERANGE, "cap %zu", cap);
+        snprintf(want, sizeof want, "sl_tok_piece: piece of %zu bytes, buffer %zu", blen, cap);
+        cr_assert_str_eq(sl_last_error(), want);
+        untouched(buf, 0, sizeof buf, "sl_tok_piece");
+        cr_assert_eq(sl_model_token_piece(m, best, buf, cap), SL_ERANGE, "cap %zu", cap);
+        cr_assert_str_eq(sl_last_error(), want);
+        untouched(buf, 0, sizeof buf, "sl_model_token_piece");
+    }
+    cr_assert_eq(sl_model_token_piece(m, best, buf, blen), (int)blen);
+    untouched(buf, blen, sizeof buf, "sl_model_token_piece, exact cap");
+    const int32_t bad[] = { -1, INT32_MIN, nv };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(sl_model_token_piece(m, bad[i], buf, sizeof buf), SL_EINVAL, "id %d", bad[i]);
+        snprintf(want, sizeof want, "sl_tok_piece: token id %d out of range [0, %d)", bad[i], nv);
+        cr_assert_str_eq(sl_last_error(), want);
+    }
+    /* the streaming detokenizer: refused, nothing past cap, state kept */
+    sl_detok d;
+    sl_detok_init(&d, false);
+    memset(buf, 0x5a, sizeof buf);
+    cr_assert_eq(sl_detok_push(&d, t, best, buf, blen - 1, &len), SL_ERANGE);
+    snprintf(want, sizeof want, "sl_detok_push: output buffer of %zu bytes is too small", blen - 1);
+    cr_assert_str_eq(sl_last_error(), want);
+    cr_assert_eq(len, 0);
+    untouched(buf, blen - 1, sizeof buf, "sl_detok_push");
+    cr_assert_eq(sl_detok_push(&d, t, -1, buf, sizeof buf, &len), SL_EINVAL);
+    snprintf(want, sizeof want, "sl_detok_push: token id -1 out of range [0, %d)", nv);
+    cr_assert_str_eq(sl_last_error(), want);
+    sl_model_close(m);
+    sl_tok_destroy(t);
+}
+
+/* CVE-2025-52566: the token count of a long input overflowed llama.cpp's int
+ * compare with n_tokens_max. Here the count is 64-bit: every cap below it
+ * returns the full count with nothing written past cap, the model API turns
+ * that into SL_ERANGE naming both numbers, and a negative cap is SL_EINVAL. */
+Test(tokenizer, CVE_2025_52566_token_count_beyond_cap_refused)
+{
+    sl_tok *t = load_tok(MODELS "stories260K.gguf");
+    sl_model_params mp;
+    sl_model_params_init(&mp);
+    mp.n_ctx = 64;
+    mp.n_threads = 1;
+    sl_model *m = NULL;
+    cr_assert_eq(sl_model_open(&m, MODELS "stories260K.gguf", &mp), 0, "open: %s", sl_last_error());
+    const char unit[] = "Once upon a time there was a dog. ";
+    const size_t reps = 2048, ul = sizeof unit - 1, len = reps * ul;
+    char *text = malloc(len);
+    for (size_t i = 0; i < reps; i++) memcpy(text + i * ul, unit, ul);
+    const int64_t n = sl_tok_encode(t, text, len, true, false, NULL, 0);
+    cr_assert_gt(n, (int64_t)reps * 8, "%lld tokens", (long long)n);
+    int32_t *ids = malloc((size_t)(n + 16) * sizeof *ids);
+    const int64_t caps[] = { 0, 1, n / 2, n - 1 };
+    char want[128];
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        for (int64_t i = 0; i < n + 16; i++) ids[i] = -7;
+        cr_assert_eq(sl_tok_encode(t, text, len, true, false, ids, caps[c]), n);
+        for (int64_t i = caps[c]; i < n + 16; i++) cr_assert_eq(ids[i], -7, "cap %lld: id %lld written",
+                                                               (long long)caps[c], (long long)i);
+        cr_assert_eq(sl_model_tokenize(m, text, len, true, false, ids, (int)caps[c]), SL_ERANGE);
+        snprintf(want, sizeof want, "tokenize: %lld tokens > buffer of %d", (long long)n, (int)caps[c]);
+        cr_assert_str_eq(sl_last_error(), want);
+        for (int64_t i = caps[c]; i < n + 16; i++) cr_assert_eq(ids[i], -7);
+    }
+    cr_assert_eq(sl_model_tokenize(m, text, len, true, false, ids, -1), SL_EINVAL);
+    cr_assert_str_eq(sl_last_error(), "sl_tok_encode: bad arguments");
+    cr_assert_eq(sl_model_tokenize(m, text, len, true, false, ids, INT32_MIN), SL_EINVAL);
+    cr_assert_eq(sl_model_tokenize(m, text, len, true, false, ids, (int)n), (int)n);
+    free(ids);
+    free(text);
+    sl_model_close(m);
+    sl_tok_destroy(t);
 }
