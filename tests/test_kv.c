@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sl_test.h"
@@ -305,5 +306,63 @@ Test(kv, window_ring)
     sl_kv_clear(&kv);
     cr_assert_eq(kv.n_past, 0);
     cr_assert_eq(kv.base[1], 0);
+    sl_kv_free(&kv);
+}
+
+/* CVE-2026-21869 (llama.cpp server: a negative n_discard in the context
+ * shift moved cache rows out of bounds), in Sluice's own parameters:
+ * sl_kv_shift with n_keep / n_discard negative, zero, or past n_past (also
+ * where n_keep + n_discard overflows int32) is SL_EINVAL naming the values,
+ * and the cache — rows, bases, n_past — is left as it was. */
+/* Every K and V row of every layer and head, as bytes, into dst. */
+static void kv_bytes(const sl_kv *kv, unsigned char *dst)
+{
+    for (int32_t l = 0; l < kv->n_layer; l++)
+        for (int32_t g = 0; g < kv->n_head_kv; g++) {
+            const size_t nk = (size_t)kv->cap[l] * kv->row_k, nv = (size_t)kv->cap[l] * kv->row_v;
+            memcpy(dst, sl_kv_k(kv, l, g, kv->base[l]), nk);
+            memcpy(dst + nk, sl_kv_v(kv, l, g, kv->base[l]), nv);
+            dst += nk + nv;
+        }
+}
+
+Test(kv, CVE_2026_21869_negative_n_discard_refused)
+{
+    enum { L = 2, C = 16, H = 2, D = 32, N = 12 };
+    const sl_kern *k = sl_kern_best();
+    float inv[D / 2], kr[H * D], vr[H * D], row[D];
+    for (int i = 0; i < D / 2; i++) inv[i] = powf(10000.0f, -2.0f * i / D);
+    const sl_kv_rope r = { .n_rot = D, .inv_freq = inv, .inv_freq_swa = inv };
+    sl_kv kv;
+    cr_assert_eq(sl_kv_init(&kv, L, C, H, D, SL_GGML_F16, SL_GGML_F16), 0);
+    for (int l = 0; l < L; l++)
+        for (int p = 0; p < N; p++) {
+            for (int i = 0; i < H * D; i++) { kr[i] = frand(); vr[i] = frand(); }
+            sl_kv_store(&kv, k, l, p, kr, vr);
+        }
+    kv.n_past = N;
+    const size_t per = (size_t)C * (kv.row_k + kv.row_v);
+    unsigned char *before = malloc((size_t)L * H * per), *now = malloc((size_t)L * H * per);
+    kv_bytes(&kv, before);
+    static const int32_t bad[][2] = {
+        { 3, -1 }, { 3, -5 }, { 3, INT32_MIN }, { 3, 0 }, { -1, 2 }, { INT32_MIN, 2 },
+        { 3, N - 2 }, { N, 1 }, { INT32_MAX, INT32_MAX }, { 1, INT32_MAX },
+    };
+    char want[96];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(sl_kv_shift(&kv, k, bad[i][0], bad[i][1], &r, row), SL_EINVAL,
+                     "keep %d discard %d accepted", bad[i][0], bad[i][1]);
+        snprintf(want, sizeof want, "kv shift: keep %d, discard %d of %d positions", bad[i][0], bad[i][1], N);
+        cr_assert_str_eq(sl_last_error(), want);
+        cr_assert_eq(kv.n_past, N);
+        for (int l = 0; l < L; l++) cr_assert_eq(kv.base[l], 0);
+        kv_bytes(&kv, now);
+        cr_assert(!memcmp(before, now, (size_t)L * H * per), "keep %d discard %d changed the cache",
+                  bad[i][0], bad[i][1]);
+    }
+    cr_assert_eq(sl_kv_shift(&kv, k, 3, N - 3, &r, row), 0);   /* the edge of the range is allowed */
+    cr_assert_eq(kv.n_past, 3);
+    free(before);
+    free(now);
     sl_kv_free(&kv);
 }
