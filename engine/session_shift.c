@@ -11,9 +11,10 @@
 static int32_t sink_len(const sl_session *s)
 {
     const sl_model *m = s->m;
-    int32_t keep = m->p.n_keep < 0 ? s->first_len : m->p.n_keep;
+    /* 64-bit: n_keep may be INT32_MAX, and BOS adds one */
+    int64_t keep = m->p.n_keep < 0 ? s->first_len : m->p.n_keep;
     if (m->p.n_keep >= 0 && s->kv.n_past > 0 && m->tok && s->hist[0] == sl_tok_bos(m->tok)) keep++;
-    return keep > s->kv.n_past ? s->kv.n_past : keep;
+    return keep > s->kv.n_past ? s->kv.n_past : (int32_t)keep;
 }
 
 static int shift(sl_session *s, int32_t keep, int32_t n_discard)

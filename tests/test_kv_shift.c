@@ -9,6 +9,7 @@
  * layer, are checked by tests/test_kv.c (shift_rotates_kept_rows). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,4 +151,32 @@ Test(kv_shift, window_layers_bounded)
     /* 1 global layer x 4096 + 5 window layers x (15 + 64) positions */
     cr_assert_eq(mi.kv_bytes, per_layer_pos * (4096 + 5 * 79), "%llu", (unsigned long long)mi.kv_bytes);
     sl_model_close(m);
+}
+
+/* CVE-2026-21869 (a negative n_discard reached llama.cpp's context shift)
+ * through the session's own parameters: n_keep below -1 is refused at open,
+ * and n_keep INT32_MAX (BOS makes it one
+ * more) keeps everything, so a feed that does not fit is SL_ECTX with the
+ * cache untouched instead of a shift with a wrapped range. */
+Test(kv_shift, CVE_2026_21869_n_keep_n_discard_out_of_range_refused)
+{
+    sl_model_params mp = st_params(16, 0, 2);
+    mp.context_shift = true;
+    const int32_t bad[] = { -2, INT32_MIN };
+    char want[96];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mp.n_keep = bad[i];
+        sl_model *m = (sl_model *)1;
+        cr_assert_eq(sl_model_open(&m, MODELS "/stories260K.gguf", &mp), SL_EINVAL, "n_keep %d", bad[i]);
+        snprintf(want, sizeof want, "model params: n_keep %d (-1 = the first prompt, or >= 0)", bad[i]);
+        cr_assert_str_eq(sl_last_error(), want);
+    }
+    sl_model *m = open_kv(MODELS "/stories260K.gguf", 16, SL_GGML_F16, INT32_MAX);
+    sl_session *s = st_session(m, false);
+    int32_t ids[20];
+    ids_for(ids, 20, 512);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 12), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 12, 8), SL_ECTX, "%s", sl_last_error());
+    cr_assert_eq(sl_session_n_past(s), 12);
+    st_close(s, m);
 }
