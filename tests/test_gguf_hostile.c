@@ -493,6 +493,13 @@ static size_t patch(unsigned char *c, const base *b, enum kind k, int nth, uint6
     return f->off;
 }
 
+/* c = the base with the nth field of kind k set to v; returns its offset. */
+static size_t fresh(unsigned char *c, const base *b, enum kind k, int nth, uint64_t v)
+{
+    memcpy(c, b->p, b->n);
+    return patch(c, b, k, nth, v);
+}
+
 static void refused_as(const unsigned char *c, size_t n, int st, const char *want)
 {
     cr_assert_eq(try_open(c, n, n), st, "status: %s", sl_last_error());
@@ -508,16 +515,14 @@ Test(gguf_hostile, CVE_2024_21802_tensor_size_overflow_refused)
     unsigned char *c = malloc(b.n);
     char want[512];
     /* token_embd.weight, F32: 2^31 x 2^31 elements fit int64, 2^64 bytes do not */
-    memcpy(c, b.p, b.n);
     size_t name = nth_field(&b, K_TNAMELEN, 0)->off;
-    patch(c, &b, K_NE, 0, 1ull << 31);
+    fresh(c, &b, K_NE, 0, 1ull << 31);
     patch(c, &b, K_NE, 1, 1ull << 31);
     snprintf(want, sizeof want, "corpus: tensor 'token_embd.weight': shape at offset 0x%zx: byte size overflows "
              "(2147483648 rows of 8589934592 bytes)", name);
     refused_as(c, b.n, SL_ERANGE, want);
     /* the element count itself wraps: 2^62 x 4 */
-    memcpy(c, b.p, b.n);
-    patch(c, &b, K_NE, 0, 1ull << 62);
+    fresh(c, &b, K_NE, 0, 1ull << 62);
     snprintf(want, sizeof want, "corpus: tensor 'token_embd.weight': shape at offset 0x%zx: element count "
              "overflows at ne[1] = 4", name);
     refused_as(c, b.n, SL_ERANGE, want);
@@ -527,25 +532,22 @@ Test(gguf_hostile, CVE_2024_21802_tensor_size_overflow_refused)
 
 /* CVE-2025-53630: an array length that overflows once multiplied by the
  * element size (2^63 u16, 2^61 strings of 8-byte lengths) and a string
- * length whose +1 for the terminator wraps. */
+ * length whose +1 for the terminator would wrap. */
 Test(gguf_hostile, CVE_2025_53630_array_string_size_overflow_refused)
 {
     base b;
     make_base(&b);
     unsigned char *c = malloc(b.n);
     char want[512];
-    memcpy(c, b.p, b.n);
-    size_t off = patch(c, &b, K_ARRLEN, 2, 1ull << 63);   /* n.arr[0]: u16 */
+    size_t off = fresh(c, &b, K_ARRLEN, 2, 1ull << 63);   /* n.arr[0]: u16 */
     snprintf(want, sizeof want, "corpus: kv #3 'n.arr'[0]: array length 9223372036854775808 at offset 0x%zx "
              "exceeds the limit of %llu", off, (unsigned long long)SL_GGUF_MAX_ARRAY_LEN);
     refused_as(c, b.n, SL_EFORMAT, want);
-    memcpy(c, b.p, b.n);
-    off = patch(c, &b, K_ARRLEN, 0, 1ull << 61);          /* a.str: strings */
+    off = fresh(c, &b, K_ARRLEN, 0, 1ull << 61);          /* a.str: strings */
     snprintf(want, sizeof want, "corpus: kv #2 'a.str': array length 2305843009213693952 at offset 0x%zx "
              "exceeds the limit of %llu", off, (unsigned long long)SL_GGUF_MAX_ARRAY_LEN);
     refused_as(c, b.n, SL_EFORMAT, want);
-    memcpy(c, b.p, b.n);
-    off = patch(c, &b, K_STRLEN, 0, UINT64_MAX);          /* general.architecture */
+    off = fresh(c, &b, K_STRLEN, 0, UINT64_MAX);          /* general.architecture */
     snprintf(want, sizeof want, "corpus: kv #0 'general.architecture': string length 18446744073709551615 "
              "at offset 0x%zx exceeds remaining file (%zu bytes)", off, b.n - off - 8);
     refused_as(c, b.n, SL_ETRUNC, want);
@@ -563,15 +565,13 @@ Test(gguf_hostile, CVE_2026_27940_size_overflow_after_padding_refused)
     make_base(&b);
     unsigned char *c = malloc(b.n);
     char want[512];
-    memcpy(c, b.p, b.n);
-    size_t off = patch(c, &b, K_ARRLEN, 2, SL_GGUF_MAX_ARRAY_LEN);
+    size_t off = fresh(c, &b, K_ARRLEN, 2, SL_GGUF_MAX_ARRAY_LEN);
     snprintf(want, sizeof want, "corpus: kv #3 'n.arr'[0]: array of %llu u16 at offset 0x%zx needs at least "
              "%llu bytes, file has %zu left", (unsigned long long)SL_GGUF_MAX_ARRAY_LEN, off - 4,
              (unsigned long long)SL_GGUF_MAX_ARRAY_LEN * 2, b.n - off - 8);
     refused_as(c, b.n, SL_ETRUNC, want);
-    memcpy(c, b.p, b.n);
     const uint64_t ne = (UINT64_MAX - 35) / 4;            /* blk.1.w2, F32 */
-    patch(c, &b, K_NE, 6, ne);
+    fresh(c, &b, K_NE, 6, ne);
     snprintf(want, sizeof want, "corpus: tensor 'blk.1.w2': data [0x%llx, +%llu) past end of file (size %zu)",
              (unsigned long long)(b.data_off + rd(b.p + nth_field(&b, K_TOFF, 4)->off, 8)),
              (unsigned long long)(ne * 4), b.n);

@@ -13,7 +13,7 @@
 #include "../engine/tok/tokenizer.h"
 #include "../engine/tok/tok_internal.h"
 #include "../gguf/gguf.h"
-#include "../engine/sluice.h"
+#include "session_testutil.h"
 
 #define MODELS SL_SHARED_DIR "/models/"
 #define GOLDEN SL_SHARED_DIR "/golden/"
@@ -575,6 +575,12 @@ Test(tokenizer, unicode_tables)
 
 /* ---- the tokenizer CVEs of llama.cpp ---------------------------------------- */
 
+static sl_model *open_s260(void)
+{
+    sl_model_params mp = st_params(64, 0, 1);
+    return st_open(MODELS "stories260K.gguf", &mp);
+}
+
 /* Every byte of buf[from, n) still holds the fill byte. */
 static void untouched(const char *buf, size_t from, size_t n, const char *what)
 {
@@ -590,12 +596,7 @@ static void untouched(const char *buf, size_t from, size_t n, const char *what)
 Test(tokenizer, CVE_2025_49847_piece_longer_than_buffer_refused)
 {
     sl_tok *t = load_tok(MODELS "stories260K.gguf");
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_threads = 1;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, MODELS "stories260K.gguf", &mp), 0, "open: %s", sl_last_error());
+    sl_model *m = open_s260();
     const int32_t nv = sl_tok_n_vocab(t);
     int32_t best = -1;
     size_t blen = 0, len;
@@ -647,12 +648,7 @@ Test(tokenizer, CVE_2025_49847_piece_longer_than_buffer_refused)
 Test(tokenizer, CVE_2025_52566_token_count_beyond_cap_refused)
 {
     sl_tok *t = load_tok(MODELS "stories260K.gguf");
-    sl_model_params mp;
-    sl_model_params_init(&mp);
-    mp.n_ctx = 64;
-    mp.n_threads = 1;
-    sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, MODELS "stories260K.gguf", &mp), 0, "open: %s", sl_last_error());
+    sl_model *m = open_s260();
     const char unit[] = "Once upon a time there was a dog. ";
     const size_t reps = 2048, ul = sizeof unit - 1, len = reps * ul;
     char *text = malloc(len);
