@@ -73,6 +73,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     m->n_ctx = r.n_ctx;
     m->n_batch = r.n_batch;
     m->kv_bytes = r.kv_bytes;
+    m->kv_pos_bytes = r.kv_pos_bytes;
     if ((rc = sl_pool_create(&m->pool, r.n_threads))) {
         rc = sl_err_set(rc, "thread pool of %d threads: %s", r.n_threads, sl_strerror(rc));
         goto fail;
@@ -137,8 +138,7 @@ int sl_model_get_info_sized(const sl_model *m, sl_model_info *out, size_t size)
     o->isa = m->k->name;
     o->n_threads = sl_pool_n_threads(m->pool);
     o->type_k = m->p.type_k; o->type_v = m->p.type_v;
-    o->kv_pos_bytes = (uint64_t)sl_model_n_row_layers(d) *
-                      sl_kv_pos_bytes(d->kv_dim, m->p.type_k, sl_reserve_type_v(d, &m->p));
+    o->kv_pos_bytes = m->kv_pos_bytes;
     o->kv_bytes = m->kv_bytes;
     return sl_struct_out(out, size, o, sizeof *o, SL_MODEL_INFO_MIN_SIZE, "sl_model_info");
 }

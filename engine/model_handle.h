@@ -28,6 +28,7 @@ struct sl_model {
     sl_forward fw;
     uint64_t model_bytes;
     uint64_t kv_bytes;          /* one session's cache (the reserve's figure) */
+    uint64_t kv_pos_bytes;      /* of which per position (the reserve's figure) */
     char err[SL_MSG];
     /* prompt cache (session_state.c): the file a cache is tied to */
     char *path;
