@@ -4,7 +4,9 @@
  * reference computed here from the file's tensors (qwen35moe's gated
  * attention, glm4moe's biased attention; both with their experts), greedy
  * speculation giving the tokens of plain decoding in resident and stream
- * modes, and the refusals. SL_HOST_ONLY (slow under qemu). */
+ * modes (random blocks: drafts rejected), the same on files whose blocks add
+ * nothing (drafts accepted: the accept and keep path), and the refusals.
+ * SL_HOST_ONLY (slow under qemu). */
 #include "sl_test.h"
 #include "session_testutil.h"
 
@@ -365,6 +367,80 @@ static void greedy_identity(const char *preset)
 Test(mtp, greedy_identity_qwen35moe, .fini = cleanup, .timeout = 300) { greedy_identity("qwen35moe-tiny-mtp"); }
 Test(mtp, greedy_identity_glm4moe, .fini = cleanup, .timeout = 300) { greedy_identity("glm4moe-tiny"); }
 Test(mtp, greedy_identity_deepseek2, .fini = cleanup, .timeout = 300) { greedy_identity("deepseek2-tiny-mtp"); }
+
+/* ---- accepted drafts -----------------------------------------------------------
+ * A copy of a file whose blocks add nothing (every output projection zero)
+ * and whose NextN input takes the embedding half ([I 0] as eh_proj, unit
+ * norms): the target's next token is a function of the current one, F(t) =
+ * argmax(output . norm(e(t))), and the block's draft after t is the same
+ * function, so drafts are accepted. */
+static bool zeroed(const char *name)
+{
+    return strstr(name, "attn_output.weight") || strstr(name, "ffn_down") || strstr(name, "ssm_out.weight");
+}
+
+static void write_transparent(const char *src, const char *dst)
+{
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open_path(&g, src), 0);
+    sl_gguf_writer *w;
+    cr_assert_eq(sl_gguf_writer_open(&w, dst, 3), 0);
+    for (int64_t i = 0; i < sl_gguf_n_kv(g); i++) cr_assert_eq(sl_gguf_writer_copy_kv(w, g, i), 0);
+    const int64_t nt = sl_gguf_n_tensors(g);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) cr_assert_eq(sl_gguf_writer_begin_data(w), 0, "%s", sl_gguf_writer_errmsg(w));
+        for (int64_t i = 0; i < nt; i++) {
+            const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
+            const bool eh = strstr(t->name, "nextn.eh_proj.weight") != NULL;
+            const bool ones = !strcmp(t->name, "output_norm.weight") || strstr(t->name, "nextn.enorm") ||
+                              strstr(t->name, "nextn.shared_head_norm");
+            if (!pass) {
+                cr_assert_eq(sl_gguf_writer_add_tensor(w, t->name, eh ? SL_GGML_F32 : t->type, t->n_dims, t->ne), 0);
+                continue;
+            }
+            const uint64_t in = t->ne[0];
+            size_t nb = eh ? (size_t)(in * t->ne[1] * sizeof(float)) : t->nbytes;
+            uint8_t *buf = calloc(1, nb);
+            cr_assert_not_null(buf);
+            if (eh) {
+                for (uint64_t r = 0; r < t->ne[1]; r++) ((float *)buf)[r * in + r] = 1.0f;   /* [I 0] */
+            } else if (ones) {
+                for (size_t j = 0; j < nb / 4; j++) ((float *)buf)[j] = 1.0f;
+            } else if (!zeroed(t->name)) {   /* zero blocks decode to zero in every type */
+                cr_assert_eq(sl_gguf_read(g, buf, nb, t->file_offset), 0);
+            }
+            cr_assert_eq(sl_gguf_writer_write(w, buf, nb), 0, "%s", sl_gguf_writer_errmsg(w));
+            free(buf);
+        }
+    }
+    cr_assert_eq(sl_gguf_writer_close(w), 0);
+    sl_gguf_close(g);
+}
+
+static void accepted(const char *preset)
+{
+    char src[PATH_MAX], path[PATH_MAX + 8];
+    mk(preset, src, sizeof src);
+    snprintf(path, sizeof path, "%s.t.gguf", src);
+    write_transparent(src, path);
+    int32_t prompt[4], plain[40], spec[40];
+    st_some_ids(prompt, 4, NV, 3);
+    sl_model *m = open_resident(path);
+    gen(m, false, 0, prompt, 4, plain, 40, NULL);
+    sl_spec_stats st;
+    gen(m, true, 4, prompt, 4, spec, 40, &st);
+    cr_log_info("%s, transparent: %lld passes, %lld drafted, %lld accepted", preset, (long long)st.n_passes,
+                (long long)st.n_drafted, (long long)st.n_accepted);
+    cr_assert_eq(memcmp(plain, spec, sizeof plain), 0, "%s: MTP speculation changed the tokens", preset);
+    cr_assert_geq(st.n_accepted * 10, st.n_drafted * 9, "%s: %lld of %lld drafts accepted", preset,
+                  (long long)st.n_accepted, (long long)st.n_drafted);
+    cr_assert_leq(st.n_passes, 10, "%s: about 5 tokens a pass", preset);
+    sl_model_close(m);
+}
+
+Test(mtp, accepted_glm4moe, .fini = cleanup, .timeout = 240) { accepted("glm4moe-tiny"); }
+Test(mtp, accepted_qwen35moe, .fini = cleanup, .timeout = 240) { accepted("qwen35moe-tiny-mtp"); }
+Test(mtp, accepted_deepseek2, .fini = cleanup, .timeout = 240) { accepted("deepseek2-tiny-mtp"); }
 
 /* ---- refusals ------------------------------------------------------------------ */
 
