@@ -4,10 +4,12 @@
  * the block attends only over rows it computed (kv base = lo). */
 #include "spec_mtp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../gguf/base/sl_internal.h"
+#include "../gguf/gguf.h"
 #include "forward_mtp.h"
 #include "model_handle.h"
 
@@ -60,6 +62,15 @@ int sl_mtp_create(sl_mtp **out, sl_session *s)
     if (d->n_layer_nextn < 1)
         return sl_err_set(SL_EUNSUPPORTED, "spec mtp: the %s file has no NextN (MTP) block (nextn_predict_layers)",
                           d->arch_name);
+    /* llama.cpp reads these where a file has them; none of the four families' converters writes them */
+    static const char *const own[] = { "nextn.embed_tokens.weight", "nextn.shared_head_head.weight" };
+    for (int i = 0; i < 2; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "blk.%d.%s", d->n_layer, own[i]);
+        if (sl_gguf_find_tensor(sl_stream_gguf(f->st), name))
+            return sl_err_set(SL_EUNSUPPORTED, "spec mtp: tensor '%s' (the block's own embedding or head) is not "
+                              "supported", name);
+    }
     sl_model_info mi;
     sl_model_get_info(s->m, &mi);
     if (mi.mode != SL_MODE_RESIDENT && !s->m->p.keep_nextn)

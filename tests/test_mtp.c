@@ -343,17 +343,17 @@ static void greedy_identity(const char *preset)
 {
     char path[PATH_MAX];
     mk(preset, path, sizeof path);
-    int32_t prompt[12], plain[40], spec[40];
-    st_some_ids(prompt, 12, NV, 5);
+    int32_t prompt[20], plain[40], spec[40];   /* the prompt in two chunks of n_batch 16 */
+    st_some_ids(prompt, 20, NV, 5);
     for (int mode = 0; mode < 2; mode++) {
         sl_model_params mp = st_params(128, 16, 2);
         mp.mode = mode ? SL_MODE_STREAM : SL_MODE_RESIDENT;
         mp.keep_nextn = true;
         sl_model *m = st_open(path, &mp);
-        gen(m, false, 0, prompt, 12, plain, 40, NULL);
+        gen(m, false, 0, prompt, 20, plain, 40, NULL);
         for (int32_t k = 1; k <= 4; k += 3) {
             sl_spec_stats st;
-            gen(m, true, k, prompt, 12, spec, 40, &st);
+            gen(m, true, k, prompt, 20, spec, 40, &st);
             cr_assert_eq(memcmp(plain, spec, sizeof plain), 0, "%s mode %d k %d: MTP speculation changed the tokens",
                          preset, mode, k);
             cr_assert_gt(st.n_drafted, 0, "%s: the MTP block drafted", preset);
