@@ -58,19 +58,25 @@ static int run_once(sl_session *s, sl_session *ds, int method, int32_t k_max, co
 
 /* --pass-cost: after the prompt, one timed pass of k + 1 rows with every
  * row's logits (what a verification computes), k = 0..kmax alternating. */
-static int pass_cost(sl_session *s, const char *prompt, int32_t kmax, long long reps, int32_t n_vocab)
+static int pass_cost(sl_model *m, sl_session *s, const char *prompt, int32_t kmax, long long reps, int32_t n_vocab)
 {
     float *lg = malloc((size_t)(kmax + 1) * (size_t)n_vocab * sizeof *lg);
     double *ms = malloc((size_t)(kmax + 1) * (size_t)reps * sizeof *ms);
+    double mb[9] = { 0 }, emb[9] = { 0 };   /* MB read from disk a timed pass: units, routed experts */
     int rc = lg && ms ? 0 : 1;
     const int32_t ids[9] = { 100, 200, 300, 400, 500, 600, 700, 800, 900 };   /* any: the cost is the rows' */
     for (long long r = 0; r < reps && !rc; r++)
         for (int32_t k = 0; k <= kmax && !rc; k++) {
             sl_session_reset(s);
             if ((rc = sl_session_feed_text(s, prompt, false))) break;
+            sl_stream_stats a, z;
+            sl_stream_get_stats(sl_model_stream(m), &a);
             double t0 = perf_now();
             rc = sl_session_eval(s, ids, k + 1, lg);
             ms[(size_t)k * (size_t)reps + (size_t)r] = (perf_now() - t0) * 1e3;
+            sl_stream_get_stats(sl_model_stream(m), &z);
+            mb[k] += (double)(z.bytes_read - a.bytes_read) / 1e6 / (double)reps;
+            emb[k] += (double)(z.expert_bytes_read - a.expert_bytes_read) / 1e6 / (double)reps;
         }
     if (rc) fprintf(stderr, "bench-spec: %s\n", lg && ms ? sl_session_errmsg(s) : "out of memory");
     double m0 = 0;
@@ -79,8 +85,9 @@ static int pass_cost(sl_session *s, const char *prompt, int32_t kmax, long long 
         perf_sort(v, (int)reps);
         double med = v[reps / 2];
         if (k == 0) m0 = med;
-        printf("pass of %d row%s (k = %d drafts): median %9.1f ms  (min %9.1f, max %9.1f)  x%.3f of one row\n",
-               k + 1, k ? "s" : " ", k, med, v[0], v[reps - 1], med / m0);
+        printf("pass of %d row%s (k = %d drafts): median %9.1f ms  (min %9.1f, max %9.1f)  x%.3f of one row; "
+               "read a pass: units %.0f MB, experts %.0f MB\n", k + 1, k ? "s" : " ", k, med, v[0], v[reps - 1], med / m0,
+               mb[k], emb[k]);
     }
     free(lg); free(ms);
     return rc ? 1 : 0;
@@ -129,7 +136,7 @@ static int bench_spec_main(int argc, char **argv)
         return 1;
     }
     if (cost_k >= 0) {
-        int rc = pass_cost(s, prompt, (int32_t)cost_k, reps, mi.n_vocab);
+        int rc = pass_cost(m, s, prompt, (int32_t)cost_k, reps, mi.n_vocab);
         sl_session_destroy(ds); sl_session_destroy(s); sl_model_close(dm); sl_model_close(m);
         return rc;
     }
