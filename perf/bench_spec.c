@@ -86,8 +86,8 @@ static int pass_cost(sl_model *m, sl_session *s, const char *prompt, int32_t kma
         double med = v[reps / 2];
         if (k == 0) m0 = med;
         printf("pass of %d row%s (k = %d drafts): median %9.1f ms  (min %9.1f, max %9.1f)  x%.3f of one row; "
-               "read a pass: units %.0f MB, experts %.0f MB\n", k + 1, k ? "s" : " ", k, med, v[0], v[reps - 1], med / m0,
-               mb[k], emb[k]);
+               "read a pass: units %.0f MB, experts %.0f MB\n", k + 1, k ? "s" : " ", k, med, v[0], v[reps - 1],
+               med / m0, mb[k], emb[k]);
     }
     free(lg); free(ms);
     return rc ? 1 : 0;

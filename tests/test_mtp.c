@@ -178,8 +178,11 @@ static void ref_mtp(const char *path, const sl_model_desc *d, const int32_t *ids
             for (int i = 0; i < H * HD; i++) q[i] += bq.w[i];
             for (int i = 0; i < HK * HD; i++) { kp[i] += bk.w[i]; vp[i] += bv.w[i]; }
         }
-        for (int hh = 0; hh < H; hh++) { rms(q + hh * HD, q + hh * HD, qn.w, HD, eps); rope(q + hh * HD, d->n_rot, p, d->rope_base); }
-        for (int hh = 0; hh < HK; hh++) { rms(kp + hh * HD, kp + hh * HD, kn.w, HD, eps); rope(kp + hh * HD, d->n_rot, p, d->rope_base); }
+        for (int hh = 0; hh < H + HK; hh++) {   /* q heads, then k heads: per-head norm, rope */
+            float *r = hh < H ? q + hh * HD : kp + (hh - H) * HD;
+            rms(r, r, hh < H ? qn.w : kn.w, HD, eps);
+            rope(r, d->n_rot, p, d->rope_base);
+        }
         for (int hh = 0; hh < H; hh++) {
             const int kh = hh / (H / HK);
             double mx = -1e30, sum = 0;

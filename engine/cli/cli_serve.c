@@ -167,7 +167,8 @@ static int serve_main(int argc, char **argv)
     }
     printf("sluice serve: listening on http://%s:%d (model %s, chat template %s, %d parallel, queue %d, prefix cache %d, spec %s)\n",
            hc.host, port, hc.model_name, sl_chat_name(tmpl), ec.parallel, ec.queue, ec.prefix_cache,
-           so.kind == SL_SPEC_NGRAM ? "ngram" : so.kind == SL_SPEC_DRAFT ? "draft" : "off");
+           so.kind == SL_SPEC_NGRAM ? "ngram" : so.kind == SL_SPEC_DRAFT ? "draft"
+           : so.kind == SL_SPEC_MTP ? "mtp" : "off");
     fflush(stdout);
     int sig;
     sigwait(&sigs, &sig);
