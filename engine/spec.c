@@ -291,6 +291,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     sl_forward_seq one = { .kv = kv, .ids = ids, .n = k + 1, .mode = SL_LOGITS_ALL };
     sl_stream_stats a, z;
     sl_stream_get_stats(st, &a);
+    const double f0 = sp->mtp ? sl_mtp_follow_ms(sp->mtp) : 0;   /* the block's share of the passes */
     double t0 = sl_now_ms();
     if (sp->rec_snap) sl_kv_rec_read(kv, sp->rec_snap);
     rc = sl_forward_run_batch(fw, &one, 1, sp->rows);
@@ -350,6 +351,11 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
             sl_session_fed(s, ids, 1 + m, false, ms, 0);
             return spec_fail(sp, rc);
         }
+    }
+    if (sp->mtp) {
+        const double fm = sl_mtp_follow_ms(sp->mtp) - f0;
+        sp->st.verify_ms -= fm;
+        sp->st.draft_ms += fm;
     }
     sl_session_fed(s, ids, 1 + m, true, ms + dms, z.stall_ms - a.stall_ms);
     sp->pending_past = kv->n_past;

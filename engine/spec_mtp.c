@@ -12,6 +12,7 @@
 #include "../gguf/gguf.h"
 #include "forward_mtp.h"
 #include "model_handle.h"
+#include "../gguf/base/sl_platform.h"
 
 struct sl_mtp {
     sl_session *s;
@@ -24,6 +25,7 @@ struct sl_mtp {
     int32_t prev_pos;
     float *hin, *hout, *cat;    /* [n_batch][E], [n_batch][E], [n_batch][2E] */
     float *logits;              /* [n_vocab] */
+    double follow_ms;
 };
 
 static void set_lo(sl_mtp *mt, int32_t lo)
@@ -46,7 +48,9 @@ static int mtp_follow(void *ctx, const int32_t *ids, const float *h, int32_t n, 
     else memset(mt->hin, 0, (size_t)E * sizeof *h);   /* unknown (position 0: none) */
     memcpy(mt->hin + E, h, (size_t)(n - 1) * (size_t)E * sizeof *h);
     mt->kv.n_past = pos0;
+    const double t0 = sl_now_ms();
     int rc = sl_forward_mtp(mt->f, &mt->kv, ids, mt->hin, n, mt->cat, mt->hout, NULL);
+    mt->follow_ms += sl_now_ms() - t0;
     if (rc) { mt->hi = mt->lo; mt->prev_pos = -1; return rc; }
     mt->hi = pos0 + n;
     memcpy(mt->prev, h + (int64_t)(n - 1) * E, (size_t)E * sizeof *h);
@@ -150,3 +154,5 @@ void sl_mtp_keep(sl_mtp *mt, int32_t pos0, int32_t last)
     memcpy(mt->prev, mt->h + (int64_t)(last - pos0) * E, (size_t)E * sizeof(float));
     mt->prev_pos = last;
 }
+
+double sl_mtp_follow_ms(const sl_mtp *mt) { return mt->follow_ms; }

@@ -22,5 +22,7 @@ int  sl_mtp_draft(sl_mtp *mt, int32_t tok, int32_t pos, int32_t k, int32_t *out)
 /* After a verify pass whose first row was at pos0: positions past `last`
  * were rolled back; the hidden state of `last` is the next draft's. */
 void sl_mtp_keep(sl_mtp *mt, int32_t pos0, int32_t last);
+/* Wall time the block has spent following the session's passes (inside them). */
+double sl_mtp_follow_ms(const sl_mtp *mt);
 
 #endif
