@@ -128,7 +128,7 @@ typedef struct sl_model_params {
      * (bytes done of total, a few times a second and once at the end); NULL: not called */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
-    /* added in 0.7: stream / mmap modes keep the file's NextN (MTP) blocks in the schedule,
+    /* added in 0.6: stream / mmap modes keep the file's NextN (MTP) blocks in the schedule,
      * for SL_SPEC_MTP (they are left out otherwise; resident mode always reads them) */
     bool keep_nextn;
 } sl_model_params;
