@@ -62,7 +62,7 @@ static int pass_cost(sl_model *m, sl_session *s, const char *prompt, int32_t kma
 {
     float *lg = malloc((size_t)(kmax + 1) * (size_t)n_vocab * sizeof *lg);
     double *ms = malloc((size_t)(kmax + 1) * (size_t)reps * sizeof *ms);
-    double mb[9] = { 0 }, emb[9] = { 0 };   /* MB read from disk a timed pass: units, routed experts */
+    double mb[9] = { 0 }, emb[9] = { 0 };   /* MB read from disk a timed pass: all, routed experts */
     int rc = lg && ms ? 0 : 1;
     const int32_t ids[9] = { 100, 200, 300, 400, 500, 600, 700, 800, 900 };   /* any: the cost is the rows' */
     for (long long r = 0; r < reps && !rc; r++)
@@ -86,7 +86,7 @@ static int pass_cost(sl_model *m, sl_session *s, const char *prompt, int32_t kma
         double med = v[reps / 2];
         if (k == 0) m0 = med;
         printf("pass of %d row%s (k = %d drafts): median %9.1f ms  (min %9.1f, max %9.1f)  x%.3f of one row; "
-               "read a pass: units %.0f MB, experts %.0f MB\n", k + 1, k ? "s" : " ", k, med, v[0], v[reps - 1],
+               "read a pass: %.0f MB (routed experts %.0f MB)\n", k + 1, k ? "s" : " ", k, med, v[0], v[reps - 1],
                med / m0, mb[k], emb[k]);
     }
     free(lg); free(ms);
