@@ -310,6 +310,29 @@ static int32_t out_norm_rows(sl_forward *f, const sl_forward_seq *sq, int32_t ns
 /* One pass over the units for the rows of sq[0..ns) (<= n_batch rows in
  * all); logits: for each sequence in order, its last row (LAST) or all its
  * rows (ALL), n_vocab floats each. */
+/* The hooks' rows (forward_pass.h) out of x, before the lm head reuses xn. */
+static void hook_rows(sl_forward *f, const sl_forward_seq *sq, int32_t ns)
+{
+    const int32_t E = f->d->n_embd;
+    for (int32_t h = 0; h < f->n_hooks; h++)
+        for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++) {
+            if (sq[s].kv != f->hooks[h].kv) continue;
+            for (int32_t r = 0; r < sq[s].n; r++)
+                f->k->rmsnorm(f->hooks[h].h + (int64_t)r * E, f->x + (int64_t)(i + r) * E, f->out_norm, E,
+                              f->d->rms_eps);
+        }
+}
+
+static int hook_call(sl_forward *f, const sl_forward_seq *sq, int32_t ns)
+{
+    int rc = 0;
+    for (int32_t h = 0; h < f->n_hooks && !rc; h++)
+        for (int32_t s = 0; s < ns && !rc; s++)
+            if (sq[s].kv == f->hooks[h].kv)
+                rc = f->hooks[h].fn(f->hooks[h].ctx, sq[s].ids, f->hooks[h].h, sq[s].n, sq[s].kv->n_past);
+    return rc;
+}
+
 static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t n, float *logits)
 {
     const sl_model_desc *d = f->d;
@@ -320,13 +343,14 @@ static int chunk_forward(sl_forward *f, const sl_forward_seq *sq, int32_t ns, in
     if (d->n_embd_ple && (rc = sl_forward_ple_inputs(f, sq, ns, n))) return rc;
     if ((rc = layers_forward(f, sq, ns, 0, d->n_layer, n))) return rc;
     int32_t nr;
-    SL_TIMED(f, SL_PROF_NORM, 0, nr = out_norm_rows(f, sq, ns));
+    SL_TIMED(f, SL_PROF_NORM, 0, nr = out_norm_rows(f, sq, ns); hook_rows(f, sq, ns));
     if (nr == 0) {
         /* the lm head is skipped: restart the cyclic schedule at layer 0 */
         sl_stream_prefetch(f->st, 0);
-        return 0;
+    } else if ((rc = logits_forward(f, nr, logits))) {
+        return rc;
     }
-    return logits_forward(f, nr, logits);
+    return hook_call(f, sq, ns);
 }
 
 /* The cache is indexed by layer, kv head and position, attention scratch by n_ctx. */
@@ -429,6 +453,13 @@ int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int
     kv->n_past = past;
     if (!rc) memcpy(x, f->x, bytes);
     return rc;
+}
+
+int sl_forward_head_normed(sl_forward *f, const float *xn, int32_t n, float *logits)
+{
+    if (n < 1 || n > f->n_batch) return sl_err_set(SL_EINVAL, "lm head: %d rows (1..n_batch %d)", n, f->n_batch);
+    if (xn != f->xn) memcpy(f->xn, xn, (size_t)n * (size_t)f->d->n_embd * sizeof *xn);
+    return logits_forward(f, n, logits);
 }
 
 int sl_forward_head(sl_forward *f, const float *x, float *logits)

@@ -52,5 +52,7 @@ int sl_forward_run_batch(sl_forward *f, const sl_forward_seq *seqs, int32_t n_se
 int sl_forward_embed(sl_forward *f, const int32_t *ids, int32_t n, float *x);
 int sl_forward_layers(sl_forward *f, sl_kv *kv, int32_t first, int32_t last, int32_t pos0, float *x, int32_t n);
 int sl_forward_head(sl_forward *f, const float *x, float *logits);
+/* The lm head (and soft cap) of n rows already normed (the MTP block's). */
+int sl_forward_head_normed(sl_forward *f, const float *xn, int32_t n, float *logits);
 
 #endif

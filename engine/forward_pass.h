@@ -45,6 +45,19 @@ static inline uint64_t sl_prof_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A reader of a pass's hidden states (MTP drafting, spec_mtp.c): after
+ * every pass that runs kv, fn gets that sequence's ids, its rows output-
+ * normed into h (n_batch rows of n_embd, the hook's), their count and the
+ * position of the first; its status fails the pass. fn may run passes of
+ * its own on the forward (the pass is done with its arena). */
+#define SL_FORWARD_MAX_HOOKS 16
+typedef struct sl_forward_hook {
+    const sl_kv *kv;
+    int (*fn)(void *ctx, const int32_t *ids, const float *h, int32_t n, int32_t pos0);
+    void *ctx;
+    float *h;
+} sl_forward_hook;
+
 typedef struct sl_forward {
     const sl_model_desc *d;
     sl_stream *st;
@@ -86,6 +99,8 @@ typedef struct sl_forward {
     /* how often the guess of rank i was among the chosen, decayed per guessed
      * layer: pg_hit[i] / pg_seen is rank i's precision */
     float pg_hit[64], pg_seen;
+    sl_forward_hook hooks[SL_FORWARD_MAX_HOOKS];
+    int32_t n_hooks;
 } sl_forward;
 
 /* Op timing: SL_TIMED(f, op, bytes, statements) runs the statements as op

@@ -73,7 +73,7 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     /* the NextN blocks are left out of the schedule (a subset: the planner's
      * stream mode, every kept unit pinned when they fit); resident mode reads
      * the file once, those blocks included, and keeps its name */
-    r->n_keep = d->n_layer_nextn > 0 && p->mode != SL_MODE_RESIDENT ? d->n_layer : 0;
+    r->n_keep = d->n_layer_nextn > 0 && p->mode != SL_MODE_RESIDENT && !p->keep_nextn ? d->n_layer : 0;
     for (int32_t l = 0; l < r->n_keep; l++) r->keep[l] = sl_reserve_layer_kept(p, l);
     /* a recurrent model's fixed-size state counts with its cache */
     if (__builtin_add_overflow(r->kv_bytes, sl_forward_gdn_state_bytes(d), &r->kv_bytes)) r->kv_bytes = UINT64_MAX;

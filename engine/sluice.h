@@ -128,6 +128,9 @@ typedef struct sl_model_params {
      * (bytes done of total, a few times a second and once at the end); NULL: not called */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
+    /* added in 0.6: stream / mmap modes keep the file's NextN (MTP) blocks in the schedule,
+     * for SL_SPEC_MTP (they are left out otherwise; resident mode always reads them) */
+    bool keep_nextn;
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -585,6 +588,16 @@ static inline int sl_batch_get_stats(const sl_batch *b, sl_batch_stats *out)
  *                  drafts). The time
  *                  in the draft counts in the target session's decode_ms
  *                  (its tok/s is what the user gets).
+ *   SL_SPEC_MTP    the model's own NextN / MTP block (nextn_predict_layers;
+ *                  SL_EUNSUPPORTED without; stream and mmap modes need the
+ *                  model opened with params.keep_nextn): each token is drafted
+ *                  by the block from the previous token's output-normed hidden
+ *                  state and its own embedding, the block's attention over a
+ *                  cache of its own that every pass of the session (prompt
+ *                  included: create the spec before feeding it) fills with the
+ *                  target's hidden states; drafts are the block's argmax
+ *                  (certain drafts, as n-gram ones, when sampling). One MTP
+ *                  spec per session; its time counts in draft_ms.
  * Greedy (temp <= 0): a draft is accepted when it is the target's argmax, so
  * the tokens are those of sl_session_step. Sampling: the standard rule —
  * accept d with probability min(1, p(d)/q(d)) (n-gram drafts: q(d) = 1), else
@@ -603,7 +616,7 @@ static inline int sl_batch_get_stats(const sl_batch *b, sl_batch_stats *out)
  * feeds the session next, or a sampled run loses the target distribution.
  * Status: as sl_session_step; create SL_EINVAL (bad params, no draft session,
  * vocabularies differ), SL_EUNSUPPORTED (a tokenizer-less draft or target). */
-enum sl_spec_kind { SL_SPEC_OFF = 0, SL_SPEC_NGRAM, SL_SPEC_DRAFT };
+enum sl_spec_kind { SL_SPEC_OFF = 0, SL_SPEC_NGRAM, SL_SPEC_DRAFT, SL_SPEC_MTP };
 typedef struct sl_spec sl_spec;
 typedef struct sl_spec_params {
     size_t struct_size;     /* sizeof, set by the _init function (versioned: README "Library") */

@@ -1,10 +1,12 @@
 /* Speculative decoding (sluice.h "speculative decoding"): one pass verifies
- * the sampled token and k drafts (n-gram lookup or a draft model); the cache
+ * the sampled token and k drafts (n-gram lookup, a draft model or the
+ * model's own MTP block: spec_mtp.c); the cache
  * keeps the accepted prefix (rows past it are rolled back by moving n_past).
  * A recurrent state cannot be rolled back that way: it is saved before the
  * pass and, when a draft was rejected, restored and advanced over the
  * accepted tokens again (one more pass, only on a rejection). */
 #include "session_obj.h"
+#include "spec_mtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 struct sl_spec {
     sl_session *s;
     sl_session *draft;          /* SL_SPEC_DRAFT: the draft model's session */
+    sl_mtp *mtp;                /* SL_SPEC_MTP: the NextN block's drafter */
     sl_spec_params p;
     int32_t k_max, k;
     int32_t n_vocab;
@@ -82,7 +85,7 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
     sl_spec_params p;
     sl_spec_params_init(&p);
     if (pp && sl_struct_in(&p, sizeof p, pp, SL_SPEC_PARAMS_MIN_SIZE, "sl_spec_params")) return SL_EINVAL;
-    if (p.kind != SL_SPEC_NGRAM && p.kind != SL_SPEC_OFF && p.kind != SL_SPEC_DRAFT)
+    if (p.kind != SL_SPEC_NGRAM && p.kind != SL_SPEC_OFF && p.kind != SL_SPEC_DRAFT && p.kind != SL_SPEC_MTP)
         return sl_err_set(SL_EINVAL, "spec: unknown kind %d", p.kind);
     if (p.k_max < 0 || p.k_max > SPEC_K_LIMIT || p.ngram_min < 1 || p.ngram_max < p.ngram_min || p.ngram_max > 64)
         return sl_err_set(SL_EINVAL, "spec: k_max %d (0..%d), ngram %d..%d (1 <= min <= max <= 64)", p.k_max,
@@ -114,6 +117,11 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
         sl_spec_destroy(sp);
         return sl_err_set(SL_ENOMEM, "spec: out of memory");
     }
+    int rc = p.kind == SL_SPEC_MTP ? sl_mtp_create(&sp->mtp, s) : 0;
+    if (rc) {
+        sl_spec_destroy(sp);
+        return rc;
+    }
     *out = sp;
     return 0;
 }
@@ -121,6 +129,7 @@ int sl_spec_create(sl_spec **out, sl_session *s, const sl_spec_params *pp)
 void sl_spec_destroy(sl_spec *sp)
 {
     if (!sp) return;
+    sl_mtp_destroy(sp->mtp);
     free(sp->rows);
     free(sp->q);
     free(sp->rec_snap);
@@ -258,6 +267,13 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
         sp->st.draft_ms += dms;
         if (got < 0) return spec_fail(sp, got);
         k = got;
+    } else if (k > 0 && sp->mtp) {
+        double t0 = sl_now_ms();
+        int got = sl_mtp_draft(sp->mtp, ids[0], base, k, ids + 1);
+        dms = sl_now_ms() - t0;
+        sp->st.draft_ms += dms;
+        if (got < 0) return spec_fail(sp, got);
+        k = cut_at_eog(model, ids + 1, got);
     } else if (k > 0) {
         k = cut_at_eog(model, ids + 1, ngram_draft(hist, base + 1, sp->p.ngram_min, sp->p.ngram_max, k, ids + 1));
     }
@@ -275,6 +291,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     sl_forward_seq one = { .kv = kv, .ids = ids, .n = k + 1, .mode = SL_LOGITS_ALL };
     sl_stream_stats a, z;
     sl_stream_get_stats(st, &a);
+    const double f0 = sp->mtp ? sl_mtp_follow_ms(sp->mtp) : 0;   /* the block's share of the passes */
     double t0 = sl_now_ms();
     if (sp->rec_snap) sl_kv_rec_read(kv, sp->rec_snap);
     rc = sl_forward_run_batch(fw, &one, 1, sp->rows);
@@ -325,6 +342,7 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
     }
     memcpy(s->logits, sp->rows + (size_t)m * (size_t)sp->n_vocab,
            (size_t)sp->n_vocab * sizeof(float));
+    if (sp->mtp) sl_mtp_keep(sp->mtp, base, base + m);
     if (sp->rec_snap && m < k) {
         t0 = sl_now_ms();
         rc = rec_replay(sp, ids, base, 1 + m);
@@ -333,6 +351,11 @@ int sl_spec_step(sl_spec *sp, int32_t *tokens, int32_t cap, int32_t *n_out)
             sl_session_fed(s, ids, 1 + m, false, ms, 0);
             return spec_fail(sp, rc);
         }
+    }
+    if (sp->mtp) {
+        const double fm = sl_mtp_follow_ms(sp->mtp) - f0;
+        sp->st.verify_ms -= fm;
+        sp->st.draft_ms += fm;
     }
     sl_session_fed(s, ids, 1 + m, true, ms + dms, z.stall_ms - a.stall_ms);
     sp->pending_past = kv->n_past;

@@ -184,6 +184,8 @@ static const mk_preset mk_presets[] = {
     /* DeepSeek-V3-style (the rest of their shape in mk_v3_shapes); n_head_kv 1: MLA's latent cache */
     { "glm4moe-tiny", 3, 256, 768, 4, 2, 512, 1e6f, SPM, "glm4moe", 128, 0, 0, 8, 2, 256, 0, "synth3 shape" },
     { "deepseek2-tiny", 3, 256, 768, 4, 1, 512, 1e4f, SPM, "deepseek2", 0, 0, 0, 8, 2, 256, 0, "synth3 shape" },
+    { "deepseek2-tiny-mtp", 3, 256, 768, 4, 1, 512, 1e4f, SPM, "deepseek2", 0, 0, 0, 8, 2, 256, 0,
+      "synth3 shape + one NextN block" },
     { "deepseek-v2-lite", 27, 2048, 10944, 16, 1, 163840, 1e4f, BPE, "deepseek2", 0, 0, 0, 64, 6, 1408, 0,
       "DeepSeek-V2-Lite (16B, 2.4B active; no q LoRA)" },
     { "deepseek-v3", 61, 7168, 18432, 128, 1, 163840, 1e4f, BPE, "deepseek2", 0, 0, 129280, 256, 8, 2048, 0,
@@ -222,6 +224,7 @@ static const mk_v3shape mk_v3_shapes[] = {
     /* preset, lead, shared, gating, groups, used, nextn, rope, scale, norm, q_lora, kv_lora, k/v_mla, yarn */
     { "glm4moe-tiny", 1, 1, 2, 1, 1, 1, 64, 2.5f, true, 0, 0, 0, 0, 0, 0, 0 },
     { "deepseek2-tiny", 1, 1, 2, 4, 2, 0, 64, 2.5f, true, 256, 256, 192, 128, 8, 0.1f, 64 },
+    { "deepseek2-tiny-mtp", 1, 1, 2, 4, 2, 1, 64, 2.5f, true, 256, 256, 192, 128, 8, 0.1f, 64 },
     { "deepseek-v2-lite", 1, 2, 1, 1, 1, 0, 64, 1.0f, false, 0, 512, 192, 128, 40, 0.0707f, 4096 },
     { "deepseek-v3", 3, 1, 2, 8, 4, 1, 64, 2.5f, true, 1536, 512, 192, 128, 40, 0.1f, 4096 },
     { "kimi-k2", 1, 1, 2, 1, 1, 0, 64, 2.827f, true, 1536, 512, 192, 128, 32, 0.1f, 4096 },

@@ -29,8 +29,9 @@ typedef struct sl_cli_spec_opts {
 void sl_cli_spec_opts_init(sl_cli_spec_opts *o);
 /* As sl_cli_model_opt: 1 consumed, 0 not one, -1 bad value (message printed). */
 int sl_cli_spec_opt(sl_cli_spec_opts *o, int argc, char **argv, int *i, const char *cmd);
-/* After parsing: settles the kind; -1 (message printed) for a contradiction. */
-int sl_cli_spec_check(sl_cli_spec_opts *o, const char *cmd);
+/* After parsing: settles the kind; -1 (message printed) for a contradiction.
+ * mp (may be NULL): the target's params, told to keep the MTP block for --spec mtp. */
+int sl_cli_spec_check(sl_cli_spec_opts *o, sl_model_params *mp, const char *cmd);
 /* Opens the draft model when the kind is draft (else *dm = NULL). Exit code 0 / 1. */
 int sl_cli_spec_open_draft(const sl_cli_spec_opts *o, sl_model *target, const char *cmd, sl_model **dm);
 /* The spec of session s (and its draft session of dm); nothing when off. Exit code 0 / 1. */
@@ -39,10 +40,11 @@ int sl_cli_spec_create(const sl_cli_spec_opts *o, sl_session *s, sl_model *dm, s
 /* Acceptance, tokens per pass, time in the draft model: a line (or JSON object) on stderr. */
 void sl_cli_spec_print_stats(const sl_spec *sp, bool json);
 #define SL_CLI_SPEC_OPTS_HELP \
-    "  --spec ngram|draft|off speculative decoding: drafts from n-gram lookup in the context, or\n" \
-    "                         from a draft model; the target verifies k+1 tokens per pass (default off)\n" \
+    "  --spec ngram|draft|mtp|off speculative decoding: drafts from n-gram lookup in the context,\n" \
+    "                         a draft model or the model's own MTP (NextN) block; the target\n" \
+    "                         verifies k+1 tokens per pass (default off)\n" \
     "  --draft-model FILE     draft model with the target's vocabulary, resident (implies --spec draft)\n" \
-    "  --spec-k N             drafts per pass at most, 1..8 (default: 8 streamed, 4 resident; adapts)\n"
+    "  --spec-k N, --draft-max N  drafts per pass at most, 1..8 (default: 8 streamed, 4 resident; adapts)\n"
 /* Open with a message to stderr on failure (returns exit code 1 then, else 0). */
 int sl_cli_open_model(const sl_cli_model_opts *o, const char *cmd, sl_model **m);
 /* All the token ids of text (malloc'd in *ids; the count, or SL_E* with

@@ -174,7 +174,7 @@ static int parse_gen(gen_opts *o, int argc, char **argv, const char *cmd, void (
         usage(stderr);
         return 2;
     }
-    if (sl_cli_spec_check(&o->spec, cmd)) return 2;
+    if (sl_cli_spec_check(&o->spec, &o->mo.mp, cmd)) return 2;
     if (!o->seed_set) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -470,6 +470,8 @@ static int run_main(int argc, char **argv)
         goto out;
     }
     if (start_pressure(&o, s, "sluice run")) goto out;
+    /* before the prompt: an MTP block follows every pass from the first */
+    if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "run")) goto out;
     if (o.prompt_cache) {
         int32_t *ids;
         int n = sl_cli_tokenize(m, o.prompt, strlen(o.prompt), true, false, &ids);
@@ -493,7 +495,6 @@ static int run_main(int argc, char **argv)
         goto out;
     }
     enum gen_end end;
-    if (sl_cli_spec_create(&o.spec, s, dm, &ds, &spec, "run")) goto out;
     gen_sink sink = { 0 };
     if (generate(&o, m, s, &sink, false, &end, spec))
         fprintf(stderr, "\nsluice: %s\n", gen_errmsg(s, spec));

@@ -99,7 +99,7 @@ static int serve_main(int argc, char **argv)
         fprintf(stderr, "sluice serve: WARNING: listening on %s, beyond loopback: other machines can reach this "
                 "server%s\n", hc.host, hc.api_key ? "" : " and, without --api-key, use it freely");
     if (ec.prefix_cache < 0 || ec.prefix_cache > ec.parallel) ec.prefix_cache = ec.parallel;
-    if (sl_cli_spec_check(&so, "serve")) return 2;
+    if (sl_cli_spec_check(&so, &mo.mp, "serve")) return 2;
     enum sl_chat_tmpl tmpl = SL_CHAT_NONE;
     if (tmpl_name && sl_chat_from_name(tmpl_name, &tmpl)) {
         fprintf(stderr, "sluice serve: unknown chat template '%s'\n", tmpl_name);
@@ -167,7 +167,8 @@ static int serve_main(int argc, char **argv)
     }
     printf("sluice serve: listening on http://%s:%d (model %s, chat template %s, %d parallel, queue %d, prefix cache %d, spec %s)\n",
            hc.host, port, hc.model_name, sl_chat_name(tmpl), ec.parallel, ec.queue, ec.prefix_cache,
-           so.kind == SL_SPEC_NGRAM ? "ngram" : so.kind == SL_SPEC_DRAFT ? "draft" : "off");
+           so.kind == SL_SPEC_NGRAM ? "ngram" : so.kind == SL_SPEC_DRAFT ? "draft"
+           : so.kind == SL_SPEC_MTP ? "mtp" : "off");
     fflush(stdout);
     int sig;
     sigwait(&sigs, &sig);

@@ -1,5 +1,5 @@
 /* Speculative decoding options of run, chat and serve: --spec, --draft-model,
- * --spec-k; the draft model is opened resident with the target's threads and
+ * --spec-k (--draft-max); the draft model is opened resident with the target's threads and
  * context (a draft is small, and it is consulted k times per target pass). */
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +17,8 @@ void sl_cli_spec_opts_init(sl_cli_spec_opts *o)
 int sl_cli_spec_opt(sl_cli_spec_opts *o, int argc, char **argv, int *i, const char *cmd)
 {
     const char *a = argv[*i];
-    if (strcmp(a, "--spec") && strcmp(a, "--draft-model") && strcmp(a, "--spec-k")) return 0;
+    if (strcmp(a, "--spec") && strcmp(a, "--draft-model") && strcmp(a, "--spec-k") && strcmp(a, "--draft-max"))
+        return 0;
     if (*i + 1 >= argc) {
         fprintf(stderr, "sluice %s: option %s needs a value\n", cmd, a);
         return -1;
@@ -27,11 +28,12 @@ int sl_cli_spec_opt(sl_cli_spec_opts *o, int argc, char **argv, int *i, const ch
     if (!strcmp(a, "--draft-model")) {
         if (!*v) goto bad;
         o->draft_path = v;
-    } else if (!strcmp(a, "--spec-k")) {
+    } else if (!strcmp(a, "--spec-k") || !strcmp(a, "--draft-max")) {
         if (sl_cli_int(v, 1, 8, &n)) goto bad;
         o->k_max = (int32_t)n;
     } else if (!strcmp(v, "ngram")) o->kind = SL_SPEC_NGRAM;
     else if (!strcmp(v, "draft")) o->kind = SL_SPEC_DRAFT;
+    else if (!strcmp(v, "mtp")) o->kind = SL_SPEC_MTP;
     else if (!strcmp(v, "off")) o->kind = SL_SPEC_OFF;
     else goto bad;
     return 1;
@@ -40,7 +42,7 @@ bad:
     return -1;
 }
 
-int sl_cli_spec_check(sl_cli_spec_opts *o, const char *cmd)
+int sl_cli_spec_check(sl_cli_spec_opts *o, sl_model_params *mp, const char *cmd)
 {
     if (o->kind < 0) o->kind = o->draft_path ? SL_SPEC_DRAFT : SL_SPEC_OFF;
     if (o->kind == SL_SPEC_DRAFT && !o->draft_path) {
@@ -49,13 +51,14 @@ int sl_cli_spec_check(sl_cli_spec_opts *o, const char *cmd)
     }
     if (o->kind != SL_SPEC_DRAFT && o->draft_path) {
         fprintf(stderr, "sluice %s: --draft-model goes with --spec draft (not --spec %s)\n", cmd,
-                o->kind == SL_SPEC_NGRAM ? "ngram" : "off");
+                o->kind == SL_SPEC_NGRAM ? "ngram" : o->kind == SL_SPEC_MTP ? "mtp" : "off");
         return -1;
     }
     if (o->kind == SL_SPEC_OFF && o->k_max) {
-        fprintf(stderr, "sluice %s: --spec-k needs --spec ngram|draft or --draft-model\n", cmd);
+        fprintf(stderr, "sluice %s: --spec-k needs --spec ngram|draft|mtp or --draft-model\n", cmd);
         return -1;
     }
+    if (mp) mp->keep_nextn = o->kind == SL_SPEC_MTP;   /* streamed: the MTP block is read too */
     return 0;
 }
 
