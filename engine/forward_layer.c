@@ -259,19 +259,19 @@ static int attn_recurrent(sl_forward *f, const sl_forward_seq *sq, int32_t ns, i
 
 /* ---- FFN blocks -------------------------------------------------------------- */
 
-/* Dense gated FFN: x += down(act(gate . xn) * (up . xn)), act SiLU or GELU;
- * a fused ffn_up holds gate | up. */
-static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+/* Dense gated FFN: xn = down(act(gate . xn) * (up . xn)) with xn the
+ * pre-norm of x, act SiLU or GELU; a fused ffn_up holds gate | up (not in
+ * a dense_moe block: there it names the experts). */
+static int gated_core(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
     const int32_t FF = b->n_ff > 0 ? b->n_ff : f->d->n_ff;
-    const sl_stream_tensor *wg = NULL, *wu, *wd, *post = NULL;
+    const sl_stream_tensor *wg = NULL, *wu, *wd;
     sl_stream_tensor part[2];
     int rc;
     if ((rc = sl_forward_find(v, l, "ffn_up.weight", &wu)) ||
-        (rc = sl_forward_find(v, l, "ffn_down.weight", &wd)) ||
-        (b->post_norm && (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post))))
+        (rc = sl_forward_find(v, l, "ffn_down.weight", &wd)))
         return rc;
-    if (b->fused_gate_up) {
+    if (b->fused_gate_up && !b->dense_moe) {
         if ((rc = sl_forward_split_rows(l, wu, (int64_t[]){ FF, FF }, 2, part))) return rc;
         wg = &part[0]; wu = &part[1];   /* the gate half comes first */
     } else if ((rc = sl_forward_find(v, l, "ffn_gate.weight", &wg))) {
@@ -286,7 +286,39 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
     void (*act)(float *, const float *, const float *, int64_t) =
         b->act == SL_ACT_GELU ? f->k->gelu_mul : f->k->silu_mul;
     SL_TIMED(f, SL_PROF_ACT, 0, act(f->gate, f->gate, f->up, (int64_t)n * FF));
-    if ((rc = sl_forward_mm(f, &c, f->gate, n, wd, f->xn, f->d->n_embd, SL_PROF_MV_DOWN))) return rc;
+    return sl_forward_mm(f, &c, f->gate, n, wd, f->xn, f->d->n_embd, SL_PROF_MV_DOWN);
+}
+
+/* x += post_norm(the gated FFN of x). */
+static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+{
+    const sl_stream_tensor *post = NULL;
+    int rc;
+    if ((b->post_norm && (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post))) ||
+        (rc = gated_core(f, l, b, v, n)))
+        return rc;
+    block_out(f, post, n);
+    return 0;
+}
+
+/* gemma4's MoE block: x += post_ffw_norm(post_ffw_norm_1(dense(ffn_norm x))
+ * + post_ffw_norm_2(experts(pre_ffw_norm_2 x))), the experts first (their
+ * sum waits in the MoE scratch while the dense FFN runs). */
+static int ffn_dense_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+{
+    const int32_t E = f->d->n_embd;
+    const sl_stream_tensor *p1, *p2, *post;
+    float *moe;
+    int rc;
+    if ((rc = sl_forward_find(v, l, "post_ffw_norm_1.weight", &p1)) ||
+        (rc = sl_forward_find(v, l, "post_ffw_norm_2.weight", &p2)) ||
+        (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post)) ||
+        (rc = block_in(f, v, l, "pre_ffw_norm_2.weight", n)))
+        return rc;
+    SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, &moe));
+    if (rc || (rc = block_in(f, v, l, "ffn_norm.weight", n)) || (rc = gated_core(f, l, b, v, n))) return rc;
+    SL_TIMED(f, SL_PROF_NORM, 0, norm_rows(f, moe, moe, p2->data, n); norm_rows(f, f->xn, f->xn, p1->data, n));
+    SL_TIMED(f, SL_PROF_ADD, 0, f->k->add(f->xn, f->xn, moe, (int64_t)n * E));
     block_out(f, post, n);
     return 0;
 }
@@ -294,8 +326,9 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
 /* Routed experts (forward_moe.c, which adds to x itself). */
 static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
+    if (b->dense_moe) return ffn_dense_moe(f, l, b, v, n);
     int rc = block_in(f, v, l, sl_ffn_norm_name(b), n);
-    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
+    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, NULL));
     return rc;
 }
 

@@ -68,6 +68,11 @@ typedef struct sl_ffn_block {
     bool sel_bias;            /* MoE: exp_probs_b.bias added to the probabilities for the choice only */
     int gating;               /* MoE: enum sl_moe_gating */
     float weights_scale;      /* MoE: > 0: the chosen weights times it */
+    /* MoE (gemma4): a dense FFN (ffn_norm, n_ff wide, post_ffw_norm_1) beside the experts
+     * (pre_ffw_norm_2, post_ffw_norm_2), their sum post-normed (post_ffw_norm); the router
+     * reads rmsnorm(x) / sqrt(n_embd) * ffn_gate_inp.scale; fused_gate_up: ffn_gate_up_exps */
+    bool dense_moe;
+    bool down_scale;          /* MoE: ffn_down_exps.scale [n_expert]: each expert's output times its value */
 } sl_ffn_block;
 
 /* One layer's blocks, in order: attention, FFN, then the optional

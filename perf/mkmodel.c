@@ -82,7 +82,7 @@ static const mk_arch mk_archs[] = {
     { .name = "qwen3moe", .qk_norm = true, .moe_only = true, .expert_width_key = true, .eps = 1e-6f,
       .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "qwen3 with experts" },
     { .name = "gemma4", .qk_norm = true, .post_norms = true, .tied = true, .window = true, .gemma4 = true,
-      .eps = 1e-6f, .name_tag = "", .what = "gemma3 + per-kind head dims, shared-KV layers, per-layer embeddings" },
+      .expert_width_key = true, .eps = 1e-6f, .name_tag = "", .what = "gemma3 + per-kind head dims, shared-KV layers, per-layer embeddings" },
     /* gpt-oss: the published files' keys; MXFP4 experts, Q8_0 elsewhere by default */
     { .name = "gpt-oss", .qkv_bias = true, .window = true, .moe_only = true, .expert_width_key = true,
       .oai = true, .ffn_norm_post_attn = true, .swa = 128, .yarn_factor = 32.0f, .yarn_orig_ctx = 4096, .rope_base = 150000.0f,
@@ -121,6 +121,7 @@ typedef struct {
 typedef struct {
     const char *preset;
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
+    bool split_exps;              /* MoE: ffn_gate_exps + ffn_up_exps (else the fused ffn_gate_up_exps) */
 } mk_gemma4_shape;
 /* What a DeepSeek-V3-style preset (arch v3moe) adds: leading dense layers,
  * shared experts (each n_ff_exp wide), gating (1 softmax, 2 sigmoid), weight
@@ -169,6 +170,10 @@ static const mk_preset mk_presets[] = {
     { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1e6f, MK_QWEN_VOCAB, "qwen3moe", 128, 0, 0, 128, 8, 768, 0,
       "Qwen3-30B-A3B" },
     { "gemma4-tiny", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, .what = "synth3 shape" },
+    { "gemma4-tiny-moe", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
+      "gemma4 MoE test shape (fused gate|up experts)" },
+    { "gemma4-tiny-moe-split", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
+      "gemma4 MoE test shape (separate gate and up experts)" },
     { "gemma4-e2b", 35, 1536, 6144, 8, 1, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-E2B (per-layer embeddings 35 x 256, 20 shared-KV layers)" },
     { "gemma4-e4b", 42, 2560, 10240, 8, 2, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
@@ -210,10 +215,12 @@ static const mk_gdn_shape mk_gdn_shapes[] = {
     { "qwen3.5-9b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
-    { "gemma4-tiny", 64, 64, 2, 2, 512 },
-    { "gemma4-e2b", 256, 256, 20, 5, 12288 },
-    { "gemma4-e4b", 256, 256, 18, 6, 0 },
-    { "gemma4-31b", 256, 0, 0, 6, 0 },
+    { "gemma4-tiny", 64, 64, 2, 2, 512, false },
+    { "gemma4-tiny-moe", 64, 0, 0, 2, 0, false },
+    { "gemma4-tiny-moe-split", 64, 0, 0, 2, 0, true },
+    { "gemma4-e2b", 256, 256, 20, 5, 12288, false },
+    { "gemma4-e4b", 256, 256, 18, 6, 0, false },
+    { "gemma4-31b", 256, 0, 0, 6, 0, false },
 };
 #undef BPE
 #undef SPM
@@ -442,6 +449,7 @@ typedef struct {
     uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     /* gemma4 (mk_preset) */
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
+    bool split_exps;
     const mk_v3shape *v3;         /* the preset's DeepSeek-V3-style fields (arch v3moe) */
     const mk_gdn_shape *gdn;      /* the preset's Qwen3.5 fields (arch gdn) */
     int n_tensors;
@@ -468,6 +476,16 @@ static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint
     t->sigma = sigma; t->mean = mean;
     if (sl_gguf_tensor_size(type, nd, t->ne, &t->nbytes)) return -1;
     return 0;
+}
+
+/* A 3-D tensor [ne0, ne1, n2] (experts: one [ne0, ne1] matrix each). */
+static int add_t3(mk_model *m, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1, uint64_t n2, float sigma)
+{
+    if (add_t(m, name, type, 2, ne0, ne1, sigma, 0)) return -1;
+    mk_tensor *t = &m->t[m->n_tensors - 1];
+    t->n_dims = 3;
+    t->ne[2] = n2;
+    return sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
 }
 
 /* The routed experts of layer l: router [n_embd, n_expert] F32 and the 3-D
@@ -498,13 +516,7 @@ static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         snprintf(nm, sizeof nm, "blk.%u.%s", l, exps[i].n);
         uint32_t type = td->mix == MIX_MXFP4_MOE ? SL_GGML_MXFP4
                       : mk_tensor_type(td, head_type, exps[i].role, l, m->n_layer, m->n_head, m->n_head_kv);
-        rc = add_t(m, nm, type, 2, exps[i].down ? FE : E, exps[i].down ? E : FE,
-                   exps[i].role == T_GATE ? s_gate : s, 0);
-        if (rc) break;
-        mk_tensor *t = &m->t[m->n_tensors - 1];
-        t->n_dims = 3;
-        t->ne[2] = NE;
-        rc = sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
+        rc = add_t3(m, nm, type, exps[i].down ? FE : E, exps[i].down ? E : FE, NE, exps[i].role == T_GATE ? s_gate : s);
     }
     if (m->arch->v3moe && !rc) {   /* the selection bias */
         snprintf(nm, sizeof nm, "blk.%u.exp_probs_b.bias", l);
@@ -578,6 +590,41 @@ static int add_fit(mk_model *m, const mk_typedef *td, uint32_t head_type, const 
     return add_t(m, nm, type, 2, ne0, ne1, s, 0);
 }
 
+/* Gemma 4's MoE part of layer l (every layer of the 26B-A4B): the router
+ * [n_embd, n_expert] and its input scale, the norms around both branches,
+ * fused (or separate) gate|up experts, the down experts and their scales. */
+static int g4_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l)
+{
+    const uint64_t E = m->n_embd, FE = m->n_ff_exp, NE = m->n_expert;
+    static const char *const norms[] = { "ffn_gate_inp.scale", "pre_ffw_norm_2.weight", "post_ffw_norm_1.weight",
+                                         "post_ffw_norm_2.weight" };
+    char nm[64];
+    int rc = 0;
+    for (int i = 0; i < 4 && !rc; i++) {
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, norms[i]);
+        rc = add_t(m, nm, SL_GGML_F32, 1, E, 1, 0.1f, 1.0f);
+    }
+    /* its input is rms 1 / sqrt(n_embd) per value: logits of sd 2 keep routing decisive */
+    snprintf(nm, sizeof nm, "blk.%u.ffn_gate_inp.weight", l);
+    rc |= add_t(m, nm, SL_GGML_F32, 2, E, NE, 2.0f, 0);
+    const uint32_t tg = mk_tensor_type(td, head_type, T_GATE, l, m->n_layer, m->n_head, m->n_head_kv);
+    if (m->split_exps) {
+        snprintf(nm, sizeof nm, "blk.%u.ffn_gate_exps.weight", l);
+        rc |= add_t3(m, nm, tg, E, FE, NE, 0.08f);
+        snprintf(nm, sizeof nm, "blk.%u.ffn_up_exps.weight", l);
+        rc |= add_t3(m, nm, mk_tensor_type(td, head_type, T_UP, l, m->n_layer, m->n_head, m->n_head_kv), E, FE,
+                     NE, 0.02f);
+    } else {
+        snprintf(nm, sizeof nm, "blk.%u.ffn_gate_up_exps.weight", l);
+        rc |= add_t3(m, nm, tg, E, 2 * FE, NE, 0.05f);
+    }
+    snprintf(nm, sizeof nm, "blk.%u.ffn_down_exps.weight", l);
+    rc |= add_t3(m, nm, mk_tensor_type(td, head_type, T_DOWN, l, m->n_layer, m->n_head, m->n_head_kv), FE, E, NE,
+                 0.02f);
+    snprintf(nm, sizeof nm, "blk.%u.ffn_down_exps.scale", l);
+    return rc | add_t(m, nm, SL_GGML_F32, 1, NE, 1, 0.2f, 1.0f);
+}
+
 /* Gemma 4: sliding / full layers of their own head dims, no K/V in the
  * shared layers, per-layer embeddings (the table typed like the tied head),
  * the output scale; rope_freqs all 1 (no proportional rope in these files). */
@@ -617,6 +664,7 @@ static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
         G4("ffn_up.weight", T_UP, E, F, s);
         G4("ffn_down.weight", T_DOWN, F, E, s);
         G4("post_ffw_norm.weight", T_NORM, E, 1, 0.1f);
+        if (m->n_expert) rc |= g4_experts(m, td, head_type, l);
         if (P) {
             G4("inp_gate.weight", T_GATE, E, P, 0.08f);
             G4("proj.weight", T_DOWN, P, E, s);
@@ -1168,7 +1216,7 @@ int perf_mkmodel_main(int argc, char **argv)
         const mk_gemma4_shape *gs = &mk_gemma4_shapes[i];
         if (strcmp(gs->preset, preset)) continue;
         m.head_dim_swa = gs->head_dim_swa; m.n_embd_ple = gs->n_embd_ple; m.n_kv_shared = gs->n_kv_shared;
-        m.swa_period = gs->swa_period; m.n_ff_wide = gs->n_ff_wide;
+        m.swa_period = gs->swa_period; m.n_ff_wide = gs->n_ff_wide; m.split_exps = gs->split_exps;
     }
     if (ar->gemma4 && !m.swa_period) {
         fprintf(stderr, "mkmodel: --arch gemma4 needs a gemma4 preset\n");

@@ -554,6 +554,10 @@ static const preset_golden preset_goldens[] = {
     { { "gemma4-tiny", 1.01, 0.097 } },
     { { "glm4moe-tiny", 2.46, 0.100 } },
     { { "deepseek2-tiny", 1.19, 0.078 } },
+    /* gemma4's MoE presets: Sluice's own deviation on the clear positions (no
+     * llama.cpp F32-KV run of these files yet) */
+    { { "gemma4-tiny-moe", 2.20, 0.109 } },
+    { { "gemma4-tiny-moe-split", 0.76, 0.072 } },
 };
 
 static void check_preset(int i, int run_mode)
@@ -593,6 +597,12 @@ PRESET_MODES(gpt_oss_tiny, 0)
 PRESET_MODES(gemma4_tiny, 1)
 PRESET_MODES(glm4moe_tiny, 2)
 PRESET_MODES(deepseek2_tiny, 3)
+PRESET_MODES(gemma4_tiny_moe, 4)
+PRESET_MODES(gemma4_tiny_moe_split, 5)
+/* the MoE presets' experts also through mmap and pread */
+Test(golden_preset, gemma4_tiny_moe_mmap, .timeout = 120) { check_preset(4, RUN_MMAP); }
+Test(golden_preset, gemma4_tiny_moe_pread, .timeout = 120) { check_preset(4, RUN_PREAD); }
+Test(golden_preset, gemma4_tiny_moe_split_pread, .timeout = 120) { check_preset(5, RUN_PREAD); }
 
 /* Every model of a set whose architecture is in its table has its tests
  * above; the others are listed (not silently skipped) as not yet supported.
