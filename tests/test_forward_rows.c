@@ -108,3 +108,38 @@ Test(forward_rows, one_read_per_distinct_token_and_cached)
     free(want); free(raw); free(x); free(mem);
     sl_stream_close(s);
 }
+
+/* The same rows through io_uring (where the kernel allows it) with O_DIRECT:
+ * one batch of loader reads (counted in the stream's stats), each row equal
+ * to read_row's; the fallback (pread, buffered) above. */
+Test(forward_rows, batch_through_the_loader)
+{
+    sl_stream_config c;
+    sl_stream_config_init(&c);
+    c.mode = SL_MODE_STREAM;
+    c.mem_budget = 16u << 20;
+    sl_stream *s;
+    cr_assert_eq(sl_stream_open(&s, GEMMA4, &c), 0, "%s", sl_stream_errmsg(NULL));
+    const sl_gguf_tensor *t = sl_gguf_find_tensor(sl_stream_gguf(s), PLE);
+    const int64_t n = (int64_t)t->ne[0];
+    sl_rows rows;
+    size_t mb = sl_rows_mem_bytes(sl_gguf_row_bytes((int)t->type, n));
+    void *mem = malloc(mb);
+    cr_assert_eq(sl_rows_init(&rows, s, PLE, n, mem, mb), 0, "%s", sl_last_error());
+    const int32_t ids[] = { 3, 300, 3, 2047, 11 };
+    float *x = malloc(5 * (size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want);
+    uint8_t *raw = malloc(rows.row_bytes);
+    sl_stream_stats a, b;
+    cr_assert_eq(sl_stream_get_stats(s, &a), 0);
+    cr_assert_eq(sl_rows_read(&rows, s, ids, 5, x, n, 0), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_stream_get_stats(s, &b), 0);
+    cr_assert_eq(rows.bytes_read, 4 * rows.row_bytes);
+    cr_assert_geq(b.bytes_read - a.bytes_read, 4 * rows.row_bytes, "the rows went through the loader");
+    for (int32_t j = 0; j < 5; j++) {
+        cr_assert_eq(sl_stream_read_row(s, PLE, (uint64_t)ids[j], raw, rows.row_bytes), 0);
+        cr_assert_eq(sl_quant_dequantize_row((int)t->type, raw, want, n), 0);
+        cr_assert_eq(memcmp(x + (int64_t)j * n, want, (size_t)n * sizeof *want), 0, "token %d", ids[j]);
+    }
+    free(raw); free(want); free(x); free(mem);
+    sl_stream_close(s);
+}
