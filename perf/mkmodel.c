@@ -180,6 +180,8 @@ static const mk_preset mk_presets[] = {
       .what = "Gemma-4-E4B (per-layer embeddings 42 x 256, 18 shared-KV layers)" },
     { "gemma4-31b", 60, 5376, 21504, 32, 16, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-31B dense (one kv head count for both kinds here)" },
+    { "gemma4-26b-a4b", 30, 2816, 2112, 16, 8, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144, 128, 8, 704, 0,
+      "Gemma-4-26B-A4B (dense FFN + 128 experts, 8 used; one kv head count for both kinds here)" },
     { "gpt-oss-tiny", 4, 256, 128, 8, 2, 512, 150000.0f, BPE, "gpt-oss", 64, 0, 0, 16, 4, 128, 0, "synth3 shape" },
     /* the vocabulary padded to gpt-oss's o200k size (the tokenizer is not o200k's) */
     { "gpt-oss-20b", 24, 2880, 2880, 64, 8, 131072, 150000.0f, BPE, "gpt-oss", 64, 0, 201088, 32, 4, 2880, 0,
@@ -221,6 +223,7 @@ static const mk_gemma4_shape mk_gemma4_shapes[] = {
     { "gemma4-e2b", 256, 256, 20, 5, 12288, false },
     { "gemma4-e4b", 256, 256, 18, 6, 0, false },
     { "gemma4-31b", 256, 0, 0, 6, 0, false },
+    { "gemma4-26b-a4b", 256, 0, 0, 6, 0, false },
 };
 #undef BPE
 #undef SPM
@@ -469,7 +472,8 @@ static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint
                  float sigma, float mean)
 {
     if (m->n_tensors >= MK_MAX_TENSORS) return -1;
-    if (m->v3 && nd > 1) type = row_fit(type, ne0);   /* the other presets' shapes always fit */
+    /* the other presets' shapes always fit (gemma4: the 704-wide experts of the 26B-A4B) */
+    if ((m->v3 || m->arch->gemma4) && nd > 1) type = row_fit(type, ne0);
     mk_tensor *t = &m->t[m->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->type = type; t->n_dims = nd; t->ne[0] = ne0; t->ne[1] = nd > 1 ? ne1 : 1; t->ne[2] = 1;
