@@ -46,6 +46,16 @@ static sl_stream *open_stream(reads *r)
     return s;
 }
 
+/* Rows of the table over memory the caller frees. */
+static void *rows_over(sl_stream *s, const sl_gguf_tensor *t, sl_rows *rows)
+{
+    const int64_t n = (int64_t)t->ne[0];
+    size_t mb = sl_rows_mem_bytes(sl_gguf_row_bytes((int)t->type, n));
+    void *mem = malloc(mb);
+    cr_assert_eq(sl_rows_init(rows, s, PLE, n, mem, mb), 0, "%s", sl_last_error());
+    return mem;
+}
+
 Test(forward_rows, ple_table_not_resident_in_stream_mode)
 {
     reads r = { 0 };
@@ -74,9 +84,7 @@ Test(forward_rows, one_read_per_distinct_token_and_cached)
     const sl_gguf_tensor *t = sl_gguf_find_tensor(sl_stream_gguf(s), PLE);
     const int64_t n = (int64_t)t->ne[0];
     sl_rows rows;
-    size_t mb = sl_rows_mem_bytes(sl_gguf_row_bytes((int)t->type, n));
-    void *mem = malloc(mb);
-    cr_assert_eq(sl_rows_init(&rows, s, PLE, n, mem, mb), 0, "%s", sl_last_error());
+    void *mem = rows_over(s, t, &rows);
     const size_t rb = rows.row_bytes;
     /* 69 shares 5's slot (64 slots): within a pass both are still made once */
     const int32_t ids[] = { 5, 7, 5, 5, 7, 69, 1000, 5 };
@@ -123,9 +131,7 @@ Test(forward_rows, batch_through_the_loader)
     const sl_gguf_tensor *t = sl_gguf_find_tensor(sl_stream_gguf(s), PLE);
     const int64_t n = (int64_t)t->ne[0];
     sl_rows rows;
-    size_t mb = sl_rows_mem_bytes(sl_gguf_row_bytes((int)t->type, n));
-    void *mem = malloc(mb);
-    cr_assert_eq(sl_rows_init(&rows, s, PLE, n, mem, mb), 0, "%s", sl_last_error());
+    void *mem = rows_over(s, t, &rows);
     const int32_t ids[] = { 3, 300, 3, 2047, 11 };
     float *x = malloc(5 * (size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want);
     uint8_t *raw = malloc(rows.row_bytes);
