@@ -45,15 +45,16 @@ static int block_in(sl_forward *f, const sl_stream_view *v, int32_t l, const cha
 
 /* ---- attention blocks ------------------------------------------------------ */
 
-/* A block's head dim and the widths of its q and k/v rows. */
-typedef struct attn_dims { int32_t hd, qd, kd; } attn_dims;
+/* A block's head dim, kv heads and the widths of its q and k/v rows. */
+typedef struct attn_dims { int32_t hd, nkv, qd, kd; } attn_dims;
 
 static attn_dims dims_of(const sl_model_desc *d, const sl_attn_block *b)
 {
     attn_dims a;
     a.hd = b->head_dim > 0 ? b->head_dim : d->head_dim;
+    a.nkv = b->n_head_kv > 0 ? b->n_head_kv : d->n_head_kv;
     a.qd = d->n_head * a.hd;
-    a.kd = d->n_head_kv * a.hd;
+    a.kd = a.nkv * a.hd;
     return a;
 }
 
@@ -112,8 +113,8 @@ static void norm_qkv(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
 {
     const sl_model_desc *d = f->d;
     if (w->nq) sl_forward_qknorm(f->k, qi, d->n_head, dm.hd, w->nq->data, d->rms_eps);
-    if (w->nk) sl_forward_qknorm(f->k, ki, d->n_head_kv, dm.hd, w->nk->data, d->rms_eps);
-    if (b->v_norm && !b->kv_shared) sl_forward_qknorm(f->k, vi, d->n_head_kv, dm.hd, f->ones, d->rms_eps);
+    if (w->nk) sl_forward_qknorm(f->k, ki, dm.nkv, dm.hd, w->nk->data, d->rms_eps);
+    if (b->v_norm && !b->kv_shared) sl_forward_qknorm(f->k, vi, dm.nkv, dm.hd, f->ones, d->rms_eps);
 }
 
 /* Rope of q and k at pos, their scales, then q, k, v into the cache's bases
@@ -134,20 +135,22 @@ static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, const s
     if (qmul != 1.0f) sl_forward_scale_row(qi, dm.qd, qmul);
     if (kv->rot_k) sl_kv_rotate(qi, dm.qd, kv->rot_k);
     if (b->kv_shared) return;
-    f->k->rope(ki, d->n_head_kv, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
+    f->k->rope(ki, dm.nkv, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
     if (kmul != 1.0f) sl_forward_scale_row(ki, dm.kd, kmul);
     if (kv->rot_k) sl_kv_rotate(ki, dm.kd, kv->rot_k);
     if (kv->rot_v) sl_kv_rotate(vi, dm.kd, kv->rot_v);   /* quantized caches: kv.h */
 }
 
 /* A row of n_head_kv heads of hd values spread in place to heads of the
- * cache's head dim, zero-filled (the row has room for the cache's kv_dim). */
-static void pad_heads(float *row, int32_t n_head_kv, int32_t hd, int32_t cache_hd)
+ * cache's head dim, zero-filled, and the cache's further heads zero (the
+ * row has room for the cache's kv_dim). */
+static void pad_heads(float *row, int32_t n_head_kv, int32_t hd, int32_t cache_hd, int32_t cache_heads)
 {
     for (int32_t h = n_head_kv - 1; h >= 0; h--) {
         memmove(row + (int64_t)h * cache_hd, row + (int64_t)h * hd, (size_t)hd * sizeof *row);
         memset(row + (int64_t)h * cache_hd + hd, 0, (size_t)(cache_hd - hd) * sizeof *row);
     }
+    memset(row + (int64_t)n_head_kv * cache_hd, 0, (size_t)(cache_heads - n_head_kv) * (size_t)cache_hd * sizeof *row);
 }
 
 /* One token's q, k, v rows (row i of the pass) at pos, then k and v stored
@@ -162,9 +165,9 @@ static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
     if (w->nq || b->v_norm) SL_TIMED(f, SL_PROF_NORM, 0, norm_qkv(f, b, w, dm, qi, ki, vi));
     SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, kv, pos, qi, ki, vi));
     if (b->kv_shared) return;
-    if (dm.hd < kv->head_dim) {
-        pad_heads(ki, d->n_head_kv, dm.hd, kv->head_dim);
-        pad_heads(vi, d->n_head_kv, dm.hd, kv->head_dim);
+    if (dm.hd < kv->head_dim || dm.nkv < kv->n_head_kv) {
+        pad_heads(ki, dm.nkv, dm.hd, kv->head_dim, kv->n_head_kv);
+        pad_heads(vi, dm.nkv, dm.hd, kv->head_dim, kv->n_head_kv);
     }
     SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
 }
@@ -227,7 +230,7 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
             .q = f->q + (int64_t)i * dm.qd, .q_stride = dm.qd,
             .k = sl_kv_k(kv, kl, 0, kv->base[kl]), .v = sl_kv_v(kv, kl, 0, kv->base[kl]), .kv_stride = kv->head_dim,
             .out = f->att + (int64_t)i * dm.qd, .out_stride = dm.qd,
-            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = dm.hd,
+            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = dm.nkv, .head_dim = dm.hd,
             .pos0 = kv->n_past - kv->base[kl], .scale = b->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)dm.hd),
             .kv_head_stride = sl_kv_head_stride(kv, kl), .window = b->window,
             .type_k = kv->type_k, .type_v = kv->type_v, .sinks = w.sinks ? w.sinks->data : NULL,

@@ -47,6 +47,7 @@ typedef struct sl_attn_block {
     int32_t window;           /* > 0: attends to the last `window` positions (rope: rope_base_swa) */
     float q_scale;            /* > 0: q *= q_scale before attention, attention scale 1 */
     int32_t head_dim;         /* > 0: this block's head dim (<= d->head_dim, the cache's row); else d->head_dim */
+    int32_t n_head_kv;        /* > 0: this block's kv heads (<= d->n_head_kv, the cache's); else d->n_head_kv */
     bool v_norm;              /* v RMS-normed without a weight */
     bool kv_shared;           /* no K/V of its own: attends over sl_model_kv_layer's cache */
     bool out_gate;            /* attn_q rows per head q | gate; output *= sigmoid(gate) (qwen35) */

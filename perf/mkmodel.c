@@ -117,11 +117,13 @@ typedef struct {
 
 /* What a gemma4 preset adds (by preset name): layer l slides iff
  * (l + 1) % swa_period; the last n_kv_shared layers reuse an earlier cache
- * and are n_ff_wide wide (0: n_ff). */
+ * and are n_ff_wide wide (0: n_ff); the full layers have n_head_kv_full kv
+ * heads (0: the preset's; else head_count_kv is a per-layer array). */
 typedef struct {
     const char *preset;
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
     bool split_exps;              /* MoE: ffn_gate_exps + ffn_up_exps (else the fused ffn_gate_up_exps) */
+    uint32_t n_head_kv_full;
 } mk_gemma4_shape;
 /* What a DeepSeek-V3-style preset (arch v3moe) adds: leading dense layers,
  * shared experts (each n_ff_exp wide), gating (1 softmax, 2 sigmoid), weight
@@ -172,16 +174,16 @@ static const mk_preset mk_presets[] = {
     { "gemma4-tiny", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, .what = "synth3 shape" },
     { "gemma4-tiny-moe", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
       "gemma4 MoE test shape (fused gate|up experts)" },
-    { "gemma4-tiny-moe-split", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
-      "gemma4 MoE test shape (separate gate and up experts)" },
+    { "gemma4-tiny-moe-split", 4, 256, 256, 4, 2, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
+      "gemma4 MoE test shape (separate gate and up experts; kv heads 2 sliding, 1 full)" },
     { "gemma4-e2b", 35, 1536, 6144, 8, 1, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-E2B (per-layer embeddings 35 x 256, 20 shared-KV layers)" },
     { "gemma4-e4b", 42, 2560, 10240, 8, 2, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-E4B (per-layer embeddings 42 x 256, 18 shared-KV layers)" },
     { "gemma4-31b", 60, 5376, 21504, 32, 16, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144,
-      .what = "Gemma-4-31B dense (one kv head count for both kinds here)" },
+      .what = "Gemma-4-31B dense (kv heads 16 sliding, 4 full)" },
     { "gemma4-26b-a4b", 30, 2816, 2112, 16, 8, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144, 128, 8, 704, 0,
-      "Gemma-4-26B-A4B (dense FFN + 128 experts, 8 used; one kv head count for both kinds here)" },
+      "Gemma-4-26B-A4B (dense FFN + 128 experts, 8 used; kv heads 8 sliding, 2 full)" },
     { "gpt-oss-tiny", 4, 256, 128, 8, 2, 512, 150000.0f, BPE, "gpt-oss", 64, 0, 0, 16, 4, 128, 0, "synth3 shape" },
     /* the vocabulary padded to gpt-oss's o200k size (the tokenizer is not o200k's) */
     { "gpt-oss-20b", 24, 2880, 2880, 64, 8, 131072, 150000.0f, BPE, "gpt-oss", 64, 0, 201088, 32, 4, 2880, 0,
@@ -217,13 +219,13 @@ static const mk_gdn_shape mk_gdn_shapes[] = {
     { "qwen3.5-9b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
-    { "gemma4-tiny", 64, 64, 2, 2, 512, false },
-    { "gemma4-tiny-moe", 64, 0, 0, 2, 0, false },
-    { "gemma4-tiny-moe-split", 64, 0, 0, 2, 0, true },
-    { "gemma4-e2b", 256, 256, 20, 5, 12288, false },
-    { "gemma4-e4b", 256, 256, 18, 6, 0, false },
-    { "gemma4-31b", 256, 0, 0, 6, 0, false },
-    { "gemma4-26b-a4b", 256, 0, 0, 6, 0, false },
+    { "gemma4-tiny", 64, 64, 2, 2, 512, false, 0 },
+    { "gemma4-tiny-moe", 64, 0, 0, 2, 0, false, 0 },
+    { "gemma4-tiny-moe-split", 64, 0, 0, 2, 0, true, 1 },
+    { "gemma4-e2b", 256, 256, 20, 5, 12288, false, 0 },
+    { "gemma4-e4b", 256, 256, 18, 6, 0, false, 0 },
+    { "gemma4-31b", 256, 0, 0, 6, 0, false, 4 },
+    { "gemma4-26b-a4b", 256, 0, 0, 6, 0, false, 2 },
 };
 #undef BPE
 #undef SPM
@@ -453,6 +455,7 @@ typedef struct {
     /* gemma4 (mk_preset) */
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
     bool split_exps;
+    uint32_t n_head_kv_full;
     const mk_v3shape *v3;         /* the preset's DeepSeek-V3-style fields (arch v3moe) */
     const mk_gdn_shape *gdn;      /* the preset's Qwen3.5 fields (arch gdn) */
     int n_tensors;
@@ -582,6 +585,10 @@ static uint32_t g4_ff(const mk_model *m, uint32_t l)
 {
     return g4_shared(m, l) && m->n_ff_wide ? m->n_ff_wide : m->n_ff;
 }
+static uint32_t g4_kv_heads(const mk_model *m, uint32_t l)
+{
+    return !g4_swa(m, l) && m->n_head_kv_full ? m->n_head_kv_full : m->n_head_kv;
+}
 
 /* A matrix in its role's type, or Q5_0 when its rows do not fit that
  * type's blocks (llama-quantize's fallback: gemma4's 64-wide proj). */
@@ -657,8 +664,8 @@ static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
         G4("attn_q.weight", T_Q, E, hd * m->n_head, s_qk);
         G4("attn_q_norm.weight", T_NORM, hd, 1, 0.1f);
         if (!g4_shared(m, l)) {
-            G4("attn_k.weight", T_K, E, hd * m->n_head_kv, s_qk);
-            G4("attn_v.weight", T_V, E, hd * m->n_head_kv, s);
+            G4("attn_k.weight", T_K, E, hd * g4_kv_heads(m, l), s_qk);
+            G4("attn_v.weight", T_V, E, hd * g4_kv_heads(m, l), s);
             G4("attn_k_norm.weight", T_NORM, hd, 1, 0.1f);
         }
         G4("attn_output.weight", T_O, hd * m->n_head, E, s);
@@ -685,10 +692,12 @@ static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
 static int gemma4_keys(sl_gguf_writer *w, const mk_model *m)
 {
     uint8_t swa[SL_GGUF_MAX_LAYERS_MK];
-    uint32_t ff[SL_GGUF_MAX_LAYERS_MK];
+    uint32_t ff[SL_GGUF_MAX_LAYERS_MK], kvh[SL_GGUF_MAX_LAYERS_MK];
     if (m->n_layer > SL_GGUF_MAX_LAYERS_MK) return -1;
-    for (uint32_t l = 0; l < m->n_layer; l++) { swa[l] = g4_swa(m, l); ff[l] = g4_ff(m, l); }
+    for (uint32_t l = 0; l < m->n_layer; l++) { swa[l] = g4_swa(m, l); ff[l] = g4_ff(m, l); kvh[l] = g4_kv_heads(m, l); }
     int rc = sl_gguf_writer_set_arr(w, "gemma4.attention.sliding_window_pattern", SL_GGUF_BOOL, swa, m->n_layer);
+    if (m->n_head_kv_full)   /* instead of the one count */
+        rc |= sl_gguf_writer_set_arr(w, "gemma4.attention.head_count_kv", SL_GGUF_U32, kvh, m->n_layer);
     rc |= sl_gguf_writer_set_arr(w, "gemma4.feed_forward_length", SL_GGUF_U32, ff, m->n_layer);
     rc |= sl_gguf_writer_set_u32(w, "gemma4.attention.key_length_swa", m->head_dim_swa);
     rc |= sl_gguf_writer_set_u32(w, "gemma4.attention.value_length_swa", m->head_dim_swa);
@@ -1221,6 +1230,7 @@ int perf_mkmodel_main(int argc, char **argv)
         if (strcmp(gs->preset, preset)) continue;
         m.head_dim_swa = gs->head_dim_swa; m.n_embd_ple = gs->n_embd_ple; m.n_kv_shared = gs->n_kv_shared;
         m.swa_period = gs->swa_period; m.n_ff_wide = gs->n_ff_wide; m.split_exps = gs->split_exps;
+        m.n_head_kv_full = gs->n_head_kv_full;
     }
     if (ar->gemma4 && !m.swa_period) {
         fprintf(stderr, "mkmodel: --arch gemma4 needs a gemma4 preset\n");
@@ -1341,7 +1351,7 @@ int perf_mkmodel_main(int argc, char **argv)
             rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_shared_feed_forward_length"), m.n_ff_shexp);
     }
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count"), m.n_head);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count_kv"), m.n_head_kv);
+    if (!m.n_head_kv_full) rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count_kv"), m.n_head_kv);
     rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.freq_base"), m.rope_base);
     rc |= sl_gguf_writer_set_f32(w, KEY("%s.attention.layer_norm_rms_epsilon"), m.eps);
 #undef KEY

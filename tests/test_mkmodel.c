@@ -465,7 +465,10 @@ Test(mkmodel, gemma4_moe_presets, .timeout = 120)
             cr_assert(b->kind == SL_FFN_MOE && b->dense_moe && b->down_scale && b->weights_norm, "layer %d", l);
             cr_assert(b->gating == SL_GATING_SOFTMAX && b->act == SL_ACT_GELU && b->post_norm, "layer %d", l);
             cr_assert_eq(b->fused_gate_up, !split, "layer %d", l);
+            /* the split preset: head_count_kv per layer, 2 sliding (the cache's), 1 full */
+            cr_assert_eq(sl_model_layer(&d, l)->attn.n_head_kv, split && l % 2 ? 1 : 0, "layer %d", l);
         }
+        cr_assert_eq(d.n_head_kv, split ? 2 : 1);
         cr_assert(!ld->ple && d.n_embd_ple == 0);
         sl_gguf_close(g);
     }

@@ -35,7 +35,8 @@ static int check_mla(const sl_model_desc *d, const sl_gguf *g, uint32_t l)
 static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_gguf *g, uint32_t l)
 {
     const uint64_t HD = (uint64_t)(b->head_dim > 0 ? b->head_dim : d->head_dim);
-    const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->n_head * HD, KV = (uint64_t)d->n_head_kv * HD;
+    const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->n_head * HD;
+    const uint64_t KV = (uint64_t)(b->n_head_kv > 0 ? b->n_head_kv : d->n_head_kv) * HD;
     int rc;
     if (b->kind == SL_ATTN_RECURRENT) return sl_arch_check_gdn(d, g, l);
     if (b->kind != SL_ATTN_SOFTMAX && b->kind != SL_ATTN_MLA)

@@ -120,11 +120,12 @@ static int gemma4_keys(sl_model_desc *d, const sl_gguf *g)
     if ((rc = kind_keys(d, g, &hd_swa)) || (rc = ple_keys(d, g)) ||
         (rc = sl_model_key_u32(g, a, "attention.shared_kv_layers", &n_shared, false, 0)))
         return rc;
-    uint32_t *swa = malloc(2 * (size_t)L * sizeof *swa);
+    uint32_t *swa = malloc(3 * (size_t)L * sizeof *swa);
     if (!swa) return sl_err_set(SL_ENOMEM, "gemma4: out of memory");
-    uint32_t *ff = swa + L;
+    uint32_t *ff = swa + L, *kvh = ff + L;
     if ((rc = sl_model_key_u32_layers(g, a, "attention.sliding_window_pattern", L, swa, &mx, true, 0)) ||
-        (rc = sl_model_key_u32_layers(g, a, "feed_forward_length", L, ff, &mx, true, 0)))
+        (rc = sl_model_key_u32_layers(g, a, "feed_forward_length", L, ff, &mx, true, 0)) ||
+        (rc = sl_model_key_u32_layers(g, a, "attention.head_count_kv", L, kvh, &mx, false, (uint32_t)d->n_head)))
         goto out;
     d->n_layer_kv = d->n_layer - (int32_t)n_shared;
     if (n_shared >= L || (n_shared && d->n_layer_kv < 2)) {
@@ -150,6 +151,8 @@ static int gemma4_keys(sl_model_desc *d, const sl_gguf *g)
         ld.attn.window = swa[l] ? d->n_swa : 0;
         ld.attn.head_dim = swa[l] ? (int32_t)hd_swa : d->head_dim;
         ld.attn.kv_shared = (int32_t)l >= d->n_layer_kv;
+        /* fewer kv heads than the cache's (the 31B's full layers): the block's own count */
+        ld.attn.n_head_kv = kvh[l] && (int32_t)kvh[l] < d->n_head_kv ? (int32_t)kvh[l] : 0;
         ld.ffn.n_ff = (int32_t)ff[l];
         ld.ple = d->n_embd_ple > 0;
         ld.out_scale = sl_gguf_find_tensor(g, name) != NULL;   /* optional in llama.cpp */
