@@ -45,8 +45,11 @@ static int block_in(sl_forward *f, const sl_stream_view *v, int32_t l, const cha
 
 /* ---- attention blocks ------------------------------------------------------ */
 
-/* A block's head dim, kv heads and the widths of its q and k/v rows. */
-typedef struct attn_dims { int32_t hd, nkv, qd, kd; } attn_dims;
+/* A block's head dim, kv heads and the widths of its q and k/v rows; the
+ * Walsh-Hadamard blocks of a quantized cache's K / V basis for heads of hd
+ * (kv.h; llama.cpp keeps a cache per head dim: a narrower head rotates by
+ * its own size, not the cache row's). */
+typedef struct attn_dims { int32_t hd, nkv, qd, kd, rot_k, rot_v; } attn_dims;
 
 static attn_dims dims_of(const sl_model_desc *d, const sl_attn_block *b)
 {
@@ -119,7 +122,7 @@ static void norm_qkv(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
 
 /* Rope of q and k at pos, their scales, then q, k, v into the cache's bases
  * (k and v only when the block stores them). */
-static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, const sl_kv *kv, int32_t pos, float *qi,
+static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, int32_t pos, float *qi,
                     float *ki, float *vi)
 {
     const sl_model_desc *d = f->d;
@@ -133,12 +136,12 @@ static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, const s
     const float kmul = d->rope_attn_factor;
     f->k->rope(qi, d->n_head, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
     if (qmul != 1.0f) sl_forward_scale_row(qi, dm.qd, qmul);
-    if (kv->rot_k) sl_kv_rotate(qi, dm.qd, kv->rot_k);
+    if (dm.rot_k) sl_kv_rotate(qi, dm.qd, dm.rot_k);
     if (b->kv_shared) return;
     f->k->rope(ki, dm.nkv, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
     if (kmul != 1.0f) sl_forward_scale_row(ki, dm.kd, kmul);
-    if (kv->rot_k) sl_kv_rotate(ki, dm.kd, kv->rot_k);
-    if (kv->rot_v) sl_kv_rotate(vi, dm.kd, kv->rot_v);   /* quantized caches: kv.h */
+    if (dm.rot_k) sl_kv_rotate(ki, dm.kd, dm.rot_k);
+    if (dm.rot_v) sl_kv_rotate(vi, dm.kd, dm.rot_v);   /* quantized caches: kv.h */
 }
 
 /* A row of n_head_kv heads of hd values spread in place to heads of the
@@ -163,7 +166,7 @@ static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
     float *qi = f->q + i * dm.qd, *ki = f->kx + i * d->kv_dim, *vi = f->vx + i * d->kv_dim;
     if (w->bq) SL_TIMED(f, SL_PROF_ROPE, 0, add_bias(f, w, dm, qi, ki, vi));
     if (w->nq || b->v_norm) SL_TIMED(f, SL_PROF_NORM, 0, norm_qkv(f, b, w, dm, qi, ki, vi));
-    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, kv, pos, qi, ki, vi));
+    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, pos, qi, ki, vi));
     if (b->kv_shared) return;
     if (dm.hd < kv->head_dim || dm.nkv < kv->n_head_kv) {
         pad_heads(ki, dm.nkv, dm.hd, kv->head_dim, kv->n_head_kv);
@@ -202,14 +205,17 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
                         const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
-    const attn_dims dm = dims_of(d, b);
+    attn_dims dm = dims_of(d, b);
     const int32_t kl = sl_model_kv_layer(d, l);
     attn_w w;
     int rc = attn_weights(b, dm, v, l, &w);
     if (rc) return rc;
-    if (dm.hd < sq[0].kv->head_dim && (sq[0].kv->type_k != SL_GGML_F16 || sq[0].kv->type_v != SL_GGML_F16))
-        return sl_err_set(SL_EUNSUPPORTED, "layer %d: head dim %d below the cache's %d needs an F16 KV cache", l,
-                          dm.hd, sq[0].kv->head_dim);
+    const sl_kv *kv0 = sq[0].kv;   /* every sequence's cache has these types */
+    dm.rot_k = kv0->rot_k ? sl_kv_rot_size(kv0->type_k, dm.hd, 0) : 0;
+    dm.rot_v = kv0->rot_v ? sl_kv_rot_size(kv0->type_v, dm.hd, 1) : 0;
+    if (dm.hd < kv0->head_dim && (kv0->type_k != SL_GGML_F16 || kv0->type_v != SL_GGML_F16) && dm.hd % 32)
+        return sl_err_set(SL_EUNSUPPORTED, "layer %d: head dim %d below the cache's %d: a quantized KV cache needs "
+                          "it a multiple of 32", l, dm.hd, kv0->head_dim);
     /* a sliding-window layer's ring keeps only the window (kv.h) */
     for (int32_t s = 0; s < ns && !rc && !b->kv_shared; s++)
         SL_TIMED(f, SL_PROF_KV, 0, rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, b->window));
@@ -237,9 +243,9 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
         };
         SL_TIMED(f, SL_PROF_ATTN, 0, rc = sl_kern_attention(f->k, f->pool, &a, f->attn_scratch));
         if (rc) return sl_err_set(rc, "layer %d: attention failed", l);
-        if (kv->rot_v)   /* back from V's basis */
+        if (dm.rot_v)   /* back from V's basis */
             SL_TIMED(f, SL_PROF_ROPE, 0,
-                     sl_kv_rotate(f->att + (int64_t)i * dm.qd, (int64_t)sq[s].n * dm.qd, kv->rot_v));
+                     sl_kv_rotate(f->att + (int64_t)i * dm.qd, (int64_t)sq[s].n * dm.qd, dm.rot_v));
     }
     if (b->out_gate) SL_TIMED(f, SL_PROF_ACT, 0, gate_apply(f, n));
     if ((rc = sl_forward_mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;

@@ -560,7 +560,8 @@ static const preset_golden preset_goldens[] = {
     { { "gemma4-tiny-moe-split", 2.16, 0.070 } },   /* also kv heads 2 sliding, 1 full */
 };
 
-static void check_preset(int i, int run_mode)
+/* golden_file: made with a KV cache of kv_type (K and V). */
+static void check_preset_kv(int i, int run_mode, const char *golden_file, int kv_type)
 {
     char self[400];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -585,10 +586,12 @@ static void check_preset(int i, int run_mode)
     cr_assert_eq((double)st.st_size, jget(&g, "model_bytes")->num, "%s: %lld bytes, llama.cpp read %.0f", model,
                  (long long)st.st_size, jget(&g, "model_bytes")->num);
     jv_free(&g);
-    check_golden(dir, "golden.json", model, &pg->bd, run_mode, SL_GGML_F16);
+    check_golden(dir, golden_file, model, &pg->bd, run_mode, kv_type);
     unlink(model);
     rmdir(tmp);
 }
+
+static void check_preset(int i, int run_mode) { check_preset_kv(i, run_mode, "golden.json", SL_GGML_F16); }
 
 #define PRESET_MODES(name, i)                                                               \
     Test(golden_preset, name##_resident, .timeout = 120) { check_preset(i, RUN_RESIDENT); } \
@@ -603,6 +606,16 @@ PRESET_MODES(gemma4_tiny_moe_split, 5)
 Test(golden_preset, gemma4_tiny_moe_mmap, .timeout = 120) { check_preset(4, RUN_MMAP); }
 Test(golden_preset, gemma4_tiny_moe_pread, .timeout = 120) { check_preset(4, RUN_PREAD); }
 Test(golden_preset, gemma4_tiny_moe_split_pread, .timeout = 120) { check_preset(5, RUN_PREAD); }
+/* gemma4's two head dims in a quantized cache (golden-kv-q8_0.json: llama.cpp
+ * with Q8_0 K and V, flash attention): each head rotated by its own size */
+Test(golden_preset, gemma4_tiny_kv_q8_0, .timeout = 120)
+{
+    check_preset_kv(1, RUN_RESIDENT, "golden-kv-q8_0.json", SL_GGML_Q8_0);
+}
+Test(golden_preset, gemma4_tiny_moe_split_kv_q8_0, .timeout = 120)
+{
+    check_preset_kv(5, RUN_STREAM, "golden-kv-q8_0.json", SL_GGML_Q8_0);
+}
 
 /* Every model of a set whose architecture is in its table has its tests
  * above; the others are listed (not silently skipped) as not yet supported.
