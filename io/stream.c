@@ -358,7 +358,8 @@ int sl_stream_read_rows(sl_stream *s, const char *name, const uint64_t *rows, in
         return 0;
     }
     /* one loader job a row into aligned staging (O_DIRECT), all submitted at once */
-    const uint64_t a = s->align > 1 ? s->align : 1, span = (rb + 2 * a - 1) / a * a + a;
+    /* each row's span a multiple of 64: the job table after them stays aligned */
+    const uint64_t a = s->align > 1 ? s->align : 1, span = ((rb + 2 * a - 1) / a * a + a + 63) & ~(uint64_t)63;
     const size_t need = (size_t)(span * (uint64_t)n) + (size_t)n * sizeof(sl_io_job) + (size_t)n * sizeof(void *);
     if (s->rstage.len < need) {
         sl_owned_free(&s->rstage);
