@@ -20,6 +20,7 @@ enum sl_chat_tmpl {
     SL_CHAT_GEMMA,      /* bos <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n (Gemma 3) */
     SL_CHAT_HARMONY,    /* <|start|>role<|message|>...<|end|> with channels (gpt-oss) */
     SL_CHAT_HARMONY_TRIM, /* the same, from the template revision without "\n\n" after the developer text */
+    SL_CHAT_GEMMA4,     /* bos <|turn>user\n...<turn|>\n<|turn>model\n (Gemma 4, thinking off) */
 };
 
 typedef struct sl_chat_msg {
@@ -48,7 +49,7 @@ typedef struct sl_chat_opts {
  * is recognised, SL_EINVAL for NULL. */
 int sl_chat_detect(const char *jinja, enum sl_chat_tmpl *out);
 /* By name: "llama3", "chatml" (also "qwen3"), "qwen2" (or "qwen"), "qwen2.5",
- * "llama2", "mistral", "phi3", "gemma" (or "gemma3"), "harmony" (or "gpt-oss"),
+ * "llama2", "mistral", "phi3", "gemma" (or "gemma3"), "gemma4", "harmony" (or "gpt-oss"),
  * "harmony-trim".
  * SL_EUNSUPPORTED for others. */
 int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out);

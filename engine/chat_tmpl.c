@@ -3,6 +3,7 @@
  * template writes (the Jinja is never executed). */
 #include "chat.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,7 +14,7 @@ static const struct { const char *name; enum sl_chat_tmpl t; } names[] = {
     {"qwen2.5", SL_CHAT_QWEN25}, {"qwen25", SL_CHAT_QWEN25}, {"llama2", SL_CHAT_LLAMA2},
     {"mistral", SL_CHAT_MISTRAL}, {"phi3", SL_CHAT_PHI3}, {"qwen3", SL_CHAT_CHATML},
     {"gemma", SL_CHAT_GEMMA}, {"gemma3", SL_CHAT_GEMMA}, {"harmony", SL_CHAT_HARMONY}, {"gpt-oss", SL_CHAT_HARMONY},
-    {"harmony-trim", SL_CHAT_HARMONY_TRIM},
+    {"harmony-trim", SL_CHAT_HARMONY_TRIM}, {"gemma4", SL_CHAT_GEMMA4},
 };
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
@@ -50,6 +51,8 @@ int sl_chat_detect(const char *j, enum sl_chat_tmpl *out)
         /* Phi-3-mini; the later Phi templates (system turn, no newline after
          * the tags) render differently and stay unrecognised */
         *out = SL_CHAT_PHI3;
+    } else if (strstr(j, "<|turn>") && strstr(j, "<turn|>")) {
+        *out = SL_CHAT_GEMMA4;
     } else if (strstr(j, "<start_of_turn>") && strstr(j, "<end_of_turn>")) {
         *out = SL_CHAT_GEMMA;
     } else if (strstr(j, "[INST]")) {
@@ -57,7 +60,7 @@ int sl_chat_detect(const char *j, enum sl_chat_tmpl *out)
     }
     if (*out == SL_CHAT_NONE)
         return sl_err_set(SL_EUNSUPPORTED, "chat template not recognised (supported: llama3, chatml/qwen, "
-                          "llama2, mistral, phi3, gemma, harmony; force one with --chat-template NAME)");
+                          "llama2, mistral, phi3, gemma, gemma4, harmony; force one with --chat-template NAME)");
     return 0;
 }
 
@@ -67,7 +70,7 @@ int sl_chat_from_name(const char *name, enum sl_chat_tmpl *out)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(name, names[i].name)) { *out = names[i].t; return 0; }
     return sl_err_set(SL_EUNSUPPORTED, "chat template '%s' unknown (known: llama3, chatml, qwen2, qwen2.5, "
-                      "qwen3, llama2, mistral, phi3, gemma, gemma3, harmony, gpt-oss, harmony-trim)", name);
+                      "qwen3, llama2, mistral, phi3, gemma, gemma3, gemma4, harmony, gpt-oss, harmony-trim)", name);
 }
 
 const char *sl_chat_name(enum sl_chat_tmpl t)
@@ -114,6 +117,30 @@ static void put_trim(wr *w, const char *s)
     while (a < b && is_space(s[a])) a++;
     while (b > a && is_space(s[b - 1])) b--;
     put_msg(w, s + a, b - a);
+}
+
+/* Gemma 4's strip_thinking of a model turn: of each part (split at
+ * <channel|>) the text before its <|channel>, joined, then trimmed. */
+static int put_strip_thinking(wr *w, const char *s)
+{
+    static const char open[] = "<|channel>", close[] = "<channel|>";
+    const size_t end = strlen(s);
+    char *kept = malloc(end + 1);
+    if (!kept) return sl_err_set(SL_ENOMEM, "sl_chat_render: out of memory");
+    size_t k = 0;
+    for (size_t p = 0; p <= end;) {
+        const char *c = strstr(s + p, close);
+        const size_t pe = c ? (size_t)(c - s) : end;
+        const char *o = strstr(s + p, open);
+        const size_t ke = o && (size_t)(o - s) < pe ? (size_t)(o - s) : pe;
+        memcpy(kept + k, s + p, ke - p);
+        k += ke - p;
+        p = pe + sizeof close - 1;   /* past the end when there is no close */
+    }
+    kept[k] = 0;
+    put_trim(w, kept);
+    free(kept);
+    return 0;
 }
 
 /* pre role mid content post; trim: the content Jinja-trimmed. */
@@ -317,6 +344,35 @@ int64_t sl_chat_render_opts(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t
             puts_(&w, "<end_of_turn>\n");
         }
         if (add_generation_prompt) puts_(&w, "<start_of_turn>model\n");
+        break;
+    }
+    case SL_CHAT_GEMMA4: {
+        /* Gemma 4 without tools, thinking off: bos; a leading system message
+         * as <|turn>system\n trim(content) <turn|>\n; per turn <|turn>role\n
+         * content <turn|>\n, user content trimmed, assistant as "model" with
+         * its thought channels stripped (a model turn right after another
+         * model turn does not open a new one); generation opens
+         * <|turn>model\n and the empty thought channel */
+        puts_(&w, bos);
+        size_t first = 0;
+        if (n > 0 && role_of(msgs[0].role) == 0) {
+            puts_(&w, "<|turn>system\n");
+            put_trim(&w, msgs[0].content);
+            puts_(&w, "<turn|>\n");
+            first = 1;
+        }
+        for (size_t i = first; i < n; i++) {
+            const bool model = role_of(msgs[i].role) == 2;
+            if (!(model && i > first && role_of(msgs[i - 1].role) == 2)) {
+                puts_(&w, "<|turn>");
+                puts_(&w, model ? "model" : msgs[i].role);
+                puts_(&w, "\n");
+            }
+            if (!model) put_trim(&w, msgs[i].content);
+            else if (put_strip_thinking(&w, msgs[i].content)) return SL_ENOMEM;
+            puts_(&w, "<turn|>\n");
+        }
+        if (add_generation_prompt) puts_(&w, "<|turn>model\n<|channel>thought\n<channel|>");
         break;
     }
     default:

@@ -45,15 +45,19 @@ static int block_in(sl_forward *f, const sl_stream_view *v, int32_t l, const cha
 
 /* ---- attention blocks ------------------------------------------------------ */
 
-/* A block's head dim and the widths of its q and k/v rows. */
-typedef struct attn_dims { int32_t hd, qd, kd; } attn_dims;
+/* A block's head dim, kv heads and the widths of its q and k/v rows; the
+ * Walsh-Hadamard blocks of a quantized cache's K / V basis for heads of hd
+ * (kv.h; llama.cpp keeps a cache per head dim: a narrower head rotates by
+ * its own size, not the cache row's). */
+typedef struct attn_dims { int32_t hd, nkv, qd, kd, rot_k, rot_v; } attn_dims;
 
 static attn_dims dims_of(const sl_model_desc *d, const sl_attn_block *b)
 {
     attn_dims a;
     a.hd = b->head_dim > 0 ? b->head_dim : d->head_dim;
+    a.nkv = b->n_head_kv > 0 ? b->n_head_kv : d->n_head_kv;
     a.qd = d->n_head * a.hd;
-    a.kd = d->n_head_kv * a.hd;
+    a.kd = a.nkv * a.hd;
     return a;
 }
 
@@ -112,13 +116,13 @@ static void norm_qkv(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
 {
     const sl_model_desc *d = f->d;
     if (w->nq) sl_forward_qknorm(f->k, qi, d->n_head, dm.hd, w->nq->data, d->rms_eps);
-    if (w->nk) sl_forward_qknorm(f->k, ki, d->n_head_kv, dm.hd, w->nk->data, d->rms_eps);
-    if (b->v_norm && !b->kv_shared) sl_forward_qknorm(f->k, vi, d->n_head_kv, dm.hd, f->ones, d->rms_eps);
+    if (w->nk) sl_forward_qknorm(f->k, ki, dm.nkv, dm.hd, w->nk->data, d->rms_eps);
+    if (b->v_norm && !b->kv_shared) sl_forward_qknorm(f->k, vi, dm.nkv, dm.hd, f->ones, d->rms_eps);
 }
 
 /* Rope of q and k at pos, their scales, then q, k, v into the cache's bases
  * (k and v only when the block stores them). */
-static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, const sl_kv *kv, int32_t pos, float *qi,
+static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, int32_t pos, float *qi,
                     float *ki, float *vi)
 {
     const sl_model_desc *d = f->d;
@@ -132,22 +136,24 @@ static void rope_qk(sl_forward *f, const sl_attn_block *b, attn_dims dm, const s
     const float kmul = d->rope_attn_factor;
     f->k->rope(qi, d->n_head, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
     if (qmul != 1.0f) sl_forward_scale_row(qi, dm.qd, qmul);
-    if (kv->rot_k) sl_kv_rotate(qi, dm.qd, kv->rot_k);
+    if (dm.rot_k) sl_kv_rotate(qi, dm.qd, dm.rot_k);
     if (b->kv_shared) return;
-    f->k->rope(ki, d->n_head_kv, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
+    f->k->rope(ki, dm.nkv, dm.hd, n_rot, pos, inv_freq, d->rope_neox);
     if (kmul != 1.0f) sl_forward_scale_row(ki, dm.kd, kmul);
-    if (kv->rot_k) sl_kv_rotate(ki, dm.kd, kv->rot_k);
-    if (kv->rot_v) sl_kv_rotate(vi, dm.kd, kv->rot_v);   /* quantized caches: kv.h */
+    if (dm.rot_k) sl_kv_rotate(ki, dm.kd, dm.rot_k);
+    if (dm.rot_v) sl_kv_rotate(vi, dm.kd, dm.rot_v);   /* quantized caches: kv.h */
 }
 
 /* A row of n_head_kv heads of hd values spread in place to heads of the
- * cache's head dim, zero-filled (the row has room for the cache's kv_dim). */
-static void pad_heads(float *row, int32_t n_head_kv, int32_t hd, int32_t cache_hd)
+ * cache's head dim, zero-filled, and the cache's further heads zero (the
+ * row has room for the cache's kv_dim). */
+static void pad_heads(float *row, int32_t n_head_kv, int32_t hd, int32_t cache_hd, int32_t cache_heads)
 {
     for (int32_t h = n_head_kv - 1; h >= 0; h--) {
         memmove(row + (int64_t)h * cache_hd, row + (int64_t)h * hd, (size_t)hd * sizeof *row);
         memset(row + (int64_t)h * cache_hd + hd, 0, (size_t)(cache_hd - hd) * sizeof *row);
     }
+    memset(row + (int64_t)n_head_kv * cache_hd, 0, (size_t)(cache_heads - n_head_kv) * (size_t)cache_hd * sizeof *row);
 }
 
 /* One token's q, k, v rows (row i of the pass) at pos, then k and v stored
@@ -160,11 +166,11 @@ static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
     float *qi = f->q + i * dm.qd, *ki = f->kx + i * d->kv_dim, *vi = f->vx + i * d->kv_dim;
     if (w->bq) SL_TIMED(f, SL_PROF_ROPE, 0, add_bias(f, w, dm, qi, ki, vi));
     if (w->nq || b->v_norm) SL_TIMED(f, SL_PROF_NORM, 0, norm_qkv(f, b, w, dm, qi, ki, vi));
-    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, kv, pos, qi, ki, vi));
+    SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, pos, qi, ki, vi));
     if (b->kv_shared) return;
-    if (dm.hd < kv->head_dim) {
-        pad_heads(ki, d->n_head_kv, dm.hd, kv->head_dim);
-        pad_heads(vi, d->n_head_kv, dm.hd, kv->head_dim);
+    if (dm.hd < kv->head_dim || dm.nkv < kv->n_head_kv) {
+        pad_heads(ki, dm.nkv, dm.hd, kv->head_dim, kv->n_head_kv);
+        pad_heads(vi, dm.nkv, dm.hd, kv->head_dim, kv->n_head_kv);
     }
     SL_TIMED(f, SL_PROF_KV, 0, sl_kv_store(kv, f->k, l, pos, ki, vi));
 }
@@ -199,14 +205,17 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
                         const sl_stream_view *v, int32_t n)
 {
     const sl_model_desc *d = f->d;
-    const attn_dims dm = dims_of(d, b);
+    attn_dims dm = dims_of(d, b);
     const int32_t kl = sl_model_kv_layer(d, l);
     attn_w w;
     int rc = attn_weights(b, dm, v, l, &w);
     if (rc) return rc;
-    if (dm.hd < sq[0].kv->head_dim && (sq[0].kv->type_k != SL_GGML_F16 || sq[0].kv->type_v != SL_GGML_F16))
-        return sl_err_set(SL_EUNSUPPORTED, "layer %d: head dim %d below the cache's %d needs an F16 KV cache", l,
-                          dm.hd, sq[0].kv->head_dim);
+    const sl_kv *kv0 = sq[0].kv;   /* every sequence's cache has these types */
+    dm.rot_k = kv0->rot_k ? sl_kv_rot_size(kv0->type_k, dm.hd, 0) : 0;
+    dm.rot_v = kv0->rot_v ? sl_kv_rot_size(kv0->type_v, dm.hd, 1) : 0;
+    if (dm.hd < kv0->head_dim && (kv0->type_k != SL_GGML_F16 || kv0->type_v != SL_GGML_F16) && dm.hd % 32)
+        return sl_err_set(SL_EUNSUPPORTED, "layer %d: head dim %d below the cache's %d: a quantized KV cache needs "
+                          "it a multiple of 32", l, dm.hd, kv0->head_dim);
     /* a sliding-window layer's ring keeps only the window (kv.h) */
     for (int32_t s = 0; s < ns && !rc && !b->kv_shared; s++)
         SL_TIMED(f, SL_PROF_KV, 0, rc = sl_kv_ring_advance(sq[s].kv, l, sq[s].kv->n_past, sq[s].n, b->window));
@@ -227,16 +236,16 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
             .q = f->q + (int64_t)i * dm.qd, .q_stride = dm.qd,
             .k = sl_kv_k(kv, kl, 0, kv->base[kl]), .v = sl_kv_v(kv, kl, 0, kv->base[kl]), .kv_stride = kv->head_dim,
             .out = f->att + (int64_t)i * dm.qd, .out_stride = dm.qd,
-            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = d->n_head_kv, .head_dim = dm.hd,
+            .n_q = sq[s].n, .n_head = d->n_head, .n_head_kv = dm.nkv, .head_dim = dm.hd,
             .pos0 = kv->n_past - kv->base[kl], .scale = b->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)dm.hd),
             .kv_head_stride = sl_kv_head_stride(kv, kl), .window = b->window,
             .type_k = kv->type_k, .type_v = kv->type_v, .sinks = w.sinks ? w.sinks->data : NULL,
         };
         SL_TIMED(f, SL_PROF_ATTN, 0, rc = sl_kern_attention(f->k, f->pool, &a, f->attn_scratch));
         if (rc) return sl_err_set(rc, "layer %d: attention failed", l);
-        if (kv->rot_v)   /* back from V's basis */
+        if (dm.rot_v)   /* back from V's basis */
             SL_TIMED(f, SL_PROF_ROPE, 0,
-                     sl_kv_rotate(f->att + (int64_t)i * dm.qd, (int64_t)sq[s].n * dm.qd, kv->rot_v));
+                     sl_kv_rotate(f->att + (int64_t)i * dm.qd, (int64_t)sq[s].n * dm.qd, dm.rot_v));
     }
     if (b->out_gate) SL_TIMED(f, SL_PROF_ACT, 0, gate_apply(f, n));
     if ((rc = sl_forward_mm(f, &c, f->att, n, w.o, f->xn, d->n_embd, SL_PROF_MV_O))) return rc;
@@ -259,19 +268,19 @@ static int attn_recurrent(sl_forward *f, const sl_forward_seq *sq, int32_t ns, i
 
 /* ---- FFN blocks -------------------------------------------------------------- */
 
-/* Dense gated FFN: x += down(act(gate . xn) * (up . xn)), act SiLU or GELU;
- * a fused ffn_up holds gate | up. */
-static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+/* Dense gated FFN: xn = down(act(gate . xn) * (up . xn)) with xn the
+ * pre-norm of x, act SiLU or GELU; a fused ffn_up holds gate | up (not in
+ * a dense_moe block: there it names the experts). */
+static int gated_core(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
     const int32_t FF = b->n_ff > 0 ? b->n_ff : f->d->n_ff;
-    const sl_stream_tensor *wg = NULL, *wu, *wd, *post = NULL;
+    const sl_stream_tensor *wg = NULL, *wu, *wd;
     sl_stream_tensor part[2];
     int rc;
     if ((rc = sl_forward_find(v, l, "ffn_up.weight", &wu)) ||
-        (rc = sl_forward_find(v, l, "ffn_down.weight", &wd)) ||
-        (b->post_norm && (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post))))
+        (rc = sl_forward_find(v, l, "ffn_down.weight", &wd)))
         return rc;
-    if (b->fused_gate_up) {
+    if (b->fused_gate_up && !b->dense_moe) {
         if ((rc = sl_forward_split_rows(l, wu, (int64_t[]){ FF, FF }, 2, part))) return rc;
         wg = &part[0]; wu = &part[1];   /* the gate half comes first */
     } else if ((rc = sl_forward_find(v, l, "ffn_gate.weight", &wg))) {
@@ -286,7 +295,39 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
     void (*act)(float *, const float *, const float *, int64_t) =
         b->act == SL_ACT_GELU ? f->k->gelu_mul : f->k->silu_mul;
     SL_TIMED(f, SL_PROF_ACT, 0, act(f->gate, f->gate, f->up, (int64_t)n * FF));
-    if ((rc = sl_forward_mm(f, &c, f->gate, n, wd, f->xn, f->d->n_embd, SL_PROF_MV_DOWN))) return rc;
+    return sl_forward_mm(f, &c, f->gate, n, wd, f->xn, f->d->n_embd, SL_PROF_MV_DOWN);
+}
+
+/* x += post_norm(the gated FFN of x). */
+static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+{
+    const sl_stream_tensor *post = NULL;
+    int rc;
+    if ((b->post_norm && (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post))) ||
+        (rc = gated_core(f, l, b, v, n)))
+        return rc;
+    block_out(f, post, n);
+    return 0;
+}
+
+/* gemma4's MoE block: x += post_ffw_norm(post_ffw_norm_1(dense(ffn_norm x))
+ * + post_ffw_norm_2(experts(pre_ffw_norm_2 x))), the experts first (their
+ * sum waits in the MoE scratch while the dense FFN runs). */
+static int ffn_dense_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
+{
+    const int32_t E = f->d->n_embd;
+    const sl_stream_tensor *p1, *p2, *post;
+    float *moe;
+    int rc;
+    if ((rc = sl_forward_find(v, l, "post_ffw_norm_1.weight", &p1)) ||
+        (rc = sl_forward_find(v, l, "post_ffw_norm_2.weight", &p2)) ||
+        (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post)) ||
+        (rc = block_in(f, v, l, "pre_ffw_norm_2.weight", n)))
+        return rc;
+    SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, &moe));
+    if (rc || (rc = block_in(f, v, l, "ffn_norm.weight", n)) || (rc = gated_core(f, l, b, v, n))) return rc;
+    SL_TIMED(f, SL_PROF_NORM, 0, norm_rows(f, moe, moe, p2->data, n); norm_rows(f, f->xn, f->xn, p1->data, n));
+    SL_TIMED(f, SL_PROF_ADD, 0, f->k->add(f->xn, f->xn, moe, (int64_t)n * E));
     block_out(f, post, n);
     return 0;
 }
@@ -294,8 +335,9 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
 /* Routed experts (forward_moe.c, which adds to x itself). */
 static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
+    if (b->dense_moe) return ffn_dense_moe(f, l, b, v, n);
     int rc = block_in(f, v, l, sl_ffn_norm_name(b), n);
-    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n));
+    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, NULL));
     return rc;
 }
 

@@ -209,6 +209,21 @@ void sl_forward_moe_pregate_learn(float *hit, float *seen, const int32_t *guess,
     }
 }
 
+/* The router's input rows: dst = rmsnorm(x) * ffn_gate_inp.scale / sqrt(n_embd)
+ * from the residual x (gemma4's dense_moe), else none (the router reads
+ * the FFN's pre-normed rows). */
+static int router_in(sl_forward *f, const sl_stream_view *v, int32_t l, const float *x, float *dst, int32_t n)
+{
+    const int32_t E = f->d->n_embd;
+    const sl_stream_tensor *sc;
+    int rc = sl_forward_find(v, l, "ffn_gate_inp.scale", &sc);
+    for (int32_t t = 0; !rc && t < n; t++) {
+        f->k->rmsnorm(dst + (int64_t)t * E, x + (int64_t)t * E, sc->data, E, f->d->rms_eps);
+        sl_forward_scale_row(dst + (int64_t)t * E, E, 1.0f / sqrtf((float)E));
+    }
+    return rc;
+}
+
 /* Guesses layer l + 1's experts from f->x (layer l's post-attention residual)
  * and reads them ahead. Only when l + 1's dense part is pinned (its acquire
  * cannot block); xg and probs of b are free here. */
@@ -225,14 +240,15 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     const sl_ffn_block *blk = &sl_model_layer(d, l + 1)->ffn;
     sl_stream_view v;
     if (sl_stream_acquire(f->st, l + 1, &v)) return;
-    const sl_stream_tensor *fn = sl_stream_view_find(&v, sl_ffn_norm_name(blk));
+    const sl_stream_tensor *fn = sl_stream_view_find(&v, blk->dense_moe ? "ffn_gate_inp.scale" : sl_ffn_norm_name(blk));
     const sl_stream_tensor *gi = sl_stream_view_find(&v, "ffn_gate_inp.weight");
     const sl_stream_tensor *gb = blk->router_bias ? sl_stream_view_find(&v, "ffn_gate_inp.bias") : NULL;
     const sl_stream_tensor *pb = blk->sel_bias ? sl_stream_view_find(&v, "exp_probs_b.bias") : NULL;
     int rc = fn && gi && (gb || !blk->router_bias) && (pb || !blk->sel_bias) ? 0 : SL_ENOENT;
     if (!rc) {
-        f->k->rmsnorm(b->xg, f->x, fn->data, E, d->rms_eps);
-        rc = moe_mm(f, b->xg, 1, (int)gi->type, gi->data, NE, E, b->probs, NE, gi->name);
+        if (blk->dense_moe) rc = router_in(f, &v, l + 1, f->x, b->xg, 1);
+        else f->k->rmsnorm(b->xg, f->x, fn->data, E, d->rms_eps);
+        if (!rc) rc = moe_mm(f, b->xg, 1, (int)gi->type, gi->data, NE, E, b->probs, NE, gi->name);
         if (!rc && gb) f->k->add(b->probs, b->probs, gb->data, NE);   /* the logits it selects on */
     }
     if (!rc) route(d, blk, pb ? pb->data : NULL, b->probs, b->score, f->pg_guess, w);
@@ -248,11 +264,11 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
 #define SL_OAI_ALPHA 1.702f
 #define SL_OAI_LIMIT 7.0f
 
-/* g <- act(g) * u over n values: SiLU, or the clamped variant. */
+/* g <- act(g) * u over n values: SiLU, GELU (gemma4), or the clamped variant. */
 static void gate_act(const sl_forward *f, const sl_ffn_block *blk, float *g, const float *u, int64_t n)
 {
     if (blk->act != SL_ACT_SWIGLU_OAI) {
-        f->k->silu_mul(g, g, u, n);
+        (blk->act == SL_ACT_GELU ? f->k->gelu_mul : f->k->silu_mul)(g, g, u, n);
         return;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -261,14 +277,19 @@ static void gate_act(const sl_forward *f, const sl_ffn_block *blk, float *g, con
     }
 }
 
-/* A layer's expert biases (F32 [width, n_expert]; NULL: none). */
-typedef struct moe_bias { const float *g, *u, *d; } moe_bias;
+/* A layer's expert biases (F32 [width, n_expert]; NULL: none) and down
+ * scales (F32 [n_expert], gemma4; NULL: none). */
+typedef struct moe_bias { const float *g, *u, *d, *ds; } moe_bias;
 
 static int find_bias(const sl_ffn_block *blk, const sl_stream_view *v, int32_t l, moe_bias *eb)
 {
     const sl_stream_tensor *t[3];
     int rc;
     memset(eb, 0, sizeof *eb);
+    if (blk->down_scale) {
+        if ((rc = sl_forward_find(v, l, "ffn_down_exps.scale", &t[0]))) return rc;
+        eb->ds = t[0]->data;
+    }
     if (!blk->expert_bias) return 0;
     if ((rc = sl_forward_find(v, l, "ffn_gate_exps.bias", &t[0])) ||
         (rc = sl_forward_find(v, l, "ffn_up_exps.bias", &t[1])) ||
@@ -283,6 +304,26 @@ static void add_bias(const sl_forward *f, float *y, const float *bias, int64_t e
 {
     if (!bias) return;
     for (int64_t i = 0; i < m; i++) f->k->add(y + i * w, y + i * w, bias + e * w, w);
+}
+
+/* y's m rows times expert e's down scale (before the routing weight, as
+ * llama.cpp orders the products). */
+static void down_scale(const moe_bias *eb, float *y, int64_t e, int64_t m, int64_t w)
+{
+    if (eb->ds) sl_forward_scale_row(y, m * w, eb->ds[e]);
+}
+
+/* An expert's gate, up and down matrices from its view: the three slices,
+ * or a fused gate|up slice's two row halves (gate first) and down. */
+static int expert_mats(const sl_ffn_block *blk, int32_t l, const sl_stream_view *ev, sl_stream_tensor m[3])
+{
+    m[2] = ev->tensors[2];
+    if (!blk->fused_gate_up) {
+        m[0] = ev->tensors[0]; m[1] = ev->tensors[1];
+        return 0;
+    }
+    const int64_t ff = (int64_t)ev->tensors[2].ne[0];
+    return sl_forward_split_rows(l, &ev->tensors[0], (int64_t[]){ ff, ff }, 2, m);
 }
 
 /* One expert's matrices (the view's slices, or the shared expert's) over
@@ -307,6 +348,7 @@ static int expert_ffn(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const 
     gate_act(f, blk, b->g, b->u, m * FF);
     if ((rc = moe_mm(f, b->g, m, (int)wd->type, D, E, FF, b->xg, E, wd->name))) return rc;
     add_bias(f, b->xg, eb->d, e, m, E);
+    down_scale(eb, b->xg, e, m, E);
     return 0;
 }
 
@@ -340,6 +382,7 @@ static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, con
 {
     const int32_t E = f->d->n_embd, K = f->d->n_expert_used;
     sl_stream_view ev[SL_MOE_GROUP];
+    sl_stream_tensor mt[SL_MOE_GROUP][3];   /* each one's gate, up, down (expert_mats) */
     int32_t slot[SL_MOE_GROUP];   /* each expert's slot in token 0's choice: its row in ys */
     for (int32_t i = 0; i < ng; i++) slot[i] = slot_of(b, K, ids[i]);
     int32_t held = 0;
@@ -347,9 +390,10 @@ static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, con
     while (held < ng && !rc) {
         rc = sl_stream_expert_acquire(f->st, l, ids[held], &ev[held]);
         if (rc) rc = sl_err_set(rc, "%s", sl_stream_errmsg(f->st));
-        else held++;
+        else if (!(rc = expert_mats(blk, l, &ev[held], mt[held]))) held++;
+        else sl_stream_expert_release(f->st, l, ids[held]);
     }
-    const sl_stream_tensor *t0 = rc ? NULL : ev[0].tensors;
+    const sl_stream_tensor *t0 = rc ? NULL : mt[0];
     int tg = 0, tu = 0, td = 0;
     int64_t FF = 0;
     size_t ga = 0, ua = 0, da = 0;
@@ -373,7 +417,7 @@ static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, con
         if (uact != gact) sl_kern_quantize_act(f->k, tu, f->xn, E, 1, uact);
         sl_mv_part parts[SL_MV_MAX_PARTS];
         for (int32_t i = 0; i < ng; i++) {
-            const sl_stream_tensor *w = ev[i].tensors;
+            const sl_stream_tensor *w = mt[i];
             parts[2 * i] = (sl_mv_part){ .wtype = tg, .W = w[0].data, .rows = FF, .cols = E,
                                          .act = gact, .y = b->g + (int64_t)i * FF };
             parts[2 * i + 1] = (sl_mv_part){ .wtype = tu, .W = w[1].data, .rows = FF, .cols = E,
@@ -387,7 +431,7 @@ static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, con
             add_bias(f, u, eb->u, ids[i], 1, FF);
             gate_act(f, blk, g, u, FF);
             sl_kern_quantize_act(f->k, td, g, FF, 1, dact + (size_t)i * da);
-            parts[i] = (sl_mv_part){ .wtype = td, .W = ev[i].tensors[2].data, .rows = E, .cols = FF,
+            parts[i] = (sl_mv_part){ .wtype = td, .W = mt[i][2].data, .rows = E, .cols = FF,
                                      .act = dact + (size_t)i * da, .y = b->ys + (int64_t)slot[i] * E };
         }
         if (!rc && (rc = sl_kern_matvec_multi(f->k, f->pool, parts, ng)))
@@ -401,6 +445,7 @@ static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, con
     for (int32_t i = 0; i < ng; i++) {
         float *y = b->ys + (int64_t)slot[i] * E;
         add_bias(f, y, eb->d, ids[i], 1, E);
+        down_scale(eb, y, ids[i], 1, E);
         weigh(y, y, b->w[slot[i]], E);
     }
     return 0;
@@ -428,7 +473,8 @@ static int experts_decode(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, co
     return rc;
 }
 
-int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const sl_stream_view *v, int32_t n)
+int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const sl_stream_view *v, int32_t n,
+                       float **out)
 {
     const sl_model_desc *d = f->d;
     const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
@@ -444,7 +490,9 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
         return rc;
 
     /* routing */
-    if ((rc = moe_mm(f, f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name))) return rc;
+    if (blk->dense_moe && (rc = router_in(f, v, l, f->x, b.xg, n))) return rc;
+    if ((rc = moe_mm(f, blk->dense_moe ? b.xg : f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name)))
+        return rc;
     if (gb) add_bias(f, b.probs, gb->data, 0, n, NE);
     memset(b.cnt, 0, (size_t)(NE + 1) * sizeof *b.cnt);
     for (int32_t t = 0; t < n; t++) {
@@ -481,9 +529,10 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
         for (int32_t i = 0; i < m; i++)
             memcpy(b.xg + (int64_t)i * E, f->xn + (int64_t)(b.rows[r0 + i] / K) * E, (size_t)E * 4);
         sl_stream_view ev;
+        sl_stream_tensor mt[3];
         if ((rc = sl_stream_expert_acquire(f->st, l, e, &ev)))
             return sl_err_set(rc, "%s", sl_stream_errmsg(f->st));
-        rc = expert_ffn(f, &b, blk, &eb, m, e, &ev.tensors[0], &ev.tensors[1], &ev.tensors[2]);
+        if (!(rc = expert_mats(blk, l, &ev, mt))) rc = expert_ffn(f, &b, blk, &eb, m, e, &mt[0], &mt[1], &mt[2]);
         int rr = sl_stream_expert_release(f->st, l, e);
         if (rc) return rc;
         if (rr) return sl_err_set(rr, "%s", sl_stream_errmsg(f->st));
@@ -510,7 +559,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
         /* gate logits z[t] (one row of [n_embd]) land in probs, free again */
         if (gs && (rc = moe_mm(f, f->xn, n, (int)gs->type, gs->data, 1, E, b.probs, 1, gs->name))) return rc;
         memcpy(b.xg, f->xn, (size_t)n * (size_t)E * 4);
-        const moe_bias none = { NULL, NULL, NULL };
+        const moe_bias none = { NULL, NULL, NULL, NULL };
         if ((rc = expert_ffn(f, &b, blk, &none, n, 0, sg, su, sd))) return rc;
         for (int32_t t = 0; t < n; t++) {
             float *y = b.xg + (int64_t)t * E, *o = b.out + (int64_t)t * E;
@@ -522,6 +571,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
             f->k->add(o, o, y, E);
         }
     }
-    f->k->add(f->x, f->x, b.out, (int64_t)n * E);
+    if (out) *out = b.out;
+    else f->k->add(f->x, f->x, b.out, (int64_t)n * E);
     return 0;
 }

@@ -17,9 +17,11 @@
 uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch);
 
 /* x[i] += MoE-FFN(xn[i]) for i < n (xn: the ffn_norm'ed rows) of layer l's
- * FFN block b. f->moe holds sl_forward_moe_arena_bytes; v is layer l's
- * stream view. */
-int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n);
+ * FFN block b; with out, the n rows stay in the scratch at *out instead (x
+ * untouched). f->moe holds sl_forward_moe_arena_bytes; v is layer l's
+ * stream view. A dense_moe block's router reads x (the residual). */
+int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n,
+                       float **out);
 
 /* Pre-gating's read-ahead depth: how many leading ranks of a k-expert guess
  * to read, those whose measured precision (hit[i] / seen, both decayed, a

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arch/arch.h"
@@ -29,6 +30,30 @@ static int find_arch(sl_model_desc *d, const sl_gguf *g)
     return 0;
 }
 
+/* head_count_kv per layer: each softmax layer's count must be the one its
+ * block uses (a family that reads the array sets it per kind; the others
+ * have one count) and divide head_count. */
+static int kv_heads_check(const sl_model_desc *d, const sl_gguf *g, uint32_t n_blocks)
+{
+    uint32_t *kv = malloc((size_t)n_blocks * sizeof *kv), mx;
+    if (!kv) return sl_err_set(SL_ENOMEM, "model: out of memory");
+    int rc = sl_model_key_u32_layers(g, d->arch_name, "attention.head_count_kv", n_blocks, kv, &mx, false,
+                                     (uint32_t)d->n_head);
+    for (int32_t l = 0; l < d->n_layer && !rc; l++) {
+        const sl_attn_block *b = &sl_model_layer(d, l)->attn;
+        const int32_t have = b->n_head_kv > 0 ? b->n_head_kv : d->n_head_kv;
+        if (b->kind != SL_ATTN_SOFTMAX || kv[l] == 0) continue;
+        if (d->n_head % (int32_t)kv[l])
+            rc = sl_err_set(SL_ERANGE, "model metadata: layer %d: head_count %d not a multiple of head_count_kv %u",
+                            l, d->n_head, kv[l]);
+        else if ((int32_t)kv[l] != have)
+            rc = sl_err_set(SL_EUNSUPPORTED, "model metadata: layer %d: head_count_kv %u, but %s has one count "
+                            "(%d) for its layers", l, kv[l], d->arch_name, have);
+    }
+    free(kv);
+    return rc;
+}
+
 int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
 {
     memset(d, 0, sizeof *d);
@@ -50,7 +75,8 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
         n_ff > (1u << 22) || n_head < 1 || n_head > 4096 || n_ctx < 1 || n_ctx > (1u << 30))
         return sl_err_set(SL_ERANGE, "model metadata: implausible hyper-parameters (layers %u, "
                           "embd %u, ff %u, heads %u, ctx %u)", n_layer, n_embd, n_ff, n_head, n_ctx);
-    if ((rc = sl_model_key_u32(g, a, "attention.head_count_kv", &n_head_kv, false, n_head)) ||
+    /* per layer (gemma4's 31B): the cache's is the largest, each block says its own */
+    if ((rc = sl_model_key_u32_layers(g, a, "attention.head_count_kv", 0, NULL, &n_head_kv, false, n_head)) ||
         (rc = sl_model_key_u32(g, a, "attention.key_length", &head_dim, false, n_embd / n_head)) ||
         (rc = sl_model_key_u32(g, a, "attention.value_length", &vdim, false, head_dim)))
         return rc;
@@ -83,6 +109,7 @@ int sl_model_desc_load(sl_model_desc *d, const sl_gguf *g)
     d->n_kinds = 1;   /* every layer d->kind[0] unless the family's keys say otherwise */
     d->kind[0] = d->arch->layer;
     if (d->arch->keys && (rc = d->arch->keys(d, g))) return rc;
+    if ((rc = kv_heads_check(d, g, n_layer))) return rc;
 
     /* globals */
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");

@@ -47,6 +47,7 @@ typedef struct sl_attn_block {
     int32_t window;           /* > 0: attends to the last `window` positions (rope: rope_base_swa) */
     float q_scale;            /* > 0: q *= q_scale before attention, attention scale 1 */
     int32_t head_dim;         /* > 0: this block's head dim (<= d->head_dim, the cache's row); else d->head_dim */
+    int32_t n_head_kv;        /* > 0: this block's kv heads (<= d->n_head_kv, the cache's); else d->n_head_kv */
     bool v_norm;              /* v RMS-normed without a weight */
     bool kv_shared;           /* no K/V of its own: attends over sl_model_kv_layer's cache */
     bool out_gate;            /* attn_q rows per head q | gate; output *= sigmoid(gate) (qwen35) */
@@ -68,6 +69,11 @@ typedef struct sl_ffn_block {
     bool sel_bias;            /* MoE: exp_probs_b.bias added to the probabilities for the choice only */
     int gating;               /* MoE: enum sl_moe_gating */
     float weights_scale;      /* MoE: > 0: the chosen weights times it */
+    /* MoE (gemma4): a dense FFN (ffn_norm, n_ff wide, post_ffw_norm_1) beside the experts
+     * (pre_ffw_norm_2, post_ffw_norm_2), their sum post-normed (post_ffw_norm); the router
+     * reads rmsnorm(x) / sqrt(n_embd) * ffn_gate_inp.scale; fused_gate_up: ffn_gate_up_exps */
+    bool dense_moe;
+    bool down_scale;          /* MoE: ffn_down_exps.scale [n_expert]: each expert's output times its value */
 } sl_ffn_block;
 
 /* One layer's blocks, in order: attention, FFN, then the optional

@@ -320,6 +320,12 @@ SL_API const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *
  * small read through the page cache on the caller's thread (the loader's retry
  * policy; not counted in the stats). */
 SL_API int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len);
+/* Rows rows[0..n) of that matrix into dst[i] (each dst_len bytes at least):
+ * from RAM as read_row does, else read as one batch through the loader (the
+ * stream's io_uring or pread backend, O_DIRECT where open; counted in the
+ * stats), one read a row, all submitted before the first is waited for. */
+SL_API int sl_stream_read_rows(sl_stream *s, const char *name, const uint64_t *rows, int32_t n, void *const *dst,
+                               size_t dst_len);
 
 /* Memory-pressure adaptation (stream mode; SL_ENOSYS in resident and mmap
  * modes). set_pinned: turn a pinned unit into a streamed one (its

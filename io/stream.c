@@ -213,6 +213,7 @@ void sl_stream_close(sl_stream *s)
     if (s->ops) s->ops->close(s);   /* first: it waits for its reads */
     sl_loader_destroy(s->L);
     sl_owned_free(&s->gmem);
+    sl_owned_free(&s->rstage);
     free(s->globals);
     free(s->xviews);
     free(s->xheld);
@@ -310,27 +311,95 @@ const sl_stream_tensor *sl_stream_global(const sl_stream *s, const char *name)
     return NULL;
 }
 
-int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len)
+/* Tensor `name` (not of a layer), its row count and row bytes; checks row. */
+static int row_tensor(sl_stream *s, const char *what, const char *name, uint64_t row, size_t dst_len,
+                      const sl_gguf_tensor **out, uint64_t *rb)
 {
-    if (!s || !name || !dst) return SL_EINVAL;
     const sl_gguf_tensor *t = sl_gguf_find_tensor(s->g, name);
     if (!t || t->layer >= 0)
-        return fail(s, sl_err_set(SL_ENOENT, "read_row: no non-layer tensor '%s'", name));
+        return fail(s, sl_err_set(SL_ENOENT, "%s: no non-layer tensor '%s'", what, name));
     uint64_t rows = 1;
     for (uint32_t d = 1; d < t->n_dims; d++) rows *= t->ne[d];
     if (row >= rows)
-        return fail(s, sl_err_set(SL_ERANGE, "read_row: %s row %llu out of range (%llu rows)", name,
+        return fail(s, sl_err_set(SL_ERANGE, "%s: %s row %llu out of range (%llu rows)", what, name,
                                   (unsigned long long)row, (unsigned long long)rows));
-    uint64_t rb = t->nbytes / rows;
-    if (dst_len < rb)
-        return fail(s, sl_err_set(SL_EINVAL, "read_row: %s rows are %llu bytes, buffer has %zu", name,
-                                  (unsigned long long)rb, dst_len));
-    uint64_t off = t->file_offset + row * rb;
-    const uint8_t *src = NULL;
+    *rb = t->nbytes / rows;
+    if (dst_len < *rb)
+        return fail(s, sl_err_set(SL_EINVAL, "%s: %s rows are %llu bytes, buffer has %zu", what, name,
+                                  (unsigned long long)*rb, dst_len));
+    *out = t;
+    return 0;
+}
+
+/* Row `row` of t where it is in RAM (mapped file, resident embedding or global), else NULL. */
+static const uint8_t *row_in_ram(sl_stream *s, const char *name, const sl_gguf_tensor *t, uint64_t row,
+                                 uint64_t rb)
+{
     const sl_stream_tensor *g = sl_stream_global(s, name);
-    if (s->ops->file_at) src = s->ops->file_at(s, off);
-    else if (t == s->um.embd && s->embd_data) src = s->embd_data + row * rb;
-    else if (g && g->data) src = (const uint8_t *)g->data + row * rb;
+    if (s->ops->file_at) return s->ops->file_at(s, t->file_offset + row * rb);
+    if (t == s->um.embd && s->embd_data) return s->embd_data + row * rb;
+    if (g && g->data) return (const uint8_t *)g->data + row * rb;
+    return NULL;
+}
+
+int sl_stream_read_rows(sl_stream *s, const char *name, const uint64_t *rows, int32_t n, void *const *dst,
+                        size_t dst_len)
+{
+    if (!s || !name || (n > 0 && (!rows || !dst)) || n < 0) return SL_EINVAL;
+    const sl_gguf_tensor *t = NULL;
+    uint64_t rb = 0;
+    int rc;
+    for (int32_t i = 0; i < n; i++)
+        if ((rc = row_tensor(s, "read_rows", name, rows[i], dst_len, &t, &rb))) return rc;
+    if (n == 0 || rb == 0) return 0;
+    if (!s->L || row_in_ram(s, name, t, rows[0], rb)) {   /* in RAM, or no loader: row by row */
+        for (int32_t i = 0; i < n; i++)
+            if ((rc = sl_stream_read_row(s, name, rows[i], dst[i], dst_len))) return rc;
+        return 0;
+    }
+    /* one loader job a row into aligned staging (O_DIRECT), all submitted at once */
+    /* each row's span a multiple of 64: the job table after them stays aligned */
+    const uint64_t a = s->align > 1 ? s->align : 1, span = ((rb + 2 * a - 1) / a * a + a + 63) & ~(uint64_t)63;
+    const size_t need = (size_t)(span * (uint64_t)n) + (size_t)n * sizeof(sl_io_job) + (size_t)n * sizeof(void *);
+    if (s->rstage.len < need) {
+        sl_owned_free(&s->rstage);
+        if (!sl_owned_alloc(&s->rstage, need))
+            return fail(s, sl_err_set(SL_ENOMEM, "read_rows: %zu bytes of staging", need));
+    }
+    uint8_t *stage = s->rstage.map;
+    sl_io_job *jobs = (sl_io_job *)(stage + span * (uint64_t)n);
+    sl_io_job **jp = (sl_io_job **)(jobs + n);
+    for (int32_t i = 0; i < n; i++) {
+        const uint64_t off = t->file_offset + rows[i] * rb, abeg = off / a * a, aend = (off + rb + a - 1) / a * a;
+        sl_stream_job_init(s, &jobs[i], stage + span * (uint64_t)i, abeg, aend, off + rb, -1, -1);
+        jp[i] = &jobs[i];
+    }
+    sl_loader_submit_front(s->L, jp, n);
+    int st = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int r = sl_loader_wait(s->L, &jobs[i]);
+        if (r && !st) {
+            st = r;
+            rc = fail(s, sl_err_set(r, "read_rows: %s row %llu: %s", name, (unsigned long long)rows[i],
+                                    jobs[i].err));
+        }
+        if (!r) {
+            const uint64_t off = t->file_offset + rows[i] * rb;
+            memcpy(dst[i], stage + span * (uint64_t)i + (off - jobs[i].off), (size_t)rb);
+        }
+    }
+    return st ? rc : 0;
+}
+
+int sl_stream_read_row(sl_stream *s, const char *name, uint64_t row, void *dst, size_t dst_len)
+{
+    if (!s || !name || !dst) return SL_EINVAL;
+    const sl_gguf_tensor *t;
+    uint64_t rb;
+    int rc = row_tensor(s, "read_row", name, row, dst_len, &t, &rb);
+    if (rc) return rc;
+    uint64_t off = t->file_offset + row * rb;
+    const uint8_t *src = row_in_ram(s, name, t, row, rb);
     if (src) { memcpy(dst, src, (size_t)rb); return 0; }
     if (rb == 0) return 0;
     /* one small read through the page cache (not the O_DIRECT descriptor) */

@@ -69,6 +69,8 @@ struct sl_stream {
     int32_t max_slots;
     /* where the modes' big buffers go (stream_numa.h); decided at open */
     sl_numa_place numa;
+    /* sl_stream_read_rows: aligned staging of a batch's rows (grown on demand) */
+    sl_owned_buf rstage;
 };
 
 void sl_stream_add_notice(sl_stream *s, const char *msg);

@@ -194,12 +194,13 @@ static void start_load(sl_stream *s, int32_t i, int32_t key, sl_io_job **jobs)
                            sl_loader_fixed(s->L) ? x->buf_index : -1);
         const sl_gguf_tensor *t = s->um.moe.exps[l][p];
         sl_stream_tensor *st = &x->t[p];
+        jobs[p] = &x->job[p];
+        if (!t) { memset(st, 0, sizeof *st); continue; }   /* a fused gate|up's absent up: a 0-byte job */
         st->name = t->name; st->type = t->type; st->n_dims = 2;
         st->ne[0] = t->ne[0]; st->ne[1] = t->ne[1]; st->ne[2] = st->ne[3] = 1;
         st->nbytes = len;
         st->data = x->buf + pos + (off - abeg);
         X->bytes += x->job[p].len;
-        jobs[p] = &x->job[p];
         pos += s->um.moe.part_cap[p];
     }
 }
@@ -439,7 +440,8 @@ int sl_stream_set_expert_slots(sl_stream *s, int32_t n, uint64_t *freed)
         memcpy(buf, x->buf, (size_t)sb);
         *y = *x;
         y->buf = buf; y->buf_index = bi;
-        for (int p = 0; p < 3; p++) y->t[p].data = buf + ((const uint8_t *)x->t[p].data - x->buf);
+        for (int p = 0; p < 3; p++)
+            if (x->t[p].data) y->t[p].data = buf + ((const uint8_t *)x->t[p].data - x->buf);
         X->slot_of[y->key] = j;
         x->key = -1; x->state = X_FREE; x->want = 0;
     }
@@ -474,6 +476,7 @@ static int slice_acquire(sl_stream *s, int32_t l, int32_t e, sl_stream_view *vie
     for (int p = 0; p < 3; p++) {
         const sl_gguf_tensor *g = mo->exps[l][p];
         const sl_stream_tensor *lt = NULL;
+        if (!g) { memset(&t[p], 0, sizeof t[p]); continue; }   /* a fused gate|up's absent up */
         for (uint32_t i = 0; i < un->n_tensors && !lt; i++)
             if (un->tensors[i].name == g->name) lt = &un->tensors[i];
         if (!lt || !lt->data)

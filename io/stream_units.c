@@ -13,6 +13,7 @@
 
 static const char *const exp_names[3] = { "ffn_gate_exps.weight", "ffn_up_exps.weight",
                                           "ffn_down_exps.weight" };
+#define EXP_GATE_UP "ffn_gate_up_exps.weight"   /* fused gate | up (gemma4): part 0, part 1 absent */
 
 static uint64_t rows_of(const sl_gguf_tensor *t)
 {
@@ -38,10 +39,10 @@ static void widen(sl_unit *u, uint32_t align)
     u->abeg = u->seg[0].abeg; u->aend = u->seg[0].aend;
 }
 
-/* The routed experts: every layer has the three 3-D tensors with one expert
- * count or none of them (a dense layer: DeepSeek's and GLM's leading ones),
- * or the file is not split (an odd file streams its experts with the layer,
- * as before). */
+/* The routed experts: every layer has the three 3-D tensors (or the fused
+ * gate|up and down: part 1 NULL) with one expert count or none of them (a
+ * dense layer: DeepSeek's and GLM's leading ones), or the file is not split
+ * (an odd file streams its experts with the layer, as before). */
 static void find_experts(sl_unit_map *um, const sl_gguf *g, int32_t L, uint32_t align)
 {
     sl_unit_moe *m = &um->moe;
@@ -65,9 +66,15 @@ static void find_experts(sl_unit_map *um, const sl_gguf *g, int32_t L, uint32_t 
             snprintf(name, sizeof name, "blk.%d.%s", (int)l, exp_names[p]);
             present += (ts[p] = sl_gguf_find_tensor(g, name)) != NULL;
         }
+        if (!ts[0] && !ts[1]) {
+            char name[96];
+            snprintf(name, sizeof name, "blk.%d.%s", (int)l, EXP_GATE_UP);
+            if ((ts[0] = sl_gguf_find_tensor(g, name))) present += 2;
+        }
         if (present == 0) continue;
         for (int p = 0; p < 3; p++) {
             const sl_gguf_tensor *t = ts[p];
+            if (p == 1 && !t && ts[0] && ts[2] && ts[0]->ne[1] == 2 * ts[2]->ne[0]) continue;   /* fused */
             if (!t || t->n_dims != 3 || t->ne[2] == 0 || t->ne[2] > 4096 || t->nbytes % t->ne[2] ||
                 (ne >= 0 && t->ne[2] != (uint64_t)ne))
                 goto none;
@@ -155,6 +162,7 @@ void sl_unit_map_expert_range(const sl_unit_map *um, int32_t l, int32_t e, int p
                               uint64_t *len)
 {
     const sl_gguf_tensor *t = um->moe.exps[l][p];
+    if (!t) { *off = *len = 0; return; }   /* the absent up of a fused gate|up */
     uint64_t sl = t->nbytes / t->ne[2];
     *off = t->file_offset + (uint64_t)e * sl;
     *len = sl;
@@ -294,6 +302,7 @@ void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c)
         /* an unused layer's experts are never read: not in the per-token figures */
         if (un->unused && un->info.kind == SL_UNIT_LAYER && um->moe.n_expert && um->moe.exps[u][0])
             for (int p = 0; p < 3; p++)
-                um->moe.slice_bytes_sum -= um->moe.exps[u][p]->nbytes / um->moe.exps[u][p]->ne[2];
+                if (um->moe.exps[u][p])
+                    um->moe.slice_bytes_sum -= um->moe.exps[u][p]->nbytes / um->moe.exps[u][p]->ne[2];
     }
 }

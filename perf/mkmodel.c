@@ -82,7 +82,7 @@ static const mk_arch mk_archs[] = {
     { .name = "qwen3moe", .qk_norm = true, .moe_only = true, .expert_width_key = true, .eps = 1e-6f,
       .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "qwen3 with experts" },
     { .name = "gemma4", .qk_norm = true, .post_norms = true, .tied = true, .window = true, .gemma4 = true,
-      .eps = 1e-6f, .name_tag = "", .what = "gemma3 + per-kind head dims, shared-KV layers, per-layer embeddings" },
+      .expert_width_key = true, .eps = 1e-6f, .name_tag = "", .what = "gemma3 + per-kind head dims, shared-KV layers, per-layer embeddings" },
     /* gpt-oss: the published files' keys; MXFP4 experts, Q8_0 elsewhere by default */
     { .name = "gpt-oss", .qkv_bias = true, .window = true, .moe_only = true, .expert_width_key = true,
       .oai = true, .ffn_norm_post_attn = true, .swa = 128, .yarn_factor = 32.0f, .yarn_orig_ctx = 4096, .rope_base = 150000.0f,
@@ -117,10 +117,13 @@ typedef struct {
 
 /* What a gemma4 preset adds (by preset name): layer l slides iff
  * (l + 1) % swa_period; the last n_kv_shared layers reuse an earlier cache
- * and are n_ff_wide wide (0: n_ff). */
+ * and are n_ff_wide wide (0: n_ff); the full layers have n_head_kv_full kv
+ * heads (0: the preset's; else head_count_kv is a per-layer array). */
 typedef struct {
     const char *preset;
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
+    bool split_exps;              /* MoE: ffn_gate_exps + ffn_up_exps (else the fused ffn_gate_up_exps) */
+    uint32_t n_head_kv_full;
 } mk_gemma4_shape;
 /* What a DeepSeek-V3-style preset (arch v3moe) adds: leading dense layers,
  * shared experts (each n_ff_exp wide), gating (1 softmax, 2 sigmoid), weight
@@ -169,12 +172,18 @@ static const mk_preset mk_presets[] = {
     { "qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 40960, 1e6f, MK_QWEN_VOCAB, "qwen3moe", 128, 0, 0, 128, 8, 768, 0,
       "Qwen3-30B-A3B" },
     { "gemma4-tiny", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, .what = "synth3 shape" },
+    { "gemma4-tiny-moe", 4, 256, 256, 4, 1, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
+      "gemma4 MoE test shape (fused gate|up experts)" },
+    { "gemma4-tiny-moe-split", 4, 256, 256, 4, 2, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
+      "gemma4 MoE test shape (separate gate and up experts; kv heads 2 sliding, 1 full)" },
     { "gemma4-e2b", 35, 1536, 6144, 8, 1, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-E2B (per-layer embeddings 35 x 256, 20 shared-KV layers)" },
     { "gemma4-e4b", 42, 2560, 10240, 8, 2, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-E4B (per-layer embeddings 42 x 256, 18 shared-KV layers)" },
     { "gemma4-31b", 60, 5376, 21504, 32, 16, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144,
-      .what = "Gemma-4-31B dense (one kv head count for both kinds here)" },
+      .what = "Gemma-4-31B dense (kv heads 16 sliding, 4 full)" },
+    { "gemma4-26b-a4b", 30, 2816, 2112, 16, 8, 262144, 1e6f, SPM, "gemma4", 512, 0, 262144, 128, 8, 704, 0,
+      "Gemma-4-26B-A4B (dense FFN + 128 experts, 8 used; kv heads 8 sliding, 2 full)" },
     { "gpt-oss-tiny", 4, 256, 128, 8, 2, 512, 150000.0f, BPE, "gpt-oss", 64, 0, 0, 16, 4, 128, 0, "synth3 shape" },
     /* the vocabulary padded to gpt-oss's o200k size (the tokenizer is not o200k's) */
     { "gpt-oss-20b", 24, 2880, 2880, 64, 8, 131072, 150000.0f, BPE, "gpt-oss", 64, 0, 201088, 32, 4, 2880, 0,
@@ -212,10 +221,13 @@ static const mk_gdn_shape mk_gdn_shapes[] = {
     { "qwen3.5-9b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
-    { "gemma4-tiny", 64, 64, 2, 2, 512 },
-    { "gemma4-e2b", 256, 256, 20, 5, 12288 },
-    { "gemma4-e4b", 256, 256, 18, 6, 0 },
-    { "gemma4-31b", 256, 0, 0, 6, 0 },
+    { "gemma4-tiny", 64, 64, 2, 2, 512, false, 0 },
+    { "gemma4-tiny-moe", 64, 0, 0, 2, 0, false, 0 },
+    { "gemma4-tiny-moe-split", 64, 0, 0, 2, 0, true, 1 },
+    { "gemma4-e2b", 256, 256, 20, 5, 12288, false, 0 },
+    { "gemma4-e4b", 256, 256, 18, 6, 0, false, 0 },
+    { "gemma4-31b", 256, 0, 0, 6, 0, false, 4 },
+    { "gemma4-26b-a4b", 256, 0, 0, 6, 0, false, 2 },
 };
 #undef BPE
 #undef SPM
@@ -445,6 +457,8 @@ typedef struct {
     uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     /* gemma4 (mk_preset) */
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
+    bool split_exps;
+    uint32_t n_head_kv_full;
     const mk_v3shape *v3;         /* the preset's DeepSeek-V3-style fields (arch v3moe) */
     const mk_gdn_shape *gdn;      /* the preset's Qwen3.5 fields (arch gdn) */
     int n_tensors;
@@ -464,13 +478,24 @@ static int add_t(mk_model *m, const char *name, uint32_t type, uint32_t nd, uint
                  float sigma, float mean)
 {
     if (m->n_tensors >= MK_MAX_TENSORS) return -1;
-    if (m->v3 && nd > 1) type = row_fit(type, ne0);   /* the other presets' shapes always fit */
+    /* the other presets' shapes always fit (gemma4: the 704-wide experts of the 26B-A4B) */
+    if ((m->v3 || m->arch->gemma4) && nd > 1) type = row_fit(type, ne0);
     mk_tensor *t = &m->t[m->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->type = type; t->n_dims = nd; t->ne[0] = ne0; t->ne[1] = nd > 1 ? ne1 : 1; t->ne[2] = 1;
     t->sigma = sigma; t->mean = mean;
     if (sl_gguf_tensor_size(type, nd, t->ne, &t->nbytes)) return -1;
     return 0;
+}
+
+/* A 3-D tensor [ne0, ne1, n2] (experts: one [ne0, ne1] matrix each). */
+static int add_t3(mk_model *m, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1, uint64_t n2, float sigma)
+{
+    if (add_t(m, name, type, 2, ne0, ne1, sigma, 0)) return -1;
+    mk_tensor *t = &m->t[m->n_tensors - 1];
+    t->n_dims = 3;
+    t->ne[2] = n2;
+    return sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
 }
 
 /* The routed experts of layer l: router [n_embd, n_expert] F32 and the 3-D
@@ -501,13 +526,7 @@ static int add_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         snprintf(nm, sizeof nm, "blk.%u.%s", l, exps[i].n);
         uint32_t type = td->mix == MIX_MXFP4_MOE ? SL_GGML_MXFP4
                       : mk_tensor_type(td, head_type, exps[i].role, l, m->n_layer, m->n_head, m->n_head_kv);
-        rc = add_t(m, nm, type, 2, exps[i].down ? FE : E, exps[i].down ? E : FE,
-                   exps[i].role == T_GATE ? s_gate : s, 0);
-        if (rc) break;
-        mk_tensor *t = &m->t[m->n_tensors - 1];
-        t->n_dims = 3;
-        t->ne[2] = NE;
-        rc = sl_gguf_tensor_size(t->type, 3, t->ne, &t->nbytes) ? -1 : 0;
+        rc = add_t3(m, nm, type, exps[i].down ? FE : E, exps[i].down ? E : FE, NE, exps[i].role == T_GATE ? s_gate : s);
     }
     if (m->arch->v3moe && !rc) {   /* the selection bias */
         snprintf(nm, sizeof nm, "blk.%u.exp_probs_b.bias", l);
@@ -569,6 +588,10 @@ static uint32_t g4_ff(const mk_model *m, uint32_t l)
 {
     return g4_shared(m, l) && m->n_ff_wide ? m->n_ff_wide : m->n_ff;
 }
+static uint32_t g4_kv_heads(const mk_model *m, uint32_t l)
+{
+    return !g4_swa(m, l) && m->n_head_kv_full ? m->n_head_kv_full : m->n_head_kv;
+}
 
 /* A matrix in its role's type, or Q5_0 when its rows do not fit that
  * type's blocks (llama-quantize's fallback: gemma4's 64-wide proj). */
@@ -579,6 +602,41 @@ static int add_fit(mk_model *m, const mk_typedef *td, uint32_t head_type, const 
     uint64_t ne[3] = { ne0, ne1, 1 }, sz;
     if (sl_gguf_tensor_size(type, 2, ne, &sz)) type = SL_GGML_Q5_0;
     return add_t(m, nm, type, 2, ne0, ne1, s, 0);
+}
+
+/* Gemma 4's MoE part of layer l (every layer of the 26B-A4B): the router
+ * [n_embd, n_expert] and its input scale, the norms around both branches,
+ * fused (or separate) gate|up experts, the down experts and their scales. */
+static int g4_experts(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l)
+{
+    const uint64_t E = m->n_embd, FE = m->n_ff_exp, NE = m->n_expert;
+    static const char *const norms[] = { "ffn_gate_inp.scale", "pre_ffw_norm_2.weight", "post_ffw_norm_1.weight",
+                                         "post_ffw_norm_2.weight" };
+    char nm[64];
+    int rc = 0;
+    for (int i = 0; i < 4 && !rc; i++) {
+        snprintf(nm, sizeof nm, "blk.%u.%s", l, norms[i]);
+        rc = add_t(m, nm, SL_GGML_F32, 1, E, 1, 0.1f, 1.0f);
+    }
+    /* its input is rms 1 / sqrt(n_embd) per value: logits of sd 2 keep routing decisive */
+    snprintf(nm, sizeof nm, "blk.%u.ffn_gate_inp.weight", l);
+    rc |= add_t(m, nm, SL_GGML_F32, 2, E, NE, 2.0f, 0);
+    const uint32_t tg = mk_tensor_type(td, head_type, T_GATE, l, m->n_layer, m->n_head, m->n_head_kv);
+    if (m->split_exps) {
+        snprintf(nm, sizeof nm, "blk.%u.ffn_gate_exps.weight", l);
+        rc |= add_t3(m, nm, tg, E, FE, NE, 0.08f);
+        snprintf(nm, sizeof nm, "blk.%u.ffn_up_exps.weight", l);
+        rc |= add_t3(m, nm, mk_tensor_type(td, head_type, T_UP, l, m->n_layer, m->n_head, m->n_head_kv), E, FE,
+                     NE, 0.02f);
+    } else {
+        snprintf(nm, sizeof nm, "blk.%u.ffn_gate_up_exps.weight", l);
+        rc |= add_t3(m, nm, tg, E, 2 * FE, NE, 0.05f);
+    }
+    snprintf(nm, sizeof nm, "blk.%u.ffn_down_exps.weight", l);
+    rc |= add_t3(m, nm, mk_tensor_type(td, head_type, T_DOWN, l, m->n_layer, m->n_head, m->n_head_kv), FE, E, NE,
+                 0.02f);
+    snprintf(nm, sizeof nm, "blk.%u.ffn_down_exps.scale", l);
+    return rc | add_t(m, nm, SL_GGML_F32, 1, NE, 1, 0.2f, 1.0f);
 }
 
 /* Gemma 4: sliding / full layers of their own head dims, no K/V in the
@@ -609,8 +667,8 @@ static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
         G4("attn_q.weight", T_Q, E, hd * m->n_head, s_qk);
         G4("attn_q_norm.weight", T_NORM, hd, 1, 0.1f);
         if (!g4_shared(m, l)) {
-            G4("attn_k.weight", T_K, E, hd * m->n_head_kv, s_qk);
-            G4("attn_v.weight", T_V, E, hd * m->n_head_kv, s);
+            G4("attn_k.weight", T_K, E, hd * g4_kv_heads(m, l), s_qk);
+            G4("attn_v.weight", T_V, E, hd * g4_kv_heads(m, l), s);
             G4("attn_k_norm.weight", T_NORM, hd, 1, 0.1f);
         }
         G4("attn_output.weight", T_O, hd * m->n_head, E, s);
@@ -620,6 +678,7 @@ static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
         G4("ffn_up.weight", T_UP, E, F, s);
         G4("ffn_down.weight", T_DOWN, F, E, s);
         G4("post_ffw_norm.weight", T_NORM, E, 1, 0.1f);
+        if (m->n_expert) rc |= g4_experts(m, td, head_type, l);
         if (P) {
             G4("inp_gate.weight", T_GATE, E, P, 0.08f);
             G4("proj.weight", T_DOWN, P, E, s);
@@ -636,10 +695,12 @@ static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
 static int gemma4_keys(sl_gguf_writer *w, const mk_model *m)
 {
     uint8_t swa[SL_GGUF_MAX_LAYERS_MK];
-    uint32_t ff[SL_GGUF_MAX_LAYERS_MK];
+    uint32_t ff[SL_GGUF_MAX_LAYERS_MK], kvh[SL_GGUF_MAX_LAYERS_MK];
     if (m->n_layer > SL_GGUF_MAX_LAYERS_MK) return -1;
-    for (uint32_t l = 0; l < m->n_layer; l++) { swa[l] = g4_swa(m, l); ff[l] = g4_ff(m, l); }
+    for (uint32_t l = 0; l < m->n_layer; l++) { swa[l] = g4_swa(m, l); ff[l] = g4_ff(m, l); kvh[l] = g4_kv_heads(m, l); }
     int rc = sl_gguf_writer_set_arr(w, "gemma4.attention.sliding_window_pattern", SL_GGUF_BOOL, swa, m->n_layer);
+    if (m->n_head_kv_full)   /* instead of the one count */
+        rc |= sl_gguf_writer_set_arr(w, "gemma4.attention.head_count_kv", SL_GGUF_U32, kvh, m->n_layer);
     rc |= sl_gguf_writer_set_arr(w, "gemma4.feed_forward_length", SL_GGUF_U32, ff, m->n_layer);
     rc |= sl_gguf_writer_set_u32(w, "gemma4.attention.key_length_swa", m->head_dim_swa);
     rc |= sl_gguf_writer_set_u32(w, "gemma4.attention.value_length_swa", m->head_dim_swa);
@@ -1171,7 +1232,8 @@ int perf_mkmodel_main(int argc, char **argv)
         const mk_gemma4_shape *gs = &mk_gemma4_shapes[i];
         if (strcmp(gs->preset, preset)) continue;
         m.head_dim_swa = gs->head_dim_swa; m.n_embd_ple = gs->n_embd_ple; m.n_kv_shared = gs->n_kv_shared;
-        m.swa_period = gs->swa_period; m.n_ff_wide = gs->n_ff_wide;
+        m.swa_period = gs->swa_period; m.n_ff_wide = gs->n_ff_wide; m.split_exps = gs->split_exps;
+        m.n_head_kv_full = gs->n_head_kv_full;
     }
     if (ar->gemma4 && !m.swa_period) {
         fprintf(stderr, "mkmodel: --arch gemma4 needs a gemma4 preset\n");
@@ -1292,7 +1354,7 @@ int perf_mkmodel_main(int argc, char **argv)
             rc |= sl_gguf_writer_set_u32(w, KEY("%s.expert_shared_feed_forward_length"), m.n_ff_shexp);
     }
     rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count"), m.n_head);
-    rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count_kv"), m.n_head_kv);
+    if (!m.n_head_kv_full) rc |= sl_gguf_writer_set_u32(w, KEY("%s.attention.head_count_kv"), m.n_head_kv);
     rc |= sl_gguf_writer_set_f32(w, KEY("%s.rope.freq_base"), m.rope_base);
     rc |= sl_gguf_writer_set_f32(w, KEY("%s.attention.layer_norm_rms_epsilon"), m.eps);
 #undef KEY

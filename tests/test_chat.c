@@ -213,6 +213,35 @@ Test(chat, render_gemma3)
     cr_assert_str_eq(sl_chat_name(SL_CHAT_GEMMA), "gemma");
 }
 
+/* Gemma 4's published template (google-gemma-4-31B-it.jinja) without tools,
+ * thinking off: bos; the system message as a turn of its own (trimmed);
+ * <|turn>role\n trim(content) <turn|>\n, assistant as "model" with its
+ * thought channels stripped, a model turn after a model turn not reopened;
+ * the generation prompt opens the model turn with an empty thought channel.
+ * Recognised by its turn markers, also by name. */
+Test(chat, render_gemma4)
+{
+    expect_render(SL_CHAT_GEMMA4, conv, 4, true, "<bos>", "<eos>",
+        "<bos><|turn>system\nYou are terse.<turn|>\n<|turn>user\nHi there<turn|>\n"
+        "<|turn>model\nHello.<turn|>\n<|turn>user\nHow are you?<turn|>\n"
+        "<|turn>model\n<|channel>thought\n<channel|>");
+    static const sl_chat_msg thought[] = {
+        {"system", " Be brief. "},
+        {"user", "Q"},
+        {"assistant", " <|channel>thought\nhmm<channel|> A1 <|channel>more<channel|>B "},
+        {"assistant", "C"},
+    };
+    expect_render(SL_CHAT_GEMMA4, thought, 4, false, NULL, NULL,
+        "<|turn>system\nBe brief.<turn|>\n<|turn>user\nQ<turn|>\n<|turn>model\nA1 B<turn|>\nC<turn|>\n");
+    enum sl_chat_tmpl t;
+    cr_assert_eq(sl_chat_detect("{{- bos_token -}}{%- for message in loop_messages -%}{{- '<|turn>' + role + '\\n' }}"
+                                "{{- message['content'] | trim -}}{{- '<turn|>\\n' -}}{%- endfor -%}", &t), 0);
+    cr_assert_eq(t, SL_CHAT_GEMMA4);
+    cr_assert_eq(sl_chat_from_name("gemma4", &t), 0);
+    cr_assert_eq(t, SL_CHAT_GEMMA4);
+    cr_assert_str_eq(sl_chat_name(SL_CHAT_GEMMA4), "gemma4");
+}
+
 Test(chat, bad_input)
 {
     sl_chat_msg bad[] = {{"tool", "x"}};
@@ -230,7 +259,9 @@ Test(chat, bad_input)
 
 /* A chat's next turn starts with the text of the previous one (the server's
  * prefix reuse relies on it): the conversation up to a user message with the
- * assistant opening, then the same with the reply and another user message. */
+ * assistant opening, then the same with the reply and another user message.
+ * Not Gemma 4: its generation prompt has an empty thought channel that its
+ * rendering of the reply does not. */
 Test(chat, next_turn_extends_previous)
 {
     static const enum sl_chat_tmpl all[] = { SL_CHAT_LLAMA3, SL_CHAT_CHATML, SL_CHAT_LLAMA2, SL_CHAT_MISTRAL,
@@ -334,7 +365,7 @@ Test(chat, message_spans)
 {
     static const enum sl_chat_tmpl all[] = { SL_CHAT_LLAMA3, SL_CHAT_CHATML, SL_CHAT_LLAMA2, SL_CHAT_MISTRAL,
                                              SL_CHAT_QWEN2, SL_CHAT_QWEN25, SL_CHAT_PHI3, SL_CHAT_GEMMA,
-                                             SL_CHAT_HARMONY, SL_CHAT_HARMONY_TRIM };
+                                             SL_CHAT_HARMONY, SL_CHAT_HARMONY_TRIM, SL_CHAT_GEMMA4 };
     static const char *const want[] = { "You are terse.", "Hi there", "Hello.", "How are you?" };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         char buf[4096];

@@ -46,6 +46,16 @@ static sl_stream *open_stream(reads *r)
     return s;
 }
 
+/* Rows of the table over memory the caller frees. */
+static void *rows_over(sl_stream *s, const sl_gguf_tensor *t, sl_rows *rows)
+{
+    const int64_t n = (int64_t)t->ne[0];
+    size_t mb = sl_rows_mem_bytes(sl_gguf_row_bytes((int)t->type, n));
+    void *mem = malloc(mb);
+    cr_assert_eq(sl_rows_init(rows, s, PLE, n, mem, mb), 0, "%s", sl_last_error());
+    return mem;
+}
+
 Test(forward_rows, ple_table_not_resident_in_stream_mode)
 {
     reads r = { 0 };
@@ -74,9 +84,7 @@ Test(forward_rows, one_read_per_distinct_token_and_cached)
     const sl_gguf_tensor *t = sl_gguf_find_tensor(sl_stream_gguf(s), PLE);
     const int64_t n = (int64_t)t->ne[0];
     sl_rows rows;
-    size_t mb = sl_rows_mem_bytes(sl_gguf_row_bytes((int)t->type, n));
-    void *mem = malloc(mb);
-    cr_assert_eq(sl_rows_init(&rows, s, PLE, n, mem, mb), 0, "%s", sl_last_error());
+    void *mem = rows_over(s, t, &rows);
     const size_t rb = rows.row_bytes;
     /* 69 shares 5's slot (64 slots): within a pass both are still made once */
     const int32_t ids[] = { 5, 7, 5, 5, 7, 69, 1000, 5 };
@@ -106,5 +114,38 @@ Test(forward_rows, one_read_per_distinct_token_and_cached)
     cr_assert_neq(sl_rows_read(&rows, s, (const int32_t[]){ 1 << 20 }, 1, x, n, 0), 0);
     cr_assert_not_null(strstr(sl_last_error(), PLE), "%s", sl_last_error());
     free(want); free(raw); free(x); free(mem);
+    sl_stream_close(s);
+}
+
+/* The same rows through io_uring (where the kernel allows it) with O_DIRECT:
+ * one batch of loader reads (counted in the stream's stats), each row equal
+ * to read_row's; the fallback (pread, buffered) above. */
+Test(forward_rows, batch_through_the_loader)
+{
+    sl_stream_config c;
+    sl_stream_config_init(&c);
+    c.mode = SL_MODE_STREAM;
+    c.mem_budget = 16u << 20;
+    sl_stream *s;
+    cr_assert_eq(sl_stream_open(&s, GEMMA4, &c), 0, "%s", sl_stream_errmsg(NULL));
+    const sl_gguf_tensor *t = sl_gguf_find_tensor(sl_stream_gguf(s), PLE);
+    const int64_t n = (int64_t)t->ne[0];
+    sl_rows rows;
+    void *mem = rows_over(s, t, &rows);
+    const int32_t ids[] = { 3, 300, 3, 2047, 11 };
+    float *x = malloc(5 * (size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want);
+    uint8_t *raw = malloc(rows.row_bytes);
+    sl_stream_stats a, b;
+    cr_assert_eq(sl_stream_get_stats(s, &a), 0);
+    cr_assert_eq(sl_rows_read(&rows, s, ids, 5, x, n, 0), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_stream_get_stats(s, &b), 0);
+    cr_assert_eq(rows.bytes_read, 4 * rows.row_bytes);
+    cr_assert_geq(b.bytes_read - a.bytes_read, 4 * rows.row_bytes, "the rows went through the loader");
+    for (int32_t j = 0; j < 5; j++) {
+        cr_assert_eq(sl_stream_read_row(s, PLE, (uint64_t)ids[j], raw, rows.row_bytes), 0);
+        cr_assert_eq(sl_quant_dequantize_row((int)t->type, raw, want, n), 0);
+        cr_assert_eq(memcmp(x + (int64_t)j * n, want, (size_t)n * sizeof *want), 0, "token %d", ids[j]);
+    }
+    free(raw); free(want); free(x); free(mem);
     sl_stream_close(s);
 }

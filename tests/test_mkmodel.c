@@ -436,6 +436,45 @@ static void check_experts(const sl_gguf *g, const char *name, uint32_t type, uin
     cr_assert(t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == ne2, "%s shape", name);
 }
 
+/* The gemma4 MoE presets (26B-A4B's layer): the dense FFN beside fused (or
+ * separate) gate|up experts, the router's input scale, the norms of both
+ * branches and per-expert down scales; described as dense_moe blocks. */
+Test(mkmodel, gemma4_moe_presets, .timeout = 120)
+{
+    setup_paths();
+    for (int split = 0; split < 2; split++) {
+        sl_gguf *g = mk_open_arch("g4m.gguf", split ? "--preset gemma4-tiny-moe-split" : "--preset gemma4-tiny-moe",
+                                  "gemma4");
+        cr_assert(u32_key(g, "gemma4.expert_count") == 8 && u32_key(g, "gemma4.expert_used_count") == 2);
+        cr_assert_eq(u32_key(g, "gemma4.expert_feed_forward_length"), 256u);
+        if (split) {
+            check_experts(g, "blk.1.ffn_gate_exps.weight", SL_GGML_Q4_K, 256, 256, 8);
+            cr_assert_null(sl_gguf_find_tensor(g, "blk.1.ffn_gate_up_exps.weight"));
+        } else {
+            check_experts(g, "blk.1.ffn_gate_up_exps.weight", SL_GGML_Q4_K, 256, 512, 8);
+            cr_assert_null(sl_gguf_find_tensor(g, "blk.1.ffn_up_exps.weight"));
+        }
+        check_shape(g, "blk.3.ffn_gate.weight", SL_GGML_Q4_K, 256, 256);
+        cr_assert_eq(tensor(g, "blk.2.ffn_down_exps.scale")->ne[0], 8u);
+        cr_assert_eq(tensor(g, "blk.0.ffn_gate_inp.scale")->ne[0], 256u);
+        sl_model_desc d;
+        const sl_layer_desc *ld = described(g, &d);
+        cr_assert(d.n_expert == 8 && d.n_expert_used == 2 && d.n_ff_exp == 256);
+        for (int32_t l = 0; l < 4; l++) {
+            const sl_ffn_block *b = &sl_model_layer(&d, l)->ffn;
+            cr_assert(b->kind == SL_FFN_MOE && b->dense_moe && b->down_scale && b->weights_norm, "layer %d", l);
+            cr_assert(b->gating == SL_GATING_SOFTMAX && b->act == SL_ACT_GELU && b->post_norm, "layer %d", l);
+            cr_assert_eq(b->fused_gate_up, !split, "layer %d", l);
+            /* the split preset: head_count_kv per layer, 2 sliding (the cache's), 1 full */
+            cr_assert_eq(sl_model_layer(&d, l)->attn.n_head_kv, split && l % 2 ? 1 : 0, "layer %d", l);
+        }
+        cr_assert_eq(d.n_head_kv, split ? 2 : 1);
+        cr_assert(!ld->ple && d.n_embd_ple == 0);
+        sl_gguf_close(g);
+    }
+    cleanup();
+}
+
 /* The MoE presets: synth2 shapes, keys, 3-D expert tensors, accepted by the
  * model description with the experts it declares. */
 Test(mkmodel, moe_presets, .timeout = 120)

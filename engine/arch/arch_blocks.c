@@ -35,7 +35,8 @@ static int check_mla(const sl_model_desc *d, const sl_gguf *g, uint32_t l)
 static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_gguf *g, uint32_t l)
 {
     const uint64_t HD = (uint64_t)(b->head_dim > 0 ? b->head_dim : d->head_dim);
-    const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->n_head * HD, KV = (uint64_t)d->n_head_kv * HD;
+    const uint64_t E = (uint64_t)d->n_embd, Q = (uint64_t)d->n_head * HD;
+    const uint64_t KV = (uint64_t)(b->n_head_kv > 0 ? b->n_head_kv : d->n_head_kv) * HD;
     int rc;
     if (b->kind == SL_ATTN_RECURRENT) return sl_arch_check_gdn(d, g, l);
     if (b->kind != SL_ATTN_SOFTMAX && b->kind != SL_ATTN_MLA)
@@ -80,10 +81,23 @@ static int check_moe(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
     const uint64_t FS = (uint64_t)d->n_ff_shexp;
     int rc;
     if ((rc = sl_model_check_layer_tensor(g, l, "ffn_gate_inp.weight", E, NE, T_MATRIX)) ||
-        (rc = sl_model_check_experts(g, l, "ffn_gate_exps.weight", E, FE, NE)) ||
-        (rc = sl_model_check_experts(g, l, "ffn_up_exps.weight", E, FE, NE)) ||
+        (b->fused_gate_up ? (rc = sl_model_check_experts(g, l, "ffn_gate_up_exps.weight", E, 2 * FE, NE))
+                          : ((rc = sl_model_check_experts(g, l, "ffn_gate_exps.weight", E, FE, NE)) ||
+                             (rc = sl_model_check_experts(g, l, "ffn_up_exps.weight", E, FE, NE)))) ||
         (rc = sl_model_check_experts(g, l, "ffn_down_exps.weight", FE, E, NE)))
         return rc;
+    if (b->down_scale && (rc = sl_model_check_layer_tensor(g, l, "ffn_down_exps.scale", NE, 0, T_F32))) return rc;
+    if (b->dense_moe) {   /* gemma4: the dense FFN beside the experts, the norms of both */
+        const uint64_t FF = (uint64_t)(b->n_ff > 0 ? b->n_ff : d->n_ff);
+        static const char *const norms[] = { "ffn_gate_inp.scale", "post_ffw_norm_1.weight", "pre_ffw_norm_2.weight",
+                                             "post_ffw_norm_2.weight" };
+        for (int i = 0; i < 4; i++)
+            if ((rc = sl_model_check_layer_tensor(g, l, norms[i], E, 0, T_F32))) return rc;
+        if ((rc = sl_model_check_layer_tensor(g, l, "ffn_gate.weight", E, FF, T_MATRIX)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "ffn_up.weight", E, FF, T_MATRIX)) ||
+            (rc = sl_model_check_layer_tensor(g, l, "ffn_down.weight", FF, E, T_MATRIX)))
+            return rc;
+    }
     if (b->router_bias && (rc = sl_model_check_layer_tensor(g, l, "ffn_gate_inp.bias", NE, 0, T_F32))) return rc;
     /* one bias row per expert, applied in F32 (small: they stay with the layer, not the expert reads) */
     if (b->expert_bias &&
@@ -116,7 +130,7 @@ static int check_ffn(const sl_model_desc *d, const sl_ffn_block *b, const sl_ggu
         if (!rc) rc = sl_model_check_layer_tensor(g, l, "ffn_down.weight", FF, E, T_MATRIX);
         break;
     case SL_FFN_MOE:
-        if (b->post_norm)   /* the expert sum goes straight into the residual (forward_moe.c) */
+        if (b->post_norm && !b->dense_moe)   /* the expert sum goes straight into the residual (forward_moe.c) */
             return sl_err_set(SL_EUNSUPPORTED, "layer %u: a MoE FFN block with a post-norm not supported", l);
         rc = check_moe(d, b, g, l);
         break;

@@ -6,7 +6,10 @@
  * their own (sl_model_kv_layer); per-layer embeddings (per_layer_token_embd
  * rows plus a projection of the embedding, one slice per layer) added after
  * each FFN; optional layer output scale; final logit soft cap; tied output.
- * The 26B-A4B MoE layers (expert_count) are refused. */
+ * A layer with a router (ffn_gate_inp, the 26B-A4B) is an MoE block with the
+ * dense FFN beside its experts (sl_ffn_block.dense_moe): GELU experts,
+ * softmax router renormalized over the chosen k, fused or separate gate/up
+ * experts, optional per-expert down scales. */
 #include "arch.h"
 #include "../model_internal.h"
 
@@ -41,7 +44,8 @@ static int key_err(const char *a, const char *key, uint32_t v)
 static int kind_keys(sl_model_desc *d, const sl_gguf *g, uint32_t *hd_swa)
 {
     const char *a = d->arch_name;
-    uint32_t swa, vd_swa, rot_swa, nexp;
+    uint32_t swa, vd_swa, rot_swa;
+    bool moe;
     int rc;
     if ((rc = sl_model_key_u32(g, a, "attention.sliding_window", &swa, true, 0)) ||
         (rc = sl_model_key_u32(g, a, "attention.key_length_swa", hd_swa, true, 0)) ||
@@ -49,11 +53,8 @@ static int kind_keys(sl_model_desc *d, const sl_gguf *g, uint32_t *hd_swa)
         (rc = sl_model_key_u32(g, a, "rope.dimension_count_swa", &rot_swa, false, *hd_swa)) ||
         (rc = sl_model_key_f32(g, a, "rope.freq_base_swa", &d->rope_base_swa, false, d->rope_base)) ||
         (rc = sl_model_key_f32(g, a, "final_logit_softcapping", &d->logit_softcap, false, 0.0f)) ||
-        (rc = sl_model_key_u32(g, a, "expert_count", &nexp, false, 0)))
+        (rc = sl_arch_moe_read(d, g, false, true, false, &moe)))
         return rc;
-    if (nexp)
-        return sl_err_set(SL_EUNSUPPORTED, "gemma4: MoE layers (%s.expert_count = %u, 26B-A4B) not supported",
-                          a, nexp);
     /* the cache row is the full layers' head dim; a sliding layer uses its start */
     if (*hd_swa < 2 || *hd_swa % 2 || (int32_t)*hd_swa > d->head_dim)
         return sl_err_set(SL_EUNSUPPORTED, "model metadata: key '%s.attention.key_length_swa' = %u not "
@@ -65,6 +66,27 @@ static int kind_keys(sl_model_desc *d, const sl_gguf *g, uint32_t *hd_swa)
     d->n_rot_swa = (int32_t)rot_swa;
     if ((rc = sl_arch_window_set(d, swa))) return rc;
     return sl_arch_gemma_common(d);
+}
+
+/* Layer l's FFN: dense, or (a router present) the dense FFN beside the
+ * experts, as llama.cpp decides per layer. */
+static int ffn_kind(sl_model_desc *d, const sl_gguf *g, uint32_t l, sl_ffn_block *b)
+{
+    char name[64];
+    snprintf(name, sizeof name, "blk.%u.ffn_gate_inp.weight", l);
+    if (!sl_gguf_find_tensor(g, name)) return 0;
+    if (!d->n_expert)
+        return sl_err_set(SL_ENOENT, "gemma4: layer %u has a router but '%s.expert_count' is missing", l,
+                          d->arch_name);
+    b->kind = SL_FFN_MOE;
+    b->dense_moe = true;
+    b->gating = SL_GATING_SOFTMAX;
+    b->weights_norm = true;
+    snprintf(name, sizeof name, "blk.%u.ffn_gate_up_exps.weight", l);
+    b->fused_gate_up = sl_gguf_find_tensor(g, name) != NULL;
+    snprintf(name, sizeof name, "blk.%u.ffn_down_exps.scale", l);
+    b->down_scale = sl_gguf_find_tensor(g, name) != NULL;   /* optional in llama.cpp */
+    return 0;
 }
 
 /* The per-layer embedding globals (n_embd_ple wide per layer). */
@@ -98,11 +120,12 @@ static int gemma4_keys(sl_model_desc *d, const sl_gguf *g)
     if ((rc = kind_keys(d, g, &hd_swa)) || (rc = ple_keys(d, g)) ||
         (rc = sl_model_key_u32(g, a, "attention.shared_kv_layers", &n_shared, false, 0)))
         return rc;
-    uint32_t *swa = malloc(2 * (size_t)L * sizeof *swa);
+    uint32_t *swa = malloc(3 * (size_t)L * sizeof *swa);
     if (!swa) return sl_err_set(SL_ENOMEM, "gemma4: out of memory");
-    uint32_t *ff = swa + L;
+    uint32_t *ff = swa + L, *kvh = ff + L;
     if ((rc = sl_model_key_u32_layers(g, a, "attention.sliding_window_pattern", L, swa, &mx, true, 0)) ||
-        (rc = sl_model_key_u32_layers(g, a, "feed_forward_length", L, ff, &mx, true, 0)))
+        (rc = sl_model_key_u32_layers(g, a, "feed_forward_length", L, ff, &mx, true, 0)) ||
+        (rc = sl_model_key_u32_layers(g, a, "attention.head_count_kv", L, kvh, &mx, false, (uint32_t)d->n_head)))
         goto out;
     d->n_layer_kv = d->n_layer - (int32_t)n_shared;
     if (n_shared >= L || (n_shared && d->n_layer_kv < 2)) {
@@ -128,10 +151,12 @@ static int gemma4_keys(sl_model_desc *d, const sl_gguf *g)
         ld.attn.window = swa[l] ? d->n_swa : 0;
         ld.attn.head_dim = swa[l] ? (int32_t)hd_swa : d->head_dim;
         ld.attn.kv_shared = (int32_t)l >= d->n_layer_kv;
+        /* fewer kv heads than the cache's (the 31B's full layers): the block's own count */
+        ld.attn.n_head_kv = kvh[l] && (int32_t)kvh[l] < d->n_head_kv ? (int32_t)kvh[l] : 0;
         ld.ffn.n_ff = (int32_t)ff[l];
         ld.ple = d->n_embd_ple > 0;
         ld.out_scale = sl_gguf_find_tensor(g, name) != NULL;   /* optional in llama.cpp */
-        rc = add_kind(d, &ld, (int32_t)l);
+        if (!(rc = ffn_kind(d, g, l, &ld.ffn))) rc = add_kind(d, &ld, (int32_t)l);
     }
     if (!rc && (rc = sl_model_check_tensor(g, "rope_freqs.weight", (uint64_t)d->n_rot / 2, 0, T_F32, false, NULL)))
         sl_err_set(rc, "gemma4: the full layers' rope_freqs.weight [%d] is required", d->n_rot / 2);

@@ -270,7 +270,7 @@ static int setup_special(sl_tok *t, const sl_gguf *g)
     };
     static const char *const eog_texts[] = {
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-        "<EOT>", "_<EOT>", "<|return|>", "<|call|>",
+        "<EOT>", "_<EOT>", "<|return|>", "<|call|>", "<eos>", "<turn|>", "<|tool_response>",   /* the last three: gemma4 */
     };
     if (t->eot < 0) {
         for (size_t k = 0; k < sizeof eot_texts / sizeof *eot_texts && t->eot < 0; k++) {
