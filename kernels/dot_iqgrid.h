@@ -29,26 +29,26 @@
 SL_IQGRID_EACH(SL_DOT_BLK_DECL)
 
 /* The drivers of the x86 levels (avx2's dot_iqgrid_x86.h, avx512's
- * dot_iqgrid_z.h), which unpack a block before summing it; NEON sums straight
- * from the block. The scalar oracle's per-block terms, summed in double in
- * its order. DOT is the vec_dot; GEMM the gemm tile,
- * which unpacks a weight row's block once (UNP into a UT) for up to
- * SL_GEMM_MAX activation rows (same per-pair arithmetic: bit-identical to
- * DOT). ISUM(&u, q8) is the block's exact integer sum. */
-#define IQ_GRID_DRIVER(DOT, GEMM, BT, UT, UNP, ISUM, DEXPR, MULT)                         \
+ * dot_iqgrid_z.h); NEON sums straight from the block. The scalar oracle's
+ * per-block terms, summed in double in its order. DOT is the vec_dot, where
+ * XSUM(x, q8) is a block's exact integer sum; GEMM the gemm tile, which
+ * unpacks a weight row's block once (UNP into a UT) for up to SL_GEMM_MAX
+ * activation rows and sums each with ISUM(&u, q8) (the same integer sum:
+ * bit-identical to DOT). */
+#define IQ_GRID_DOT(DOT, BT, XSUM, DEXPR, MULT)                                             \
     static void DOT(int64_t n, float *s, const void *vx, const void *vy)                \
     {                                                                                   \
         const BT *x = vx;                                                               \
         const sl_block_q8_k *y = vy;                                                    \
         double sum = 0.0;                                                               \
         for (int64_t i = 0; i < n / SL_QKK; i++, x++, y++) {                            \
-            UT u;                                                                       \
-            UNP(x, &u);                                                                 \
             float dd = (DEXPR) * y->d;                                                  \
-            sum += (double)(dd * (MULT) * (float)ISUM(&u, y->qs));                      \
+            sum += (double)(dd * (MULT) * (float)XSUM(x, y->qs));                       \
         }                                                                               \
         *s = (float)sum;                                                                \
-    }                                                                                   \
+    }
+
+#define IQ_GRID_GEMM(GEMM, BT, UT, UNP, ISUM, DEXPR, MULT)                                  \
     static void GEMM(int64_t n, const void *vx, size_t bx, int nx, const void *vy,      \
                      size_t by, int ny, float *s, int64_t lds)                          \
     {                                                                                   \
@@ -68,5 +68,16 @@ SL_IQGRID_EACH(SL_DOT_BLK_DECL)
             for (int c = 0; c < ny; c++) s[c * lds + r] = (float)sum[c];                \
         }                                                                               \
     }
+
+/* both from an unpacked block (avx512: the block does not fit the registers) */
+#define IQ_GRID_DRIVER(DOT, GEMM, BT, UT, UNP, ISUM, DEXPR, MULT)                         \
+    static inline int32_t DOT##_xsum(const BT *x, const int8_t *q)                      \
+    {                                                                                   \
+        UT u;                                                                           \
+        UNP(x, &u);                                                                     \
+        return ISUM(&u, q);                                                             \
+    }                                                                                   \
+    IQ_GRID_DOT(DOT, BT, DOT##_xsum, DEXPR, MULT)                                       \
+    IQ_GRID_GEMM(GEMM, BT, UT, UNP, ISUM, DEXPR, MULT)
 
 #endif
