@@ -313,9 +313,8 @@ static int expert_ffn(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const 
 /* Decode's routed experts in two pool jobs per group (sl_kern_matvec_multi):
  * every expert's gate and up rows, then every expert's down rows, instead of
  * three small matvecs each (a Qwen3-30B expert matrix is 768 x 2048, ~25 us
- * of work against a pool hand-off). The experts already in RAM form the
- * first group, computed while the reads of the others finish; the rest are
- * the second. Each row is the same dot of the same quantized activation as
+ * of work against a pool hand-off). A group is the experts whose reads have
+ * completed (experts_decode). Each row is the same dot of the same quantized activation as
  * in the per-expert loop, so the outputs are bit for bit the same.
  * experts_group returns 1 (nothing done) when f->act cannot hold the
  * group's quantized inputs: the caller then runs the per-expert loop. */
@@ -406,25 +405,37 @@ static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, con
     return 0;
 }
 
-/* 0: done; 1: not taken (the per-expert loop runs); < 0: a status. */
+/* 0: done; 1: not taken (the per-expert loop runs); < 0: a status.
+ * Experts are computed as their reads complete: those in RAM first, then
+ * whichever of the rest have arrived, else the oldest request alone (the
+ * loader serves requests in order, so it is the next to complete) while the
+ * others keep reading. Each expert's ys row is the same computation in any
+ * group and the rows are summed in slot order afterwards, so the order they
+ * arrive in does not change a bit of the output. */
 static int experts_decode(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const moe_bias *eb, int32_t l,
                           int32_t n_uni)
 {
     /* g and u hold n_batch rows of n_ff_exp: a group needs SL_MOE_GROUP */
     if (!f->fuse || f->d->n_ff_exp <= 0 || f->n_batch < SL_MOE_GROUP || n_uni > 64) return 1;
-    int32_t ready[64], later[64], nr = 0, nl = 0;
-    for (int32_t i = 0; i < n_uni; i++) {
-        int r = sl_stream_expert_ready(f->st, l, b->uni[i]);
-        if (r < 0) return sl_err_set(r, "%s", sl_stream_errmsg(f->st));
-        if (r) ready[nr++] = b->uni[i]; else later[nl++] = b->uni[i];
-    }
+    int32_t left[64], nl = n_uni;
+    memcpy(left, b->uni, (size_t)n_uni * sizeof *left);
     /* 1 from a later group after others were computed is still safe: the
      * per-expert loop then recomputes every expert's ys row, identically */
     int rc = 0;
-    for (int32_t i = 0; i < nr && !rc; i += SL_MOE_GROUP)
-        rc = experts_group(f, b, blk, eb, l, ready + i, nr - i < SL_MOE_GROUP ? nr - i : SL_MOE_GROUP);
-    for (int32_t i = 0; i < nl && !rc; i += SL_MOE_GROUP)
-        rc = experts_group(f, b, blk, eb, l, later + i, nl - i < SL_MOE_GROUP ? nl - i : SL_MOE_GROUP);
+    while (nl > 0 && !rc) {
+        int32_t grp[SL_MOE_GROUP], ng = 0, keep = 0;
+        for (int32_t i = 0; i < nl; i++) {
+            int r = ng < SL_MOE_GROUP ? sl_stream_expert_ready(f->st, l, left[i]) : 0;
+            if (r < 0) return sl_err_set(r, "%s", sl_stream_errmsg(f->st));
+            if (r) grp[ng++] = left[i]; else left[keep++] = left[i];
+        }
+        if (ng == 0) {   /* none arrived yet: wait for the oldest */
+            grp[ng++] = left[0];
+            memmove(left, left + 1, (size_t)--keep * sizeof *left);
+        }
+        nl = keep;
+        rc = experts_group(f, b, blk, eb, l, grp, ng);
+    }
     return rc;
 }
 
