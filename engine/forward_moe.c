@@ -23,10 +23,13 @@
  * compute. That input is the earliest state with layer l's attention in it:
  * waiting for l's FFN output would leave the reads no compute to hide behind.
  * Only guesses: layer l+1 routes on its true input as always, so the logits
- * do not depend on it. Only the leading ranks of the guess whose measured
- * precision is at least SL_PREGATE_PRECISION are read: when the disk is the
- * bottleneck a wrong guess costs its whole read, a right one only hides a
- * latency. */
+ * do not depend on it. The leading ranks of the guess whose measured
+ * precision is at least SL_PREGATE_PRECISION are read at once: when the disk
+ * is the bottleneck a wrong guess costs its whole read, a right one only
+ * hides a latency. The other ranks are read once layer l's experts are all
+ * computed: its reads are done then, and the disk would idle through l+1's
+ * attention (and the expert compute of every layer whose misses are fewer
+ * than its reads ahead) without them. */
 #include "forward_moe.h"
 #include "forward_ops.h"
 
@@ -257,7 +260,17 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     f->pg_layer = l + 1;
     f->pg_n = n;
     const int32_t r = sl_forward_moe_pregate_depth(f->pg_hit, f->pg_seen, n);
+    f->pg_read = r;
     if (r && sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess, r) < 0) sl_err_clear();
+}
+
+/* The guesses for l + 1 not read by pregate, once layer l's reads are done. */
+static void pregate_rest(sl_forward *f, int32_t l)
+{
+    if (f->pg_layer != l + 1 || f->pg_read >= f->pg_n) return;
+    if (sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess + f->pg_read, f->pg_n - f->pg_read) < 0)
+        sl_err_clear();
+    f->pg_read = f->pg_n;
 }
 
 /* gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai with its alpha and limit). */
@@ -355,9 +368,8 @@ static int expert_ffn(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const 
 /* Decode's routed experts in two pool jobs per group (sl_kern_matvec_multi):
  * every expert's gate and up rows, then every expert's down rows, instead of
  * three small matvecs each (a Qwen3-30B expert matrix is 768 x 2048, ~25 us
- * of work against a pool hand-off). The experts already in RAM form the
- * first group, computed while the reads of the others finish; the rest are
- * the second. Each row is the same dot of the same quantized activation as
+ * of work against a pool hand-off). A group is the experts whose reads have
+ * completed (experts_decode). Each row is the same dot of the same quantized activation as
  * in the per-expert loop, so the outputs are bit for bit the same.
  * experts_group returns 1 (nothing done) when f->act cannot hold the
  * group's quantized inputs: the caller then runs the per-expert loop. */
@@ -451,25 +463,37 @@ static int experts_group(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, con
     return 0;
 }
 
-/* 0: done; 1: not taken (the per-expert loop runs); < 0: a status. */
+/* 0: done; 1: not taken (the per-expert loop runs); < 0: a status.
+ * Experts are computed as their reads complete: those in RAM first, then
+ * whichever of the rest have arrived, else the oldest request alone (the
+ * loader serves requests in order, so it is the next to complete) while the
+ * others keep reading. Each expert's ys row is the same computation in any
+ * group and the rows are summed in slot order afterwards, so the order they
+ * arrive in does not change a bit of the output. */
 static int experts_decode(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, const moe_bias *eb, int32_t l,
                           int32_t n_uni)
 {
     /* g and u hold n_batch rows of n_ff_exp: a group needs SL_MOE_GROUP */
     if (!f->fuse || f->d->n_ff_exp <= 0 || f->n_batch < SL_MOE_GROUP || n_uni > 64) return 1;
-    int32_t ready[64], later[64], nr = 0, nl = 0;
-    for (int32_t i = 0; i < n_uni; i++) {
-        int r = sl_stream_expert_ready(f->st, l, b->uni[i]);
-        if (r < 0) return sl_err_set(r, "%s", sl_stream_errmsg(f->st));
-        if (r) ready[nr++] = b->uni[i]; else later[nl++] = b->uni[i];
-    }
+    int32_t left[64], nl = n_uni;
+    memcpy(left, b->uni, (size_t)n_uni * sizeof *left);
     /* 1 from a later group after others were computed is still safe: the
      * per-expert loop then recomputes every expert's ys row, identically */
     int rc = 0;
-    for (int32_t i = 0; i < nr && !rc; i += SL_MOE_GROUP)
-        rc = experts_group(f, b, blk, eb, l, ready + i, nr - i < SL_MOE_GROUP ? nr - i : SL_MOE_GROUP);
-    for (int32_t i = 0; i < nl && !rc; i += SL_MOE_GROUP)
-        rc = experts_group(f, b, blk, eb, l, later + i, nl - i < SL_MOE_GROUP ? nl - i : SL_MOE_GROUP);
+    while (nl > 0 && !rc) {
+        int32_t grp[SL_MOE_GROUP], ng = 0, keep = 0;
+        for (int32_t i = 0; i < nl; i++) {
+            int r = ng < SL_MOE_GROUP ? sl_stream_expert_ready(f->st, l, left[i]) : 0;
+            if (r < 0) return sl_err_set(r, "%s", sl_stream_errmsg(f->st));
+            if (r) grp[ng++] = left[i]; else left[keep++] = left[i];
+        }
+        if (ng == 0) {   /* none arrived yet: wait for the oldest */
+            grp[ng++] = left[0];
+            memmove(left, left + 1, (size_t)--keep * sizeof *left);
+        }
+        nl = keep;
+        rc = experts_group(f, b, blk, eb, l, grp, ng);
+    }
     return rc;
 }
 
@@ -541,6 +565,7 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
             weigh(b.ys + (int64_t)ts * E, b.xg + (int64_t)i * E, b.w[ts], E);
         }
     }
+    if (f->pregate && n == 1) pregate_rest(f, l);
     /* terms added in slot order (decreasing weight) */
     for (int32_t t = 0; t < n; t++) {
         float *o = b.out + (int64_t)t * E;

@@ -37,3 +37,39 @@ uint32_t sl_dio_align(int dfd, uint64_t file_size)
     return found;
 }
 
+
+int sl_dio_open_files(const sl_gguf *g, int *dfds, uint32_t *align, char *why, size_t why_size)
+{
+    const uint32_t n = sl_gguf_n_shards(g);
+    *align = 1;
+    for (uint32_t i = 0; i < n; i++) dfds[i] = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const sl_gguf_shard *sh = sl_gguf_shard_at(g, i);
+        dfds[i] = open(sh->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+        uint32_t a = dfds[i] < 0 ? 0 : sl_dio_align(dfds[i], sh->file_size);
+        if (a == 0) {
+            if (dfds[i] < 0) snprintf(why, why_size, "O_DIRECT refused by the filesystem (%s)", strerror(errno));
+            else snprintf(why, why_size, "O_DIRECT not supported on this file");
+            sl_dio_close_files(dfds, n);
+            return (int)i + 1;
+        }
+        if (a > *align) *align = a;
+    }
+    return 0;
+}
+
+void sl_dio_close_files(int *dfds, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (dfds[i] >= 0) close(dfds[i]);
+        dfds[i] = -1;
+    }
+}
+
+void sl_dio_file_table(const sl_gguf *g, const int *fds, sl_io_file *files)
+{
+    for (uint32_t i = 0; i < sl_gguf_n_shards(g); i++) {
+        const sl_gguf_shard *sh = sl_gguf_shard_at(g, i);
+        files[i] = (sl_io_file){ .fd = fds[i], .base = sh->base, .end = sh->base + sh->file_size };
+    }
+}

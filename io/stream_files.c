@@ -5,17 +5,10 @@
 #include "stream_dio.h"
 #include "../gguf/base/sl_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void close_dfds(int *dfds, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) if (dfds[i] >= 0) close(dfds[i]);
-}
 
 /* O_DIRECT on every file when allowed: the largest alignment any of them
  * needs; a file that refuses it makes all reads buffered (with a notice). */
@@ -25,25 +18,15 @@ static int open_direct(sl_stream *s, uint32_t n)
     if (s->cfg.no_direct || s->cfg.mode == SL_MODE_MMAP || n == 0) return 0;
     int *dfds = malloc(n * sizeof *dfds);
     if (!dfds) return sl_err_set(SL_ENOMEM, "streamer: out of memory");
-    uint32_t align = 1;
-    for (uint32_t i = 0; i < n; i++) dfds[i] = -1;
-    for (uint32_t i = 0; i < n; i++) {
-        const sl_gguf_shard *sh = sl_gguf_shard_at(s->g, i);
-        char m[300];
-        dfds[i] = open(sh->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-        uint32_t a = dfds[i] < 0 ? 0 : sl_dio_align(dfds[i], sh->file_size);
-        if (a == 0) {
-            if (dfds[i] < 0)
-                snprintf(m, sizeof m, "O_DIRECT refused by the filesystem (%s): buffered reads", strerror(errno));
-            else
-                snprintf(m, sizeof m, "O_DIRECT not supported on this file: buffered reads");
-            if (n > 1) snprintf(m + strlen(m), sizeof m - strlen(m), " (%s)", sh->path);
-            sl_stream_add_notice(s, m);
-            close_dfds(dfds, n);
-            free(dfds);
-            return 0;
-        }
-        if (a > align) align = a;
+    uint32_t align;
+    char why[200], m[300];
+    int bad = sl_dio_open_files(s->g, dfds, &align, why, sizeof why);
+    if (bad) {
+        snprintf(m, sizeof m, "%s: buffered reads", why);
+        if (n > 1) snprintf(m + strlen(m), sizeof m - strlen(m), " (%s)", sl_gguf_shard_at(s->g, (uint32_t)bad - 1)->path);
+        sl_stream_add_notice(s, m);
+        free(dfds);
+        return 0;
     }
     s->dfd = dfds[0]; s->align = align; s->direct = true;
     if (n > 1) s->dfds = dfds;
@@ -59,18 +42,16 @@ int sl_stream_open_files(sl_stream *s)
     if (rc || n <= 1) return rc;
     s->files = calloc(n, sizeof *s->files);
     if (!s->files) return sl_err_set(SL_ENOMEM, "streamer: out of memory");
-    for (uint32_t i = 0; i < n; i++) {
-        const sl_gguf_shard *sh = sl_gguf_shard_at(s->g, i);
-        s->files[i] = (sl_io_file){ .fd = s->direct ? s->dfds[i] : sh->fd, .base = sh->base,
-                                    .end = sh->base + sh->file_size };
-    }
+    int bfds[SL_GGUF_MAX_SHARDS];   /* buffered: the reader's own descriptors */
+    for (uint32_t i = 0; i < n; i++) bfds[i] = sl_gguf_shard_at(s->g, i)->fd;
+    sl_dio_file_table(s->g, s->direct ? s->dfds : bfds, s->files);
     s->n_files = (int)n;
     return 0;
 }
 
 void sl_stream_close_files(sl_stream *s)
 {
-    if (s->dfds) close_dfds(s->dfds, sl_gguf_n_shards(s->g));
+    if (s->dfds) sl_dio_close_files(s->dfds, sl_gguf_n_shards(s->g));
     else if (s->dfd >= 0) close(s->dfd);
     free(s->dfds);
     free(s->files);

@@ -14,7 +14,8 @@
  * to the O_DIRECT alignment) into huge-page slots that are not registered,
  * as in the expert cache. The rate the disk gives these sizes and offsets
  * (a Qwen3-30B-A3B slice is 864 KiB or 1.23 MiB) is the bound of an
- * expert-streamed token; --req is ignored (the streamer's 2 MiB requests).
+ * expert-streamed token; a split model (any shard given) reads each shard
+ * through its own descriptor, as the streamer does; --req is ignored (the streamer's 2 MiB requests).
  * --slots N: the reads cycle through N slots (64): give the expert cache's
  * slot count (`sluice plan`) to land them in as much memory as the engine's
  * do; on the 2026-11 VM 640-800 slots read 0-7% slower than 64. */
@@ -63,13 +64,14 @@ static uint64_t rnd(uint64_t *s)
 #define XB_MAX_SLOTS 65536
 
 /* The --experts pattern: GB/s of one pass of `limit` bytes at queue depth qd. */
-static int experts_pass(int fd, const sl_unit_map *um, uint32_t align, int io, int qd, uint64_t limit,
-                        uint8_t *pool, uint64_t slot_bytes, int n_slots, sl_io_job (*jobs)[3], bool *busy,
-                        double *gbs)
+static int experts_pass(const sl_io_file *files, int n_files, const sl_unit_map *um, uint32_t align, int io,
+                        int qd, uint64_t limit, uint8_t *pool, uint64_t slot_bytes, int n_slots,
+                        sl_io_job (*jobs)[3], bool *busy, double *gbs)
 {
     sl_loader_cfg lc;
     memset(&lc, 0, sizeof lc);
-    lc.io = io; lc.fd = fd; lc.direct = true; lc.align = align;
+    lc.io = io; lc.fd = files[0].fd; lc.direct = true; lc.align = align;
+    if (n_files > 1) { lc.files = files; lc.n_files = n_files; }   /* each shard through its own fd */
     lc.req_bytes = SL_DEFAULT_REQ_BYTES;   /* as the streamer cuts them */
     lc.queue_depth = qd; lc.n_threads = qd;
     sl_loader *L;
@@ -78,7 +80,7 @@ static int experts_pass(int fd, const sl_unit_map *um, uint32_t align, int io, i
     memset(busy, 0, (size_t)n_slots * sizeof *busy);
     uint64_t seed = 0x9e3779b97f4a7c15ull, done = 0;
     int slot = 0, bad = 0;
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    for (int i = 0; i < n_files; i++) posix_fadvise(files[i].fd, 0, 0, POSIX_FADV_DONTNEED);
     double t0 = sl_now_ms();
     for (int32_t l = 0; done < limit; l = (l + 1) % NL) {
         int32_t pick[64];
@@ -123,20 +125,34 @@ static int experts_pass(int fd, const sl_unit_map *um, uint32_t align, int io, i
 static int experts_bench(const char *path, int io, const uint64_t *qds, int n_qd, uint64_t limit, int reps,
                          int n_slots)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-    if (fd < 0) { fprintf(stderr, "iobench: %s: %s\n", path, strerror(errno)); return 1; }
-    struct stat st;
-    fstat(fd, &st);
-    uint32_t align = sl_dio_align(fd, (uint64_t)st.st_size);
+    /* a split model: every shard read through its own O_DIRECT descriptor */
     sl_gguf *g = NULL;
     sl_unit_map um;
+    memset(&um, 0, sizeof um);
     int rc = sl_gguf_open_path(&g, path);
-    if (rc == 0) rc = sl_unit_map_init(&um, g, align ? align : 1, true);
-    if (rc) { fprintf(stderr, "iobench: %s: %s\n", path, sl_last_error()); if (g) sl_gguf_close(g); close(fd); return 1; }
-    if (!align || um.moe.n_expert <= 0 || um.moe.n_expert_used <= 0 || um.moe.n_expert_used > 64 ||
+    if (rc) { fprintf(stderr, "iobench: %s: %s\n", path, sl_last_error()); return 1; }
+    const int n_files = (int)sl_gguf_n_shards(g);
+    int dfds[SL_GGUF_MAX_SHARDS];
+    sl_io_file files[SL_GGUF_MAX_SHARDS];
+    uint32_t align = 0;
+    char why[200];
+    int refused = sl_dio_open_files(g, dfds, &align, why, sizeof why);
+    if (refused) {
+        fprintf(stderr, "iobench: --experts: O_DIRECT refused on %s: %s\n", sl_gguf_shard_at(g, (uint32_t)refused - 1)->path, why);
+        sl_gguf_close(g);
+        return 1;
+    }
+    sl_dio_file_table(g, dfds, files);
+    rc = sl_unit_map_init(&um, g, align, true);
+    if (rc) {
+        fprintf(stderr, "iobench: %s: %s\n", path, sl_last_error());
+        sl_dio_close_files(dfds, (uint32_t)n_files); sl_gguf_close(g);
+        return 1;
+    }
+    if (um.moe.n_expert <= 0 || um.moe.n_expert_used <= 0 || um.moe.n_expert_used > 64 ||
         um.moe.n_expert_used > um.moe.n_expert) {
-        fprintf(stderr, "iobench: --experts: %s\n", align ? "not an MoE file with routed experts" : "O_DIRECT refused");
-        sl_unit_map_free(&um); sl_gguf_close(g); close(fd);
+        fprintf(stderr, "iobench: --experts: not an MoE file with routed experts\n");
+        sl_unit_map_free(&um); sl_gguf_close(g); sl_dio_close_files(dfds, (uint32_t)n_files);
         return 1;
     }
     if (!limit) limit = 2ull << 30;
@@ -150,7 +166,7 @@ static int experts_bench(const char *path, int io, const uint64_t *qds, int n_qd
                 (unsigned long long)slot_bytes);
         if (pool) sl_buf_free(mb, ml);
         free(jobs); free(busy);
-        sl_unit_map_free(&um); sl_gguf_close(g); close(fd);
+        sl_unit_map_free(&um); sl_gguf_close(g); sl_dio_close_files(dfds, (uint32_t)n_files);
         return 1;
     }
     memset(pool, 0, (size_t)(slot_bytes * (uint64_t)n_slots));   /* fault the huge pages in before timing */
@@ -169,8 +185,8 @@ static int experts_bench(const char *path, int io, const uint64_t *qds, int n_qd
     for (int qi = 0; qi < n_qd && !bad; qi++) {
         double gbs[100];
         for (int r = 0; r < reps && !bad; r++)
-            bad = experts_pass(fd, &um, align, io, (int)qds[qi], limit, pool, slot_bytes, n_slots, jobs, busy,
-                               &gbs[r]);
+            bad = experts_pass(files, n_files, &um, align, io, (int)qds[qi], limit, pool, slot_bytes, n_slots,
+                               jobs, busy, &gbs[r]);
         if (bad) break;
         perf_sort(gbs, reps);
         double med = gbs[reps / 2];
@@ -183,7 +199,7 @@ static int experts_bench(const char *path, int io, const uint64_t *qds, int n_qd
     free(jobs); free(busy);
     sl_unit_map_free(&um);
     sl_gguf_close(g);
-    close(fd);
+    sl_dio_close_files(dfds, (uint32_t)n_files);
     return bad;
 }
 

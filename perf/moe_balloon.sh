@@ -24,7 +24,9 @@
 #   token; its CPU repacking copies the Q4_K weights into anonymous memory at load (11 GiB
 #   in 270 s under a 4 GiB balloon, no token) - without it the weights stay in the mmap),
 #   VARIANTS (Sluice runs per rep, "on off" = --moe-pregate on / off, "-" = no
-#   flag), SLUICE_FLAGS (more flags), OUT (result dir, /tmp/moe_balloon),
+#   flag, "alt" = the binary ALT_SLUICE with no flag: another build, e.g. the
+#   one before a change), ALTERNATE (1: every other rep in reverse order),
+#   SLUICE_FLAGS (more flags), OUT (result dir, /tmp/moe_balloon),
 #   LOCK (/work/notes/mem.lock: each level runs under `flock LOCK`, released
 #   between levels; empty: the caller holds it). Needs build/sluice, build/balloon, build/iobench (make all).
 # Each page-cache copy of MODEL is dropped with posix_fadvise before every run
@@ -97,11 +99,19 @@ if [ "${1:-}" = __level ]; then
     done
     r=1
     while [ $r -le "$REPS" ]; do
-        for v in $VARIANTS; do
-            flag=; [ "$v" != - ] && flag="--moe-pregate $v"
+        order=$VARIANTS
+        # ALTERNATE=1: every other rep runs the variants in reverse order
+        [ -n "${ALTERNATE:-}" ] && [ $((r % 2)) = 0 ] && order=$(printf '%s\n' $VARIANTS | sed -n '1!G;h;$p')
+        for v in $order; do
+            flag=; bin=$B/sluice
+            case $v in
+                -) ;;
+                alt) bin=$ALT_SLUICE ;;
+                *) flag="--moe-pregate $v" ;;
+            esac
             evict; settle; a0=$(avail)
             # shellcheck disable=SC2086
-            /usr/bin/time -v -o "$D/sluice_${v}_$r.time" "$B/sluice" run -m "$MODEL" -p "$P" -n "$N" -t 2 --temp 0 --ignore-eos --json --stats \
+            /usr/bin/time -v -o "$D/sluice_${v}_$r.time" "$bin" run -m "$MODEL" -p "$P" -n "$N" -t 2 --temp 0 --ignore-eos --json --stats \
                 --no-display-prompt $flag ${SLUICE_FLAGS:-} >"$D/sluice_${v}_$r.out" 2>"$D/sluice_${v}_$r.err"
             rc=$?
             echo "[$FREE] rep $r sluice $v: exit $rc $(grep -o '"decode_tok_s":[0-9.]*' "$D/sluice_${v}_$r.err")" \
@@ -179,7 +189,7 @@ for lv in levels:
         bound, xbound, sbound = (byt / (b * 1e9) * 1e3 for b in (bw, xbw, sbw))
         pf = med([j["expert_prefetch_used"] / j["expert_prefetched"] for j in js if j.get("expert_prefetched")])
         print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f / %.2f / %.2f (%.0f slots) | %.0f | %.0f | %.0f / %.0f / %.0f | %.2f / %.2f / %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
-            lv, "pregate " + v if v != "-" else "default (pregate on)", len(js), tps,
+            lv, {"-": "default (pregate on)", "alt": "ALT_SLUICE"}.get(v, "pregate " + v), len(js), tps,
             min(j["decode_tok_s"] for j in js), max(j["decode_tok_s"] for j in js),
             "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, xbw, sbw, slots,
             byt / 1e6, ms, bound, xbound, sbound, ms / bound, ms / xbound, ms / sbound,

@@ -1,6 +1,7 @@
 #!/bin/sh
 # perf/moe_balloon.sh's table from repetitions whose medians, bounds and ratios
-# are known (TABLE_ONLY: no model is run), and build/iobench's --slots option.
+# are known (TABLE_ONLY: no model is run), and build/iobench's --slots option
+# and its --experts pass on a split model.
 # Fails on any wrong cell or exit code.
 set -eu
 B=${BUILD:-build}
@@ -50,6 +51,21 @@ if [ -x "$B/iobench" ]; then
         echo "perf_moe_check: iobench --slots pass skipped: O_DIRECT refused on $X"
     elif [ $rc != 0 ] || ! grep -q "into 3 slots" "$T/io" || ! grep -Eq '^ +experts +2 +[0-9.]+' "$T/io"; then
         echo "FAILED: iobench $X --experts --slots 3: exit $rc"; cat "$T/io" "$T/ioerr"; fail=1
+    fi
+    # a split model: every shard read through its own descriptor (through shard 1's, the
+    # reads of the other shards' experts fail); the pass cycles through all 4 layers
+    if "$B/sluice" mkmodel --preset qwen3moe-tiny --split-max-size 25M -o "$T/split" > /dev/null 2>&1 &&
+        [ -f "$T/split-00003-of-00003.gguf" ]; then
+        rc=0
+        "$B/iobench" "$T/split-00001-of-00003.gguf" --experts --slots 3 --qd 2 --bytes 8M --reps 1 \
+            > "$T/io" 2> "$T/ioerr" || rc=$?
+        if [ $rc != 0 ] && grep -q "O_DIRECT refused" "$T/ioerr"; then
+            echo "perf_moe_check: iobench split pass skipped: O_DIRECT refused in $T"
+        elif [ $rc != 0 ] || ! grep -Eq '^ +experts +2 +[0-9.]+' "$T/io"; then
+            echo "FAILED: iobench --experts on a 3-file split: exit $rc"; cat "$T/io" "$T/ioerr"; fail=1
+        fi
+    else
+        echo "FAILED: mkmodel --preset qwen3moe-tiny --split-max-size 25M did not write 3 files"; fail=1
     fi
 else
     echo "FAILED: $B/iobench not built"; fail=1
