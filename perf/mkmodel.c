@@ -56,6 +56,7 @@ typedef struct {
     bool mla;                     /* multi-head latent attention (deepseek2) */
     bool ffn_norm_post_attn;      /* the pre-FFN norm is named post_attention_norm (glm4moe) */
     bool gdn;                     /* Qwen3.5: Gated DeltaNet layers, gated attention, MTP blocks */
+    bool gdn_grouped;             /* Qwen3-Next: beta | alpha as one ssm_ba, no rope sections */
     float rope_base;              /* > 0: instead of the preset's */
     float eps;                    /* attention.layer_norm_rms_epsilon */
     const char *vocab;            /* default vocab file (NULL: the preset's) */
@@ -98,6 +99,9 @@ static const mk_arch mk_archs[] = {
       .what = "Qwen3.5/3.6 MoE: Gated DeltaNet layers, gated attention, gated shared expert, MTP" },
     { .name = "qwen35", .qk_norm = true, .gdn = true, .ffn_norm_post_attn = true, .rope_base = 1e7f, .eps = 1e-6f,
       .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "Qwen3.5/3.6 dense: qwen35moe with a SwiGLU FFN" },
+    { .name = "qwen3next", .qk_norm = true, .moe_only = true, .expert_width_key = true, .gdn = true,
+      .gdn_grouped = true, .ffn_norm_post_attn = true, .rope_base = 1e7f, .eps = 1e-6f, .vocab = MK_QWEN_VOCAB,
+      .name_tag = "", .what = "Qwen3-Next: qwen35moe's layers with grouped v heads and a fused ssm_ba" },
 };
 
 /* ---- shapes -------------------------------------------------------------- */
@@ -200,7 +204,15 @@ static const mk_preset mk_presets[] = {
     { "qwen3.6-35b-a3b", 40, 2048, 512, 16, 2, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 256, 0, 248320, 256, 8,
       512, 512, "Qwen3.6-35B-A3B (3B active, one MTP block)" },
     { "qwen3.5-9b", 32, 4096, 12288, 16, 4, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35", 256, 0, 248320,
-      .what = "Qwen3.5-9B-like dense (one MTP block)" },
+      .what = "Qwen3.5-9B dense (one MTP block)" },
+    { "qwen35-tiny", 4, 256, 512, 4, 2, 512, 1e7f, MK_QWEN_VOCAB, "qwen35", 128, .what = "synth3 shape, dense" },
+    /* 60 x (512 experts of 1024) at 4 bits is ~220 GB: written split and --sparse for `plan` */
+    { "qwen3.5-397b-a17b", 60, 4096, 1024, 32, 2, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 256, 0, 248320, 512,
+      10, 1024, 1024, "Qwen3.5-397B-A17B (17B active, one MTP block)" },
+    { "qwen3next-tiny", 4, 256, 256, 4, 2, 512, 1e7f, MK_QWEN_VOCAB, "qwen3next", 128, 0, 0, 8, 2, 256, 256,
+      "synth3 shape, Qwen3-Next layout" },
+    { "qwen3-next-80b-a3b", 48, 2048, 5120, 16, 2, 262144, 1e7f, MK_QWEN_VOCAB, "qwen3next", 256, 0, 151936, 512,
+      10, 512, 512, "Qwen3-Next-80B-A3B (3B active, one MTP block)" },
 };
 static const mk_gdn_shape mk_gdn_shapes[] = {
     /* preset, interval, conv, state, q/k heads, v heads, rope dims, sections, MTP blocks */
@@ -208,6 +220,10 @@ static const mk_gdn_shape mk_gdn_shapes[] = {
     { "qwen35moe-tiny-mtp", 4, 4, 64, 2, 4, 32, { 6, 5, 5, 0 }, 1 },
     { "qwen3.6-35b-a3b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
     { "qwen3.5-9b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
+    { "qwen35-tiny", 4, 4, 64, 2, 4, 32, { 6, 5, 5, 0 }, 0 },
+    { "qwen3.5-397b-a17b", 4, 4, 128, 16, 64, 64, { 11, 11, 10, 0 }, 1 },
+    { "qwen3next-tiny", 4, 4, 64, 2, 4, 32, { 0 }, 0 },
+    { "qwen3-next-80b-a3b", 4, 4, 128, 16, 32, 64, { 0 }, 1 },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
     { "gemma4-tiny", 64, 64, 2, 2, 512 },
@@ -715,8 +731,9 @@ static bool mk_gdn_layer(const mk_model *m, uint32_t l)
     return m->gdn && l < m->n_layer && (l + 1) % m->gdn->interval;
 }
 
-/* A Gated DeltaNet block (qwen35, qwen35moe): fused q | k | v and the gate
- * z, the conv taps, decay (ssm_a negative, ssm_dt), beta / alpha, the
+/* A Gated DeltaNet block (qwen35, qwen35moe, qwen3next): fused q | k | v and
+ * the gate z, the conv taps, decay (ssm_a negative, ssm_dt), beta / alpha
+ * (qwen3next: one ssm_ba, rows per q/k head [beta x r | alpha x r]), the
  * per-head norm and the output; conv taps and vectors F32. */
 static int mk_gdn_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l, float s, float s_qk)
 {
@@ -727,11 +744,14 @@ static int mk_gdn_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         { "ssm_conv1d.weight", T_NORM, p->conv, CH, 0.3f, 0 }, { "ssm_dt.bias", T_NORM, NV, 0, 0.5f, 0 },
         { "ssm_a", T_NORM, NV, 0, 0.2f, -1.0f }, { "ssm_beta.weight", T_Q, E, NV, s_qk, 0 },
         { "ssm_alpha.weight", T_Q, E, NV, s_qk, 0 }, { "ssm_norm.weight", T_NORM, p->state, 0, 0.1f, 1.0f },
-        { "ssm_out.weight", T_O, V, E, s, 0 },
+        { "ssm_out.weight", T_O, V, E, s, 0 }, { "ssm_ba.weight", T_Q, E, 2 * NV, s_qk, 0 },
     };
     char nm[64];
     int rc = 0;
     for (size_t i = 0; i < sizeof ts / sizeof ts[0] && !rc; i++) {
+        const bool ba = !strcmp(ts[i].n, "ssm_ba.weight"), split_ba = !strncmp(ts[i].n, "ssm_beta", 8) ||
+                                                                      !strncmp(ts[i].n, "ssm_alpha", 9);
+        if (m->arch->gdn_grouped ? split_ba : ba) continue;
         snprintf(nm, sizeof nm, "blk.%u.%s", l, ts[i].n);
         rc = add_t(m, nm, mk_tensor_type(td, head_type, ts[i].role, l, m->n_layer, m->n_head, m->n_head_kv),
                    ts[i].b ? 2 : 1, ts[i].a, ts[i].b ? ts[i].b : 1, ts[i].sig, ts[i].mu);
@@ -990,7 +1010,7 @@ static int mk_v3_keys(sl_gguf_writer *w, const char *A, const mk_v3shape *p, boo
     return rc;
 }
 
-/* The Qwen3.5 keys (qwen35, qwen35moe) as their converter writes them. */
+/* The Qwen3.5 keys (qwen35, qwen35moe, qwen3next) as their converters write them. */
 static int mk_gdn_keys(sl_gguf_writer *w, const char *A, const mk_gdn_shape *p)
 {
     char key[128];
@@ -1004,6 +1024,7 @@ static int mk_gdn_keys(sl_gguf_writer *w, const char *A, const mk_gdn_shape *p)
     rc |= KU("full_attention_interval", p->interval);
     if (p->nextn) rc |= KU("nextn_predict_layers", p->nextn);
 #undef KU
+    if (!p->sections[0]) return rc;   /* Qwen3-Next: plain NEOX rope */
     snprintf(key, sizeof key, "%s.rope.dimension_sections", A);
     return rc | sl_gguf_writer_set_arr(w, key, SL_GGUF_U32, p->sections, 4);
 }
