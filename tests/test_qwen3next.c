@@ -54,12 +54,14 @@ Test(qwen3next, description)
     cr_assert(d.n_layer == 4 && d.head_dim == 128 && d.n_rot == 32 && d.rope_neox && d.ssm_grouped);
     cr_assert(d.ssm_conv == 4 && d.ssm_nk == 2 && d.ssm_nv == 4 && d.ssm_dk == 64 && d.ssm_dv == 64);
     cr_assert(d.n_expert == 8 && d.n_expert_used == 2 && d.n_ff_exp == 256 && d.n_ff_shexp == 256);
-    for (int32_t l = 0; l < 4; l++) {
-        const sl_attn_block *a = mt_attn(&d, l);
-        const sl_ffn_block *f = mt_ffn(&d, l);
-        cr_assert_eq(a->kind, l == 3 ? SL_ATTN_SOFTMAX : SL_ATTN_RECURRENT, "layer %d", l);
-        if (l == 3) cr_assert(a->out_gate && a->qk_norm);
-        cr_assert(f->kind == SL_FFN_MOE && f->shared_expert && f->weights_norm && f->norm_post_attn, "layer %d", l);
+    /* kind 0 Gated DeltaNet (layers 0-2), kind 1 the gated attention (layer 3) */
+    cr_assert_eq(d.n_kinds, 2);
+    for (int32_t l = 0; l < 4; l++) cr_assert_eq(d.layer_kind[l], l == 3, "layer %d", l);
+    cr_assert(d.kind[0].attn.kind == SL_ATTN_RECURRENT && d.kind[1].attn.kind == SL_ATTN_SOFTMAX);
+    cr_assert(d.kind[1].attn.out_gate && d.kind[1].attn.qk_norm);
+    for (int k = 0; k < 2; k++) {
+        const sl_ffn_block *f = &d.kind[k].ffn;
+        cr_assert(f->kind == SL_FFN_MOE && f->shared_expert && f->weights_norm && f->norm_post_attn, "kind %d", k);
     }
 }
 
