@@ -193,6 +193,10 @@ Test(qwen3next, fused_ssm_in_same_logits, .timeout = 120)
         cr_assert_eq(memcmp(a, b, NV * sizeof *a), 0, "mode %d", modes[i]);
         free(a); free(b);
     }
+    /* ssm_in without the z rows */
+    mt_mutation mu = { .src = fused, .shape_name = "blk.0.ssm_in.weight", .dim = 1, .ne = 512 };
+    mt_expect_refused("ssm_in_shape", &mu, SL_ESHAPE, "tensor 'blk.0.ssm_in.weight': shape [256, 512], expected "
+                      "[256, 768]", NULL);
     /* a layer with neither layout */
     write_fused(fused, 1);
     sl_model_desc d;
