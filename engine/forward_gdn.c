@@ -19,17 +19,13 @@
 #include "forward_ops.h"
 
 typedef struct gdn_w {
-    const sl_stream_tensor *qkv, *z, *beta, *alpha, *conv, *dt, *a, *norm, *out;
+    const sl_stream_tensor *conv, *dt, *a, *norm, *out;   /* the projections: forward_gdn_proj.c */
 } gdn_w;
 
 static int gdn_weights(const sl_stream_view *v, int32_t l, gdn_w *w)
 {
     int rc;
-    if ((rc = sl_forward_find(v, l, "attn_qkv.weight", &w->qkv)) ||
-        (rc = sl_forward_find(v, l, "attn_gate.weight", &w->z)) ||
-        (rc = sl_forward_find(v, l, "ssm_beta.weight", &w->beta)) ||
-        (rc = sl_forward_find(v, l, "ssm_alpha.weight", &w->alpha)) ||
-        (rc = sl_forward_find(v, l, "ssm_conv1d.weight", &w->conv)) ||
+    if ((rc = sl_forward_find(v, l, "ssm_conv1d.weight", &w->conv)) ||
         (rc = sl_forward_find(v, l, "ssm_dt.bias", &w->dt)) ||
         (rc = sl_forward_find(v, l, "ssm_a", &w->a)) ||
         (rc = sl_forward_find(v, l, "ssm_norm.weight", &w->norm)) ||
@@ -42,7 +38,8 @@ uint64_t sl_forward_gdn_row_floats(const sl_model_desc *d)
 {
     if (!d->ssm_nv) return 0;
     const uint64_t ch = 2 * (uint64_t)d->ssm_nk * (uint64_t)d->ssm_dk + (uint64_t)d->ssm_nv * (uint64_t)d->ssm_dv;
-    return ch + 2 * (uint64_t)d->ssm_nv * (uint64_t)d->ssm_dv + 2 * (uint64_t)d->ssm_nv;   /* qkv, z, o, beta, g */
+    return ch + 2 * (uint64_t)d->ssm_nv * (uint64_t)d->ssm_dv + 2 * (uint64_t)d->ssm_nv   /* qkv, z, o, beta, g */
+         + sl_forward_gdn_proj_floats(d);
 }
 
 int64_t sl_forward_gdn_conv_len(const sl_model_desc *d)
@@ -126,7 +123,8 @@ static void gdn_heads(void *ctx, int ith, int nth)
     const float scale = 1.0f / sqrtf((float)dk);
     float mem[1024];   /* dv <= SL_MAX_SSM_DIM (arch_gdn.c) */
     for (int32_t h = ith; h < nv; h += nth) {
-        const int32_t hk = h % nk;   /* tiled: [k0, k1, k0, k1, ...] */
+        /* tiled [k0, k1, k0, k1, ...]; grouped (qwen3next) [k0, k0, k1, k1, ...] */
+        const int32_t hk = d->ssm_grouped ? h / (nv / nk) : h % nk;
         float *S = j->S + (int64_t)h * dk * dv;
         for (int32_t t = 0; t < j->n; t++) {
             const float *x = j->qkv + (int64_t)t * ch, *b = j->bg + (int64_t)t * 2 * nv;
@@ -174,12 +172,7 @@ int sl_forward_gdn(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t 
     if (d->ssm_dv > 1024) return sl_err_set(SL_EUNSUPPORTED, "layer %d: v head of %d values", l, d->ssm_dv);
     float *qkv = f->rec_buf, *z = qkv + (int64_t)n * ch, *o = z + (int64_t)n * inner, *bg = o + (int64_t)n * inner;
     sl_act_cache c = { 0 };
-    /* beta and alpha side by side in one row per token: [beta | alpha] */
-    if ((rc = sl_forward_mm_fused(f, &c, f->xn, n, 4, (const sl_stream_tensor *[]){ w.qkv, w.z, w.beta, w.alpha },
-                                  (float *[]){ qkv, z, bg, bg + nv }, (int64_t[]){ ch, inner, 2 * nv, 2 * nv },
-                                  (int[]){ SL_PROF_MV_QKV, SL_PROF_MV_GATE, SL_PROF_MV_Q, SL_PROF_MV_Q },
-                                  SL_PROF_MV_QKV)))
-        return rc;
+    if ((rc = sl_forward_gdn_proj(f, &c, v, l, n, qkv, z, bg, bg + (int64_t)n * 2 * nv))) return rc;
     for (int32_t s = 0, i = 0; s < ns; i += sq[s].n, s++)
         SL_TIMED(f, SL_PROF_ATTN, 0,
                  gdn_seq(f, &w, sq[s].kv, l, sq[s].n, qkv + (int64_t)i * ch, bg + (int64_t)i * 2 * nv,

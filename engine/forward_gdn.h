@@ -13,6 +13,14 @@ int sl_forward_gdn(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t 
                    int32_t n);
 /* Scratch floats one row needs (f->rec_buf), 0 for a model without the block. */
 uint64_t sl_forward_gdn_row_floats(const sl_model_desc *d);
+struct sl_act_cache;
+
+/* The block's input projections (forward_gdn_proj.c): rows qkv [n][2 nk dk
+ * + nv dv], z [n][nv dv], bg [n][2 nv] (raw beta | raw alpha) from f->xn,
+ * whichever layout the file has; scratch holds proj_floats per row. */
+int sl_forward_gdn_proj(sl_forward *f, struct sl_act_cache *c, const sl_stream_view *v, int32_t l, int32_t n,
+                        float *qkv, float *z, float *bg, float *scratch);
+uint64_t sl_forward_gdn_proj_floats(const sl_model_desc *d);
 /* Values of one layer's recurrent state: the conv rows, the delta state. */
 int64_t sl_forward_gdn_conv_len(const sl_model_desc *d);
 int64_t sl_forward_gdn_state_len(const sl_model_desc *d);

@@ -140,6 +140,10 @@ typedef struct sl_model_desc {
      * q/k heads of ssm_dk values, v heads of ssm_dv, causal conv of ssm_conv
      * taps over the q | k | v channels */
     int32_t ssm_conv, ssm_nk, ssm_nv, ssm_dk, ssm_dv;
+    /* qwen3next: v heads grouped by q/k head (v head h reads q/k head
+     * h / (nv / nk), not h mod nk); beta | alpha one ssm_ba matrix and q | k |
+     * v | z possibly one ssm_in matrix, both in rows per q/k head */
+    bool ssm_grouped;
     /* the layers: layer l is kind[layer_kind[l]] */
     int32_t n_kinds;
     sl_layer_desc kind[SL_MAX_LAYER_KINDS];

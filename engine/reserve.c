@@ -60,6 +60,8 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     if ((rc = sl_kv_type_check(p->type_k, d->head_dim, "K")) || (rc = sl_kv_type_check(tv, d->head_dim, "V")))
         return rc;
     r->kv_pos_bytes = (uint64_t)sl_model_n_row_layers(d) * sl_kv_pos_bytes(d->kv_dim, p->type_k, tv);
+    r->kv_latent = tv == SL_KV_NONE ? d->kv_lora_rank : 0;
+    r->kv_rope = tv == SL_KV_NONE ? d->n_rot : 0;
     r->kv_bytes = sl_kv_bytes(d->n_layer, r->n_ctx, d->kv_dim, p->type_k, tv);
     r->n_swa_layers = 0;
     for (int32_t l = 0; l < d->n_layer; l++) r->n_swa_layers += sl_model_layer_swa(d, l);

@@ -20,6 +20,7 @@ typedef struct sl_reserve {
     const sl_kern *k;           /* kernel level the forward pass uses */
     uint64_t kv_bytes;          /* KV cache of one session */
     uint64_t kv_pos_bytes;      /* of which per position (all layers, K + V, in their types) */
+    int32_t kv_latent, kv_rope; /* > 0: an MLA cache of K rows only, [latent | rope key] values each */
     int32_t n_swa_layers;       /* layers whose cache keeps only their sliding window ... */
     int32_t swa_window;         /* ... of this many positions (0: none) */
     uint64_t arena_bytes;       /* forward pass arena */

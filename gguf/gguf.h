@@ -239,6 +239,9 @@ SL_API int sl_gguf_writer_add_tensor(sl_gguf_writer *w, const char *name, uint32
 SL_API int sl_gguf_writer_begin_data(sl_gguf_writer *w);
 /* Appends data of the current tensor; moves to the next once it is complete. */
 SL_API int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len);
+/* The same without data: the file keeps a hole there (a sparse file, the
+ * bytes read as zeros, no disk used), e.g. a shape for `info` / `plan`. */
+SL_API int sl_gguf_writer_skip(sl_gguf_writer *w, uint64_t len);
 /* The file is written to a temporary beside path (never through a link)
  * and appears at path only complete: close checks every tensor was written,
  * flushes, fsyncs and renames it over path; frees w. On any failure path
@@ -254,6 +257,15 @@ SL_API void sl_gguf_writer_abort(sl_gguf_writer *w);
  * max_bytes; the first file has all metadata; split keys in every file.
  * *n_out: N. On failure no file of the split is left. */
 SL_API int sl_gguf_write_split(const sl_gguf *g, const char *prefix, uint64_t max_bytes, uint32_t *n_out);
+/* Its parts, for a writer that makes the files itself: the file of each of n
+ * tensors of nbytes[i] (names and what for messages), returning the count
+ * (0 and a message when a tensor alone exceeds max_bytes or too many files);
+ * the split keys of file no (of count, n_tensors in all), set after the
+ * others; the name of file i. */
+SL_API uint32_t sl_gguf_split_assign(const char *what, int64_t n, const uint64_t *nbytes, const char *const *names,
+                                     uint64_t max_bytes, uint32_t *of);
+SL_API int sl_gguf_writer_set_split_keys(sl_gguf_writer *w, uint32_t no, uint32_t count, int32_t n_tensors);
+SL_API void sl_gguf_split_path(char *buf, size_t n, const char *prefix, uint32_t i, uint32_t count);
 
 #ifdef __cplusplus
 }

@@ -15,24 +15,18 @@
 #define SPLIT_PAD 32u                 /* gguf-split counts sizes in its default alignment */
 #define COPY_CHUNK (16u << 20)
 
-static void shard_path(char *buf, size_t n, const char *prefix, uint32_t i, uint32_t count)
-{
-    snprintf(buf, n, "%s-%05u-of-%05u.gguf", prefix, i + 1, count);
-}
-
-/* Shard of each tensor; returns the count (0 + sl_err_set on failure). */
-static uint32_t assign(const sl_gguf *g, uint64_t max_bytes, uint32_t *of)
+uint32_t sl_gguf_split_assign(const char *what, int64_t n, const uint64_t *nbytes, const char *const *names,
+                              uint64_t max_bytes, uint32_t *of)
 {
     uint64_t cur = 0;
     uint32_t s = 0;
     int64_t in_cur = 0;
-    for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) {
-        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
-        uint64_t nb = (t->nbytes + SPLIT_PAD - 1) / SPLIT_PAD * SPLIT_PAD;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t nb = (nbytes[i] + SPLIT_PAD - 1) / SPLIT_PAD * SPLIT_PAD;
         if (cur + nb > max_bytes) {
             if (in_cur == 0) {
-                sl_err_set(SL_EINVAL, "%s: tensor '%s' (%llu bytes) alone exceeds the split size %llu",
-                           sl_gguf_name(g), t->name, (unsigned long long)t->nbytes, (unsigned long long)max_bytes);
+                sl_err_set(SL_EINVAL, "%s: tensor '%s' (%llu bytes) alone exceeds the split size %llu", what,
+                           names[i], (unsigned long long)nbytes[i], (unsigned long long)max_bytes);
                 return 0;
             }
             s++; cur = 0; in_cur = 0;
@@ -42,11 +36,49 @@ static uint32_t assign(const sl_gguf *g, uint64_t max_bytes, uint32_t *of)
         of[i] = s;
     }
     if (s + 1 > SL_GGUF_MAX_SHARDS) {
-        sl_err_set(SL_ERANGE, "%s: %u files at split size %llu, more than the %d a reader opens", sl_gguf_name(g),
+        sl_err_set(SL_ERANGE, "%s: %u files at split size %llu, more than the %d a reader opens", what,
                    s + 1, (unsigned long long)max_bytes, SL_GGUF_MAX_SHARDS);
         return 0;
     }
     return s + 1;
+}
+
+/* Shard of each of g's tensors; returns the count (0 + sl_err_set on failure). */
+static uint32_t assign(const sl_gguf *g, uint64_t max_bytes, uint32_t *of)
+{
+    const int64_t n = sl_gguf_n_tensors(g);
+    uint64_t *nb = malloc((size_t)(n ? n : 1) * sizeof *nb);
+    const char **names = malloc((size_t)(n ? n : 1) * sizeof *names);
+    uint32_t count = 0;
+    if (!nb || !names) sl_err_set(SL_ENOMEM, "%s: out of memory", sl_gguf_name(g));
+    else {
+        for (int64_t i = 0; i < n; i++) {
+            nb[i] = sl_gguf_tensor_at(g, i)->nbytes;
+            names[i] = sl_gguf_tensor_at(g, i)->name;
+        }
+        count = sl_gguf_split_assign(sl_gguf_name(g), n, nb, names, max_bytes, of);
+    }
+    free(nb);
+    free(names);
+    return count;
+}
+
+int sl_gguf_writer_set_split_keys(sl_gguf_writer *w, uint32_t no, uint32_t count, int32_t n_tensors)
+{
+    if (no >= count || count > SL_GGUF_MAX_SHARDS)
+        return sl_err_set(SL_EINVAL, "split file %u of %u: bad numbers", no + 1, count);
+    uint16_t n16 = (uint16_t)no, c16 = (uint16_t)count;
+    /* gguf-split's key order: it sets split.count last (a placeholder replaced
+     * once the count is known, and ggml appends a replaced key at the end) */
+    int st = sl_gguf_writer_set_scalar(w, "split.no", SL_GGUF_U16, &n16);
+    if (!st) st = sl_gguf_writer_set_i32(w, "split.tensors.count", n_tensors);
+    if (!st) st = sl_gguf_writer_set_scalar(w, "split.count", SL_GGUF_U16, &c16);
+    return st;
+}
+
+void sl_gguf_split_path(char *buf, size_t n, const char *prefix, uint32_t i, uint32_t count)
+{
+    snprintf(buf, n, "%s-%05u-of-%05u.gguf", prefix, i + 1, count);
 }
 
 static int write_shard(const sl_gguf *g, const char *path, const uint32_t *of, uint32_t s, uint32_t count,
@@ -59,13 +91,7 @@ static int write_shard(const sl_gguf *g, const char *path, const uint32_t *of, u
         if (strncmp(sl_gguf_kv_key(g, k), "split.", 6)) st = sl_gguf_writer_copy_kv(w, g, k);
     if (s > 0 && !st && sl_gguf_alignment(g) != SL_GGUF_DEFAULT_ALIGNMENT)   /* else the reader's default */
         st = sl_gguf_writer_set_alignment(w, (uint32_t)sl_gguf_alignment(g));
-    uint16_t no = (uint16_t)s, n = (uint16_t)count;
-    int32_t nt = (int32_t)sl_gguf_n_tensors(g);
-    /* gguf-split's key order: it sets split.count last (a placeholder replaced
-     * once the count is known, and ggml appends a replaced key at the end) */
-    if (!st) st = sl_gguf_writer_set_scalar(w, "split.no", SL_GGUF_U16, &no);
-    if (!st) st = sl_gguf_writer_set_i32(w, "split.tensors.count", nt);
-    if (!st) st = sl_gguf_writer_set_scalar(w, "split.count", SL_GGUF_U16, &n);
+    if (!st) st = sl_gguf_writer_set_split_keys(w, s, count, (int32_t)sl_gguf_n_tensors(g));
     for (int64_t i = 0; i < sl_gguf_n_tensors(g) && !st; i++) {
         const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
         if (of[i] == s) st = sl_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne);
@@ -101,11 +127,11 @@ int sl_gguf_write_split(const sl_gguf *g, const char *prefix, uint64_t max_bytes
     if (!st && count == 0) st = SL_EINVAL;
     char path[4096];
     for (; s < count && !st; s++) {
-        shard_path(path, sizeof path, prefix, s, count);
+        sl_gguf_split_path(path, sizeof path, prefix, s, count);
         st = write_shard(g, path, of, s, count, buf);
     }
     if (st)   /* no half-written split left behind */
-        for (uint32_t i = 0; i + 1 < s; i++) { shard_path(path, sizeof path, prefix, i, count); unlink(path); }
+        for (uint32_t i = 0; i + 1 < s; i++) { sl_gguf_split_path(path, sizeof path, prefix, i, count); unlink(path); }
     free(of);
     free(buf);
     if (!st && n_out) *n_out = count;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct { unsigned char *p; size_t len, cap; int oom; } bytes;
 
@@ -37,6 +38,7 @@ struct sl_gguf_writer {
     size_t cur;              /* tensor being written */
     uint64_t cur_done;       /* its bytes written so far */
     uint64_t pos;            /* bytes written to the file */
+    int skipped;             /* some data skipped (sl_gguf_writer_skip): the file is extended at close */
     char err[512];
 };
 
@@ -451,9 +453,21 @@ int sl_gguf_writer_begin_data(sl_gguf_writer *w)
     return st;
 }
 
-int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len)
+/* Past n bytes without writing them: a hole in the file. */
+static int seek_fwd(sl_gguf_writer *w, size_t n)
 {
-    if (!w) return sl_err_set(SL_EINVAL, "sl_gguf_writer_write: NULL writer");
+    if (fseeko(w->f, (off_t)n, SEEK_CUR)) {
+        w->failed = 1;
+        return werr(w, SL_EIO, "seek past %zu bytes at offset 0x%llx failed: %s", n, U64(w->pos), strerror(errno));
+    }
+    w->pos += n;
+    w->skipped = 1;
+    return SL_OK;
+}
+
+/* Tensor data in order: written from data, or skipped when data is NULL. */
+static int advance(sl_gguf_writer *w, const void *data, uint64_t len)
+{
     if (w->failed) return werr(w, SL_EINVAL, "write after an earlier failure");
     if (!w->began) return werr(w, SL_EINVAL, "write before sl_gguf_writer_begin_data");
     const unsigned char *p = data;
@@ -467,11 +481,11 @@ int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len)
         if (k > len) k = len;
         for (uint64_t done = 0; done < k;) {
             size_t c = k - done > (1u << 30) ? (1u << 30) : (size_t)(k - done);
-            int st = fwrite_all(w, p + done, c);
+            int st = p ? fwrite_all(w, p + done, c) : seek_fwd(w, c);
             if (st) return st;
             done += c;
         }
-        p += k;
+        if (p) p += k;
         len -= k;
         w->cur_done += k;
         if (w->cur_done == t->nbytes) {
@@ -482,6 +496,19 @@ int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len)
         }
     }
     return SL_OK;
+}
+
+int sl_gguf_writer_write(sl_gguf_writer *w, const void *data, uint64_t len)
+{
+    if (!w) return sl_err_set(SL_EINVAL, "sl_gguf_writer_write: NULL writer");
+    if (!data && len) return werr(w, SL_EINVAL, "write of %llu bytes from NULL", U64(len));
+    return advance(w, data, len);
+}
+
+int sl_gguf_writer_skip(sl_gguf_writer *w, uint64_t len)
+{
+    if (!w) return sl_err_set(SL_EINVAL, "sl_gguf_writer_skip: NULL writer");
+    return advance(w, NULL, len);
 }
 
 static void free_writer(sl_gguf_writer *w)
@@ -505,6 +532,9 @@ int sl_gguf_writer_close(sl_gguf_writer *w)
         st = werr(w, SL_ETRUNC, "tensor '%s': only %llu of %llu bytes written (%zu of %zu tensors complete)",
                   w->ts[w->cur].name, U64(w->cur_done), U64(w->ts[w->cur].nbytes), w->cur, w->n_t);
     if (fflush(w->f) && !st) st = werr(w, SL_EIO, "flush failed: %s", strerror(errno));
+    /* skipped data at the end: the file still reaches its full size */
+    if (!st && w->skipped && ftruncate(fileno(w->f), (off_t)w->pos))
+        st = werr(w, SL_EIO, "extending to %llu bytes failed: %s", U64(w->pos), strerror(errno));
     if (fclose(w->f) && !st) st = werr(w, SL_EIO, "close failed: %s", strerror(errno));
     if (st) sl_file_out_abort(&w->out);
     else st = sl_file_out_commit(&w->out);

@@ -56,6 +56,7 @@ typedef struct {
     bool mla;                     /* multi-head latent attention (deepseek2) */
     bool ffn_norm_post_attn;      /* the pre-FFN norm is named post_attention_norm (glm4moe) */
     bool gdn;                     /* Qwen3.5: Gated DeltaNet layers, gated attention, MTP blocks */
+    bool gdn_grouped;             /* Qwen3-Next: beta | alpha as one ssm_ba, no rope sections */
     float rope_base;              /* > 0: instead of the preset's */
     float eps;                    /* attention.layer_norm_rms_epsilon */
     const char *vocab;            /* default vocab file (NULL: the preset's) */
@@ -98,6 +99,9 @@ static const mk_arch mk_archs[] = {
       .what = "Qwen3.5/3.6 MoE: Gated DeltaNet layers, gated attention, gated shared expert, MTP" },
     { .name = "qwen35", .qk_norm = true, .gdn = true, .ffn_norm_post_attn = true, .rope_base = 1e7f, .eps = 1e-6f,
       .vocab = MK_QWEN_VOCAB, .name_tag = "", .what = "Qwen3.5/3.6 dense: qwen35moe with a SwiGLU FFN" },
+    { .name = "qwen3next", .qk_norm = true, .moe_only = true, .expert_width_key = true, .gdn = true,
+      .gdn_grouped = true, .ffn_norm_post_attn = true, .rope_base = 1e7f, .eps = 1e-6f, .vocab = MK_QWEN_VOCAB,
+      .name_tag = "", .what = "Qwen3-Next: qwen35moe's layers with grouped v heads and a fused ssm_ba" },
 };
 
 /* ---- shapes -------------------------------------------------------------- */
@@ -137,6 +141,7 @@ typedef struct {
     uint32_t q_lora, kv_lora, k_mla, v_mla;
     float yarn_factor, yarn_log_mul;
     uint32_t yarn_orig_ctx;
+    bool no_qk_norm;              /* the architecture's q/k norms left out (GLM-4.5-Air: use_qk_norm false) */
 } mk_v3shape;
 
 /* What a Qwen3.5 preset (arch gdn) adds: every interval-th layer full
@@ -202,7 +207,7 @@ static const mk_preset mk_presets[] = {
     { "kimi-k2", 61, 7168, 18432, 64, 1, 131072, 5e4f, BPE, "deepseek2", 0, 0, 163840, 384, 8, 2048, 0,
       "Kimi-K2 (1T, 32B active)" },
     { "glm-4.5-air", 46, 4096, 10944, 96, 8, 131072, 1e6f, BPE, "glm4moe", 128, 0, 151552, 128, 8, 1408, 0,
-      "GLM-4.5-Air (106B, 12B active; with q/k norms)" },
+      "GLM-4.5-Air (106B, 12B active; no q/k norms)" },
     /* Qwen3.5 (the rest of their shape in mk_gdn_shapes); the vocabulary padded to 248320 */
     { "qwen35moe-tiny", 4, 256, 256, 4, 2, 512, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 128, 0, 0, 8, 2, 256, 256,
       "synth3 shape" },
@@ -211,7 +216,15 @@ static const mk_preset mk_presets[] = {
     { "qwen3.6-35b-a3b", 40, 2048, 512, 16, 2, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 256, 0, 248320, 256, 8,
       512, 512, "Qwen3.6-35B-A3B (3B active, one MTP block)" },
     { "qwen3.5-9b", 32, 4096, 12288, 16, 4, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35", 256, 0, 248320,
-      .what = "Qwen3.5-9B-like dense (one MTP block)" },
+      .what = "Qwen3.5-9B dense (one MTP block)" },
+    { "qwen35-tiny", 4, 256, 512, 4, 2, 512, 1e7f, MK_QWEN_VOCAB, "qwen35", 128, .what = "synth3 shape, dense" },
+    /* 60 x (512 experts of 1024) at 4 bits is ~220 GB: written split and --sparse for `plan` */
+    { "qwen3.5-397b-a17b", 60, 4096, 1024, 32, 2, 262144, 1e7f, MK_QWEN_VOCAB, "qwen35moe", 256, 0, 248320, 512,
+      10, 1024, 1024, "Qwen3.5-397B-A17B (17B active, one MTP block)" },
+    { "qwen3next-tiny", 4, 256, 256, 4, 2, 512, 1e7f, MK_QWEN_VOCAB, "qwen3next", 128, 0, 0, 8, 2, 256, 256,
+      "synth3 shape, Qwen3-Next layout" },
+    { "qwen3-next-80b-a3b", 48, 2048, 5120, 16, 2, 262144, 1e7f, MK_QWEN_VOCAB, "qwen3next", 256, 0, 151936, 512,
+      10, 512, 512, "Qwen3-Next-80B-A3B (3B active, one MTP block)" },
 };
 static const mk_gdn_shape mk_gdn_shapes[] = {
     /* preset, interval, conv, state, q/k heads, v heads, rope dims, sections, MTP blocks */
@@ -219,6 +232,10 @@ static const mk_gdn_shape mk_gdn_shapes[] = {
     { "qwen35moe-tiny-mtp", 4, 4, 64, 2, 4, 32, { 6, 5, 5, 0 }, 1 },
     { "qwen3.6-35b-a3b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
     { "qwen3.5-9b", 4, 4, 128, 16, 32, 64, { 11, 11, 10, 0 }, 1 },
+    { "qwen35-tiny", 4, 4, 64, 2, 4, 32, { 6, 5, 5, 0 }, 0 },
+    { "qwen3.5-397b-a17b", 4, 4, 128, 16, 64, 64, { 11, 11, 10, 0 }, 1 },
+    { "qwen3next-tiny", 4, 4, 64, 2, 4, 32, { 0 }, 0 },
+    { "qwen3-next-80b-a3b", 4, 4, 128, 16, 32, 64, { 0 }, 1 },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
     { "gemma4-tiny", 64, 64, 2, 2, 512, false, 0 },
@@ -233,14 +250,15 @@ static const mk_gemma4_shape mk_gemma4_shapes[] = {
 #undef SPM
 
 static const mk_v3shape mk_v3_shapes[] = {
-    /* preset, lead, shared, gating, groups, used, nextn, rope, scale, norm, q_lora, kv_lora, k/v_mla, yarn */
-    { "glm4moe-tiny", 1, 1, 2, 1, 1, 1, 64, 2.5f, true, 0, 0, 0, 0, 0, 0, 0 },
-    { "deepseek2-tiny", 1, 1, 2, 4, 2, 0, 64, 2.5f, true, 256, 256, 192, 128, 8, 0.1f, 64 },
-    { "deepseek2-tiny-mtp", 1, 1, 2, 4, 2, 1, 64, 2.5f, true, 256, 256, 192, 128, 8, 0.1f, 64 },
-    { "deepseek-v2-lite", 1, 2, 1, 1, 1, 0, 64, 1.0f, false, 0, 512, 192, 128, 40, 0.0707f, 4096 },
-    { "deepseek-v3", 3, 1, 2, 8, 4, 1, 64, 2.5f, true, 1536, 512, 192, 128, 40, 0.1f, 4096 },
-    { "kimi-k2", 1, 1, 2, 1, 1, 0, 64, 2.827f, true, 1536, 512, 192, 128, 32, 0.1f, 4096 },
-    { "glm-4.5-air", 1, 1, 2, 1, 1, 1, 64, 1.0f, true, 0, 0, 0, 0, 0, 0, 0 },
+    /* preset, lead, shared, gating, groups, used, nextn, rope, scale, norm, q_lora, kv_lora, k/v_mla, yarn,
+     * no q/k norms */
+    { "glm4moe-tiny", 1, 1, 2, 1, 1, 1, 64, 2.5f, true, 0, 0, 0, 0, 0, 0, 0, false },
+    { "deepseek2-tiny", 1, 1, 2, 4, 2, 0, 64, 2.5f, true, 256, 256, 192, 128, 8, 0.1f, 64, false },
+    { "deepseek2-tiny-mtp", 1, 1, 2, 4, 2, 1, 64, 2.5f, true, 256, 256, 192, 128, 8, 0.1f, 64, false },
+    { "deepseek-v2-lite", 1, 2, 1, 1, 1, 0, 64, 1.0f, false, 0, 512, 192, 128, 40, 0.0707f, 4096, false },
+    { "deepseek-v3", 3, 1, 2, 8, 4, 1, 64, 2.5f, true, 1536, 512, 192, 128, 40, 0.1f, 4096, false },
+    { "kimi-k2", 1, 1, 2, 1, 1, 0, 64, 2.827f, true, 1536, 512, 192, 128, 32, 0.1f, 4096, false },
+    { "glm-4.5-air", 1, 1, 2, 1, 1, 1, 64, 1.0f, true, 0, 0, 0, 0, 0, 0, 0, true },
 };
 
 static const mk_v3shape *find_v3shape(const char *preset)
@@ -563,7 +581,7 @@ static int mk_dense_layer(mk_model *m, const mk_typedef *td, uint32_t head_type,
         snprintf(nm, sizeof nm, "blk.%u.post_ffw_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, m->n_embd, 1, 0.1f, 1.0f);
     }
-    if (m->arch->qk_norm) {
+    if (m->arch->qk_norm && !(m->v3 && m->v3->no_qk_norm)) {
         snprintf(nm, sizeof nm, "blk.%u.attn_q_norm.weight", l);
         *rc |= add_t(m, nm, SL_GGML_F32, 1, hd, 1, 0.1f, 1.0f);
         snprintf(nm, sizeof nm, "blk.%u.attn_k_norm.weight", l);
@@ -779,8 +797,9 @@ static bool mk_gdn_layer(const mk_model *m, uint32_t l)
     return m->gdn && l < m->n_layer && (l + 1) % m->gdn->interval;
 }
 
-/* A Gated DeltaNet block (qwen35, qwen35moe): fused q | k | v and the gate
- * z, the conv taps, decay (ssm_a negative, ssm_dt), beta / alpha, the
+/* A Gated DeltaNet block (qwen35, qwen35moe, qwen3next): fused q | k | v and
+ * the gate z, the conv taps, decay (ssm_a negative, ssm_dt), beta / alpha
+ * (qwen3next: one ssm_ba, rows per q/k head [beta x r | alpha x r]), the
  * per-head norm and the output; conv taps and vectors F32. */
 static int mk_gdn_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, uint32_t l, float s, float s_qk)
 {
@@ -791,11 +810,14 @@ static int mk_gdn_attn(mk_model *m, const mk_typedef *td, uint32_t head_type, ui
         { "ssm_conv1d.weight", T_NORM, p->conv, CH, 0.3f, 0 }, { "ssm_dt.bias", T_NORM, NV, 0, 0.5f, 0 },
         { "ssm_a", T_NORM, NV, 0, 0.2f, -1.0f }, { "ssm_beta.weight", T_Q, E, NV, s_qk, 0 },
         { "ssm_alpha.weight", T_Q, E, NV, s_qk, 0 }, { "ssm_norm.weight", T_NORM, p->state, 0, 0.1f, 1.0f },
-        { "ssm_out.weight", T_O, V, E, s, 0 },
+        { "ssm_out.weight", T_O, V, E, s, 0 }, { "ssm_ba.weight", T_Q, E, 2 * NV, s_qk, 0 },
     };
     char nm[64];
     int rc = 0;
     for (size_t i = 0; i < sizeof ts / sizeof ts[0] && !rc; i++) {
+        const bool ba = !strcmp(ts[i].n, "ssm_ba.weight"), split_ba = !strncmp(ts[i].n, "ssm_beta", 8) ||
+                                                                      !strncmp(ts[i].n, "ssm_alpha", 9);
+        if (m->arch->gdn_grouped ? split_ba : ba) continue;
         snprintf(nm, sizeof nm, "blk.%u.%s", l, ts[i].n);
         rc = add_t(m, nm, mk_tensor_type(td, head_type, ts[i].role, l, m->n_layer, m->n_head, m->n_head_kv),
                    ts[i].b ? 2 : 1, ts[i].a, ts[i].b ? ts[i].b : 1, ts[i].sig, ts[i].mu);
@@ -1006,7 +1028,9 @@ static void usage(FILE *f)
         "  -o FILE           output path\n"
         "  --split-max-size SIZE  (e.g. 50M, 2G: decimal, as llama.cpp's gguf-split) write a split\n"
         "                    model FILE-00001-of-0000N.gguf ... (FILE without .gguf) the way\n"
-        "                    gguf-split --split-max-size does; needs room for the model twice\n"
+        "                    gguf-split --split-max-size does (the same bytes), file by file\n"
+        "  --sparse          tensor data left as file holes (zeros, no disk used), metadata real:\n"
+        "                    a shape for `info` and `plan` without its disk (its outputs are zeros)\n"
         "How the weights are made: per weight type a pool of %u blocks is quantized once by the\n"
         "reference quantizer from N(0,1) floats; every block of every tensor is a pool block\n"
         "chosen by a hash of (seed, tensor, block index) whose scale fields are multiplied by the\n"
@@ -1054,7 +1078,7 @@ static int mk_v3_keys(sl_gguf_writer *w, const char *A, const mk_v3shape *p, boo
     return rc;
 }
 
-/* The Qwen3.5 keys (qwen35, qwen35moe) as their converter writes them. */
+/* The Qwen3.5 keys (qwen35, qwen35moe, qwen3next) as their converters write them. */
 static int mk_gdn_keys(sl_gguf_writer *w, const char *A, const mk_gdn_shape *p)
 {
     char key[128];
@@ -1068,6 +1092,7 @@ static int mk_gdn_keys(sl_gguf_writer *w, const char *A, const mk_gdn_shape *p)
     rc |= KU("full_attention_interval", p->interval);
     if (p->nextn) rc |= KU("nextn_predict_layers", p->nextn);
 #undef KU
+    if (!p->sections[0]) return rc;   /* Qwen3-Next: plain NEOX rope */
     snprintf(key, sizeof key, "%s.rope.dimension_sections", A);
     return rc | sl_gguf_writer_set_arr(w, key, SL_GGUF_U32, p->sections, 4);
 }
@@ -1119,26 +1144,26 @@ static int parse_split_size(const char *s, uint64_t *out)
     return 0;
 }
 
-/* The model written at tmp rewritten as a split model under prefix, tmp removed. */
-static int write_split(const char *tmp, const char *prefix, uint64_t max, bool keep_cache)
+/* A written file's pages written back and dropped so it does not crowd the
+ * page cache (posix_fadvise only; nothing system-wide). */
+static void evict(const char *path)
 {
-    sl_gguf *g;
-    uint32_t n = 0;
-    int rc = sl_gguf_open_path(&g, tmp);
-    if (!rc) {
-        rc = sl_gguf_write_split(g, prefix, max, &n);
-        sl_gguf_close(g);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
     }
-    unlink(tmp);
-    if (rc) { fprintf(stderr, "mkmodel: split: %s\n", sl_last_error()); return 1; }
-    for (uint32_t i = 0; i < n; i++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s-%05u-of-%05u.gguf", prefix, i + 1, n);
-        int fd = keep_cache ? -1 : open(p, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) { fdatasync(fd); posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); close(fd); }
-        fprintf(stderr, "mkmodel: split file %s\n", p);
-    }
-    return 0;
+}
+
+/* File s of a split: its split keys (file 0: after the model's, already
+ * set), its tensors, the header written. */
+static int shard_begin(sl_gguf_writer *w, const mk_model *m, const uint32_t *of, uint32_t s, uint32_t count)
+{
+    int rc = sl_gguf_writer_set_split_keys(w, s, count, m->n_tensors);
+    for (int i = 0; i < m->n_tensors && !rc; i++)
+        if (of[i] == s) rc = sl_gguf_writer_add_tensor(w, m->t[i].name, m->t[i].type, m->t[i].n_dims, m->t[i].ne);
+    return rc;
 }
 
 int perf_mkmodel_main(int argc, char **argv)
@@ -1147,7 +1172,7 @@ int perf_mkmodel_main(int argc, char **argv)
     uint64_t seed = 1;
     uint32_t ov[7] = {0};   /* n_layer n_embd n_ff n_head n_head_kv n_ctx n_vocab overrides */
     static const char *ovn[7] = { "--n-layer", "--n-embd", "--n-ff", "--n-head", "--n-head-kv", "--n-ctx", "--n-vocab" };
-    bool tied = false, keep_cache = false, arch_given = false;
+    bool tied = false, keep_cache = false, arch_given = false, sparse = false;
     uint64_t split_max = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -1155,6 +1180,7 @@ int perf_mkmodel_main(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "--tied")) { tied = true; continue; }
         if (!strcmp(a, "--keep-cache")) { keep_cache = true; continue; }
+        if (!strcmp(a, "--sparse")) { sparse = true; continue; }
         if (!strcmp(a, "--split-max-size")) {
             if (!(v = arg_val(argc, argv, &i))) return 2;
             if (parse_split_size(v, &split_max)) { fprintf(stderr, "mkmodel: bad --split-max-size '%s' (e.g. 50M, 2G)\n", v); return 2; }
@@ -1188,13 +1214,11 @@ int perf_mkmodel_main(int argc, char **argv)
         return 2;
     }
     if (!preset || !out) { usage(stderr); return 2; }
-    char split_prefix[4000], split_tmp[4096];
-    if (split_max) {   /* the model is written whole beside the split, then split */
+    char split_prefix[4000], path[4096];
+    if (split_max) {   /* files FILE-0000i-of-0000N.gguf, written one after the other */
         size_t ol = strlen(out);
         if (ol >= sizeof split_prefix) { fprintf(stderr, "mkmodel: -o path too long\n"); return 2; }
         snprintf(split_prefix, sizeof split_prefix, "%.*s", (int)(ol > 5 && !strcmp(out + ol - 5, ".gguf") ? ol - 5 : ol), out);
-        snprintf(split_tmp, sizeof split_tmp, "%s.unsplit.gguf", split_prefix);
-        out = split_tmp;
     }
     const mk_preset *ps = find_preset(preset);
     if (!ps) {
@@ -1259,7 +1283,8 @@ int perf_mkmodel_main(int argc, char **argv)
     /* the preset's head dim only while its heads are kept */
     m.head_dim = ps->head_dim && !ov[1] && !ov[3] ? ps->head_dim : m.n_embd / m.n_head;
     m.rope_orig_ctx = ar->fused ? ps->rope_orig_ctx : 0;
-    if (m.n_embd % m.n_head || m.n_head % m.n_head_kv || m.head_dim % 2) {
+    const bool own_head_dim = ps->head_dim && !ov[1] && !ov[3];   /* GLM-4.5-Air: 96 heads of 128 over 4096 */
+    if ((!own_head_dim && m.n_embd % m.n_head) || m.n_head % m.n_head_kv || m.head_dim % 2) {
         fprintf(stderr, "mkmodel: n_embd %u, n_head %u, n_head_kv %u do not divide into heads\n",
                 m.n_embd, m.n_head, m.n_head_kv);
         return 2;
@@ -1298,6 +1323,23 @@ int perf_mkmodel_main(int argc, char **argv)
         return 2;
     }
 
+    /* the file of each tensor (all 0 unsplit) */
+    static uint32_t of[MK_MAX_TENSORS];
+    uint32_t n_files = 1;
+    memset(of, 0, sizeof of);
+    if (split_max) {
+        static uint64_t nb[MK_MAX_TENSORS];
+        static const char *names[MK_MAX_TENSORS];
+        for (int i = 0; i < m.n_tensors; i++) nb[i] = m.t[i].nbytes, names[i] = m.t[i].name;
+        n_files = sl_gguf_split_assign(preset, m.n_tensors, nb, names, split_max, of);
+        if (!n_files) {
+            fprintf(stderr, "mkmodel: split: %s\n", sl_last_error());
+            if (vg) sl_gguf_close(vg);
+            return 2;
+        }
+        sl_gguf_split_path(path, sizeof path, split_prefix, 0, n_files);
+        out = path;
+    }
     sl_gguf_writer *w = NULL;
     int rc = sl_gguf_writer_open(&w, out, 3);
     if (rc) {
@@ -1362,10 +1404,11 @@ int perf_mkmodel_main(int argc, char **argv)
     rc |= sl_gguf_writer_set_str(w, "sluice.synth.preset", preset);
     if (vg) rc |= copy_vocab(w, vg, m.n_vocab_file, m.n_vocab);
     uint64_t total = 0;
-    for (int i = 0; i < m.n_tensors && !rc; i++) {
-        rc = sl_gguf_writer_add_tensor(w, m.t[i].name, m.t[i].type, m.t[i].n_dims, m.t[i].ne);
-        total += m.t[i].nbytes;
-    }
+    for (int i = 0; i < m.n_tensors; i++) total += m.t[i].nbytes;
+    if (split_max) rc |= shard_begin(w, &m, of, 0, n_files);
+    else
+        for (int i = 0; i < m.n_tensors && !rc; i++)
+            rc = sl_gguf_writer_add_tensor(w, m.t[i].name, m.t[i].type, m.t[i].n_dims, m.t[i].ne);
     if (vg) sl_gguf_close(vg);
     if (!rc) rc = sl_gguf_writer_begin_data(w);
     if (rc) {
@@ -1389,8 +1432,27 @@ int perf_mkmodel_main(int argc, char **argv)
     uint64_t done = 0;
     sl_cli_progress pg;
     sl_cli_progress_begin(&pg, "mkmodel: writing", total, true);
+    uint32_t file = 0;
     for (int ti = 0; ti < m.n_tensors && !rc; ti++) {
         const mk_tensor *t = &m.t[ti];
+        if (of[ti] != file) {   /* the next file of the split */
+            if ((rc = sl_gguf_writer_close(w))) { w = NULL; fprintf(stderr, "mkmodel: %s: %s\n", out, sl_last_error()); break; }
+            if (!keep_cache) evict(out);
+            fprintf(stderr, "mkmodel: split file %s\n", out);
+            sl_gguf_split_path(path, sizeof path, split_prefix, ++file, n_files);
+            if ((rc = sl_gguf_writer_open(&w, out, 3)) || (rc = shard_begin(w, &m, of, file, n_files)) ||
+                (rc = sl_gguf_writer_begin_data(w))) {
+                fprintf(stderr, "mkmodel: %s: %s\n", out, sl_last_error());
+                if (w) sl_gguf_writer_abort(w);
+                w = NULL;
+                break;
+            }
+        }
+        if (sparse) {   /* a hole of the tensor's size */
+            if ((rc = sl_gguf_writer_skip(w, t->nbytes))) fprintf(stderr, "mkmodel: %s: %s\n", out, sl_gguf_writer_errmsg(w));
+            done += t->nbytes;
+            continue;
+        }
         uint64_t rows = t->ne[1] * t->ne[2], row_bytes = t->nbytes / rows;
         uint64_t per = MK_BUF / row_bytes;
         if (per == 0) { rc = -1; fprintf(stderr, "mkmodel: row of %s too large\n", t->name); break; }
@@ -1411,23 +1473,23 @@ int perf_mkmodel_main(int argc, char **argv)
     free(g);
     free(buf);
     sl_cli_progress_end(&pg);
-    if (rc) { sl_gguf_writer_abort(w); return 1; }
+    if (rc) {   /* the files of a split already complete are removed with this one */
+        if (w) sl_gguf_writer_abort(w);
+        for (uint32_t i = 0; i < file; i++) {
+            sl_gguf_split_path(path, sizeof path, split_prefix, i, n_files);
+            unlink(path);
+        }
+        return 1;
+    }
     rc = sl_gguf_writer_close(w);
     if (rc) { fprintf(stderr, "mkmodel: %s: %s\n", out, sl_last_error()); return 1; }
     double tw = perf_now() - t0;
-    if (!keep_cache) {
-        /* Write back and drop this file's pages so it does not crowd the page cache
-         * (posix_fadvise only; nothing system-wide). */
-        int fd = open(out, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            fdatasync(fd);
-            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-            close(fd);
-        }
-    }
-    fprintf(stderr, "mkmodel: wrote %s: %.2f GB in %.1f s (%.0f MB/s)%s\n", out, done / 1e9, tw,
-            done / 1e6 / (tw > 0 ? tw : 1), keep_cache ? "" : ", flushed and evicted from the page cache");
-    return split_max ? write_split(out, split_prefix, split_max, keep_cache) : 0;
+    if (!keep_cache) evict(out);
+    if (split_max) fprintf(stderr, "mkmodel: split file %s\n", out);
+    fprintf(stderr, "mkmodel: wrote %s: %.2f GB%s in %.1f s (%.0f MB/s)%s\n", out, done / 1e9,
+            sparse ? " (sparse: holes, no data)" : "", tw, done / 1e6 / (tw > 0 ? tw : 1),
+            keep_cache ? "" : ", flushed and evicted from the page cache");
+    return 0;
 }
 
 SL_CLI_COMMAND(sl_cmd_mkmodel, "mkmodel", "write a random-weight GGUF of any architecture, shape and quantization",

@@ -3,6 +3,7 @@
  * keys, values, determinism and that no two 4 KiB pages of weights are equal.
  * SL_HOST_ONLY (spawns the host `sluice` binary). */
 #include "sl_test.h"
+#include "util_cli.h"
 #include "util_file.h"
 #include "../engine/model.h"
 #include "../engine/sluice.h"
@@ -793,5 +794,59 @@ Test(mkmodel, qwen35_presets_every_mode, .timeout = 240)
         snprintf(path, sizeof path, "%s/%s", tmpdir, files[f]);
         check_every_mode(path, files[f]);
     }
+    cleanup();
+}
+
+/* --sparse: the file of the same options with its tensor data left as
+ * holes: the same size and header (metadata, tensor table), zeros where the
+ * data was, almost no disk; with --split-max-size, sparse files of the same
+ * split. A shape too large for the disk (GLM-4.5-Air, 61 GB) opens that way:
+ * the description checks every tensor (Air has no q/k norms). */
+Test(mkmodel, sparse_holes_same_metadata, .timeout = 120)
+{
+    setup_paths();
+    char a[PATH_MAX], b[PATH_MAX];
+    cr_assert_eq(mk("full.gguf", "--preset qwen3moe-tiny --vocab none --n-vocab 512", a, sizeof a), 0);
+    cr_assert_eq(mk("sparse.gguf", "--preset qwen3moe-tiny --vocab none --n-vocab 512 --sparse", b, sizeof b), 0);
+    struct stat sa, sb;
+    cr_assert_eq(stat(a, &sa), 0);
+    cr_assert_eq(stat(b, &sb), 0);
+    cr_assert_eq(sa.st_size, sb.st_size);
+    cr_assert_lt((uint64_t)sb.st_blocks * 512, (uint64_t)sb.st_size / 8, "%lld blocks of %lld bytes",
+                 (long long)sb.st_blocks, (long long)sb.st_size);
+    sl_gguf *g = NULL;
+    cr_assert_eq(sl_gguf_open_path(&g, a), 0);
+    const uint64_t data = sl_gguf_tensor_at(g, 0)->file_offset, last = sb.st_size - 4096;
+    sl_gguf_close(g);
+    size_t na, nb;
+    unsigned char *x = (unsigned char *)sl_test_slurp(a, &na), *y = (unsigned char *)sl_test_slurp(b, &nb);
+    cr_assert(x && y && na == nb);
+    cr_assert_eq(memcmp(x, y, data), 0, "the header and tensor table differ");
+    for (uint64_t i = data; i < nb; i++) cr_assert_eq(y[i], 0, "byte %llu", (unsigned long long)i);
+    cr_assert_neq(memcmp(x + last, y + last, 4096), 0);
+    free(x);
+    free(y);
+    char out[8192], cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "plan -m %s", b);
+    cr_assert_eq(sl_test_sluice(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "model tensors"), "%s", out);
+
+    cr_assert_eq(mk("s", "--preset qwen3moe-tiny --vocab none --n-vocab 512 --sparse --split-max-size 5M", a, sizeof a),
+                 0);
+    snprintf(a, sizeof a, "%s/s-00002-of-00002.gguf", tmpdir);
+    cr_assert_eq(sl_gguf_open_path(&g, a), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_gguf_n_shards(g), 2u);
+    sl_gguf_close(g);
+
+    sl_model_desc d;
+    g = mk_open_arch("air.gguf", "--preset glm-4.5-air --vocab none --n-vocab 512 --sparse", "glm4moe");
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.1.attn_q_norm.weight"));
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.0.attn_k_norm.weight"));
+    described(g, &d);
+    cr_assert(d.n_layer == 46 && d.n_expert == 128 && !sl_model_layer(&d, 1)->attn.qk_norm);
+    sl_gguf_close(g);
+    g = mk_open_arch("glm.gguf", "--preset glm4moe-tiny --vocab none --n-vocab 512 --sparse", "glm4moe");
+    check_shape(g, "blk.1.attn_q_norm.weight", SL_GGML_F32, 128, 1);
+    sl_gguf_close(g);
     cleanup();
 }

@@ -67,7 +67,7 @@ Test(model, unknown_architecture)
     mt_mutation mu = { .arch = "xyz" };
     mt_expect_refused("arch", &mu, SL_EUNSUPPORTED,
                       "architecture 'xyz' not supported (llama, qwen2, qwen3, phi3, gemma3, gemma4, qwen2moe, qwen3moe, "
-                      "gpt-oss, glm4moe, deepseek2, qwen35, qwen35moe)",
+                      "gpt-oss, glm4moe, deepseek2, qwen35, qwen35moe, qwen3next)",
                       "architecture 'xyz' not supported");
 }
 

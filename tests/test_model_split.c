@@ -209,6 +209,18 @@ Test(model_split, mkmodel_split_max_size_and_info, .timeout = 180)
     }
     free(x);
     free(y);
+    /* written file by file, the bytes of the library's splitter (gguf-split's
+     * layout: perf/results/2026-11-29-interop.md) on the unsplit file */
+    char lib[128];
+    snprintf(lib, sizeof lib, "%s/lib", dir);
+    uint32_t n_lib = 0;
+    cr_assert_eq(sl_gguf_write_split(a, lib, 20000000u, &n_lib), 0, "%s", sl_last_error());
+    cr_assert_eq(n_lib, 2u);
+    for (uint32_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "cmp -s '%s/lib-%05u-of-00002.gguf' '%s/m-%05u-of-00002.gguf'", dir, i + 1, dir,
+                 i + 1);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+    }
     sl_gguf_close(a);
     sl_gguf_close(b);
     snprintf(cmd, sizeof cmd, "info %s", p);

@@ -3,7 +3,8 @@
  * full_attention_interval-th), and its tensors: the fused q | k | v
  * projection and the gate z, the causal conv taps, the decay (ssm_a,
  * ssm_dt.bias), the beta / alpha projections, the per-head output norm and
- * the output projection. The other layers keep the row's attention block:
+ * the output projection (qwen3next: grouped v heads, fused ssm_ba, maybe
+ * fused ssm_in; forward_gdn_proj.c). The other layers keep the row's attention block:
  * gated (q | gate per head), q/k norms, partial rope (IMROPE whose sections
  * all carry the token position for text: NEOX on rope.dimension_count dims).
  * The trailing MTP blocks (nextn_predict_layers) are such attention blocks
@@ -116,19 +117,41 @@ int sl_arch_gdn_keys(sl_model_desc *d, const sl_gguf *g)
     return sl_arch_nextn_check(d, g);
 }
 
+/* The projections: attn_qkv + attn_gate, else (grouped) the older fused
+ * ssm_in; beta / alpha as two matrices, or (grouped) one ssm_ba. */
+static int check_proj(const sl_model_desc *d, const sl_gguf *g, uint32_t l, uint64_t CH)
+{
+    const uint64_t E = (uint64_t)d->n_embd, NV = (uint64_t)d->ssm_nv, V = NV * (uint64_t)d->ssm_dv;
+    char name[96];
+    int rc;
+    snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", l);
+    if (d->ssm_grouped && !sl_gguf_find_tensor(g, name)) {
+        snprintf(name, sizeof name, "blk.%u.ssm_in.weight", l);
+        if (!sl_gguf_find_tensor(g, name))
+            return sl_err_set(SL_ENOENT, "tensor 'blk.%u.attn_qkv.weight' missing from the model (nor the fused "
+                              "'blk.%u.ssm_in.weight')", l, l);
+        if ((rc = sl_model_check_layer_tensor(g, l, "ssm_in.weight", E, CH + V, T_MATRIX))) return rc;
+    } else if ((rc = sl_model_check_layer_tensor(g, l, "attn_qkv.weight", E, CH, T_MATRIX)) ||
+               (rc = sl_model_check_layer_tensor(g, l, "attn_gate.weight", E, V, T_MATRIX))) {
+        return rc;
+    }
+    if (d->ssm_grouped) return sl_model_check_layer_tensor(g, l, "ssm_ba.weight", E, 2 * NV, T_MATRIX);
+    if ((rc = sl_model_check_layer_tensor(g, l, "ssm_beta.weight", E, NV, T_MATRIX)) ||
+        (rc = sl_model_check_layer_tensor(g, l, "ssm_alpha.weight", E, NV, T_MATRIX)))
+        return rc;
+    return 0;
+}
+
 int sl_arch_check_gdn(const sl_model_desc *d, const sl_gguf *g, uint32_t l)
 {
     const uint64_t E = (uint64_t)d->n_embd, NV = (uint64_t)d->ssm_nv, DV = (uint64_t)d->ssm_dv;
     const uint64_t CH = 2 * (uint64_t)d->ssm_nk * (uint64_t)d->ssm_dk + NV * DV;
     int rc;
     if ((rc = sl_model_check_layer_tensor(g, l, "attn_norm.weight", E, 0, T_F32)) ||
-        (rc = sl_model_check_layer_tensor(g, l, "attn_qkv.weight", E, CH, T_MATRIX)) ||
-        (rc = sl_model_check_layer_tensor(g, l, "attn_gate.weight", E, NV * DV, T_MATRIX)) ||
+        (rc = check_proj(d, g, l, CH)) ||
         (rc = sl_model_check_layer_tensor(g, l, "ssm_conv1d.weight", (uint64_t)d->ssm_conv, CH, T_F32)) ||
         (rc = sl_model_check_layer_tensor(g, l, "ssm_dt.bias", NV, 0, T_F32)) ||
         (rc = sl_model_check_layer_tensor(g, l, "ssm_a", NV, 0, T_F32)) ||
-        (rc = sl_model_check_layer_tensor(g, l, "ssm_beta.weight", E, NV, T_MATRIX)) ||
-        (rc = sl_model_check_layer_tensor(g, l, "ssm_alpha.weight", E, NV, T_MATRIX)) ||
         (rc = sl_model_check_layer_tensor(g, l, "ssm_norm.weight", DV, 0, T_F32)) ||
         (rc = sl_model_check_layer_tensor(g, l, "ssm_out.weight", NV * DV, E, T_MATRIX)))
         return rc;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #define SL_ARCH_EACH(X) X(llama) X(qwen2) X(qwen3) X(phi3) X(gemma3) X(gemma4) X(qwen2moe) X(qwen3moe) X(gptoss) \
-    X(glm4moe) X(deepseek2) X(qwen35) X(qwen35moe)
+    X(glm4moe) X(deepseek2) X(qwen35) X(qwen35moe) X(qwen3next)
 
 #define SL_ARCH_DECL(n) extern const sl_arch sl_arch_##n;
 SL_ARCH_EACH(SL_ARCH_DECL)

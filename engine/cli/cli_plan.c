@@ -155,11 +155,15 @@ static int cmd_plan(int argc, char **argv)
     ROW("GGUF metadata", p.meta_bytes);
     if (reserve_given) ROW("reserve (--reserve)", p.reserve_bytes);
     else {
-        char lab[64];
+        char lab[96];
         snprintf(lab, sizeof lab, "KV cache (ctx %d)", (int)rs.n_ctx);
         ROW(lab, rs.kv_bytes);
-        snprintf(lab, sizeof lab, "  per position (%s/%s)", sl_gguf_type_name((uint32_t)o.mp.type_k),
-                 sl_gguf_type_name((uint32_t)o.mp.type_v));
+        if (rs.kv_latent)   /* MLA: one row of the latent and the shared rope key, no V rows */
+            snprintf(lab, sizeof lab, "  per position (latent %d + rope key %d, %s, no V)", (int)rs.kv_latent,
+                     (int)rs.kv_rope, sl_gguf_type_name((uint32_t)o.mp.type_k));
+        else
+            snprintf(lab, sizeof lab, "  per position (%s/%s)", sl_gguf_type_name((uint32_t)o.mp.type_k),
+                     sl_gguf_type_name((uint32_t)o.mp.type_v));
         ROW(lab, rs.kv_pos_bytes);
         if (rs.n_swa_layers)
             printf("    %d of %d layers keep only their sliding window of %d positions\n", (int)rs.n_swa_layers,
