@@ -13,6 +13,12 @@ int sl_forward_gdn(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int32_t 
                    int32_t n);
 /* Scratch floats one row needs (f->rec_buf), 0 for a model without the block. */
 uint64_t sl_forward_gdn_row_floats(const sl_model_desc *d);
+/* Per-thread scratch of the chunked delta rule, all threads' (f->gdn_ws). */
+uint64_t sl_forward_gdn_ws_bytes(const sl_model_desc *d, int n_threads);
+/* Rows of one sequence from which a pass runs the delta rule chunkwise
+ * (fewer: token by token, so that decode, batched decode and speculative
+ * verification, 1..9 rows, stay bit for bit one another's). */
+#define SL_GDN_CHUNK_MIN 16
 /* Values of one layer's recurrent state: the conv rows, the delta state. */
 int64_t sl_forward_gdn_conv_len(const sl_model_desc *d);
 int64_t sl_forward_gdn_state_len(const sl_model_desc *d);
