@@ -128,7 +128,7 @@ typedef struct sl_model_params {
      * (bytes done of total, a few times a second and once at the end); NULL: not called */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
-    /* added in 0.7: a model with recurrent layers: snapshots of a session's recurrent state
+    /* added in 0.6: a model with recurrent layers: snapshots of a session's recurrent state
      * kept at n_batch boundaries of its prompts for prefix reuse (below), at most this many
      * per session (each the size of the state; counted with the KV cache); 0 = none */
     int32_t rec_snapshots;
