@@ -80,6 +80,7 @@ uint64_t sl_forward_arena_bytes(const sl_model_desc *d, int32_t n_batch, int32_t
     sz += A64(sl_forward_ple_arena_bytes(d, n_batch));
     sz += A64(sl_forward_moe_arena_bytes(d, n_batch));
     sz += A64(B * rec_row_floats(d) * 4);
+    sz += A64(sl_forward_gdn_ws_bytes(d, n_threads));
     return sz + 64;
 }
 
@@ -167,6 +168,8 @@ int sl_forward_init(sl_forward *f, const sl_model_desc *d, sl_stream *st, const 
     if (d->n_embd_ple) CARVE(f->ple, sl_forward_ple_arena_bytes(d, n_batch));
     if (d->n_expert) CARVE(f->moe, sl_forward_moe_arena_bytes(d, n_batch));
     if (rec_row_floats(d)) CARVE(f->rec_buf, B * rec_row_floats(d) * 4);
+    if (d->ssm_nv) CARVE(f->gdn_ws, sl_forward_gdn_ws_bytes(d, nth));
+    f->gdn_chunk_min = SL_GDN_CHUNK_MIN;
 #undef CARVE
 
     const float *freqs = NULL;

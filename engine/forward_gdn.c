@@ -8,8 +8,11 @@
  * is RMS-normed per head (ssm_norm), gated by SiLU(z) and projected by
  * ssm_out. The conv rows and S live in the sequence (kv.h, recurrent state);
  * tokens are applied in order, in F32, as llama.cpp does (the state step is
- * the kernels' delta_rule). A prompt chunk runs the recurrence token by
- * token too, heads in parallel, as llama.cpp's CPU op does. */
+ * the kernels' delta_rule). A pass of SL_GDN_CHUNK_MIN rows or more of a
+ * sequence runs it chunkwise instead (delta_chunk: SL_DELTA_CHUNK tokens
+ * per step, counted from the pass's first row), heads in parallel; the
+ * result depends on where passes start, so prompts are cut at the same
+ * places whenever a computed prefix must be reproduced (session.c). */
 #include "forward_gdn.h"
 
 #include <math.h>
@@ -40,6 +43,13 @@ uint64_t sl_forward_gdn_row_floats(const sl_model_desc *d)
     const uint64_t ch = 2 * (uint64_t)d->ssm_nk * (uint64_t)d->ssm_dk + (uint64_t)d->ssm_nv * (uint64_t)d->ssm_dv;
     return ch + 2 * (uint64_t)d->ssm_nv * (uint64_t)d->ssm_dv + 2 * (uint64_t)d->ssm_nv   /* qkv, z, o, beta, g */
          + sl_forward_gdn_proj_floats(d);
+}
+
+uint64_t sl_forward_gdn_ws_bytes(const sl_model_desc *d, int n_threads)
+{
+    if (!d->ssm_nv) return 0;
+    const uint64_t per = ((uint64_t)sl_kern_delta_chunk_ws(d->ssm_dk, d->ssm_dv) * 4 + 63) & ~(uint64_t)63;
+    return per * (uint64_t)(n_threads > 0 ? n_threads : 1);
 }
 
 int64_t sl_forward_gdn_conv_len(const sl_model_desc *d)
@@ -111,7 +121,9 @@ typedef struct gdn_job {
     float *S;                  /* the sequence's states, [nv][dk][dv] */
     const float *qkv, *bg;     /* rows: conv output (q | k | v, normed); beta | g */
     float *o;                  /* rows: [nv][dv] */
-    int32_t n;
+    float *ws;                 /* per thread sl_kern_delta_chunk_ws floats (f->gdn_ws) */
+    int64_t ws_len;
+    int32_t n, chunk_min;
 } gdn_job;
 
 static void gdn_heads(void *ctx, int ith, int nth)
@@ -126,6 +138,16 @@ static void gdn_heads(void *ctx, int ith, int nth)
         /* tiled [k0, k1, k0, k1, ...]; grouped (qwen3next) [k0, k0, k1, k1, ...] */
         const int32_t hk = d->ssm_grouped ? h / (nv / nk) : h % nk;
         float *S = j->S + (int64_t)h * dk * dv;
+        if (j->n >= j->chunk_min) {
+            for (int32_t t = 0; t < j->n; t += SL_DELTA_CHUNK) {
+                const float *x = j->qkv + (int64_t)t * ch, *b = j->bg + (int64_t)t * 2 * nv;
+                j->k->delta_chunk(S, x + (int64_t)hk * dk, x + (int64_t)(nk + hk) * dk,
+                                  x + 2 * (int64_t)nk * dk + (int64_t)h * dv, ch, b + h, b + nv + h, 2 * nv, scale,
+                                  j->n - t < SL_DELTA_CHUNK ? j->n - t : SL_DELTA_CHUNK, dk, dv,
+                                  j->o + ((int64_t)t * nv + h) * dv, (int64_t)nv * dv, j->ws + ith * j->ws_len);
+            }
+            continue;
+        }
         for (int32_t t = 0; t < j->n; t++) {
             const float *x = j->qkv + (int64_t)t * ch, *b = j->bg + (int64_t)t * 2 * nv;
             j->k->delta_rule(S, x + (int64_t)hk * dk, x + (int64_t)(nk + hk) * dk,
@@ -156,7 +178,8 @@ static void gdn_seq(sl_forward *f, const gdn_w *w, sl_kv *kv, int32_t l, int32_t
             b[nv + h] = softplusf(b[nv + h] + dt[h]) * A[h];
         }
     }
-    gdn_job j = { .d = d, .k = f->k, .S = sl_kv_rec_state(kv, l), .qkv = qkv, .bg = bg, .o = o, .n = n };
+    gdn_job j = { .d = d, .k = f->k, .S = sl_kv_rec_state(kv, l), .qkv = qkv, .bg = bg, .o = o, .ws = f->gdn_ws,
+                  .ws_len = (int64_t)sl_forward_gdn_ws_bytes(d, 1) / 4, .n = n, .chunk_min = f->gdn_chunk_min };
     sl_pool_run(f->pool, gdn_heads, &j);
 }
 

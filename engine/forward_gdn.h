@@ -21,6 +21,12 @@ struct sl_act_cache;
 int sl_forward_gdn_proj(sl_forward *f, struct sl_act_cache *c, const sl_stream_view *v, int32_t l, int32_t n,
                         float *qkv, float *z, float *bg, float *scratch);
 uint64_t sl_forward_gdn_proj_floats(const sl_model_desc *d);
+/* Per-thread scratch of the chunked delta rule, all threads' (f->gdn_ws). */
+uint64_t sl_forward_gdn_ws_bytes(const sl_model_desc *d, int n_threads);
+/* Rows of one sequence from which a pass runs the delta rule chunkwise
+ * (fewer: token by token, so that decode, batched decode and speculative
+ * verification, 1..9 rows, stay bit for bit one another's). */
+#define SL_GDN_CHUNK_MIN 16
 /* Values of one layer's recurrent state: the conv rows, the delta state. */
 int64_t sl_forward_gdn_conv_len(const sl_model_desc *d);
 int64_t sl_forward_gdn_state_len(const sl_model_desc *d);

@@ -86,6 +86,8 @@ typedef struct sl_forward {
     void *ple;
     /* Gated DeltaNet rows / gated attention's q | gate rows (NULL: neither) */
     float *rec_buf;
+    float *gdn_ws;           /* per thread: the chunked delta rule's scratch (forward_gdn.h) */
+    int32_t gdn_chunk_min;   /* SL_GDN_CHUNK_MIN (forward_gdn.h; tests raise it to compare) */
     /* MoE FFN scratch (forward_moe.c lays it out; NULL for a dense model) */
     void *moe;
     sl_forward_prof *prof;              /* NULL: not profiling (the session sets it per pass) */

@@ -37,6 +37,8 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
         return SL_EINVAL;
     if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0)
         return sl_err_set(SL_EINVAL, "model params: negative n_threads / n_ctx / n_batch");
+    if (p.rec_snapshots < 0 || p.rec_snapshots > 4096)
+        return sl_err_set(SL_EINVAL, "model params: rec_snapshots %d (0..4096)", p.rec_snapshots);
     if (p.n_keep < -1)
         return sl_err_set(SL_EINVAL, "model params: n_keep %d (-1 = the first prompt, or >= 0)", p.n_keep);
     sl_model *m = calloc(1, sizeof *m);

@@ -77,8 +77,13 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
      * the file once, those blocks included, and keeps its name */
     r->n_keep = d->n_layer_nextn > 0 && p->mode != SL_MODE_RESIDENT && !p->keep_nextn ? d->n_layer : 0;
     for (int32_t l = 0; l < r->n_keep; l++) r->keep[l] = sl_reserve_layer_kept(p, l);
-    /* a recurrent model's fixed-size state counts with its cache */
-    if (__builtin_add_overflow(r->kv_bytes, sl_forward_gdn_state_bytes(d), &r->kv_bytes)) r->kv_bytes = UINT64_MAX;
+    /* a recurrent model's fixed-size state counts with its cache, and so do
+     * its prefix-reuse snapshots (session_snap.c) */
+    const uint64_t n_states = 1 + (uint64_t)(p->rec_snapshots > 0 ? p->rec_snapshots : 0);
+    uint64_t rec;
+    if (__builtin_mul_overflow(sl_forward_gdn_state_bytes(d), n_states, &rec) ||
+        __builtin_add_overflow(r->kv_bytes, rec, &r->kv_bytes))
+        r->kv_bytes = UINT64_MAX;
     r->arena_bytes = sl_forward_arena_bytes(d, r->n_batch, r->n_ctx, nth);
     r->logits_bytes = (uint64_t)d->n_vocab * (4 + 4 + 8 + 1) + (uint64_t)r->n_ctx * 4;
     r->panel_bytes = sl_kern_matmul_scratch_bound(r->k, max_k, r->n_batch, nth);

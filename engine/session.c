@@ -54,6 +54,7 @@ int sl_session_create(sl_session **out, sl_model *m)
 void sl_session_destroy(sl_session *s)
 {
     if (!s) return;
+    sl_session_snap_free(s);
     sl_pressure_free(s->pressure);
     sl_forward_prof_free(&s->prof);
     sl_kv_free(&s->kv);
@@ -82,7 +83,7 @@ void sl_session_reset(sl_session *s)
 {
     sl_kv_clear(&s->kv);
     s->epoch++;
-    s->fresh_len = 0;
+    sl_session_fresh_cut(s, 0);
     s->refill = false;
     s->have_logits = false;
     s->t_first_feed = -1;
@@ -101,12 +102,12 @@ int32_t sl_session_prefix_reusable(const sl_session *s, const int32_t *ids, int 
     while (c < lim && s->hist[c] == ids[c]) c++;
     int32_t nb = s->m->n_batch;
     c -= c % nb;                    /* the rest is fed in a fresh prefill's chunks */
+    /* a recurrent state holds exactly n_past positions, a snapshot its own */
+    if (kv->rec && (c != kv->n_past || kv->rec_pos != kv->n_past)) c = sl_session_snap_below(s, c);
     /* a sliding-window ring must still hold the window before c (its
      * window - 1 = cap - n_batch: sl_kv_ring_cap) */
     for (int32_t l = 0; c > 0 && l < kv->n_layer; l++)
         if (kv->cap[l] < kv->n_ctx && kv->base[l] > 0 && kv->base[l] > c - (kv->cap[l] - nb)) c = 0;
-    /* a recurrent state holds exactly n_past positions: all or nothing */
-    if (kv->rec && (c != kv->n_past || kv->rec_pos != kv->n_past)) c = 0;
     return c;
 }
 
@@ -114,8 +115,9 @@ int32_t sl_session_keep_prefix(sl_session *s, const int32_t *ids, int n)
 {
     int32_t c = sl_session_prefix_reusable(s, ids, n);
     if (c == 0) { sl_session_reset(s); return 0; }
+    if (s->kv.rec && (c != s->kv.n_past || s->kv.rec_pos != s->kv.n_past)) sl_session_snap_restore(s, c);
     s->kv.n_past = c;               /* rows past it are overwritten by the next feed */
-    s->fresh_len = c;
+    sl_session_fresh_cut(s, c);
     s->refill = true;
     s->epoch++;
     s->have_logits = false;
@@ -138,6 +140,26 @@ static void count_io(sl_stats *st, const sl_stream_stats *a, const sl_stream_sta
     st->expert_misses += b->expert_misses - a->expert_misses;
     st->expert_bytes_read += b->expert_bytes_read - a->expert_bytes_read;
     st->expert_stall_ms += b->expert_stall_ms - a->expert_stall_ms;
+}
+
+/* The forward pass of a feed. A fresh prefill of a model with recurrent
+ * layers runs it one n_batch chunk at a time (the chunks sl_forward_run
+ * cuts) to snapshot the state at their ends. */
+static int forward(sl_session *s, const int32_t *ids, int n, int mode, float *logits)
+{
+    sl_forward *fw = &s->m->fw;
+    const int32_t nb = s->m->n_batch, past = s->kv.n_past;
+    if (!s->kv.rec || s->m->p.rec_snapshots <= 0 || s->fresh_len != past || past % nb || n < nb)
+        return sl_forward_run(fw, &s->kv, ids, n, mode, logits);
+    for (int32_t i0 = 0; i0 < n; i0 += nb) {
+        const int32_t k = n - i0 < nb ? n - i0 : nb;
+        const bool all = mode == SL_LOGITS_ALL;
+        int rc = sl_forward_run(fw, &s->kv, ids + i0, k, all || i0 + k == n ? mode : SL_LOGITS_NONE,
+                                all ? logits + (int64_t)i0 * s->m->d.n_vocab : logits);
+        if (rc) return rc;
+        if (k == nb) sl_session_snap_take(s);
+    }
+    return 0;
 }
 
 /* One forward over ids with timing and streamer stats accounting. */
@@ -164,9 +186,9 @@ static int run(sl_session *s, const int32_t *ids, int n, int mode, float *logits
     double t0 = sl_now_ms();
     if (!decode && s->t_first_feed < 0) s->t_first_feed = t0;
     int32_t past = s->kv.n_past;
-    if (s->fresh_len > past) s->fresh_len = past;   /* rows from past on are rewritten */
+    sl_session_fresh_cut(s, past);   /* rows from past on are rewritten */
     bool prof = decode && sl_session_prof_begin(s);
-    rc = sl_forward_run(&m->fw, &s->kv, ids, n, mode, logits);
+    rc = forward(s, ids, n, mode, logits);
     double t1 = sl_now_ms();
     if (prof) sl_session_prof_end(s, rc, n, t1 - t0);
     sl_stream_get_stats(m->st, &b);
@@ -405,7 +427,7 @@ void sl_session_fed(sl_session *s, const int32_t *ids, int n, bool ok, double ms
 {
     s->epoch++;
     int32_t past = ok ? s->kv.n_past - n : s->kv.n_past;   /* rows from past on were written */
-    if (s->fresh_len > past) s->fresh_len = past;
+    sl_session_fresh_cut(s, past);
     if (!ok) {               /* the pass failed: the cache rows past n_past are not trusted */
         s->have_logits = false;
         snprintf(s->err, sizeof s->err, "%s", sl_last_error());

@@ -43,6 +43,12 @@ struct sl_session {
      * prefill cuts). Decode rows (other batch shapes), shifted rows and rows
      * restored from files are not counted. Always <= kv.n_past. */
     int32_t fresh_len;
+    /* Recurrent-state snapshots (session_snap.c): snap_n states of snap_pos[i]
+     * positions, each a multiple of snap_every (a multiple of n_batch) and
+     * <= fresh_len; snap: rec_snapshots states, allocated at the first one. */
+    float *snap;
+    int32_t *snap_pos;
+    int32_t snap_n, snap_every;
     bool refill;                /* keep_prefix: the next feed completes the "first prompt" (n_keep -1) */
     /* decode profile (sl_session_set_profile); prof.thread_ns NULL until first on */
     sl_forward_prof prof;
@@ -50,6 +56,20 @@ struct sl_session {
     int64_t prof_tokens, prof_samples;
     double prof_fwd_ms;
 };
+
+/* ---- recurrent-state snapshots for prefix reuse (session_snap.c) ---------
+ * Taken after a prompt feed's whole n_batch chunk that extends fresh_len
+ * (the state then is the one a fresh prefill has there). Bounded by
+ * rec_snapshots: when full, every other one goes and the spacing doubles. */
+/* Forgets rows from len on: fresh_len and the snapshots past it. */
+void sl_session_fresh_cut(sl_session *s, int32_t len);
+/* A snapshot of the state as it is now, at kv.n_past (a fresh chunk's end). */
+void sl_session_snap_take(sl_session *s);
+/* The largest snapshot position <= c (0: none). */
+int32_t sl_session_snap_below(const sl_session *s, int32_t c);
+/* The state set to the snapshot at pos (one sl_session_snap_below gave). */
+void sl_session_snap_restore(sl_session *s, int32_t pos);
+void sl_session_snap_free(sl_session *s);
 
 /* Keeps the last error as the session's message (sl_session_errmsg); returns rc. */
 static inline int sl_session_fail(sl_session *s, int rc)

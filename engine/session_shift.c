@@ -22,7 +22,7 @@ static int shift(sl_session *s, int32_t keep, int32_t n_discard)
     int rc = sl_forward_kv_shift(&s->m->fw, &s->kv, keep, n_discard);
     if (rc) return rc;
     memmove(s->hist + keep, s->hist + keep + n_discard, (size_t)(s->kv.n_past - keep) * sizeof *s->hist);
-    if (s->fresh_len > keep) s->fresh_len = keep;   /* the kept rows were re-rotated */
+    sl_session_fresh_cut(s, keep);   /* the kept rows were re-rotated */
     s->stats.n_ctx_shift++;
     s->stats.n_ctx_dropped += n_discard;
     return 0;

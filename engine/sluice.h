@@ -131,6 +131,10 @@ typedef struct sl_model_params {
     /* added in 0.6: stream / mmap modes keep the file's NextN (MTP) blocks in the schedule,
      * for SL_SPEC_MTP (they are left out otherwise; resident mode always reads them) */
     bool keep_nextn;
+    /* added in 0.6: a model with recurrent layers: snapshots of a session's recurrent state
+     * kept at n_batch boundaries of its prompts for prefix reuse (below), at most this many
+     * per session (each the size of the state; counted with the KV cache); 0 = none */
+    int32_t rec_snapshots;
 } sl_model_params;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_MODEL_PARAMS_MIN_SIZE SL_STRUCT_END(sl_model_params, mlock)
@@ -309,6 +313,9 @@ SL_API int sl_session_load_prefix(sl_session *s, const char *path, const int32_t
  * shift or the pressure window moved, rows restored from a file and positions
  * a sliding-window ring has dropped are never kept. Feeding ids[kept..n) then
  * gives bitwise the logits of a fresh session fed ids[0..n).
+ * A model with recurrent layers keeps only what its state can restore: the
+ * whole history, or the largest snapshot position at or below that count
+ * (sl_model_params.rec_snapshots; without snapshots: all or nothing).
  * reusable: how many positions keep_prefix would keep (at most n - 1, so
  *   the logits are computed); nothing changes.
  * keep_prefix: keeps them (the cache, history and sampler history up to

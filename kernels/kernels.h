@@ -90,10 +90,26 @@ typedef struct sl_kern {
      * every level. */
     void (*delta_rule)(float *S, const float *q, const float *k, const float *v, float beta, float decay,
                        float scale, int32_t dk, int32_t dv, float *o, float *m);
+    /* The same recurrence over n (1..SL_DELTA_CHUNK) tokens of one v head at
+     * once, in the chunkwise (WY) form: the tokens' corrections solve one
+     * unit lower-triangular system, the state is read twice and updated
+     * once. Token t's q, k, v at q/k/v + t ld (q, k: dk values; v: dv), its
+     * beta and log decay (decay = e^gl) at beta/gl + t ldb; its output to
+     * o + t ldo; ws: sl_kern_delta_chunk_ws floats. Equals delta_rule's
+     * result to rounding (a different order of the same sums); bit for bit
+     * alike at every level (the products are one level GEMM whose sums run
+     * in the scalar order). */
+    void (*delta_chunk)(float *S, const float *q, const float *k, const float *v, int64_t ld, const float *beta,
+                        const float *gl, int64_t ldb, float scale, int32_t n, int32_t dk, int32_t dv, float *o,
+                        int64_t ldo, float *ws);
     /* f32 -> Q8_K blocks (n a multiple of 256), bytes equal to
      * sl_quant_row_q8_k's; NULL: that scalar function */
     void (*quantize_q8_k)(const float *x, void *y, int64_t n);
 } sl_kern;
+
+/* Tokens of one delta_chunk call at most, and the scratch floats it needs. */
+#define SL_DELTA_CHUNK 64
+int64_t sl_kern_delta_chunk_ws(int32_t dk, int32_t dv);
 
 /* Best level for this CPU, or the one SLUICE_ISA names (NULL + errno-style
  * failure if SLUICE_ISA names one this CPU/build lacks: see sl_kern_best_checked). */

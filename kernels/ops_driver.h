@@ -233,6 +233,78 @@ static void ops_delta_rule(float *S, const float *q, const float *k, const float
     }
 }
 
+/* Four rows of the gemm (ops_internal.h) over the lanes [j, j + w) of one
+ * vector (w < SL_VW only with masks): each lane's sum in kk order. */
+SL_VINL void gemm_rows4(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        int32_t k, int add, int64_t j, int64_t w)
+{
+    sl_vf x0 = add ? sl_v_ldm(c + j, w) : sl_v_zero(), x1 = add ? sl_v_ldm(c + ldc + j, w) : sl_v_zero();
+    sl_vf x2 = add ? sl_v_ldm(c + 2 * ldc + j, w) : sl_v_zero(), x3 = add ? sl_v_ldm(c + 3 * ldc + j, w) : sl_v_zero();
+    for (int32_t kk = 0; kk < k; kk++) {
+        const sl_vf y = sl_v_ldm(b + kk * ldb + j, w);
+        x0 = x0 + sl_v_set1(a[kk]) * y;
+        x1 = x1 + sl_v_set1(a[lda + kk]) * y;
+        x2 = x2 + sl_v_set1(a[2 * lda + kk]) * y;
+        x3 = x3 + sl_v_set1(a[3 * lda + kk]) * y;
+    }
+    sl_v_stm(c + j, x0, w);
+    sl_v_stm(c + ldc + j, x1, w);
+    sl_v_stm(c + 2 * ldc + j, x2, w);
+    sl_v_stm(c + 3 * ldc + j, x3, w);
+}
+
+/* One row over two whole vectors of lanes [j, j + 2 SL_VW), else over one
+ * vector [j, j + w). */
+SL_VINL void gemm_row(float *c, const float *a, const float *b, int64_t ldb, int32_t k, int add, int64_t j,
+                      int two, int64_t w)
+{
+    if (two) {
+        sl_vf x0 = add ? sl_v_ld(c + j) : sl_v_zero(), x1 = add ? sl_v_ld(c + j + SL_VW) : sl_v_zero();
+        for (int32_t kk = 0; kk < k; kk++) {
+            const sl_vf ak = sl_v_set1(a[kk]);
+            x0 = x0 + ak * sl_v_ld(b + kk * ldb + j);
+            x1 = x1 + ak * sl_v_ld(b + kk * ldb + j + SL_VW);
+        }
+        sl_v_st(c + j, x0);
+        sl_v_st(c + j + SL_VW, x1);
+        return;
+    }
+    sl_vf x = add ? sl_v_ldm(c + j, w) : sl_v_zero();
+    for (int32_t kk = 0; kk < k; kk++) x = x + sl_v_set1(a[kk]) * sl_v_ldm(b + kk * ldb + j, w);
+    sl_v_stm(c + j, x, w);
+}
+
+/* The gemm of ops_internal.h: lanes over the columns, four rows share each
+ * load of b; columns past the vector body (levels without masks) in scalar
+ * code with the same per-lane order. */
+static void ops_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb, int32_t m,
+                     int32_t n, int32_t k, int add)
+{
+    const int64_t nb = sl_vbody(n, SL_VW);
+    int32_t r = 0;
+    for (; r + 4 <= m; r += 4)
+        for (int64_t j = 0; j < nb; j += SL_VW)
+            gemm_rows4(c + r * ldc, ldc, a + r * lda, lda, b, ldb, k, add, j, n - j);
+    for (; r < m; r++)
+        for (int64_t j = 0, two; j < nb; j += two ? 2 * SL_VW : SL_VW) {
+            two = nb - j >= 2 * SL_VW;
+            gemm_row(c + r * ldc, a + r * lda, b, ldb, k, add, j, (int)two, n - j);
+        }
+    for (r = 0; r < m && nb < n; r++)
+        for (int64_t j = nb; j < n; j++) {
+            float acc = add ? c[r * ldc + j] : 0.0f;
+            for (int32_t kk = 0; kk < k; kk++) acc += a[r * lda + kk] * b[kk * ldb + j];
+            c[r * ldc + j] = acc;
+        }
+}
+
+static void ops_delta_chunk(float *S, const float *q, const float *k, const float *v, int64_t ld, const float *beta,
+                            const float *gl, int64_t ldb, float scale, int32_t n, int32_t dk, int32_t dv, float *o,
+                            int64_t ldo, float *ws)
+{
+    sl_delta_chunk_run(ops_gemm, S, q, k, v, ld, beta, gl, ldb, scale, n, dk, dv, o, ldo, ws);
+}
+
 static inline void ops_fill(sl_kern *k) { SL_OPS_FILL(k, ops); }
 
 #endif

@@ -14,7 +14,18 @@
 #define SL_OPS_FILL(k, P)                                                      \
     ((k)->rmsnorm = P##_rmsnorm, (k)->rope = P##_rope, (k)->silu_mul = P##_silu_mul, \
      (k)->add = P##_add, (k)->f32_to_f16 = P##_f32_to_f16, (k)->gelu_mul = P##_gelu_mul, \
-     (k)->delta_rule = P##_delta_rule)
+     (k)->delta_rule = P##_delta_rule, (k)->delta_chunk = P##_delta_chunk)
+
+/* c[r][j] = (add ? c[r][j] : 0) + sum over kk of a[r][kk] b[kk][j], each sum
+ * started from that first value and taken in kk order, a product then an
+ * add per term (r < m, j < n, kk < k; rows ld* floats apart). A level's
+ * version is bit for bit the scalar one. */
+typedef void (*sl_gemm_f32_fn)(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                               int32_t m, int32_t n, int32_t k, int add);
+/* delta_chunk (kernels.h) written once over a level's gemm (delta_chunk.c). */
+void sl_delta_chunk_run(sl_gemm_f32_fn gemm, float *S, const float *q, const float *k, const float *v, int64_t ld,
+                        const float *beta, const float *gl, int64_t ldb, float scale, int32_t n, int32_t dk,
+                        int32_t dv, float *o, int64_t ldo, float *ws);
 
 /* Attention: one work item = query row `row`, heads h0..h0+ng-1, all sharing
  * kv head kvh (ng <= SL_ATTN_GMAX), so K/V rows are read once for the group.

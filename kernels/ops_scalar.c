@@ -78,4 +78,23 @@ static void scalar_delta_rule(float *S, const float *q, const float *k, const fl
     }
 }
 
+/* The oracle of every level's gemm (ops_internal.h). */
+static void scalar_gemm(float *c, int64_t ldc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        int32_t m, int32_t n, int32_t k, int add)
+{
+    for (int32_t r = 0; r < m; r++)
+        for (int32_t j = 0; j < n; j++) {
+            float acc = add ? c[r * ldc + j] : 0.0f;
+            for (int32_t kk = 0; kk < k; kk++) acc += a[r * lda + kk] * b[kk * ldb + j];
+            c[r * ldc + j] = acc;
+        }
+}
+
+static void scalar_delta_chunk(float *S, const float *q, const float *k, const float *v, int64_t ld,
+                               const float *beta, const float *gl, int64_t ldb, float scale, int32_t n, int32_t dk,
+                               int32_t dv, float *o, int64_t ldo, float *ws)
+{
+    sl_delta_chunk_run(scalar_gemm, S, q, k, v, ld, beta, gl, ldb, scale, n, dk, dv, o, ldo, ws);
+}
+
 void sl_ops_fill_scalar(sl_kern *k) { SL_OPS_FILL(k, scalar); }

@@ -15,6 +15,12 @@
  *    same operations in the same order, no FMA); scalar vs double: each
  *    output sums dk products of sums of dk products: 4 dk u times the sum of
  *    the magnitudes that enter it.
+ *  - delta_chunk: SIMD == scalar bitwise (the same elementwise code around
+ *    each level's gemm, whose sums run in the scalar order, no FMA); against
+ *    the recurrence in double, token by token: each output and state value
+ *    is a sum over dk + n terms (the state read, the triangular solve, the
+ *    chunk's own tokens): 2 (dk + n) u times the magnitudes that enter the
+ *    recurrence's output (delta_ref's), resp. |S| + 1 for the state.
  *  - gelu_mul: SIMD == scalar bitwise (the same F16 table entries, one
  *    product); the scalar entry vs the double tanh formula: within the F16
  *    table's error the golden README gives (0.0039 absolute, 0.4% relative).
@@ -62,7 +68,7 @@ static int get_levels(sl_kern *lv)
         cr_assert_not_null(lv[i].rmsnorm); cr_assert_not_null(lv[i].rope);
         cr_assert_not_null(lv[i].silu_mul);
         cr_assert_not_null(lv[i].add); cr_assert_not_null(lv[i].f32_to_f16);
-        cr_assert_not_null(lv[i].delta_rule);
+        cr_assert_not_null(lv[i].delta_rule); cr_assert_not_null(lv[i].delta_chunk);
         cr_assert_not_null(lv[i].gelu_mul);
     }
     return n;
@@ -355,6 +361,64 @@ Test(kern_ops, delta_rule)
         free(S0); free(S); free(q); free(k); free(v); free(o0); free(o); free(m);
         free(Sd); free(od); free(mag);
     }
+}
+
+/* delta_chunk over n tokens laid out as the forward pass has them (rows of
+ * q | k | v, rows of beta | log decay, output rows with a gap) against
+ * delta_ref applied token by token, and every level against scalar. */
+static void chunk_case(const sl_kern *lv, int nl, int dk, int dv, int n, float gl_lo, float gl_hi)
+{
+    const int64_t ld = 2 * dk + dv + 1, ldo = dv + 3;
+    float *S0 = fbuf((int64_t)dk * dv), *S = fbuf((int64_t)dk * dv), *x = fbuf(n * ld), *bg = fbuf(2 * n);
+    float *o0 = fbuf(n * ldo), *o = fbuf(n * ldo), *ws = fbuf(sl_kern_delta_chunk_ws(dk, dv));
+    double *Sd = calloc((size_t)dk * dv, sizeof *Sd), *od = calloc((size_t)dv, sizeof *od);
+    double *mag = calloc((size_t)dv, sizeof *mag);
+    const float scale = 1.0f / sqrtf((float)dk);
+    for (int i = 0; i < dk * dv; i++) Sd[i] = S[i] = S0[i] = frand(-1, 1);
+    for (int t = 0; t < n; t++) {
+        for (int i = 0; i < 2 * dk; i++) x[t * ld + i] = frand(-0.3f, 0.3f);
+        for (int j = 0; j < dv; j++) x[t * ld + 2 * dk + j] = frand(-2, 2);
+        bg[2 * t] = frand(0, 1);
+        bg[2 * t + 1] = frand(gl_lo, gl_hi);
+    }
+    for (int64_t i = 0; i < n * ldo + 16; i++) o0[i] = o[i] = CANARY;
+    lv[0].delta_chunk(S0, x, x + dk, x + 2 * dk, ld, bg, bg + 1, 2, scale, n, dk, dv, o0, ldo, ws);
+    for (int t = 0; t < n; t++) {
+        const float *xt = x + t * ld;
+        delta_ref(Sd, xt, xt + dk, xt + 2 * dk, bg[2 * t], exp((double)bg[2 * t + 1]), scale, dk, dv, od, mag);
+        for (int j = 0; j < dv; j++)
+            cr_assert(fabs(o0[t * ldo + j] - od[j]) <= 2.0 * (dk + n) * U * mag[j] + 1e-30,
+                      "scalar delta_chunk %dx%d n %d token %d lane %d: %g vs %g (magnitude %g)", dk, dv, n, t, j,
+                      o0[t * ldo + j], od[j], mag[j]);
+        for (int j = dv; j < ldo; j++) cr_assert(o0[t * ldo + j] == CANARY, "delta_chunk wrote past dv");
+    }
+    cr_assert(canary_ok(o0, n * ldo), "delta_chunk wrote past its rows");
+    for (int i = 0; i < dk * dv; i++)
+        cr_assert(fabs(S0[i] - Sd[i]) <= 2.0 * (dk + n) * U * (fabs(Sd[i]) + 1),
+                  "scalar delta_chunk %dx%d n %d state %d: %g vs %g", dk, dv, n, i, S0[i], Sd[i]);
+    for (int l = 1; l < nl; l++) {
+        float *Sl = fbuf((int64_t)dk * dv);
+        memcpy(Sl, S, (size_t)dk * dv * sizeof *Sl);
+        lv[l].delta_chunk(Sl, x, x + dk, x + 2 * dk, ld, bg, bg + 1, 2, scale, n, dk, dv, o, ldo, ws);
+        cr_assert(!memcmp(o, o0, (size_t)(n * ldo + 16) * sizeof *o) &&
+                  !memcmp(Sl, S0, (size_t)dk * dv * sizeof *Sl),
+                  "%s delta_chunk %dx%d n %d differs from scalar", lv[l].name, dk, dv, n);
+        free(Sl);
+    }
+    free(S0); free(S); free(x); free(bg); free(o0); free(o); free(ws); free(Sd); free(od); free(mag);
+}
+
+Test(kern_ops, delta_chunk)
+{
+    sl_kern lv[4];
+    int nl = get_levels(lv);
+    static const int dims[][2] = { { 128, 128 }, { 64, 64 }, { 16, 13 }, { 8, 37 }, { 3, 1 }, { 32, 47 } };
+    static const int ns[] = { 1, 2, 5, 16, 33, SL_DELTA_CHUNK };
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            chunk_case(lv, nl, dims[di][0], dims[di][1], ns[ni], -0.5f, 0.0f);   /* model-like decays */
+            chunk_case(lv, nl, dims[di][0], dims[di][1], ns[ni], -40.0f, -5.0f); /* e^G underflows */
+        }
 }
 
 static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

@@ -12,6 +12,7 @@
 #include "model_testutil.h"
 #include "session_testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -586,4 +587,163 @@ Test(qwen35, batch_own_state)
     sl_batch_destroy(bt);
     sl_session_destroy(sb);
     st_close(sa, m);
+}
+
+/* ---- prompts: the chunked delta rule, snapshots for prefix reuse ---------- */
+#define NBC 16   /* passes of this many rows run the delta rule chunkwise (SL_GDN_CHUNK_MIN) */
+
+static float *eval_logits(sl_model *m, const int32_t *ids, int n, const int *cuts)
+{
+    sl_session *s = st_session(m, true);
+    float *l = malloc((size_t)n * NV * sizeof *l);
+    cr_assert_not_null(l);
+    int at = 0;
+    for (int i = 0;; i++) {
+        const int to = cuts && cuts[i] ? cuts[i] : n;
+        cr_assert_eq(sl_session_eval(s, ids + at, to - at, l + (size_t)at * NV), 0, "%s", sl_session_errmsg(s));
+        if ((at = to) == n) break;
+    }
+    sl_session_destroy(s);
+    return l;
+}
+
+/* The first layer's (Gated DeltaNet) output rows over a prompt of n in one
+ * pass, the delta rule chunkwise (chunk_min 16) or token by token; x gets
+ * them, [n][n_embd]. */
+static void gdn_rows(sl_model *m, int32_t chunk_min, const int32_t *ids, int n, float *x)
+{
+    sl_session *s = st_session(m, true);
+    m->fw.gdn_chunk_min = chunk_min;
+    cr_assert_eq(sl_forward_embed(&m->fw, ids, n, x), 0, "%s", sl_last_error());
+    cr_assert_eq(sl_forward_layers(&m->fw, &s->kv, 0, 1, 0, x, n), 0, "%s", sl_last_error());
+    sl_session_destroy(s);
+}
+
+/* A prompt of 100 through the first recurrent layer in one pass: chunkwise
+ * (64 + 36 tokens) against token by token, the same rows otherwise. Each
+ * row agrees to rounding: max 1e-5 of the row's RMS (measured 1.6e-6; a
+ * wrong decay or correction moves them by a good part of it). Deeper
+ * layers and logits are no measure: this random MoE's routing turns a
+ * rounding into a jump (0.04 sd at the logits here).
+ * And the chunked prompt is reproducible bitwise in its own passes. */
+Test(qwen35, chunked_prompt_matches_recurrence, .timeout = 60)
+{
+    sl_model *m = st_open_ctx(Q35, 128, 128);
+    enum { N = 100, E = 256 };
+    cr_assert_eq(m->d.n_embd, E);
+    int32_t ids[N];
+    st_some_ids(ids, N, NV, 31);
+    float *a = malloc(N * E * sizeof *a), *b = malloc(N * E * sizeof *b);
+    cr_assert(a && b);
+    gdn_rows(m, 16, ids, N, a);
+    gdn_rows(m, INT32_MAX, ids, N, b);
+    double worst = 0;
+    for (int t = 0; t < N; t++) {
+        double ss = 0, dmax = 0;
+        for (int i = 0; i < E; i++) {
+            ss += (double)b[t * E + i] * b[t * E + i];
+            dmax = fmax(dmax, fabs(a[t * E + i] - b[t * E + i]));
+        }
+        worst = fmax(worst, dmax / sqrt(ss / E));
+    }
+    cr_log_info("chunked vs token by token: worst max |d| %.3g of the row's RMS", worst);
+    cr_assert_lt(worst, 1e-5, "chunked delta rule: rows %.3g RMS from the recurrence", worst);
+    free(a); free(b);
+    sl_model_close(m);
+    sl_model *m64 = st_open_ctx(Q35, 128, 64);
+    float *c = eval_logits(m64, ids, N, NULL), *d = eval_logits(m64, ids, N, (const int[]){ 64, 0 });
+    cr_assert_eq(memcmp(c, d, (size_t)N * NV * sizeof *c), 0, "chunked prompt not reproducible in its own passes");
+    free(c); free(d);
+    sl_model_close(m64);
+}
+
+/* A prompt cache of a chunkwise prefix: restoring it and going on gives
+ * bitwise the logits of going on from the computed one. */
+Test(qwen35, prompt_cache_chunked)
+{
+    char path[256];
+    tmp_path(path, sizeof path, "pcchunk");
+    sl_model *m = st_open_ctx(Q35, 128, 32);
+    int32_t ids[56];
+    st_some_ids(ids, 56, NV, 32);
+    sl_session *s = st_session(m, true), *r = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 48), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_save(s, path), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_feed_tokens(s, ids + 48, 8), 0);
+    int32_t n_reused = -1;
+    cr_assert_eq(sl_session_load_prefix(r, path, ids, 56, &n_reused), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(n_reused, 48);
+    cr_assert_eq(sl_session_feed_tokens(r, ids + 48, 8), 0, "%s", sl_session_errmsg(r));
+    cr_assert_eq(memcmp(sl_session_logits(s), sl_session_logits(r), NV * sizeof(float)), 0);
+    unlink(path);
+    sl_session_destroy(r);
+    st_close(s, m);
+}
+
+static sl_model *open_snaps(int32_t n_snaps)
+{
+    sl_model_params mp = st_params(256, NBC, 2);
+    mp.rec_snapshots = n_snaps;
+    return st_open(Q35, &mp);
+}
+
+/* A shared start (a system prompt of 40) then another user turn: the
+ * snapshot at 32 (the last n_batch boundary in it) is restored, and the
+ * rest fed gives bitwise the logits of a fresh prefill — after the first
+ * request also decoded tokens. Without snapshots nothing is kept. */
+Test(qwen35, prefix_snapshot_shared_start, .timeout = 60)
+{
+    sl_model *m = open_snaps(4), *m0 = open_snaps(0);
+    int32_t a[70], b[90], tok;
+    st_some_ids(a, 70, NV, 33);
+    st_some_ids(b, 90, NV, 34);
+    memcpy(b, a, 40 * sizeof *a);
+    float *fresh = fed_logits(m, b, 90, NULL);
+    sl_session *s = st_session(m, true), *s0 = st_session(m0, true);
+    cr_assert_eq(sl_session_feed_tokens(s, a, 70), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_feed_tokens(s0, a, 70), 0, "%s", sl_session_errmsg(s0));
+    for (int i = 0; i < 5; i++) cr_assert_eq(sl_session_step(s, &tok), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(sl_session_prefix_reusable(s0, b, 90), 0);
+    cr_assert_eq(sl_session_prefix_reusable(s, b, 90), 32);
+    cr_assert_eq(sl_session_keep_prefix(s, b, 90), 32);
+    cr_assert_eq(sl_session_feed_tokens(s, b + 32, 58), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(fresh, sl_session_logits(s), NV * sizeof *fresh), 0, "restored snapshot differs");
+    /* the same prompt again: fresh up to 80, snapshots at 32 and 64 (the
+     * four at 16 .. 64 thinned when 80 came) */
+    cr_assert_eq(sl_session_keep_prefix(s, b, 90), 64);
+    cr_assert_eq(sl_session_feed_tokens(s, b + 64, 26), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(fresh, sl_session_logits(s), NV * sizeof *fresh), 0);
+    free(fresh);
+    sl_session_destroy(s0);
+    sl_model_close(m0);
+    st_close(s, m);
+}
+
+/* At most rec_snapshots are kept, spread over the prompt (every other one
+ * goes when full), and they count in the session's reserve. */
+Test(qwen35, prefix_snapshot_bounded, .timeout = 60)
+{
+    sl_model *m = open_snaps(2), *m0 = open_snaps(0);
+    sl_model_info i2, i0;
+    cr_assert_eq(sl_model_get_info(m, &i2), 0);
+    cr_assert_eq(sl_model_get_info(m0, &i0), 0);
+    int32_t ids[140];
+    st_some_ids(ids, 140, NV, 35);
+    sl_session *s = st_session(m, true);
+    cr_assert_eq(sl_session_feed_tokens(s, ids, 128), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(i2.kv_bytes - i0.kv_bytes, 2 * sl_kv_rec_total(&s->kv));
+    cr_assert_eq(s->snap_n, 2);
+    cr_assert_eq(s->snap_pos[0], 64);
+    cr_assert_eq(s->snap_pos[1], 128);
+    int32_t other[140];
+    memcpy(other, ids, sizeof other);
+    other[100] ^= 1;   /* shares 100: the snapshot at 64 */
+    float *fresh = fed_logits(m, other, 140, NULL);
+    cr_assert_eq(sl_session_keep_prefix(s, other, 140), 64);
+    cr_assert_eq(s->snap_n, 1, "snapshots past the kept prefix are dropped");
+    cr_assert_eq(sl_session_feed_tokens(s, other + 64, 76), 0, "%s", sl_session_errmsg(s));
+    cr_assert_eq(memcmp(fresh, sl_session_logits(s), NV * sizeof *fresh), 0);
+    free(fresh);
+    sl_model_close(m0);
+    st_close(s, m);
 }

@@ -27,6 +27,10 @@ static void usage(FILE *f)
                "  --prefix-cache N       finished requests' KV caches kept for prompts that start the\n"
                "                         same way (exact prefix reuse; at most --parallel, default\n"
                "                         --parallel; 0 = off: every request prefills its whole prompt)\n"
+               "  --prefix-snapshots N   recurrent models: state snapshots per cached session, taken at\n"
+               "                         n_batch boundaries of prompts, so a shared start (a system\n"
+               "                         prompt) is reused exactly (default 4, 0 = whole history only;\n"
+               "                         each the size of the state, counted with the KV cache)\n"
                "  --max-body BYTES       request body limit (default 1M)\n"
                "  --max-conns N          open connections in all (default 512; the last eighth only\n"
                "                         for clients that hold none, so new clients get in)\n"
@@ -60,7 +64,7 @@ static int serve_main(int argc, char **argv)
     hc.max_body = 1 << 20;
     hc.guard = (sl_srv_guard_config){ .per_client = 64, .max_conns = 512, .header_s = 10, .body_s = 30 };
     sl_srv_config ec = { .parallel = 8, .queue = 64, .lim = { .max_messages = 256 }, .prefix_cache = -1 };
-    long long max_tokens = 0;
+    long long max_tokens = 0, snaps = SL_SRV_REC_SNAPSHOTS;
     const char *tmpl_name = NULL;
     sl_cli_spec_opts so;
     sl_cli_spec_opts_init(&so);
@@ -81,6 +85,7 @@ static int serve_main(int argc, char **argv)
         else if (!strcmp(a, "--parallel") && !sl_cli_int(v, 1, 1024, &n)) ec.parallel = (int32_t)n;
         else if (!strcmp(a, "--queue") && !sl_cli_int(v, 0, 1 << 20, &n)) ec.queue = (int32_t)n;
         else if (!strcmp(a, "--prefix-cache") && !sl_cli_int(v, 0, 1024, &n)) ec.prefix_cache = (int32_t)n;
+        else if (!strcmp(a, "--prefix-snapshots") && !sl_cli_int(v, 0, 4096, &n)) snaps = n;
         else if (!strcmp(a, "--max-body") && !sl_cli_parse_size(v, &b) && b >= 64 && b <= (1ull << 30)) hc.max_body = b;
         else if (!strcmp(a, "--max-conns") && !sl_cli_int(v, 1, 65536, &n)) hc.guard.max_conns = (int)n;
         else if (!strcmp(a, "--max-conns-per-client") && !sl_cli_int(v, 1, 65536, &n)) hc.guard.per_client = (int)n;
@@ -99,6 +104,7 @@ static int serve_main(int argc, char **argv)
         fprintf(stderr, "sluice serve: WARNING: listening on %s, beyond loopback: other machines can reach this "
                 "server%s\n", hc.host, hc.api_key ? "" : " and, without --api-key, use it freely");
     if (ec.prefix_cache < 0 || ec.prefix_cache > ec.parallel) ec.prefix_cache = ec.parallel;
+    mo.mp.rec_snapshots = ec.prefix_cache > 0 ? (int32_t)snaps : 0;
     if (sl_cli_spec_check(&so, &mo.mp, "serve")) return 2;
     enum sl_chat_tmpl tmpl = SL_CHAT_NONE;
     if (tmpl_name && sl_chat_from_name(tmpl_name, &tmpl)) {

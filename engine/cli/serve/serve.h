@@ -28,6 +28,7 @@
 #define SL_SRV_MAX_STOP 4
 #define SL_SRV_STOP_BYTES 256
 #define SL_SRV_MAX_TOP 20       /* top_logprobs / completions' logprobs at most */
+#define SL_SRV_REC_SNAPSHOTS 4  /* --prefix-snapshots default */
 
 typedef struct sl_srv_limits {
     int32_t max_tokens;     /* cap on a request's max_tokens */
