@@ -414,6 +414,11 @@ Test(stream, bench_peak_rss_within_budget_plus_program)
  * (~23 MiB of tables) is counted in the plan, not found on top of it. */
 Test(stream, bench_peak_rss_within_budget_large_vocab, .timeout = 120)
 {
+#ifdef SL_TEST_ASAN
+    /* ASan's quarantine keeps the GGUF metadata freed after the tokenizer is
+     * built (~15 MiB here) resident: not the planner's to count */
+    cr_skip_test("peak RSS under ASan includes its quarantine");
+#endif
     char path[64], args[128], out[4096];
     snprintf(path, sizeof path, "/tmp/sl_stream_bpe_%d.gguf", (int)getpid());
     snprintf(args, sizeof args, "mkmodel --preset tiny --type q4_k -o %s", path);
