@@ -83,6 +83,19 @@ int64_t sl_chat_render(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
  * low/medium/high -> SL_EINVAL. */
 int64_t sl_chat_render_opts(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n,
                             const sl_chat_opts *o, char *out, size_t cap);
+/* A rendering in buffers of its own: text (NUL-terminated) and the messages'
+ * ranges (sl_chat_spans' pairs). */
+typedef struct sl_chat_rendered {
+    char *text;
+    size_t len;
+    size_t *spans;         /* 2 * n_spans entries */
+    size_t n_spans;
+} sl_chat_rendered;
+/* sl_chat_render_opts into *r (o->spans is not used); 0 or a negative SL_E*,
+ * *r then empty. Free with sl_chat_rendered_free. */
+int sl_chat_render_alloc(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n, const sl_chat_opts *o,
+                         sl_chat_rendered *r);
+void sl_chat_rendered_free(sl_chat_rendered *r);
 /* Whether the family answers in Harmony channels (parse with sl_harmony_*). */
 bool sl_chat_has_channels(enum sl_chat_tmpl t);
 

@@ -381,3 +381,33 @@ int64_t sl_chat_render_opts(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t
     if (w.n < cap) out[w.n] = 0;
     return (int64_t)w.n;
 }
+
+int sl_chat_render_alloc(enum sl_chat_tmpl t, const sl_chat_msg *msgs, size_t n, const sl_chat_opts *o,
+                         sl_chat_rendered *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!o) return sl_err_set(SL_EINVAL, "sl_chat_render: bad arguments");
+    sl_chat_spans sp = { NULL, 0, 0 };
+    sl_chat_opts co = *o;
+    co.spans = &sp;
+    int64_t len = sl_chat_render_opts(t, msgs, n, &co, NULL, 0);
+    if (len < 0) return (int)len;
+    r->text = malloc((size_t)len + 1);
+    sp.cap = sp.n;
+    sp.v = malloc((sp.cap ? sp.cap : 1) * 2 * sizeof *sp.v);
+    r->spans = sp.v;
+    if (!r->text || !sp.v || sl_chat_render_opts(t, msgs, n, &co, r->text, (size_t)len + 1) != len) {
+        sl_chat_rendered_free(r);
+        return sl_err_set(SL_ENOMEM, "chat render: out of memory");
+    }
+    r->len = (size_t)len;
+    r->n_spans = sp.n;
+    return 0;
+}
+
+void sl_chat_rendered_free(sl_chat_rendered *r)
+{
+    free(r->text);
+    free(r->spans);
+    memset(r, 0, sizeof *r);
+}

@@ -71,6 +71,7 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
     sl_reserve r;
     rc = sl_reserve_compute(&r, &m->d, &m->p);
     if (rc) goto fail;
+    sl_reserve_add_tok(&r, m->tok);
     m->k = r.k;
     m->n_ctx = r.n_ctx;
     m->n_batch = r.n_batch;

@@ -89,10 +89,16 @@ int sl_reserve_compute(sl_reserve *r, const sl_model_desc *d, const sl_model_par
     r->panel_bytes = sl_kern_matmul_scratch_bound(r->k, max_k, r->n_batch, nth);
     /* saturating: a hostile size must not wrap to a small reserve */
     const uint64_t parts[] = { r->kv_bytes, r->arena_bytes, r->logits_bytes, r->panel_bytes };
-    r->total = 0;
+    r->total = r->tok_bytes = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (__builtin_add_overflow(r->total, parts[i], &r->total)) r->total = UINT64_MAX;
     return 0;
+}
+
+void sl_reserve_add_tok(sl_reserve *r, const sl_tok *t)
+{
+    r->tok_bytes = sl_tok_mem_bytes(t);
+    if (__builtin_add_overflow(r->total, r->tok_bytes, &r->total)) r->total = UINT64_MAX;
 }
 
 int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p)
@@ -101,9 +107,13 @@ int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_para
     int rc = sl_gguf_open_path(&g, path);
     if (rc) return rc;   /* message names the path */
     sl_model_desc d;
+    sl_tok *t = NULL;
     rc = sl_model_desc_load(&d, g);
+    if (!rc && sl_tok_create(&t, g)) t = NULL;   /* as sl_model_open: a model may have none */
     sl_gguf_close(g);
-    return rc ? rc : sl_reserve_compute(r, &d, p);
+    if (!rc && !(rc = sl_reserve_compute(r, &d, p))) sl_reserve_add_tok(r, t);
+    sl_tok_destroy(t);
+    return rc;
 }
 
 void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_stream_config *sc)

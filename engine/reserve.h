@@ -13,6 +13,7 @@
 #include "../kernels/kernels.h"
 #include "model.h"
 #include "sluice.h"
+#include "tok/tokenizer.h"
 
 typedef struct sl_reserve {
     int32_t n_ctx, n_batch;     /* params resolved (0 = default) */
@@ -26,6 +27,7 @@ typedef struct sl_reserve {
     uint64_t arena_bytes;       /* forward pass arena */
     uint64_t logits_bytes;      /* logits, sampler scratch, token history */
     uint64_t panel_bytes;       /* prefill panel buffers (per thread) */
+    uint64_t tok_bytes;         /* the tokenizer's tables (sl_reserve_add_tok; 0 before) */
     uint64_t total;             /* saturating sum: the streamer's reserve_bytes */
     /* the streamer's layer mask when the model has NextN blocks (never read): the
      * layers run that p's mask keeps; n_keep 0 = p's mask as it is */
@@ -47,7 +49,9 @@ void sl_reserve_kv_caps(const sl_model_desc *d, const sl_model_params *p, int32_
 int sl_reserve_type_v(const sl_model_desc *d, const sl_model_params *p);
 /* Whether p's layer mask keeps layer l (no mask: every layer). */
 bool sl_reserve_layer_kept(const sl_model_params *p, int32_t l);
-/* The same from a file's metadata (no weights read). */
+/* Counts the tokenizer t in r (tok_bytes and total; NULL: none). */
+void sl_reserve_add_tok(sl_reserve *r, const sl_tok *t);
+/* The same from a file's metadata (no weights read), its tokenizer counted. */
 int sl_reserve_compute_file(sl_reserve *r, const char *path, const sl_model_params *p);
 /* The streamer config sl_model_open uses: p's mode/io/budget/pins/mlock + r->total
  * (sc points into r: r must outlive sl_stream_open). */

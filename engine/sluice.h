@@ -264,15 +264,26 @@ SL_API int  sl_session_detok(sl_session *s, int32_t id, char *buf, size_t cap);
  *   or an unrecognised one. Owned by the library.
  * chat_render: messages (roles "system" / "user" / "assistant") in the named
  *   family's form, with the model's BOS/EOS texts, plus the opening of the
- *   assistant turn if add_generation_prompt; tokenize the result with
- *   add_bos = false, parse_special = true. Returns its length (nothing beyond
- *   cap is written; a NUL follows if cap > length) or SL_EUNSUPPORTED (unknown
- *   family), SL_EINVAL (role). */
+ *   assistant turn if add_generation_prompt. Returns its length (nothing
+ *   beyond cap is written; a NUL follows if cap > length) or SL_EUNSUPPORTED
+ *   (unknown family), SL_EINVAL (role). Tokenizing that text with
+ *   parse_special = true would read control tokens in the messages too (a
+ *   message could fake a turn): to run a chat use chat_tokenize.
+ * chat_tokenize: the same rendering as token ids, the way
+ *   `sluice chat` and the server feed it: the template's markers (and BOS)
+ *   are control tokens, the messages' text is text, unless special_in_content
+ *   (control-token texts in messages become control tokens too, llama.cpp's
+ *   default). Returns the number of ids, which may exceed cap (then only cap
+ *   are written: call again with that many), or a negative SL_E* as
+ *   chat_render, SL_EUNSUPPORTED for a model without a tokenizer. */
 SL_API int sl_session_logprobs(sl_session *s, int32_t token, int32_t k, int32_t *ids, float *lps, float *token_lp);
 SL_API const char *sl_model_chat_template(const sl_model *m);
 SL_API int64_t sl_model_chat_render(const sl_model *m, const char *tmpl, const char *const *roles,
                                     const char *const *contents, size_t n, bool add_generation_prompt,
                                     char *out, size_t cap);
+SL_API int sl_model_chat_tokenize(sl_model *m, const char *tmpl, const char *const *roles,
+                                  const char *const *contents, size_t n, bool add_generation_prompt,
+                                  bool special_in_content, int32_t *ids, int cap);
 
 /* ---- session state files (prompt cache) -----------------------------------
  * A file holds the tokens in the cache, their K/V rows (in the cache's own cell

@@ -8,7 +8,12 @@
 
 /* ---- arena, hash index ------------------------------------------------ */
 
-#define ARENA_CHUNK (256u * 1024)
+/* The fuzz targets build with small chunks: no mmap per parsed file under
+ * ASan, and the chaining and large-allocation paths taken more often. */
+#ifndef SL_ARENA_CHUNK
+#define SL_ARENA_CHUNK (256u * 1024)
+#endif
+#define ARENA_CHUNK SL_ARENA_CHUNK
 
 void *sl_arena_alloc(sl_arena *a, size_t n, size_t align)
 {

@@ -3,7 +3,9 @@
  * change, then byte writes at chosen offsets) and the edited file is loaded
  * whole and as a prefix. The edits may restore the header and payload hashes
  * (flag bits), so the checks behind them are reached too. Every load either
- * succeeds or fails with a message and an empty session. */
+ * succeeds or fails with a message and an empty session. The edited file
+ * lives in memory (a memfd, loaded through /proc/self/fd): no disk I/O per
+ * input. */
 #include "../engine/hash64.h"
 #include "../engine/sluice.h"
 #include "../gguf/base/sl_status.h"
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* the file's layout (session_state.c): 112-byte header, its hash last; the payload's hash trails */
@@ -23,6 +26,7 @@ static sl_session *sess;
 static uint8_t *seed;
 static size_t seed_len;
 static char path[64];
+static int mfd;
 static int32_t prompt[64];
 static int n_prompt;
 
@@ -40,16 +44,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stderr, "fuzz_prompt_cache: %s\n", sl_last_error());
         abort();
     }
-    snprintf(path, sizeof path, "/tmp/sluice-fuzz-pc.%d", (int)getpid());
+    char saved[64];
+    snprintf(saved, sizeof saved, "/tmp/sluice-fuzz-pc.%d", (int)getpid());
     n_prompt = sl_model_tokenize(m, "Once upon a time there", 22, true, false, prompt, 64);
     FILE *f;
-    if (sl_session_save(sess, path) || !(f = fopen(path, "rb"))) abort();
+    if (sl_session_save(sess, saved) || !(f = fopen(saved, "rb"))) abort();
     fseek(f, 0, SEEK_END);
     seed_len = (size_t)ftell(f);
     rewind(f);
     seed = malloc(seed_len + 65536);
     if (fread(seed, 1, seed_len, f) != seed_len) abort();
     fclose(f);
+    unlink(saved);
+    if ((mfd = memfd_create("sluice-fuzz-pc", MFD_CLOEXEC)) < 0) abort();
+    snprintf(path, sizeof path, "/proc/self/fd/%d", mfd);
     return 0;
 }
 
@@ -70,8 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((data[0] & 1) && len >= HDR_BYTES) put64(img + HDR_HASH_OFF, sl_hash64_of(img, HDR_HASH_OFF, SEED_HDR));
     if ((data[0] & 2) && len >= HDR_BYTES + 8)
         put64(img + len - 8, sl_hash64_of(img + HDR_BYTES, len - 8 - HDR_BYTES, SEED_PAY));
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(img, 1, len, f) != len || fclose(f)) abort();
+    if (ftruncate(mfd, 0) || (len && pwrite(mfd, img, len, 0) != (ssize_t)len)) abort();
     free(img);
     int rc = sl_session_load(sess, path);
     if (rc && (!sl_last_error()[0] || sl_session_n_past(sess) != 0)) __builtin_trap();

@@ -162,62 +162,46 @@ Test(model_synth3, mla_cache_q8_0)
 
 /* ---- hostile variants ------------------------------------------------------ */
 
-static const mt_hostile hostile[] = {
-    { "gating_func_unknown", GLM, SL_EUNSUPPORTED,
-      { .u32_key = "glm4moe.expert_gating_func", .u32_val = 3 },
-      "model metadata: key 'glm4moe.expert_gating_func' is 3 (1 softmax, 2 sigmoid)" },
-    { "groups_not_dividing", DS2, SL_ERANGE,
-      { .u32_key = "deepseek2.expert_group_count", .u32_val = 3 },
-      "model metadata: 3 expert groups, 2 used, do not fit 8 experts (top 2)" },
-    { "groups_used_above_count", DS2, SL_ERANGE,
-      { .u32_key = "deepseek2.expert_group_used_count", .u32_val = 5 },
-      "model metadata: 4 expert groups, 5 used, do not fit 8 experts (top 2)" },
-    { "lead_and_nextn_exceed_blocks", GLM, SL_ERANGE,
-      { .u32_key = "glm4moe.leading_dense_block_count", .u32_val = 4 },
-      "model metadata: 4 leading dense and 1 NextN blocks of 4" },
-    { "nextn_all_blocks", GLM, SL_ERANGE,
-      { .u32_key = "glm4moe.nextn_predict_layers", .u32_val = 4 },
-      "model metadata: 1 leading dense and 4 NextN blocks of 4" },
-    { "weights_scale_negative", GLM, SL_ERANGE,
-      { .f32_key = "glm4moe.expert_weights_scale", .f32_val = -1.0f },
-      "model metadata: key 'glm4moe.expert_weights_scale' is -1" },
-    { "nextn_eh_proj_missing", GLM, SL_ENOENT,
-      { .drop = "blk.3.nextn.eh_proj.weight" },
-      "tensor 'blk.3.nextn.eh_proj.weight' missing from the model" },
-    { "nextn_block_expert_missing", GLM, SL_ENOENT,
-      { .drop = "blk.3.ffn_down_exps.weight" },
-      "tensor 'blk.3.ffn_down_exps.weight' missing from the model" },
-    { "selection_bias_wrong_shape", GLM, SL_ESHAPE,
-      { .shape_name = "blk.2.exp_probs_b.bias", .dim = 0, .ne = 7 },
-      "tensor 'blk.2.exp_probs_b.bias': shape [7], expected [8]" },
-    { "dense_ffn_missing", GLM, SL_ENOENT,
-      { .drop = "blk.0.ffn_up.weight" },
-      "tensor 'blk.0.ffn_up.weight' missing from the model" },
-    { "mla_keys_missing", DS2, SL_EUNSUPPORTED,
-      { .drop_key = "deepseek2.attention.key_length_mla" },
-      "model metadata: 'deepseek2.attention.key_length_mla' / value_length_mla missing (a DeepSeek file in "
-      "the older attn_kv_b layout; reconvert it)" },
-    { "mla_row_mismatch", DS2, SL_ERANGE,
-      { .u32_key = "deepseek2.attention.kv_lora_rank", .u32_val = 128 },
-      "model metadata: MLA shape invalid (kv heads 1, kv_lora_rank 128, rope 64, key_length 320, value_length "
-      "256, key/value_length_mla 192/128, q_lora_rank 256)" },
-    { "k_b_missing", DS2, SL_ENOENT,
-      { .drop = "blk.1.attn_k_b.weight" },
-      "tensor 'blk.1.attn_k_b.weight' missing from the model" },
-    { "v_b_wrong_heads", DS2, SL_ESHAPE,
-      { .shape_name = "blk.2.attn_v_b.weight", .dim = 2, .ne = 3 },
-      "tensor 'blk.2.attn_v_b.weight': shape [256, 128, 3] (3 dims), expected [256, 128, 4]" },
-    { "kv_a_norm_missing", DS2, SL_ENOENT,
-      { .drop = "blk.0.attn_kv_a_norm.weight" },
-      "tensor 'blk.0.attn_kv_a_norm.weight' missing from the model" },
-    { "q_a_wrong_rank", DS2, SL_ESHAPE,
-      { .u32_key = "deepseek2.attention.q_lora_rank", .u32_val = 128 },
-      "tensor 'blk.0.attn_q_a.weight': shape [256, 256], expected [256, 128]" },
+static const mt_case hostile[] = {
+    { "gating_func_unknown", { .src = GLM, .u32_key = "glm4moe.expert_gating_func", .u32_val = 3 },
+      SL_EUNSUPPORTED, "model metadata: key 'glm4moe.expert_gating_func' is 3 (1 softmax, 2 sigmoid)", NULL },
+    { "groups_not_dividing", { .src = DS2, .u32_key = "deepseek2.expert_group_count", .u32_val = 3 },
+      SL_ERANGE, "model metadata: 3 expert groups, 2 used, do not fit 8 experts (top 2)", NULL },
+    { "groups_used_above_count", { .src = DS2, .u32_key = "deepseek2.expert_group_used_count", .u32_val = 5 },
+      SL_ERANGE, "model metadata: 4 expert groups, 5 used, do not fit 8 experts (top 2)", NULL },
+    { "lead_and_nextn_exceed_blocks", { .src = GLM, .u32_key = "glm4moe.leading_dense_block_count", .u32_val = 4 },
+      SL_ERANGE, "model metadata: 4 leading dense and 1 NextN blocks of 4", NULL },
+    { "nextn_all_blocks", { .src = GLM, .u32_key = "glm4moe.nextn_predict_layers", .u32_val = 4 },
+      SL_ERANGE, "model metadata: 1 leading dense and 4 NextN blocks of 4", NULL },
+    { "weights_scale_negative", { .src = GLM, .f32_key = "glm4moe.expert_weights_scale", .f32_val = -1.0f },
+      SL_ERANGE, "model metadata: key 'glm4moe.expert_weights_scale' is -1", NULL },
+    { "nextn_eh_proj_missing", { .src = GLM, .drop = "blk.3.nextn.eh_proj.weight", NULL },
+      SL_ENOENT, "tensor 'blk.3.nextn.eh_proj.weight' missing from the model", NULL },
+    { "nextn_block_expert_missing", { .src = GLM, .drop = "blk.3.ffn_down_exps.weight", NULL },
+      SL_ENOENT, "tensor 'blk.3.ffn_down_exps.weight' missing from the model", NULL },
+    { "selection_bias_wrong_shape", { .src = GLM, .shape_name = "blk.2.exp_probs_b.bias", .dim = 0, .ne = 7 },
+      SL_ESHAPE, "tensor 'blk.2.exp_probs_b.bias': shape [7], expected [8]", NULL },
+    { "dense_ffn_missing", { .src = GLM, .drop = "blk.0.ffn_up.weight", NULL },
+      SL_ENOENT, "tensor 'blk.0.ffn_up.weight' missing from the model", NULL },
+    { "mla_keys_missing", { .src = DS2, .drop_key = "deepseek2.attention.key_length_mla", NULL },
+      SL_EUNSUPPORTED, "model metadata: 'deepseek2.attention.key_length_mla' / value_length_mla missing (a DeepSeek file in "
+      "the older attn_kv_b layout; reconvert it)", NULL },
+    { "mla_row_mismatch", { .src = DS2, .u32_key = "deepseek2.attention.kv_lora_rank", .u32_val = 128 },
+      SL_ERANGE, "model metadata: MLA shape invalid (kv heads 1, kv_lora_rank 128, rope 64, key_length 320, value_length "
+      "256, key/value_length_mla 192/128, q_lora_rank 256)", NULL },
+    { "k_b_missing", { .src = DS2, .drop = "blk.1.attn_k_b.weight", NULL },
+      SL_ENOENT, "tensor 'blk.1.attn_k_b.weight' missing from the model", NULL },
+    { "v_b_wrong_heads", { .src = DS2, .shape_name = "blk.2.attn_v_b.weight", .dim = 2, .ne = 3 },
+      SL_ESHAPE, "tensor 'blk.2.attn_v_b.weight': shape [256, 128, 3] (3 dims), expected [256, 128, 4]", NULL },
+    { "kv_a_norm_missing", { .src = DS2, .drop = "blk.0.attn_kv_a_norm.weight", NULL },
+      SL_ENOENT, "tensor 'blk.0.attn_kv_a_norm.weight' missing from the model", NULL },
+    { "q_a_wrong_rank", { .src = DS2, .u32_key = "deepseek2.attention.q_lora_rank", .u32_val = 128 },
+      SL_ESHAPE, "tensor 'blk.0.attn_q_a.weight': shape [256, 256], expected [256, 128]", NULL },
 };
 
 Test(model_synth3, hostile_variants_refused, .timeout = 120)
 {
-    mt_expect_all_refused(hostile, sizeof hostile / sizeof hostile[0]);
+    mt_expect_refused_all(hostile, sizeof hostile / sizeof hostile[0]);
 }
 
 /* `plan` says what an MLA cache holds: the latent and the shared rope key

@@ -171,6 +171,7 @@ static int cmd_plan(int argc, char **argv)
         snprintf(lab, sizeof lab, "compute arena (batch %d)", (int)rs.n_batch);
         ROW(lab, rs.arena_bytes);
         ROW("logits, sampler, history", rs.logits_bytes);
+        ROW("tokenizer", rs.tok_bytes);
         snprintf(lab, sizeof lab, "prefill panels (%d threads)", rs.n_threads);
         ROW(lab, rs.panel_bytes);
     }

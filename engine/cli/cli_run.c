@@ -552,42 +552,18 @@ static int msgs_add(msgs *ms, const char *role, const char *content)
     return 0;
 }
 
-/* A rendered conversation and where its messages' text lies. */
-typedef struct rendered { char *text; size_t len; size_t *spans; size_t n_spans; } rendered;
-
-static void rendered_free(rendered *r)
-{
-    free(r->text);
-    free(r->spans);
-    memset(r, 0, sizeof *r);
-}
-
 static int render(enum sl_chat_tmpl t, const msgs *ms, bool gen, const char *bos, const char *eos,
-                  const char *effort, rendered *out)
+                  const char *effort, sl_chat_rendered *out)
 {
-    memset(out, 0, sizeof *out);
-    sl_chat_spans sp = { NULL, 0, 0 };
-    sl_chat_opts co = { .add_generation_prompt = gen, .bos = bos, .eos = eos, .reasoning_effort = effort,
-                        .spans = &sp };
-    int64_t len = sl_chat_render_opts(t, ms->v, ms->n, &co, NULL, 0);
-    if (len < 0) return (int)len;
-    out->text = malloc((size_t)len + 1);
-    sp.cap = sp.n;
-    sp.v = malloc((sp.cap ? sp.cap : 1) * 2 * sizeof *sp.v);
-    out->spans = sp.v;
-    if (!out->text || !sp.v || sl_chat_render_opts(t, ms->v, ms->n, &co, out->text, (size_t)len + 1) != len) {
-        rendered_free(out);
-        return SL_ENOMEM;
-    }
-    out->len = (size_t)len;
-    out->n_spans = sp.n;
-    return 0;
+    sl_chat_opts co = { .add_generation_prompt = gen, .bos = bos, .eos = eos, .reasoning_effort = effort };
+    return sl_chat_render_alloc(t, ms->v, ms->n, &co, out);
 }
 
 /* Feeds r->text[from..len): the template's control tokens, the messages as
  * text (unless --special-in-content). A conversation that does not extend
  * what was fed keeps the longest prefix the session can keep. */
-static int feed_chat(const gen_opts *o, sl_model *m, sl_session *s, const rendered *r, size_t from, bool restart)
+static int feed_chat(const gen_opts *o, sl_model *m, sl_session *s, const sl_chat_rendered *r, size_t from,
+                     bool restart)
 {
     if (restart) from = 0;
     size_t len = r->len - from, np = 0;
@@ -630,7 +606,7 @@ static int chat_main(int argc, char **argv)
     sl_session *s = NULL, *ds = NULL;
     sl_spec *spec = NULL;
     msgs ms = { 0 };
-    rendered prev = { 0 };
+    sl_chat_rendered prev = { 0 };
     char *line = NULL;
     size_t line_cap = 0;
     int ret = 1;
@@ -672,21 +648,21 @@ static int chat_main(int argc, char **argv)
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
         if (n == 0) continue;
         if (msgs_add(&ms, "user", line)) goto oom;
-        rendered full;
+        sl_chat_rendered full;
         int rc = render(t, &ms, true, bos, eos, o.reasoning_effort, &full);
         if (rc) { fprintf(stderr, "sluice chat: cannot render the chat template: %s\n", sl_last_error()); goto out; }
         /* the template may re-render history differently (Harmony drops the
          * analysis channel of past replies): then keep what still matches */
         bool extends = prev.len == 0 || (prev.len <= full.len && !memcmp(full.text, prev.text, prev.len));
         rc = feed_chat(&o, m, s, &full, prev.len, !extends && prev.len);
-        rendered_free(&full);
+        sl_chat_rendered_free(&full);
         if (rc == SL_ECTX) {   /* nothing was fed: drop this message, keep the conversation */
             fprintf(stderr, "sluice chat: that message does not fit in the context (-c %d); not sent\n",
                     sl_session_n_ctx(s));
             free(ms.own[--ms.n]);
             if (!extends && prev.len) {   /* the session was cut back: feed the whole conversation next */
                 sl_session_reset(s);
-                rendered_free(&prev);
+                sl_chat_rendered_free(&prev);
             }
             continue;
         }
@@ -713,7 +689,7 @@ static int chat_main(int argc, char **argv)
         int ar = msgs_add(&ms, "assistant", reply ? reply : "");
         free(reply);
         if (ar) goto oom;
-        rendered_free(&prev);
+        sl_chat_rendered_free(&prev);
         if (render(t, &ms, false, bos, eos, o.reasoning_effort, &prev)) {
             fprintf(stderr, "sluice chat: cannot render the chat template: %s\n", sl_last_error());
             goto out;
@@ -736,7 +712,7 @@ out:
     for (size_t i = 0; i < ms.n; i++) free(ms.own[i]);
     free(ms.v);
     free(ms.own);
-    rendered_free(&prev);
+    sl_chat_rendered_free(&prev);
     free(line);
     close_gen(spec, ds, s, dm, m);
     return ret;

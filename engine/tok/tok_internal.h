@@ -81,6 +81,7 @@ struct sl_tok {
     size_t max_text;             /* longest token text */       /* SPM: <0xXX> (or raw byte) token; -1 if none */
     int32_t bos, eos, unk, pad, eot, eom;
     bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
+    uint64_t mem_bytes;          /* what the tables above allocated */
 };
 
 /* Id of text, -1 if absent (last duplicate wins, as llama.cpp's map). */

@@ -130,6 +130,7 @@ static int load_strings(sl_tok *t, const sl_gguf *g, int64_t kv)
     t->attr = calloc(n, 1);
     if (!t->pool || !t->text_off || !t->text_len || !t->score || !t->type || !t->attr)
         return sl_err_set(SL_ENOMEM, "tokenizer: out of memory for %llu tokens", (unsigned long long)n);
+    t->mem_bytes += total + n * (sizeof *t->text_off + sizeof *t->text_len + sizeof *t->score + 2);
     memset(t->type, SL_TOKT_NORMAL, n);
     uint64_t off = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -146,6 +147,7 @@ static int load_strings(sl_tok *t, const sl_gguf *g, int64_t kv)
     uint64_t cap = pow2_at_least(n * 2);
     t->ht = calloc(cap, sizeof *t->ht);
     if (!t->ht) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory for the token hash");
+    t->mem_bytes += cap * sizeof *t->ht;
     t->ht_mask = cap - 1;
     for (uint64_t i = 0; i < n; i++) {
         const char *s = t->pool + t->text_off[i];
@@ -217,6 +219,7 @@ static int load_merges(sl_tok *t, const sl_gguf *g)
     t->merge_pool = malloc(total ? total : 1);
     t->mt = malloc(cap * sizeof *t->mt);
     if (!t->merge_pool || !t->mt) return sl_err_set(SL_ENOMEM, "tokenizer: out of memory for merges");
+    t->mem_bytes += total + cap * sizeof *t->mt;
     for (uint64_t i = 0; i < cap; i++) t->mt[i].rank = -1;
     t->mt_mask = cap - 1;
     t->n_merges = (int64_t)n;
@@ -506,6 +509,11 @@ size_t sl_tok_max_out(const sl_tok *t)
     /* a piece is at most the token text (byte-level decoding only shrinks;
      * SPM "\u2581" -> " " too) */
     return 3 * (t->max_text + 3);
+}
+
+uint64_t sl_tok_mem_bytes(const sl_tok *t)
+{
+    return t ? sizeof *t + t->mem_bytes + (uint64_t)(t->n_special + t->n_eog) * sizeof(int32_t) : 0;
 }
 
 int32_t sl_tok_find(const sl_tok *t, const char *text, size_t len)

@@ -108,6 +108,9 @@ int sl_detok_push(sl_detok *d, const sl_tok *t, int32_t id, char *out, size_t ca
                   size_t *len);
 /* Output buffer size that sl_detok_push never exceeds for this vocabulary. */
 size_t sl_tok_max_out(const sl_tok *t);
+/* Heap bytes the loaded vocabulary holds (texts, scores, hashes, merges):
+ * what the memory planner counts for it. */
+uint64_t sl_tok_mem_bytes(const sl_tok *t);
 /* Emits held bytes as one U+FFFD (end of stream). */
 int sl_detok_flush(sl_detok *d, char *out, size_t cap, size_t *len);
 

@@ -29,11 +29,13 @@ int sl_file_out_open(sl_file_out *o, const char *path, const char *what)
     if (!path) return sl_err_set(SL_EINVAL, "%s: path is NULL", what);
     size_t cap = strlen(path) + 48;
     o->path = strdup(path);
-    o->tmp = malloc(cap);
-    if (!o->path || !o->tmp) {
+    char *tmp = malloc(cap);
+    if (!o->path || !tmp) {   /* o->tmp stays NULL: abort unlinks only a name it has created */
+        free(tmp);
         sl_file_out_abort(o);
         return sl_err_set(SL_ENOMEM, "%s %s: out of memory", what, path);
     }
+    o->tmp = tmp;
     /* O_EXCL|O_NOFOLLOW: an existing name, a link above all, is never reused;
      * a collision just draws another name */
     int err = EEXIST;

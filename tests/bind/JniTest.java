@@ -135,6 +135,14 @@ public class JniTest {
                 for (int i = 1; i < ids.length; i++) sb.append(new String(e.tokenBytes(ids[i]), StandardCharsets.UTF_8));
                 check(sb.toString().trim().equals(PROMPT), "pieces give '" + sb + "'");
                 check(e.isEndOfGeneration(2) && !e.isEndOfGeneration(ids[1]), "eog");
+                // more tokens than bytes: SPM byte fallback spells the U+2581 after an invalid byte
+                // as its three byte tokens, so the first buffer (a token a byte) is too small
+                byte[] many = new byte[24];
+                for (int i = 0; i < many.length; i += 2) { many[i] = ' '; many[i + 1] = (byte) 0xe9; }
+                int[] more = e.tokenize(many, false, false);
+                check(more.length > many.length + 8, more.length + " tokens for " + many.length + " bytes");
+                check(more[0] == e.tokenize(" ", false, false)[0] && more[more.length - 1] == 236,
+                      "ids " + java.util.Arrays.toString(more));   // 236: <0xE9>
             }
         });
 

@@ -193,16 +193,24 @@ JFN(jintArray, tokenize)(JNIEnv *env, jclass c, jlong h, jbyteArray text, jboole
     char *t = cstr(env, text, "text is null");
     if (!t) return NULL;
     size_t len = strlen(t);
-    int cap = (int)(len + 8 < (size_t)(1 << 28) ? len + 8 : (size_t)(1 << 28));
-    int32_t *ids = malloc((size_t)cap * sizeof *ids);
+    const size_t most = 1u << 28;
     jintArray a = NULL;
-    if (!ids) throw_sl(env, SL_ENOMEM, "out of memory for token ids");
-    else {
-        int n = sl_model_tokenize(m, t, len, add_bos, special, ids, cap);
-        if (n < 0) throw_sl(env, n, sl_model_errmsg(m));
-        else if ((a = (*env)->NewIntArray(env, n)) && n > 0)
-            (*env)->SetIntArrayRegion(env, a, 0, n, (const jint *)ids);
+    int32_t *ids = NULL;
+    int n = SL_ERANGE;
+    bool oom = false;
+    /* a token a byte, else the bound: SPM byte fallback spells a space as
+     * U+2581's three byte tokens where the vocabulary lacks it */
+    for (int pass = 0; pass < 2 && n == SL_ERANGE; pass++) {
+        size_t want = pass ? (len < most / 3 ? 3 * len + 16 : most) : (len < most ? len + 8 : most);
+        int32_t *more = realloc(ids, want * sizeof *ids);
+        if (!more) { oom = true; break; }
+        ids = more;
+        n = sl_model_tokenize(m, t, len, add_bos, special, ids, (int)want);
     }
+    if (oom) throw_sl(env, SL_ENOMEM, "out of memory for token ids");
+    else if (n < 0) throw_sl(env, n, sl_model_errmsg(m));
+    else if ((a = (*env)->NewIntArray(env, n)) && n > 0)
+        (*env)->SetIntArrayRegion(env, a, 0, n, (const jint *)ids);
     free(ids);
     free(t);
     return a;

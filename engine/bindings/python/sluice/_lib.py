@@ -177,6 +177,8 @@ _protos = {
     "sl_model_chat_template": (c_char_p, [c_void_p]),
     "sl_model_chat_render": (c_int64, [c_void_p, c_char_p, P(c_char_p), P(c_char_p), c_size_t, c_bool,
                                        c_char_p, c_size_t]),
+    "sl_model_chat_tokenize": (c_int, [c_void_p, c_char_p, P(c_char_p), P(c_char_p), c_size_t, c_bool, c_bool,
+                                       P(c_int32), c_int]),
     "sl_session_get_stats_sized": (c_int, [c_void_p, P(Stats), c_size_t]),
     "sl_session_reset_stats": (None, [c_void_p]),
     "sl_session_save": (c_int, [c_void_p, c_char_p]),

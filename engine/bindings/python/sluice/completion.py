@@ -225,8 +225,7 @@ class CompletionMixin:
         self.chat_format = "chatml"
         return self.chat_format
 
-    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
-        """The conversation as the template renders it (special tokens as text)."""
+    def _chat_args(self, messages: Sequence[Message]):
         roles, contents = [], []
         for i, m in enumerate(messages):
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -234,7 +233,13 @@ class CompletionMixin:
             roles.append(m["role"].encode())
             contents.append(message_text(m.get("content"), "messages[%d].content" % i).encode("utf-8"))
         n, tmpl = len(roles), self.chat_template().encode()
-        r, c = (ctypes.c_char_p * max(n, 1))(*roles), (ctypes.c_char_p * max(n, 1))(*contents)
+        return tmpl, (ctypes.c_char_p * max(n, 1))(*roles), (ctypes.c_char_p * max(n, 1))(*contents), n
+
+    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        """The conversation as the template renders it (special tokens as text). Its tokens are
+        chat_tokens(messages), not tokenize(text, parse_special=True), which would read
+        control-token texts inside the messages as control tokens too."""
+        tmpl, r, c, n = self._chat_args(messages)
         with self._lock:
             size = check(lib.sl_model_chat_render(self._handle(), tmpl, r, c, n, add_generation_prompt, None, 0),
                          lib.sl_last_error)
@@ -243,16 +248,36 @@ class CompletionMixin:
                   lib.sl_last_error)
         return buf.raw[:size].decode("utf-8", "replace")
 
+    def chat_tokens(self, messages: Sequence[Message], add_generation_prompt: bool = True,
+                    special_in_content: bool = False) -> List[int]:
+        """Token ids of the rendered conversation: the template's markers are control tokens, the
+        messages' text is text (a message cannot fake a turn), unless special_in_content
+        (llama.cpp's default: control-token texts in messages become control tokens too)."""
+        tmpl, r, c, n = self._chat_args(messages)
+        cap = 0
+        ids = (ctypes.c_int32 * 1)()
+        with self._lock:
+            for _ in range(2):   # the count first, then the ids
+                k = check(lib.sl_model_chat_tokenize(self._handle(), tmpl, r, c, n, add_generation_prompt,
+                                                     special_in_content, ids, cap), lib.sl_last_error)
+                if k <= cap:
+                    return list(ids[:k])
+                cap = k
+                ids = (ctypes.c_int32 * cap)()
+        raise SluiceError(SL_EINVAL, "chat tokenize: the count changed")
+
     def create_chat_completion(self, messages: Sequence[Message], max_tokens: Optional[int] = None,
                                temperature: float = 0.2, top_p: float = 0.95, top_k: int = 40,
                                min_p: float = 0.05, repeat_penalty: float = 1.0,
                                stop: Optional[Union[str, List[str]]] = None, seed: Optional[int] = None,
                                stream: bool = False, logprobs: bool = False,
-                               top_logprobs: Optional[int] = None) -> Union[Result, Iterator[Result]]:
+                               top_logprobs: Optional[int] = None,
+                               special_in_content: bool = False) -> Union[Result, Iterator[Result]]:
         """A chat completion of messages ({"role", "content"}; content a string or text parts):
         the "chat.completion" dict, or with stream=True an iterator of "chat.completion.chunk"
-        dicts (the first names the role, the last carries finish_reason)."""
-        ids = self.tokenize(self.apply_chat_template(messages), add_bos=False, parse_special=True)
+        dicts (the first names the role, the last carries finish_reason). Control tokens come
+        only from the template unless special_in_content (see chat_tokens)."""
+        ids = self.chat_tokens(messages, True, special_in_content)
         n_top = (top_logprobs or 0) if logprobs else None
         return self._run(True, ids, self._sampling(temperature, top_p, top_k, min_p, repeat_penalty, seed),
                          max_tokens, stop, n_top, stream, "")

@@ -9,7 +9,7 @@ import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from ._lib import SluiceError, lib, check, text, SL_EINVAL
+from ._lib import SluiceError, lib, check, text, SL_EINVAL, SL_ERANGE
 from .completion import CompletionMixin
 
 
@@ -115,11 +115,15 @@ class Model(CompletionMixin):
     def tokenize(self, s: Union[str, bytes], add_bos: bool = True, parse_special: bool = False) -> List[int]:
         """Token ids of a str or bytes."""
         b = s.encode("utf-8") if isinstance(s, str) else bytes(s)
-        cap = len(b) + 8
-        ids = (ctypes.c_int32 * cap)()
         with self._lock:
-            n = check(lib.sl_model_tokenize(self._handle(), b, len(b), add_bos, parse_special, ids, cap),
-                      lambda: lib.sl_model_errmsg(self._h))
+            # a token a byte, else the bound: SPM byte fallback spells an invalid byte as U+FFFD's
+            # three byte tokens
+            for cap in (len(b) + 8, 3 * len(b) + 16):
+                ids = (ctypes.c_int32 * cap)()
+                n = lib.sl_model_tokenize(self._handle(), b, len(b), add_bos, parse_special, ids, cap)
+                if n != SL_ERANGE:
+                    break
+            n = check(n, lambda: lib.sl_model_errmsg(self._h))
         return list(ids[:n])
 
     def token_bytes(self, tok: int) -> bytes:

@@ -54,6 +54,13 @@ public final class Engine implements AutoCloseable {
         return Native.tokenize(handle(), text.getBytes(StandardCharsets.UTF_8), addBos, parseSpecial);
     }
 
+    /** Token ids of text as bytes (as read from a file: need not be valid UTF-8; invalid bytes
+     *  are tokenized as llama.cpp does). There may be more ids than bytes. */
+    public synchronized int[] tokenize(byte[] text, boolean addBos, boolean parseSpecial) {
+        if (text == null) throw new SluiceException(SluiceException.EINVAL, "text is null");
+        return Native.tokenize(handle(), text, addBos, parseSpecial);
+    }
+
     /** The bytes a token stands for (not necessarily valid UTF-8 alone). */
     public synchronized byte[] tokenBytes(int token) { return Native.tokenPiece(handle(), token); }
 
