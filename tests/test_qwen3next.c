@@ -67,41 +67,41 @@ Test(qwen3next, description)
 
 Test(qwen3next, hostile_variants_refused, .timeout = 120)
 {
-    const mt_hostile h[] = {
-        { "ba_missing", model, SL_ENOENT, { .drop = "blk.1.ssm_ba.weight" },
-          "tensor 'blk.1.ssm_ba.weight' missing from the model" },
-        { "ba_shape", model, SL_ESHAPE, { .shape_name = "blk.0.ssm_ba.weight", .dim = 1, .ne = 4 },
-          "tensor 'blk.0.ssm_ba.weight': shape [256, 4], expected [256, 8]" },
-        { "qkv_missing", model, SL_ENOENT, { .drop = "blk.2.attn_qkv.weight" },
-          "tensor 'blk.2.attn_qkv.weight' missing from the model (nor the fused 'blk.2.ssm_in.weight')" },
-        { "gate_missing", model, SL_ENOENT, { .drop = "blk.0.attn_gate.weight" },
-          "tensor 'blk.0.attn_gate.weight' missing from the model" },
-        { "conv_shape", model, SL_ESHAPE, { .shape_name = "blk.1.ssm_conv1d.weight", .dim = 0, .ne = 3 },
-          "tensor 'blk.1.ssm_conv1d.weight': shape [3, 512], expected [4, 512]" },
-        { "norm_shape", model, SL_ESHAPE, { .shape_name = "blk.2.ssm_norm.weight", .dim = 0, .ne = 128 },
-          "tensor 'blk.2.ssm_norm.weight': shape [128], expected [64]" },
-        { "a_f16", model, SL_EUNSUPPORTED, { .type_name = "blk.0.ssm_a" },
-          "tensor 'blk.0.ssm_a': type f16, expected f32" },
-        { "gate_rows", model, SL_ESHAPE, { .shape_name = "blk.3.attn_q.weight", .dim = 1, .ne = 512 },
-          "tensor 'blk.3.attn_q.weight': shape [256, 512], expected [256, 1024]" },
-        { "shexp_gate_missing", model, SL_ENOENT, { .drop = "blk.3.ffn_gate_inp_shexp.weight" },
-          "tensor 'blk.3.ffn_gate_inp_shexp.weight' missing from the model" },
-        { "experts_missing", model, SL_ENOENT, { .drop_key = "qwen3next.expert_count" },
-          "model metadata: key 'qwen3next.expert_count' missing" },
-        { "conv_kernel_missing", model, SL_ENOENT, { .drop_key = "qwen3next.ssm.conv_kernel" },
-          "model metadata: key 'qwen3next.ssm.conv_kernel' missing" },
-        { "state_size", model, SL_ERANGE, { .u32_key = "qwen3next.ssm.state_size", .u32_val = 0 },
-          "model metadata: key 'qwen3next.ssm.state_size' is 0 (1..1024)" },
-        { "v_heads", model, SL_ERANGE, { .u32_key = "qwen3next.ssm.time_step_rank", .u32_val = 3 },
+    const mt_case h[] = {
+        { "ba_missing", { .src = model, .drop = "blk.1.ssm_ba.weight" }, SL_ENOENT,
+          "tensor 'blk.1.ssm_ba.weight' missing from the model", NULL },
+        { "ba_shape", { .src = model, .shape_name = "blk.0.ssm_ba.weight", .dim = 1, .ne = 4 }, SL_ESHAPE,
+          "tensor 'blk.0.ssm_ba.weight': shape [256, 4], expected [256, 8]", NULL },
+        { "qkv_missing", { .src = model, .drop = "blk.2.attn_qkv.weight" }, SL_ENOENT,
+          "tensor 'blk.2.attn_qkv.weight' missing from the model (nor the fused 'blk.2.ssm_in.weight')", NULL },
+        { "gate_missing", { .src = model, .drop = "blk.0.attn_gate.weight" }, SL_ENOENT,
+          "tensor 'blk.0.attn_gate.weight' missing from the model", NULL },
+        { "conv_shape", { .src = model, .shape_name = "blk.1.ssm_conv1d.weight", .dim = 0, .ne = 3 }, SL_ESHAPE,
+          "tensor 'blk.1.ssm_conv1d.weight': shape [3, 512], expected [4, 512]", NULL },
+        { "norm_shape", { .src = model, .shape_name = "blk.2.ssm_norm.weight", .dim = 0, .ne = 128 }, SL_ESHAPE,
+          "tensor 'blk.2.ssm_norm.weight': shape [128], expected [64]", NULL },
+        { "a_f16", { .src = model, .type_name = "blk.0.ssm_a" }, SL_EUNSUPPORTED,
+          "tensor 'blk.0.ssm_a': type f16, expected f32", NULL },
+        { "gate_rows", { .src = model, .shape_name = "blk.3.attn_q.weight", .dim = 1, .ne = 512 }, SL_ESHAPE,
+          "tensor 'blk.3.attn_q.weight': shape [256, 512], expected [256, 1024]", NULL },
+        { "shexp_gate_missing", { .src = model, .drop = "blk.3.ffn_gate_inp_shexp.weight" }, SL_ENOENT,
+          "tensor 'blk.3.ffn_gate_inp_shexp.weight' missing from the model", NULL },
+        { "experts_missing", { .src = model, .drop_key = "qwen3next.expert_count" }, SL_ENOENT,
+          "model metadata: key 'qwen3next.expert_count' missing", NULL },
+        { "conv_kernel_missing", { .src = model, .drop_key = "qwen3next.ssm.conv_kernel" }, SL_ENOENT,
+          "model metadata: key 'qwen3next.ssm.conv_kernel' missing", NULL },
+        { "state_size", { .src = model, .u32_key = "qwen3next.ssm.state_size", .u32_val = 0 }, SL_ERANGE,
+          "model metadata: key 'qwen3next.ssm.state_size' is 0 (1..1024)", NULL },
+        { "v_heads", { .src = model, .u32_key = "qwen3next.ssm.time_step_rank", .u32_val = 3 }, SL_ERANGE,
           "model metadata: keys 'qwen3next.ssm.group_count' 2 / 'qwen3next.ssm.time_step_rank' 3: q/k and v "
-          "heads 1..1024, v heads a multiple of q/k heads" },
-        { "interval_zero", model, SL_ERANGE, { .u32_key = "qwen3next.full_attention_interval", .u32_val = 0 },
-          "model metadata: key 'qwen3next.full_attention_interval' is 0" },
+          "heads 1..1024, v heads a multiple of q/k heads", NULL },
+        { "interval_zero", { .src = model, .u32_key = "qwen3next.full_attention_interval", .u32_val = 0 }, SL_ERANGE,
+          "model metadata: key 'qwen3next.full_attention_interval' is 0", NULL },
         /* every other layer full attention: layer 1 has no attention tensors */
-        { "interval_two", model, SL_ENOENT, { .u32_key = "qwen3next.full_attention_interval", .u32_val = 2 },
-          "tensor 'blk.1.attn_q.weight' missing from the model" },
+        { "interval_two", { .src = model, .u32_key = "qwen3next.full_attention_interval", .u32_val = 2 }, SL_ENOENT,
+          "tensor 'blk.1.attn_q.weight' missing from the model", NULL },
     };
-    mt_expect_all_refused(h, sizeof h / sizeof h[0]);
+    mt_expect_refused_all(h, sizeof h / sizeof h[0]);
 }
 
 /* ---- the older fused layout ----------------------------------------------
