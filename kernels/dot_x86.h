@@ -294,8 +294,57 @@ INL __m256 e8m0x8(const sl_block_mxfp4 *x)
     return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
 }
 
-/* eight blocks' signed levels q, |q| and d_x */
-typedef struct { __m256i q[8], aq[8]; __m256 d; } u8_blk;
+/* f32 bits of an f16 whose exponent field is 1..30 (normal, finite). */
+static inline uint32_t h2f_bits(uint32_t h) { return (h & 0x8000u) << 16 | ((h & 0x7fffu) + 0x1c000u) << 13; }
+
+/* The eight factors d_x d_y of a group into s[8] by integer work on the
+ * scalar ports, with no vector uop: these kernels are short of vector
+ * pipes, and the vector way (two eight-lane builds and converts, a multiply
+ * and a store) cost a quarter of a block's vector uops. Every product is
+ * exact (f16 x f16, or f16 x a power of two) and the integer forms give its
+ * IEEE bits; what they do not cover (a zero, subnormal, inf or NaN factor,
+ * a result outside the normal range) takes the float multiply, so the bits
+ * are the float product's in every case. The barrier keeps the broadcasts
+ * as loads from s (a load port), not register moves the compiler forwards. */
+static inline float s8_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* d_x = 2^(e - 128) (sl_e8m0_half) times d_y: e - 128 added to d_y's exponent */
+static inline float s_e8m0(uint8_t e, sl_f16 hy)
+{
+    uint32_t h = hy, he = h >> 10 & 31u;
+    int r = (int)he + 112 + e - 128;
+    if (__builtin_expect(he - 1u < 30u && (unsigned)(r - 1) < 254u, 1))
+        return s8_bits(h2f_bits(h) + ((uint32_t)(e - 128) << 23));
+    return sl_e8m0_half(e) * f16s(hy);
+}
+
+/* f16 d_x times f16 d_y: the 11-bit significands' product (21 or 22 bits)
+ * is the f32 significand */
+static inline float s_f16(sl_f16 hx, sl_f16 hy)
+{
+    uint32_t a = hx, c = hy, ea = a >> 10 & 31u, ec = c >> 10 & 31u;
+    if (__builtin_expect(ea - 1u < 30u && ec - 1u < 30u, 1)) {
+        uint32_t p = ((a & 0x3ffu) | 0x400u) * ((c & 0x3ffu) | 0x400u);
+        uint32_t hi = p >> 21;
+        return s8_bits(((a ^ c) & 0x8000u) << 16 | (ea + ec + 97u + hi) << 23 | ((p << (3 - hi)) & 0x7fffffu));
+    }
+    return f16s(hx) * f16s(hy);
+}
+
+/* s[j] = EXPR(j) for the eight blocks, then the barrier */
+#define X86_S8(s, EXPR)                                                                  \
+    do {                                                                                 \
+        UNROLL for (int j = 0; j < 8; j++) s[j] = EXPR;                                  \
+        __asm__ volatile("" ::: "memory");                                               \
+    } while (0)
+
+/* eight blocks' signed levels q and |q|, and the blocks (for their scales) */
+typedef struct { __m256i q[8], aq[8]; const void *x; } u8_blk;
 
 /* Block j of eight: its products with y[j] times s[j] into acc.a (j even)
  * or, negated, acc.b (j odd). */
@@ -307,14 +356,6 @@ INL void term8(__m256i q, __m256i aq, const sl_block_q8_0 *y, const float *s, in
         acc->b = _mm256_fnmadd_ps(p, f, acc->b);
     else
         acc->a = _mm256_fmadd_ps(p, f, acc->a);
-}
-
-INL void pair8_blk(const u8_blk *u, const sl_block_q8_0 *y, acc_t *acc)
-{
-    float s[8];
-    _mm256_storeu_ps(s, _mm256_mul_ps(u->d, X86_D8(y, d)));
-    UNROLL
-    for (int j = 0; j < 8; j++) term8(u->q[j], u->aq[j], y, s, j, acc);
 }
 
 /* ---- the driver: vec_dot + gemm tile per type --------------------------- */
@@ -354,10 +395,11 @@ INL void stepg_##T(const xb_##T *x, const yb_##T *y, acc_t *acc)                
     unp_##T(x, &u);                                                                      \
     pair_##T(&u, y, acc);                                                                \
 }
-/* X86_G8 from the type's lev_T (block -> signed levels) and d8_T (eight
- * d_x); stepg_T is unpg_T + pairg_T for one activation row (vec_dot) with
- * each block's levels used as soon as they are made (the unpacked group is
- * 16 vectors: spilled) and the same arithmetic, so bit for bit the tile. */
+/* X86_G8 from the type's lev_T (block -> signed levels) and s8_T (the eight
+ * d_x d_y into s[8]); stepg_T is unpg_T + pairg_T for one activation row
+ * (vec_dot) with each block's levels used as soon as they are made (the
+ * unpacked group is 16 vectors: spilled) and the same arithmetic, so bit for
+ * bit the tile. */
 #define X86_G8(T)                                                                        \
 typedef u8_blk ug_##T;                                                                   \
 enum { gs_##T = 8 };                                                                     \
@@ -367,13 +409,18 @@ INL void unpg_##T(const xb_##T *x, ug_##T *u)                                   
         u->q[j] = lev_##T(x + j);                                                        \
         u->aq[j] = _mm256_sign_epi8(u->q[j], u->q[j]);                                   \
     }                                                                                    \
-    u->d = d8_##T(x);                                                                    \
+    u->x = x;                                                                            \
 }                                                                                        \
-INL void pairg_##T(const ug_##T *u, const yb_##T *y, acc_t *acc) { pair8_blk(u, y, acc); } \
+INL void pairg_##T(const ug_##T *u, const yb_##T *y, acc_t *acc)                        \
+{                                                                                        \
+    float s[8];                                                                          \
+    s8_##T((const xb_##T *)u->x, y, s);                                                  \
+    UNROLL for (int j = 0; j < 8; j++) term8(u->q[j], u->aq[j], y, s, j, acc);           \
+}                                                                                        \
 INL void stepg_##T(const xb_##T *x, const yb_##T *y, acc_t *acc)                        \
 {                                                                                        \
     float s[8];                                                                          \
-    _mm256_storeu_ps(s, _mm256_mul_ps(d8_##T(x), X86_D8(y, d)));                         \
+    s8_##T(x, y, s);                                                                     \
     UNROLL for (int j = 0; j < 8; j++) {                                                 \
         __m256i q = lev_##T(x + j);                                                      \
         term8(q, _mm256_sign_epi8(q, q), y, s, j, acc);                                  \
