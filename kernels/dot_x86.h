@@ -195,6 +195,49 @@ INL __m128i q3k_scales8(const sl_block_q3_k *x)
     return _mm_sub_epi8(_mm_set_epi64x((long long)w1, (long long)w0), _mm_set1_epi8(32));
 }
 
+/* f32 bits of an f16 whose exponent field is 1..30 (normal, finite). */
+static inline uint32_t h2f_bits(uint32_t h) { return (h & 0x8000u) << 16 | ((h & 0x7fffu) + 0x1c000u) << 13; }
+
+/* A block's factor d_x d_y by integer work on the scalar ports, with no
+ * vector uop: these kernels are short of vector pipes, and the vector way
+ * (converts, a multiply, a broadcast; for eight blocks two eight-lane
+ * builds) cost a quarter to a third of a block's vector uops. Every product
+ * is exact (f16 x f16, or f16 x a power of two) and the integer forms give
+ * its IEEE bits; what they do not cover (a zero, subnormal, inf or NaN
+ * factor, a result outside the normal range) takes the float multiply, so
+ * the bits are the float product's in every case. The callers broadcast it
+ * from memory behind a compiler barrier (a load port, not a register move
+ * the compiler would forward). */
+static inline float f32_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* d_x = 2^(e - 128) (sl_e8m0_half) times d_y: e - 128 added to d_y's exponent */
+static inline float s_e8m0(uint8_t e, sl_f16 hy)
+{
+    uint32_t h = hy, he = h >> 10 & 31u;
+    int r = (int)he + 112 + e - 128;
+    if (__builtin_expect(he - 1u < 30u && (unsigned)(r - 1) < 254u, 1))
+        return f32_bits(h2f_bits(h) + ((uint32_t)(e - 128) << 23));
+    return sl_e8m0_half(e) * f16s(hy);
+}
+
+/* f16 d_x times f16 d_y: the 11-bit significands' product (21 or 22 bits)
+ * is the f32 significand */
+static inline float s_f16(sl_f16 hx, sl_f16 hy)
+{
+    uint32_t a = hx, c = hy, ea = a >> 10 & 31u, ec = c >> 10 & 31u;
+    if (__builtin_expect(ea - 1u < 30u && ec - 1u < 30u, 1)) {
+        uint32_t p = ((a & 0x3ffu) | 0x400u) * ((c & 0x3ffu) | 0x400u);
+        uint32_t hi = p >> 21;
+        return f32_bits(((a ^ c) & 0x8000u) << 16 | (ea + ec + 97u + hi) << 23 | ((p << (3 - hi)) & 0x7fffffu));
+    }
+    return f16s(hx) * f16s(hy);
+}
+
 /* ---- legacy 32-element blocks ------------------------------------------- */
 
 /* 16 bytes -> their low nibbles | their high nibbles: the bytes in both
@@ -251,10 +294,14 @@ INL void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
     acc->s += f16s(x->m) * f16s(y->s);
 }
 
+/* d_x d_y by integer work (s_f16), broadcast from memory: two converts, a
+ * multiply and a register broadcast were a third of the block's vector uops */
 INL void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
-    fin_legacy(dot_s8s8(_mm256_setzero_si256(), loadu(x->qs), loadu(y->qs)),
-               f16s(x->d) * f16s(y->d), acc);
+    float s = s_f16(x->d, y->d);
+    __asm__ volatile("" : : "m"(s));
+    __m256i isum = dot_s8s8(_mm256_setzero_si256(), loadu(x->qs), loadu(y->qs));
+    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcast_ss(&s), acc->a);
 }
 
 /* ---- eight 32-element blocks per step (codebook types with Q8_0) --------
@@ -292,48 +339,6 @@ INL __m256 e8m0x8(const sl_block_mxfp4 *x)
     __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
     __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
     return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
-}
-
-/* f32 bits of an f16 whose exponent field is 1..30 (normal, finite). */
-static inline uint32_t h2f_bits(uint32_t h) { return (h & 0x8000u) << 16 | ((h & 0x7fffu) + 0x1c000u) << 13; }
-
-/* The eight factors d_x d_y of a group into s[8] by integer work on the
- * scalar ports, with no vector uop: these kernels are short of vector
- * pipes, and the vector way (two eight-lane builds and converts, a multiply
- * and a store) cost a quarter of a block's vector uops. Every product is
- * exact (f16 x f16, or f16 x a power of two) and the integer forms give its
- * IEEE bits; what they do not cover (a zero, subnormal, inf or NaN factor,
- * a result outside the normal range) takes the float multiply, so the bits
- * are the float product's in every case. The barrier keeps the broadcasts
- * as loads from s (a load port), not register moves the compiler forwards. */
-static inline float s8_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-/* d_x = 2^(e - 128) (sl_e8m0_half) times d_y: e - 128 added to d_y's exponent */
-static inline float s_e8m0(uint8_t e, sl_f16 hy)
-{
-    uint32_t h = hy, he = h >> 10 & 31u;
-    int r = (int)he + 112 + e - 128;
-    if (__builtin_expect(he - 1u < 30u && (unsigned)(r - 1) < 254u, 1))
-        return s8_bits(h2f_bits(h) + ((uint32_t)(e - 128) << 23));
-    return sl_e8m0_half(e) * f16s(hy);
-}
-
-/* f16 d_x times f16 d_y: the 11-bit significands' product (21 or 22 bits)
- * is the f32 significand */
-static inline float s_f16(sl_f16 hx, sl_f16 hy)
-{
-    uint32_t a = hx, c = hy, ea = a >> 10 & 31u, ec = c >> 10 & 31u;
-    if (__builtin_expect(ea - 1u < 30u && ec - 1u < 30u, 1)) {
-        uint32_t p = ((a & 0x3ffu) | 0x400u) * ((c & 0x3ffu) | 0x400u);
-        uint32_t hi = p >> 21;
-        return s8_bits(((a ^ c) & 0x8000u) << 16 | (ea + ec + 97u + hi) << 23 | ((p << (3 - hi)) & 0x7fffffu));
-    }
-    return f16s(hx) * f16s(hy);
 }
 
 /* s[j] = EXPR(j) for the eight blocks, then the barrier */
