@@ -306,12 +306,13 @@ INL void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 
 /* ---- eight 32-element blocks per step (codebook types with Q8_0) --------
  * A block's products are one integer vector; per block only its convert and
- * one FMA remain in float: the eight d_x d_y come from one f16 convert per
- * side and one multiply, stored, and each block's FMA takes its factor by a
+ * one FMA remain in float: the eight d_x d_y are stored by integer work
+ * (X86_S8 with s_f16 / s_e8m0) and each block's FMA takes its factor by a
  * broadcast load (a load port, not a vector ALU: the vector pipes are what
- * these kernels are short of), where a block at a time spends two scalar
- * converts, a multiply and a register broadcast. Even and odd blocks go to
- * the two accumulators (the odd ones negated, the reduction subtracts b). */
+ * these kernels are short of). Even and odd blocks go to the two
+ * accumulators (the odd ones negated, the reduction subtracts b). f16x8,
+ * X86_D8 and e8m0x8 build the factors as vectors for the 512-bit level
+ * (dot_x86_iq4z.h). */
 INL __m256 f16x8(sl_f16 a, sl_f16 b, sl_f16 c, sl_f16 d, sl_f16 e, sl_f16 f, sl_f16 g, sl_f16 h)
 {
     return _mm256_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, (short)e, (short)f, (short)g,
