@@ -195,49 +195,6 @@ INL __m128i q3k_scales8(const sl_block_q3_k *x)
     return _mm_sub_epi8(_mm_set_epi64x((long long)w1, (long long)w0), _mm_set1_epi8(32));
 }
 
-/* f32 bits of an f16 whose exponent field is 1..30 (normal, finite). */
-static inline uint32_t h2f_bits(uint32_t h) { return (h & 0x8000u) << 16 | ((h & 0x7fffu) + 0x1c000u) << 13; }
-
-/* A block's factor d_x d_y by integer work on the scalar ports, with no
- * vector uop: these kernels are short of vector pipes, and the vector way
- * (converts, a multiply, a broadcast; for eight blocks two eight-lane
- * builds) cost a quarter to a third of a block's vector uops. Every product
- * is exact (f16 x f16, or f16 x a power of two) and the integer forms give
- * its IEEE bits; what they do not cover (a zero, subnormal, inf or NaN
- * factor, a result outside the normal range) takes the float multiply, so
- * the bits are the float product's in every case. The callers broadcast it
- * from memory behind a compiler barrier (a load port, not a register move
- * the compiler would forward). */
-static inline float f32_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-/* d_x = 2^(e - 128) (sl_e8m0_half) times d_y: e - 128 added to d_y's exponent */
-static inline float s_e8m0(uint8_t e, sl_f16 hy)
-{
-    uint32_t h = hy, he = h >> 10 & 31u;
-    int r = (int)he + 112 + e - 128;
-    if (__builtin_expect(he - 1u < 30u && (unsigned)(r - 1) < 254u, 1))
-        return f32_bits(h2f_bits(h) + ((uint32_t)(e - 128) << 23));
-    return sl_e8m0_half(e) * f16s(hy);
-}
-
-/* f16 d_x times f16 d_y: the 11-bit significands' product (21 or 22 bits)
- * is the f32 significand */
-static inline float s_f16(sl_f16 hx, sl_f16 hy)
-{
-    uint32_t a = hx, c = hy, ea = a >> 10 & 31u, ec = c >> 10 & 31u;
-    if (__builtin_expect(ea - 1u < 30u && ec - 1u < 30u, 1)) {
-        uint32_t p = ((a & 0x3ffu) | 0x400u) * ((c & 0x3ffu) | 0x400u);
-        uint32_t hi = p >> 21;
-        return f32_bits(((a ^ c) & 0x8000u) << 16 | (ea + ec + 97u + hi) << 23 | ((p << (3 - hi)) & 0x7fffffu));
-    }
-    return f16s(hx) * f16s(hy);
-}
-
 /* ---- legacy 32-element blocks ------------------------------------------- */
 
 /* 16 bytes -> their low nibbles | their high nibbles: the bytes in both
@@ -294,25 +251,20 @@ INL void blk_q5_1(const sl_block_q5_1 *x, const sl_block_q8_1 *y, acc_t *acc)
     acc->s += f16s(x->m) * f16s(y->s);
 }
 
-/* d_x d_y by integer work (s_f16), broadcast from memory: two converts, a
- * multiply and a register broadcast were a third of the block's vector uops */
 INL void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
 {
-    float s = s_f16(x->d, y->d);
-    __asm__ volatile("" : : "m"(s));
-    __m256i isum = dot_s8s8(_mm256_setzero_si256(), loadu(x->qs), loadu(y->qs));
-    acc->a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcast_ss(&s), acc->a);
+    fin_legacy(dot_s8s8(_mm256_setzero_si256(), loadu(x->qs), loadu(y->qs)),
+               f16s(x->d) * f16s(y->d), acc);
 }
 
 /* ---- eight 32-element blocks per step (codebook types with Q8_0) --------
  * A block's products are one integer vector; per block only its convert and
- * one FMA remain in float: the eight d_x d_y are stored by integer work
- * (X86_S8 with s_f16 / s_e8m0) and each block's FMA takes its factor by a
+ * one FMA remain in float: the eight d_x d_y come from one f16 convert per
+ * side and one multiply, stored, and each block's FMA takes its factor by a
  * broadcast load (a load port, not a vector ALU: the vector pipes are what
- * these kernels are short of). Even and odd blocks go to the two
- * accumulators (the odd ones negated, the reduction subtracts b). f16x8,
- * X86_D8 and e8m0x8 build the factors as vectors for the 512-bit level
- * (dot_x86_iq4z.h). */
+ * these kernels are short of), where a block at a time spends two scalar
+ * converts, a multiply and a register broadcast. Even and odd blocks go to
+ * the two accumulators (the odd ones negated, the reduction subtracts b). */
 INL __m256 f16x8(sl_f16 a, sl_f16 b, sl_f16 c, sl_f16 d, sl_f16 e, sl_f16 f, sl_f16 g, sl_f16 h)
 {
     return _mm256_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, (short)e, (short)f, (short)g,
@@ -342,15 +294,8 @@ INL __m256 e8m0x8(const sl_block_mxfp4 *x)
     return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
 }
 
-/* s[j] = EXPR(j) for the eight blocks, then the barrier */
-#define X86_S8(s, EXPR)                                                                  \
-    do {                                                                                 \
-        UNROLL for (int j = 0; j < 8; j++) s[j] = EXPR;                                  \
-        __asm__ volatile("" ::: "memory");                                               \
-    } while (0)
-
-/* eight blocks' signed levels q and |q|, and the blocks (for their scales) */
-typedef struct { __m256i q[8], aq[8]; const void *x; } u8_blk;
+/* eight blocks' signed levels q, |q| and d_x */
+typedef struct { __m256i q[8], aq[8]; __m256 d; } u8_blk;
 
 /* Block j of eight: its products with y[j] times s[j] into acc.a (j even)
  * or, negated, acc.b (j odd). */
@@ -362,6 +307,14 @@ INL void term8(__m256i q, __m256i aq, const sl_block_q8_0 *y, const float *s, in
         acc->b = _mm256_fnmadd_ps(p, f, acc->b);
     else
         acc->a = _mm256_fmadd_ps(p, f, acc->a);
+}
+
+INL void pair8_blk(const u8_blk *u, const sl_block_q8_0 *y, acc_t *acc)
+{
+    float s[8];
+    _mm256_storeu_ps(s, _mm256_mul_ps(u->d, X86_D8(y, d)));
+    UNROLL
+    for (int j = 0; j < 8; j++) term8(u->q[j], u->aq[j], y, s, j, acc);
 }
 
 /* ---- the driver: vec_dot + gemm tile per type --------------------------- */
@@ -401,11 +354,10 @@ INL void stepg_##T(const xb_##T *x, const yb_##T *y, acc_t *acc)                
     unp_##T(x, &u);                                                                      \
     pair_##T(&u, y, acc);                                                                \
 }
-/* X86_G8 from the type's lev_T (block -> signed levels) and s8_T (the eight
- * d_x d_y into s[8]); stepg_T is unpg_T + pairg_T for one activation row
- * (vec_dot) with each block's levels used as soon as they are made (the
- * unpacked group is 16 vectors: spilled) and the same arithmetic, so bit for
- * bit the tile. */
+/* X86_G8 from the type's lev_T (block -> signed levels) and d8_T (eight
+ * d_x); stepg_T is unpg_T + pairg_T for one activation row (vec_dot) with
+ * each block's levels used as soon as they are made (the unpacked group is
+ * 16 vectors: spilled) and the same arithmetic, so bit for bit the tile. */
 #define X86_G8(T)                                                                        \
 typedef u8_blk ug_##T;                                                                   \
 enum { gs_##T = 8 };                                                                     \
@@ -415,18 +367,13 @@ INL void unpg_##T(const xb_##T *x, ug_##T *u)                                   
         u->q[j] = lev_##T(x + j);                                                        \
         u->aq[j] = _mm256_sign_epi8(u->q[j], u->q[j]);                                   \
     }                                                                                    \
-    u->x = x;                                                                            \
+    u->d = d8_##T(x);                                                                    \
 }                                                                                        \
-INL void pairg_##T(const ug_##T *u, const yb_##T *y, acc_t *acc)                        \
-{                                                                                        \
-    float s[8];                                                                          \
-    s8_##T((const xb_##T *)u->x, y, s);                                                  \
-    UNROLL for (int j = 0; j < 8; j++) term8(u->q[j], u->aq[j], y, s, j, acc);           \
-}                                                                                        \
+INL void pairg_##T(const ug_##T *u, const yb_##T *y, acc_t *acc) { pair8_blk(u, y, acc); } \
 INL void stepg_##T(const xb_##T *x, const yb_##T *y, acc_t *acc)                        \
 {                                                                                        \
     float s[8];                                                                          \
-    s8_##T(x, y, s);                                                                     \
+    _mm256_storeu_ps(s, _mm256_mul_ps(d8_##T(x), X86_D8(y, d)));                         \
     UNROLL for (int j = 0; j < 8; j++) {                                                 \
         __m256i q = lev_##T(x + j);                                                      \
         term8(q, _mm256_sign_epi8(q, q), y, s, j, acc);                                  \
