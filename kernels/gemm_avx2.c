@@ -202,9 +202,22 @@ lg_tile(const int RUN, const uint8_t *wq, const float *wd, int nbc, const lg_act
 }
 
 /* lg_tile's RUN per type. 16-bit runs: q4_0 8 x 2 x 15 x 128 = 30720,
- * q5_0 4 x 2 x 31 x 128 = 31744 */
+ * q5_0 4 x 2 x 31 x 128 = 31744, mxfp4 4 x 2 x 24 x 128 = 24576 */
 #define LG_TILE_q4_0 8,
 #define LG_TILE_q5_0 4,
+#define LG_TILE_mxfp4 4,
+
+/* MXFP4: the level + 12 (0..24) by one lookup, d = 2^(e - 128). IQ4_NL's
+ * levels span 240: a pair would saturate vpmaddubsw, so it keeps the tiles. */
+#define LG_OFF_MXFP4 12
+static void unp_mxfp4(const void *vx, uint8_t *q, float *d)
+{
+    const sl_block_mxfp4 *x = vx;
+    __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sl_kvalues_mxfp4));
+    lut = _mm256_add_epi8(lut, _mm256_set1_epi8(LG_OFF_MXFP4));
+    st(q, _mm256_shuffle_epi8(lut, x86_nib32(x->qs)));
+    *d = sl_e8m0_half(x->e);
+}
 
 #define PANEL_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
 #include "gemm_panel.h"

@@ -10,7 +10,8 @@
  * group), both starting with their qs[k-step][lane][4] bytes; unp_<type>();
  * the always-inline tiles kq_tile(...) and lg_tile(...) and, per type, the
  * compile-time arguments they take first, as KQ_TILE_q4_k .. KQ_TILE_q2_k
- * and LG_TILE_q8_0 / q4_0 / q5_0 (each ending in a comma, or empty);
+ * and LG_TILE_q8_0 / q4_0 / q5_0 (each ending in a comma, or empty), and
+ * LG_TILE_mxfp4 with unp_mxfp4 and LG_OFF_MXFP4 where the level has one;
  * kq_extra() and lg_extra() (the type's part of packing one block of one
  * activation row) with LG_OFF_Q8_0/Q4_0/Q5_0 passed to lg_extra;
  * PANEL_PREFETCH(p); PANEL_NO_Q8_0 leaves q8_0 out. It defines the sl_panel
@@ -170,6 +171,9 @@ LG_PANEL(q8_0, sl_block_q8_0)
 #endif
 LG_PANEL(q4_0, sl_block_q4_0)
 LG_PANEL(q5_0, sl_block_q5_0)
+#ifdef LG_TILE_mxfp4
+LG_PANEL(mxfp4, sl_block_mxfp4)
+#endif
 
 /* Activation row n goes to lane n % LANES of group n / LANES: its 4-byte
  * k-steps are interleaved with the group's other rows; lanes past n_act
@@ -213,6 +217,9 @@ LG_PACK(q8_0, LG_OFF_Q8_0)
 #endif
 LG_PACK(q4_0, LG_OFF_Q4_0)
 LG_PACK(q5_0, LG_OFF_Q5_0)
+#ifdef LG_TILE_mxfp4
+LG_PACK(mxfp4, LG_OFF_MXFP4)
+#endif
 
 static size_t panel_bytes_kq(int64_t cols, int64_t n_act)
 {
@@ -243,6 +250,9 @@ static const sl_panel pn_q8_0 = { panel_bytes_lg, scratch_lg, pack_q8_0, run_q8_
 #endif
 static const sl_panel pn_q4_0 = { panel_bytes_lg, scratch_lg, pack_q4_0, run_q4_0, 32, 0, 0 };
 static const sl_panel pn_q5_0 = { panel_bytes_lg, scratch_lg, pack_q5_0, run_q5_0, 32, 0, 0 };
+#ifdef LG_TILE_mxfp4
+static const sl_panel pn_mxfp4 = { panel_bytes_lg, scratch_lg, pack_mxfp4, run_mxfp4, 32, 0, 0 };
+#endif
 
 static void panel_fill(sl_kern *k)
 {
@@ -256,6 +266,9 @@ static void panel_fill(sl_kern *k)
 #endif
     k->panel[SL_GGML_Q4_0] = &pn_q4_0;
     k->panel[SL_GGML_Q5_0] = &pn_q5_0;
+#ifdef LG_TILE_mxfp4
+    k->panel[SL_GGML_MXFP4] = &pn_mxfp4;
+#endif
 }
 
 #endif

@@ -8,6 +8,7 @@
  * (M = sl_dot_scalar_mag); the few-row tiles (gemm_wide, up to 8 activation
  * rows per weight-block unpack) are bit for bit; argument checks. */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ static void check_type(const sl_kern *k, sl_pool *p, int t, int64_t rows, int64_
 }
 
 /* Weights of type t, n bytes: every byte pat, the block scales (f16
- * fields) alternating 0.01 / -0.02 so the float part stays finite. */
+ * fields; MXFP4's exponent) alternating so the float part stays finite. */
 static void fill_pattern(uint8_t *W, int t, size_t n, uint8_t pat)
 {
     size_t bb = (size_t)sl_gguf_block_bytes(t);
@@ -74,6 +75,8 @@ static void fill_pattern(uint8_t *W, int t, size_t n, uint8_t pat)
         for (int j = 0; f[j] >= 0; j++) kr_put_f16(W + b * bb + (size_t)f[j], (b & 1) ? 0.01f : -0.02f);
     if (t == SL_GGML_IQ1_M)
         for (size_t b = 0; b < n / bb; b++) kr_put_iq1m_d(W + b * bb, (b & 1) ? 0.01f : -0.02f);
+    if (t == SL_GGML_MXFP4)      /* the E8M0 exponent: 2^-7 / 2^-6 */
+        for (size_t b = 0; b < n / bb; b++) W[b * bb + offsetof(sl_block_mxfp4, e)] = (b & 1) ? 121 : 122;
 }
 
 /* The panel kernels fold scales and offsets into u8 / s8 weights and int16
