@@ -176,6 +176,29 @@ static int32_t victim(sl_stream *s)
     return best;
 }
 
+/* victim(), and when every slot is loading or held: waits for a read that no
+ * current request wants (a read-ahead guess of an earlier request) to land,
+ * which makes its slot evictable. A guess may take the last slots just before
+ * its layer's request; the request must not fail for it. -1 only when every
+ * slot is held or wanted by the current request. */
+static int32_t victim_wait(sl_stream *s)
+{
+    struct sl_experts *X = s->ex;
+    int32_t i;
+    while ((i = victim(s)) < 0) {
+        xslot *w = NULL;
+        for (int32_t j = 0; j < X->n_slots && !w; j++)
+            if (X->slots[j].state == X_LOADING && X->slots[j].want != X->gen) w = &X->slots[j];
+        if (!w) return -1;
+        double t0 = sl_now_ms();
+        for (int p = 0; p < 3; p++) (void)sl_loader_wait(s->L, &w->job[p]);   /* settle() reads the status */
+        double dt = sl_now_ms() - t0;
+        X->stall_ms += dt; s->stall_ms += dt;
+        settle(s, w);
+    }
+    return i;
+}
+
 /* Slot i takes expert key: its three jobs (not yet submitted) in *jobs. */
 static void start_load(sl_stream *s, int32_t i, int32_t key, sl_io_job **jobs)
 {
@@ -287,7 +310,7 @@ static int cache_acquire(sl_stream *s, int32_t l, int32_t e, sl_stream_view *vie
             X->misses[l]++;
             X->freq[key] += 1.0f;
         }
-        if ((i = victim(s)) < 0)
+        if ((i = victim_wait(s)) < 0)
             return sl_err_set(SL_EBUSY, "expert acquire: no free slot for layer %d expert %d "
                               "(all %d expert slots held or wanted)", (int)l, (int)e, (int)X->n_slots);
         for (int32_t j = 0; j < X->n_pending; j++)
