@@ -203,9 +203,14 @@ static void route_gaps_of(const jv *gaps, const char *name, int n, int n_gen, co
 #define SAMPLE_COLS 64
 static size_t sample_col(int j, int V) { return (size_t)j * (size_t)V / SAMPLE_COLS; }
 
-static bool sample_path(const char *dir, const char *prompt, char *path, size_t cap)
+/* golden.json's are <prompt>.logits64.f32; another golden file's (a run with
+ * other settings, golden-<x>.json) <prompt>.<x>.logits64.f32. */
+static bool sample_path(const char *dir, const char *golden_file, const char *prompt, char *path, size_t cap)
 {
-    snprintf(path, cap, "%s/%s.logits64.f32", dir, prompt);
+    const char *x = strncmp(golden_file, "golden-", 7) ? NULL : golden_file + 7;
+    const char *dot = x ? strrchr(x, '.') : NULL;
+    if (x) snprintf(path, cap, "%s/%s.%.*s.logits64.f32", dir, prompt, (int)(dot ? dot - x : (long)strlen(x)), x);
+    else snprintf(path, cap, "%s/%s.logits64.f32", dir, prompt);
     return access(path, R_OK) == 0;
 }
 
@@ -317,7 +322,7 @@ static void check_golden(const char *golden_dir, const char *golden_file, const 
         char dev[96] = "no logits file";
         /* the whole logits file, else its SAMPLE_COLS columns (sample_path) */
         int cols = V;
-        if (!(lf && lf->t == 's') && sample_path(golden_dir, name, path, sizeof path)) cols = SAMPLE_COLS;
+        if (!(lf && lf->t == 's') && sample_path(golden_dir, golden_file, name, path, sizeof path)) cols = SAMPLE_COLS;
         else if (lf && lf->t == 's') snprintf(path, sizeof path, "%s/%s", golden_dir, lf->str);
         if ((lf && lf->t == 's') || cols == SAMPLE_COLS) {
             size_t len;
