@@ -237,6 +237,44 @@ Test(stream_experts, union_larger_than_the_cache_reads_each_once)
     unlink(path);
 }
 
+/* Read-ahead guesses for a layer may hold every slot, still loading, when
+ * that layer's request comes with other experts: the request's experts wait
+ * for the guesses to land and take their slots; no acquire fails. */
+Test(stream_experts, guesses_holding_every_slot_do_not_fail_the_request)
+{
+    char path[1100];
+    make_moe(path, sizeof path, "xguess", &small_moe);
+    for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
+        sl_stream_config c;
+        st_stream_cfg(&c, io);
+        c.expert_cache_bytes = 1;   /* k = 4 slots */
+        sl_stream *s;
+        st_open(&s, path, &c);
+        const sl_gguf *g = sl_stream_gguf(s);
+        const int32_t want0[4] = { 0, 1, 2, 3 }, guess[4] = { 4, 5, 6, 7 }, want1[4] = { 8, 9, 10, 11 };
+        cr_assert_eq(sl_stream_expert_request(s, 0, want0, 4), 0);
+        for (int e = 0; e < 4; e++) {
+            sl_stream_view ev;
+            cr_assert_eq(sl_stream_expert_acquire(s, 0, want0[e], &ev), 0, "%s", sl_stream_errmsg(s));
+            cr_assert_eq(sl_stream_expert_release(s, 0, want0[e]), 0);
+        }
+        cr_assert_eq(sl_stream_expert_prefetch(s, 1, guess, 4), 4, "io %d: every slot takes a guess", io);
+        cr_assert_eq(sl_stream_expert_request(s, 1, want1, 4), 0);
+        for (int e = 3; e >= 0; e--) {   /* not the request's order either */
+            sl_stream_view ev;
+            cr_assert_eq(sl_stream_expert_acquire(s, 1, want1[e], &ev), 0, "io %d: %s", io, sl_stream_errmsg(s));
+            for (int p = 0; p < 3; p++) {
+                const sl_gguf_tensor *gt = sl_gguf_find_tensor(g, ev.tensors[p].name);
+                same_as_file(s, &ev.tensors[p], gt->file_offset + (uint64_t)want1[e] * ev.tensors[p].nbytes,
+                             "after guesses");
+            }
+            cr_assert_eq(sl_stream_expert_release(s, 1, want1[e]), 0);
+        }
+        sl_stream_close(s);
+    }
+    unlink(path);
+}
+
 Test(stream_experts, misuse_is_refused)
 {
     char path[1100];
