@@ -84,7 +84,7 @@ static int attn_weights(const sl_attn_block *b, attn_dims dm, const sl_stream_vi
         w->q = &w->part[0]; w->k = &w->part[1]; w->v = &w->part[2];
     } else if ((rc = sl_forward_find(v, l, "attn_q.weight", &w->q)) ||
                (rc = sl_forward_find(v, l, "attn_k.weight", &w->k)) ||
-               (rc = sl_forward_find(v, l, "attn_v.weight", &w->v))) {
+               (!b->v_from_k && (rc = sl_forward_find(v, l, "attn_v.weight", &w->v)))) {
         return rc;
     }
     if (b->qkv_bias &&
@@ -164,6 +164,7 @@ static void attn_row(sl_forward *f, const sl_attn_block *b, const attn_w *w, att
 {
     const sl_model_desc *d = f->d;
     float *qi = f->q + i * dm.qd, *ki = f->kx + i * d->kv_dim, *vi = f->vx + i * d->kv_dim;
+    if (b->v_from_k) memcpy(vi, ki, (size_t)dm.kd * sizeof *vi);   /* before k's norm and rope */
     if (w->bq) SL_TIMED(f, SL_PROF_ROPE, 0, add_bias(f, w, dm, qi, ki, vi));
     if (w->nq || b->v_norm) SL_TIMED(f, SL_PROF_NORM, 0, norm_qkv(f, b, w, dm, qi, ki, vi));
     SL_TIMED(f, SL_PROF_ROPE, 0, rope_qk(f, b, dm, pos, qi, ki, vi));
@@ -222,7 +223,8 @@ static int attn_softmax(sl_forward *f, const sl_forward_seq *sq, int32_t ns, int
     if (rc || (rc = block_in(f, v, l, "attn_norm.weight", n))) return rc;
     sl_act_cache c = { 0 };
     if (b->kv_shared) rc = sl_forward_mm(f, &c, f->xn, n, w.q, f->q, dm.qd, SL_PROF_MV_Q);
-    else rc = sl_forward_mm_fused(f, &c, f->xn, n, 3, (const sl_stream_tensor *[]){ w.q, w.k, w.v },
+    else rc = sl_forward_mm_fused(f, &c, f->xn, n, b->v_from_k ? 2 : 3,   /* v_from_k: q, k */
+                                  (const sl_stream_tensor *[]){ w.q, w.k, w.v },
                                   (float *[]){ b->out_gate ? f->rec_buf : f->q, f->kx, f->vx },
                                   (int64_t[]){ b->out_gate ? 2 * dm.qd : dm.qd, d->kv_dim, d->kv_dim },
                                   (int[]){ SL_PROF_MV_Q, SL_PROF_MV_K, SL_PROF_MV_V }, SL_PROF_MV_QKV);

@@ -49,6 +49,7 @@ typedef struct sl_attn_block {
     int32_t head_dim;         /* > 0: this block's head dim (<= d->head_dim, the cache's row); else d->head_dim */
     int32_t n_head_kv;        /* > 0: this block's kv heads (<= d->n_head_kv, the cache's); else d->n_head_kv */
     bool v_norm;              /* v RMS-normed without a weight */
+    bool v_from_k;            /* no attn_v: v is the k projection (before k's norm and rope) */
     bool kv_shared;           /* no K/V of its own: attends over sl_model_kv_layer's cache */
     bool out_gate;            /* attn_q rows per head q | gate; output *= sigmoid(gate) (qwen35) */
 } sl_attn_block;

@@ -122,12 +122,14 @@ typedef struct {
 /* What a gemma4 preset adds (by preset name): layer l slides iff
  * (l + 1) % swa_period; the last n_kv_shared layers reuse an earlier cache
  * and are n_ff_wide wide (0: n_ff); the full layers have n_head_kv_full kv
- * heads (0: the preset's; else head_count_kv is a per-layer array). */
+ * heads (0: the preset's; else head_count_kv is a per-layer array);
+ * full_no_v: those layers have no attn_v (llama.cpp's V = K). */
 typedef struct {
     const char *preset;
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
     bool split_exps;              /* MoE: ffn_gate_exps + ffn_up_exps (else the fused ffn_gate_up_exps) */
     uint32_t n_head_kv_full;
+    bool full_no_v;               /* the full layers without attn_v (V from the K projection) */
 } mk_gemma4_shape;
 /* What a DeepSeek-V3-style preset (arch v3moe) adds: leading dense layers,
  * shared experts (each n_ff_exp wide), gating (1 softmax, 2 sigmoid), weight
@@ -181,6 +183,7 @@ static const mk_preset mk_presets[] = {
       "gemma4 MoE test shape (fused gate|up experts)" },
     { "gemma4-tiny-moe-split", 4, 256, 256, 4, 2, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0,
       "gemma4 MoE test shape (separate gate and up experts; kv heads 2 sliding, 1 full)" },
+    { "gemma4-tiny-moe-vk", 4, 256, 256, 4, 2, 512, 1e6f, SPM, "gemma4", 128, 0, 0, 8, 2, 256, 0, "as -split, V = K" },
     { "gemma4-e2b", 35, 1536, 6144, 8, 1, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
       .what = "Gemma-4-E2B (per-layer embeddings 35 x 256, 20 shared-KV layers)" },
     { "gemma4-e4b", 42, 2560, 10240, 8, 2, 131072, 1e6f, SPM, "gemma4", 512, 0, 262144,
@@ -238,13 +241,14 @@ static const mk_gdn_shape mk_gdn_shapes[] = {
     { "qwen3-next-80b-a3b", 4, 4, 128, 16, 32, 64, { 0 }, 1 },
 };
 static const mk_gemma4_shape mk_gemma4_shapes[] = {
-    { "gemma4-tiny", 64, 64, 2, 2, 512, false, 0 },
-    { "gemma4-tiny-moe", 64, 0, 0, 2, 0, false, 0 },
-    { "gemma4-tiny-moe-split", 64, 0, 0, 2, 0, true, 1 },
-    { "gemma4-e2b", 256, 256, 20, 5, 12288, false, 0 },
-    { "gemma4-e4b", 256, 256, 18, 6, 0, false, 0 },
-    { "gemma4-31b", 256, 0, 0, 6, 0, false, 4 },
-    { "gemma4-26b-a4b", 256, 0, 0, 6, 0, false, 2 },
+    { "gemma4-tiny", 64, 64, 2, 2, 512, false, 0, false },
+    { "gemma4-tiny-moe", 64, 0, 0, 2, 0, false, 0, false },
+    { "gemma4-tiny-moe-split", 64, 0, 0, 2, 0, true, 1, false },
+    { "gemma4-tiny-moe-vk", 64, 0, 0, 2, 0, true, 1, true },
+    { "gemma4-e2b", 256, 256, 20, 5, 12288, false, 0, false },
+    { "gemma4-e4b", 256, 256, 18, 6, 0, false, 0, false },
+    { "gemma4-31b", 256, 0, 0, 6, 0, false, 4, false },
+    { "gemma4-26b-a4b", 256, 0, 0, 6, 0, false, 2, false },
 };
 #undef BPE
 #undef SPM
@@ -477,6 +481,7 @@ typedef struct {
     uint32_t head_dim_swa, n_embd_ple, n_kv_shared, swa_period, n_ff_wide;
     bool split_exps;
     uint32_t n_head_kv_full;
+    bool full_no_v;
     const mk_v3shape *v3;         /* the preset's DeepSeek-V3-style fields (arch v3moe) */
     const mk_gdn_shape *gdn;      /* the preset's Qwen3.5 fields (arch gdn) */
     int n_tensors;
@@ -686,7 +691,7 @@ static int build_gemma4(mk_model *m, const mk_typedef *td, uint32_t head_type)
         G4("attn_q_norm.weight", T_NORM, hd, 1, 0.1f);
         if (!g4_shared(m, l)) {
             G4("attn_k.weight", T_K, E, hd * g4_kv_heads(m, l), s_qk);
-            G4("attn_v.weight", T_V, E, hd * g4_kv_heads(m, l), s);
+            if (g4_swa(m, l) || !m->full_no_v) G4("attn_v.weight", T_V, E, hd * g4_kv_heads(m, l), s);
             G4("attn_k_norm.weight", T_NORM, hd, 1, 0.1f);
         }
         G4("attn_output.weight", T_O, hd * m->n_head, E, s);
@@ -1257,7 +1262,7 @@ int perf_mkmodel_main(int argc, char **argv)
         if (strcmp(gs->preset, preset)) continue;
         m.head_dim_swa = gs->head_dim_swa; m.n_embd_ple = gs->n_embd_ple; m.n_kv_shared = gs->n_kv_shared;
         m.swa_period = gs->swa_period; m.n_ff_wide = gs->n_ff_wide; m.split_exps = gs->split_exps;
-        m.n_head_kv_full = gs->n_head_kv_full;
+        m.n_head_kv_full = gs->n_head_kv_full; m.full_no_v = gs->full_no_v;
     }
     if (ar->gemma4 && !m.swa_period) {
         fprintf(stderr, "mkmodel: --arch gemma4 needs a gemma4 preset\n");

@@ -476,6 +476,28 @@ Test(mkmodel, gemma4_moe_presets, .timeout = 120)
     cleanup();
 }
 
+/* gemma4-tiny-moe-vk: the full layers (1, 3) without attn_v, as the 26B's and
+ * 31B's files: described as v_from_k there (V is the K projection), the
+ * sliding layers keep their own V. */
+Test(mkmodel, gemma4_full_layers_without_v, .timeout = 120)
+{
+    setup_paths();
+    sl_gguf *g = mk_open_arch("g4vk.gguf", "--preset gemma4-tiny-moe-vk", "gemma4");
+    sl_model_desc d;
+    described(g, &d);
+    for (uint32_t l = 0; l < 4; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%u.attn_v.weight", l);
+        const bool full = l % 2;
+        cr_assert_eq(sl_gguf_find_tensor(g, name) == NULL, full, "layer %u", l);
+        cr_assert_eq(sl_model_layer(&d, (int32_t)l)->attn.v_from_k, full, "layer %u", l);
+        snprintf(name, sizeof name, "blk.%u.attn_k.weight", l);
+        cr_assert_not_null(tensor(g, name));
+    }
+    sl_gguf_close(g);
+    cleanup();
+}
+
 /* The MoE presets: synth2 shapes, keys, 3-D expert tensors, accepted by the
  * model description with the experts it declares. */
 Test(mkmodel, moe_presets, .timeout = 120)

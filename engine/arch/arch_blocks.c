@@ -54,7 +54,7 @@ static int check_attn(const sl_model_desc *d, const sl_attn_block *b, const sl_g
         if ((rc = sl_model_check_layer_tensor(g, l, "attn_qkv.weight", E, Q + 2 * KV, T_MATRIX))) return rc;
     } else if ((rc = sl_model_check_layer_tensor(g, l, "attn_q.weight", E, Q, T_MATRIX)) ||
                (rc = sl_model_check_layer_tensor(g, l, "attn_k.weight", E, KV, T_MATRIX)) ||
-               (rc = sl_model_check_layer_tensor(g, l, "attn_v.weight", E, KV, T_MATRIX))) {
+               (!b->v_from_k && (rc = sl_model_check_layer_tensor(g, l, "attn_v.weight", E, KV, T_MATRIX)))) {
         return rc;
     }
     if ((rc = sl_model_check_layer_tensor(g, l, "attn_output.weight", Q, E, T_MATRIX))) return rc;

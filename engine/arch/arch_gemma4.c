@@ -1,7 +1,8 @@
 /* gemma4: a bool per layer says sliding window or full; the two layer kinds
  * have their own head dims (key_length_swa vs key_length), rope dims and
  * bases, the full layers' angles divided by rope_freqs (proportional rope);
- * q/k norms, v RMS-normed without weight, attention scale 1, post-norms;
+ * q/k norms, v RMS-normed without weight (a layer without attn_v: v is
+ * the k projection before k's norm and rope), attention scale 1, post-norms;
  * a per-layer FFN width; the last shared_kv_layers layers have no K/V of
  * their own (sl_model_kv_layer); per-layer embeddings (per_layer_token_embd
  * rows plus a projection of the embedding, one slice per layer) added after
@@ -147,10 +148,13 @@ static int gemma4_keys(sl_model_desc *d, const sl_gguf *g)
         sl_layer_desc ld;
         char name[64];
         memcpy(&ld, &d->arch->layer, sizeof ld);
-        snprintf(name, sizeof name, "blk.%u.layer_output_scale.weight", l);
         ld.attn.window = swa[l] ? d->n_swa : 0;
         ld.attn.head_dim = swa[l] ? (int32_t)hd_swa : d->head_dim;
         ld.attn.kv_shared = (int32_t)l >= d->n_layer_kv;
+        /* no attn_v (the 26B's and 31B's full layers): llama.cpp takes V = K */
+        snprintf(name, sizeof name, "blk.%u.attn_v.weight", l);
+        ld.attn.v_from_k = !ld.attn.kv_shared && !sl_gguf_find_tensor(g, name);
+        snprintf(name, sizeof name, "blk.%u.layer_output_scale.weight", l);
         /* fewer kv heads than the cache's (the 31B's full layers): the block's own count */
         ld.attn.n_head_kv = kvh[l] && (int32_t)kvh[l] < d->n_head_kv ? (int32_t)kvh[l] : 0;
         ld.ffn.n_ff = (int32_t)ff[l];
