@@ -185,6 +185,17 @@ Test(stream_experts, a_cache_of_every_expert_hits_after_warmup)
     unlink(path);
 }
 
+/* The smallest expert cache (k slots: every layer evicts) over path. */
+static sl_stream *open_min_cache(const char *path, int io)
+{
+    sl_stream_config c;
+    st_stream_cfg(&c, io);
+    c.expert_cache_bytes = 1;
+    sl_stream *s;
+    st_open(&s, path, &c);
+    return s;
+}
+
 /* Prompt processing: a chunk's union of experts (here all 16 of a layer)
  * through a 4-slot cache: each read exactly once, the reads that found no
  * slot start as slots are released. */
@@ -193,11 +204,7 @@ Test(stream_experts, union_larger_than_the_cache_reads_each_once)
     char path[1100];
     make_moe(path, sizeof path, "xunion", &small_moe);
     for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
-        sl_stream_config c;
-        st_stream_cfg(&c, io);
-        c.expert_cache_bytes = 1;
-        sl_stream *s;
-        st_open(&s, path, &c);
+        sl_stream *s = open_min_cache(path, io);
         const sl_gguf *g = sl_stream_gguf(s);
         int32_t all[16];
         for (int e = 0; e < 16; e++) all[e] = 15 - e;
@@ -245,11 +252,7 @@ Test(stream_experts, guesses_holding_every_slot_do_not_fail_the_request)
     char path[1100];
     make_moe(path, sizeof path, "xguess", &small_moe);
     for (int io = SL_IO_URING; io < SL_IO_COUNT; io++) {
-        sl_stream_config c;
-        st_stream_cfg(&c, io);
-        c.expert_cache_bytes = 1;   /* k = 4 slots */
-        sl_stream *s;
-        st_open(&s, path, &c);
+        sl_stream *s = open_min_cache(path, io);   /* k = 4 slots */
         const sl_gguf *g = sl_stream_gguf(s);
         const int32_t want0[4] = { 0, 1, 2, 3 }, guess[4] = { 4, 5, 6, 7 }, want1[4] = { 8, 9, 10, 11 };
         cr_assert_eq(sl_stream_expert_request(s, 0, want0, 4), 0);
@@ -596,11 +599,7 @@ Test(stream_experts, ready_reports_loaded_experts)
 {
     char path[1100];
     make_moe(path, sizeof path, "ready", &small_moe);
-    sl_stream_config c;
-    st_stream_cfg(&c, SL_IO_PREAD);
-    c.expert_cache_bytes = 1;   /* k slots: experts are split off */
-    sl_stream *s;
-    st_open(&s, path, &c);
+    sl_stream *s = open_min_cache(path, SL_IO_PREAD);   /* k slots: experts are split off */
     cr_assert(sl_stream_get_plan(s)->experts_split);
     int32_t e[2] = { 3, 9 };
     cr_assert_eq(sl_stream_expert_ready(s, 1, 3), 0, "not requested: acquiring it would read");
