@@ -872,3 +872,25 @@ Test(mkmodel, sparse_holes_same_metadata, .timeout = 120)
     sl_gguf_close(g);
     cleanup();
 }
+
+/* (Here, not in test_model_synth3.c: it runs the host's `sluice`.)
+ * `plan` says what an MLA cache holds: the latent and the shared rope key
+ * in the K type, no V rows (3 layers x 320 values: 1920 bytes in F16, 1020
+ * in Q8_0); a cache with V rows keeps its K/V types. */
+Test(mkmodel, plan_names_the_latent_cache)
+{
+    char cmd[512], out[16384];
+    const struct { const char *opt, *label; } c[] = {
+        { "", "per position (latent 256 + rope key 64, f16, no V)           1920" },
+        { "-ctk q8_0", "per position (latent 256 + rope key 64, q8_0, no V)           1020" },
+    };
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "plan -m %s %s", SL_SHARED_DIR "/models/synth3-deepseek2-q4_k_m.gguf", c[i].opt);
+        cr_assert_eq(sl_test_sluice(cmd, out, sizeof out), 0, "%s", out);
+        cr_assert(strstr(out, c[i].label), "%s", out);
+        cr_assert_null(strstr(out, "f16/f16"), "%s", out);
+    }
+    snprintf(cmd, sizeof cmd, "plan -m %s", SL_SHARED_DIR "/models/synth3-glm4moe-q4_k_m.gguf");
+    cr_assert_eq(sl_test_sluice(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "per position (f16/f16)"), "%s", out);
+}

@@ -8,7 +8,6 @@
  * with a message naming it. */
 #include "model_testutil.h"
 #include "session_testutil.h"
-#include "util_cli.h"
 
 #include <math.h>
 
@@ -202,25 +201,4 @@ static const mt_case hostile[] = {
 Test(model_synth3, hostile_variants_refused, .timeout = 120)
 {
     mt_expect_refused_all(hostile, sizeof hostile / sizeof hostile[0]);
-}
-
-/* `plan` says what an MLA cache holds: the latent and the shared rope key
- * in the K type, no V rows (3 layers x 320 values: 1920 bytes in F16, 1020
- * in Q8_0); a cache with V rows keeps its K/V types. */
-Test(model_synth3, plan_names_the_latent_cache)
-{
-    char cmd[512], out[16384];
-    const struct { const char *opt, *label; } c[] = {
-        { "", "per position (latent 256 + rope key 64, f16, no V)           1920" },
-        { "-ctk q8_0", "per position (latent 256 + rope key 64, q8_0, no V)           1020" },
-    };
-    for (int i = 0; i < 2; i++) {
-        snprintf(cmd, sizeof cmd, "plan -m %s %s", DS2, c[i].opt);
-        cr_assert_eq(sl_test_sluice(cmd, out, sizeof out), 0, "%s", out);
-        cr_assert(strstr(out, c[i].label), "%s", out);
-        cr_assert_null(strstr(out, "f16/f16"), "%s", out);
-    }
-    snprintf(cmd, sizeof cmd, "plan -m %s", MODELS "/synth3-glm4moe-q4_k_m.gguf");
-    cr_assert_eq(sl_test_sluice(cmd, out, sizeof out), 0, "%s", out);
-    cr_assert(strstr(out, "per position (f16/f16)"), "%s", out);
 }
