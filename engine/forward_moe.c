@@ -23,13 +23,10 @@
  * compute. That input is the earliest state with layer l's attention in it:
  * waiting for l's FFN output would leave the reads no compute to hide behind.
  * Only guesses: layer l+1 routes on its true input as always, so the logits
- * do not depend on it. The leading ranks of the guess whose measured
- * precision is at least SL_PREGATE_PRECISION are read at once: when the disk
- * is the bottleneck a wrong guess costs its whole read, a right one only
- * hides a latency. The other ranks are read once layer l's experts are all
- * computed: its reads are done then, and the disk would idle through l+1's
- * attention (and the expert compute of every layer whose misses are fewer
- * than its reads ahead) without them. */
+ * do not depend on it. Only the leading ranks of the guess whose measured
+ * precision is at least SL_PREGATE_PRECISION are read: when the disk is the
+ * bottleneck a wrong guess costs its whole read, a right one only hides a
+ * latency. */
 #include "forward_moe.h"
 #include "forward_ops.h"
 
@@ -260,17 +257,7 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     f->pg_layer = l + 1;
     f->pg_n = n;
     const int32_t r = sl_forward_moe_pregate_depth(f->pg_hit, f->pg_seen, n);
-    f->pg_read = r;
     if (r && sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess, r) < 0) sl_err_clear();
-}
-
-/* The guesses for l + 1 not read by pregate, once layer l's reads are done. */
-static void pregate_rest(sl_forward *f, int32_t l)
-{
-    if (f->pg_layer != l + 1 || f->pg_read >= f->pg_n) return;
-    if (sl_stream_expert_prefetch(f->st, l + 1, f->pg_guess + f->pg_read, f->pg_n - f->pg_read) < 0)
-        sl_err_clear();
-    f->pg_read = f->pg_n;
 }
 
 /* gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai with its alpha and limit). */
@@ -565,7 +552,6 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
             weigh(b.ys + (int64_t)ts * E, b.xg + (int64_t)i * E, b.w[ts], E);
         }
     }
-    if (f->pregate && n == 1) pregate_rest(f, l);
     /* terms added in slot order (decreasing weight) */
     for (int32_t t = 0; t < n; t++) {
         float *o = b.out + (int64_t)t * E;

@@ -96,7 +96,6 @@ typedef struct sl_forward {
      * guesses its experts, read ahead while layer l computes */
     bool pregate;
     int32_t pg_layer, pg_n;             /* the layer guessed for (-1: none), guesses */
-    int32_t pg_read;                    /* guesses read ahead at once (the precise ranks) */
     int32_t pg_guess[64];
     uint64_t pg_chosen, pg_right;       /* experts chosen in guessed layers, of them guessed */
     /* how often the guess of rank i was among the chosen, decayed per guessed

@@ -25,7 +25,7 @@
 #   in 270 s under a 4 GiB balloon, no token) - without it the weights stay in the mmap),
 #   VARIANTS (Sluice runs per rep, "on off" = --moe-pregate on / off, "-" = no
 #   flag, "alt" = the binary ALT_SLUICE with no flag: another build, e.g. the
-#   one before a change), ALTERNATE (1: every other rep in reverse order),
+#   one before a change; "alt2".."alt9": ALT2_SLUICE..ALT9_SLUICE), ALTERNATE (1: every other rep in reverse order),
 #   SLUICE_FLAGS (more flags), OUT (result dir, /tmp/moe_balloon),
 #   LOCK (/work/notes/mem.lock: each level runs under `flock LOCK`, released
 #   between levels; empty: the caller holds it). Needs build/sluice, build/balloon, build/iobench (make all).
@@ -107,6 +107,7 @@ if [ "${1:-}" = __level ]; then
             case $v in
                 -) ;;
                 alt) bin=$ALT_SLUICE ;;
+                alt[0-9]) eval "bin=\${ALT${v#alt}_SLUICE}" ;;
                 *) flag="--moe-pregate $v" ;;
             esac
             evict; settle; a0=$(avail)
@@ -189,7 +190,7 @@ for lv in levels:
         bound, xbound, sbound = (byt / (b * 1e9) * 1e3 for b in (bw, xbw, sbw))
         pf = med([j["expert_prefetch_used"] / j["expert_prefetched"] for j in js if j.get("expert_prefetched")])
         print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f / %.2f / %.2f (%.0f slots) | %.0f | %.0f | %.0f / %.0f / %.0f | %.2f / %.2f / %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
-            lv, {"-": "default (pregate on)", "alt": "ALT_SLUICE"}.get(v, "pregate " + v), len(js), tps,
+            lv, {"-": "default (pregate on)"}.get(v, "ALT%s_SLUICE" % v[3:] if v.startswith("alt") else "pregate " + v), len(js), tps,
             min(j["decode_tok_s"] for j in js), max(j["decode_tok_s"] for j in js),
             "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, xbw, sbw, slots,
             byt / 1e6, ms, bound, xbound, sbound, ms / bound, ms / xbound, ms / sbound,
