@@ -85,9 +85,18 @@ static int64_t encode(const sl_tok *t, const char *text, size_t len, bool add_sp
     sl_ids out = {0};
     frags a = {0}, b = {0};
     int rc = 0;
-    if (len > 0) {
+    uint8_t *seen = NULL;
+    if (len > 0 && t->n_special > 0) {
+        seen = calloc((size_t)t->n_special, 1);
+        if (!seen) rc = sl_err_set(SL_ENOMEM, "tokenizer: out of memory");
+        else sl_tok_special_scan(t, text, len, seen);
+    }
+    if (len > 0 && rc == 0) {
         rc = frags_push(&a, (frag){-1, 0, len});
+        /* in t->special's order (longest first), as every special split the
+         * rest; those whose text does not occur would split nothing */
         for (int32_t i = 0; i < t->n_special && rc == 0; i++) {
+            if (!seen[i]) continue;
             int32_t id = t->special[i];
             int ty = t->type[id];
             bool ctl = ty == SL_TOKT_CONTROL || ty == SL_TOKT_UNKNOWN;
@@ -142,6 +151,7 @@ static int64_t encode(const sl_tok *t, const char *text, size_t len, bool add_sp
     }
     if (rc == 0 && add_special && t->add_eos) rc = sl_ids_push(&out, t->eos);
 done:
+    free(seen);
     free(a.v);
     free(b.v);
     if (rc < 0) {

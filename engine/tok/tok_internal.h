@@ -72,6 +72,10 @@ struct sl_tok {
     int64_t n_merges;
     int32_t *special;            /* CONTROL/USER_DEFINED/UNKNOWN ids, longest text first */
     int32_t n_special;
+    struct sl_tok_trie_node *trie;   /* the texts of special (tok_special.c) */
+    int32_t *trie_end_next;      /* n_special */
+    int32_t trie_root[256];
+    int32_t n_trie;
     int32_t *eog;
     int32_t n_eog;
     int32_t byte_tok[256];
@@ -88,6 +92,13 @@ struct sl_tok {
 int32_t sl_tok_lookup(const sl_tok *t, const char *s, size_t n);
 /* Merge rank of (left, right), -1 if none. */
 int32_t sl_tok_merge_rank(const sl_tok *t, const char *l, size_t ll, const char *r, size_t rl);
+
+/* ---- special-token texts (tok_special.c) ---- */
+/* Builds the trie of the special tokens' texts (after t->special is final). */
+int sl_tok_special_index(sl_tok *t);
+/* seen[i] = 1 for every i (an index into t->special) whose text occurs
+ * anywhere in text[0..len); other entries are left as they are. */
+void sl_tok_special_scan(const sl_tok *t, const char *text, size_t len, uint8_t *seen);
 
 /* ---- encoder scratch (tok_heap.c) ---- */
 /* Grows *v (elements of elem bytes, capacity *cap) to hold need elements,

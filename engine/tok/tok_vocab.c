@@ -375,7 +375,7 @@ static int setup_special(sl_tok *t, const sl_gguf *g)
         }
         t->byte_tok[b] = id;
     }
-    return 0;
+    return sl_tok_special_index(t);
 }
 
 static int load(sl_tok *t, const sl_gguf *g)
@@ -468,7 +468,7 @@ void sl_tok_destroy(sl_tok *t)
     if (!t) return;
     free(t->pool); free(t->text_off); free(t->text_len); free(t->score);
     free(t->type); free(t->attr); free(t->ht); free(t->mt); free(t->merge_pool);
-    free(t->special); free(t->eog);
+    free(t->special); free(t->eog); free(t->trie); free(t->trie_end_next);
     free(t);
 }
 
