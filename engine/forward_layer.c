@@ -313,8 +313,18 @@ static int ffn_gated(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_s
 }
 
 /* gemma4's MoE block: x += post_ffw_norm(post_ffw_norm_1(dense(ffn_norm x))
- * + post_ffw_norm_2(experts(pre_ffw_norm_2 x))), the experts first (their
- * sum waits in the MoE scratch while the dense FFN runs). */
+ * + post_ffw_norm_2(experts(pre_ffw_norm_2 x))). The experts are routed
+ * and requested first; in decode the dense FFN then runs while their reads
+ * land (sl_moe_side), otherwise after them, its rows in f->xn while the
+ * experts' sum waits in the MoE scratch. */
+typedef struct dense_side { int32_t l; const sl_ffn_block *b; const sl_stream_view *v; } dense_side;
+
+static int dense_side_run(sl_forward *f, void *ctx)
+{
+    const dense_side *c = ctx;
+    return gated_core(f, c->l, c->b, c->v, 1);
+}
+
 static int ffn_dense_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n)
 {
     const int32_t E = f->d->n_embd;
@@ -326,8 +336,12 @@ static int ffn_dense_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const 
         (rc = sl_forward_find(v, l, "post_ffw_norm.weight", &post)) ||
         (rc = block_in(f, v, l, "pre_ffw_norm_2.weight", n)))
         return rc;
-    SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, &moe));
-    if (rc || (rc = block_in(f, v, l, "ffn_norm.weight", n)) || (rc = gated_core(f, l, b, v, n))) return rc;
+    dense_side dc = { l, b, v };
+    sl_moe_side side = { dense_side_run, &dc, NULL };
+    SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, &moe, &side));
+    if (rc) return rc;
+    if (side.res) memcpy(f->xn, side.res, (size_t)E * sizeof *f->xn);
+    else if ((rc = gated_core(f, l, b, v, n))) return rc;
     SL_TIMED(f, SL_PROF_NORM, 0, norm_rows(f, moe, moe, p2->data, n); norm_rows(f, f->xn, f->xn, p1->data, n));
     SL_TIMED(f, SL_PROF_ADD, 0, f->k->add(f->xn, f->xn, moe, (int64_t)n * E));
     block_out(f, post, n);
@@ -339,7 +353,7 @@ static int ffn_moe(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_str
 {
     if (b->dense_moe) return ffn_dense_moe(f, l, b, v, n);
     int rc = block_in(f, v, l, sl_ffn_norm_name(b), n);
-    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, NULL));
+    if (!rc) SL_TIMED(f, SL_PROF_MOE, 0, rc = sl_forward_moe_ffn(f, l, b, v, n, NULL, NULL));
     return rc;
 }
 

@@ -63,6 +63,7 @@ typedef struct moe_buf {
     float *g, *u;      /* [B][max(n_ff_exp, n_ff_shexp)] */
     float *ys;         /* [B][k][n_embd] weighted expert outputs */
     float *out;        /* [B][n_embd] */
+    float *keep, *side;   /* [n_embd] each: the experts' input row and the side work's result (decode) */
 } moe_buf;
 
 static uint64_t carve(const sl_model_desc *d, int32_t n_batch, char *p, moe_buf *b)
@@ -84,6 +85,8 @@ static uint64_t carve(const sl_model_desc *d, int32_t n_batch, char *p, moe_buf 
     PART(u, B * FF * 4);
     PART(ys, B * K * E * 4);
     PART(out, B * E * 4);
+    PART(keep, E * 4);
+    PART(side, E * 4);
 #undef PART
     return o;
 }
@@ -209,19 +212,16 @@ void sl_forward_moe_pregate_learn(float *hit, float *seen, const int32_t *guess,
     }
 }
 
-/* The router's input rows: dst = rmsnorm(x) * ffn_gate_inp.scale / sqrt(n_embd)
- * from the residual x (gemma4's dense_moe), else none (the router reads
- * the FFN's pre-normed rows). */
-static int router_in(sl_forward *f, const sl_stream_view *v, int32_t l, const float *x, float *dst, int32_t n)
+/* The router's input rows: dst = rmsnorm(x) * sc / sqrt(n_embd) from the
+ * residual x, sc the layer's ffn_gate_inp.scale (gemma4's dense_moe; other
+ * routers read the FFN's pre-normed rows). */
+static void router_in(sl_forward *f, const sl_stream_tensor *sc, const float *x, float *dst, int32_t n)
 {
     const int32_t E = f->d->n_embd;
-    const sl_stream_tensor *sc;
-    int rc = sl_forward_find(v, l, "ffn_gate_inp.scale", &sc);
-    for (int32_t t = 0; !rc && t < n; t++) {
+    for (int32_t t = 0; t < n; t++) {
         f->k->rmsnorm(dst + (int64_t)t * E, x + (int64_t)t * E, sc->data, E, f->d->rms_eps);
         sl_forward_scale_row(dst + (int64_t)t * E, E, 1.0f / sqrtf((float)E));
     }
-    return rc;
 }
 
 /* Guesses layer l + 1's experts from f->x (layer l's post-attention residual)
@@ -246,7 +246,7 @@ static void pregate(sl_forward *f, moe_buf *b, int32_t l)
     const sl_stream_tensor *pb = blk->sel_bias ? sl_stream_view_find(&v, "exp_probs_b.bias") : NULL;
     int rc = fn && gi && (gb || !blk->router_bias) && (pb || !blk->sel_bias) ? 0 : SL_ENOENT;
     if (!rc) {
-        if (blk->dense_moe) rc = router_in(f, &v, l + 1, f->x, b->xg, 1);
+        if (blk->dense_moe) router_in(f, fn, f->x, b->xg, 1);
         else f->k->rmsnorm(b->xg, f->x, fn->data, E, d->rms_eps);
         if (!rc) rc = moe_mm(f, b->xg, 1, (int)gi->type, gi->data, NE, E, b->probs, NE, gi->name);
         if (!rc && gb) f->k->add(b->probs, b->probs, gb->data, NE);   /* the logits it selects on */
@@ -484,24 +484,45 @@ static int experts_decode(sl_forward *f, moe_buf *b, const sl_ffn_block *blk, co
     return rc;
 }
 
+/* The caller's side work while a decode row's experts are read: f->xn (the
+ * experts' input) is kept around it, and its result row (f->xn after it)
+ * kept in the scratch. Its own ops are timed as themselves, not as MoE. */
+static int side_work(sl_forward *f, moe_buf *b, sl_moe_side *side)
+{
+    const size_t row = (size_t)f->d->n_embd * sizeof(float);
+    memcpy(b->keep, f->xn, row);
+    const uint64_t t0 = f->prof ? sl_prof_now_ns() : 0;
+    int rc = side->run(f, side->ctx);
+    if (f->prof) {
+        f->prof->ns[SL_PROF_MOE] -= sl_prof_now_ns() - t0;   /* the MoE timer's end adds it back */
+        sl_pool_set_tag(f->pool, SL_PROF_MOE);
+    }
+    if (rc) return rc;
+    memcpy(b->side, f->xn, row);
+    memcpy(f->xn, b->keep, row);
+    side->res = b->side;
+    return 0;
+}
+
 int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const sl_stream_view *v, int32_t n,
-                       float **out)
+                       float **out, sl_moe_side *side)
 {
     const sl_model_desc *d = f->d;
     const int32_t E = d->n_embd, NE = d->n_expert, K = d->n_expert_used;
     moe_buf b;
     carve(d, f->n_batch, f->moe, &b);
-    const sl_stream_tensor *gi, *gb = NULL, *pb = NULL;
+    const sl_stream_tensor *gi, *gb = NULL, *pb = NULL, *sc = NULL;
     moe_bias eb;
     int rc;
     if ((rc = sl_forward_find(v, l, "ffn_gate_inp.weight", &gi)) ||
+        (blk->dense_moe && (rc = sl_forward_find(v, l, "ffn_gate_inp.scale", &sc))) ||
         (blk->router_bias && (rc = sl_forward_find(v, l, "ffn_gate_inp.bias", &gb))) ||
         (blk->sel_bias && (rc = sl_forward_find(v, l, "exp_probs_b.bias", &pb))) ||
         (rc = find_bias(blk, v, l, &eb)))
         return rc;
 
     /* routing */
-    if (blk->dense_moe && (rc = router_in(f, v, l, f->x, b.xg, n))) return rc;
+    if (blk->dense_moe) router_in(f, sc, f->x, b.xg, n);
     if ((rc = moe_mm(f, blk->dense_moe ? b.xg : f->xn, n, (int)gi->type, gi->data, NE, E, b.probs, NE, gi->name)))
         return rc;
     if (gb) add_bias(f, b.probs, gb->data, 0, n, NE);
@@ -531,6 +552,8 @@ int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *blk, const 
     if ((rc = sl_stream_expert_request(f->st, l, b.uni, n_uni)))
         return sl_err_set(rc, "layer %d: %s", l, sl_stream_errmsg(f->st));
     if (f->pregate && n == 1) pregate(f, &b, l);
+    if (side) side->res = NULL;
+    if (side && n == 1 && (rc = side_work(f, &b, side))) return rc;
     int fused = n == 1 ? experts_decode(f, &b, blk, &eb, l, n_uni) : 1;
     if (fused < 0) return fused;
     /* otherwise each chosen expert once, over all its rows */

@@ -16,12 +16,24 @@
 /* Bytes of the MoE scratch for n_batch rows (0 for a dense model). */
 uint64_t sl_forward_moe_arena_bytes(const sl_model_desc *d, int32_t n_batch);
 
+/* Work the caller overlaps with a decode row's expert reads (n == 1): run
+ * is called once, after the chosen experts are requested and before any is
+ * computed; it may overwrite f->xn, f->gate and f->up and leaves its result
+ * row in f->xn, which the MoE keeps and points res at (NULL: run was not
+ * called; the caller does the work itself). */
+typedef struct sl_moe_side {
+    int (*run)(sl_forward *f, void *ctx);
+    void *ctx;
+    const float *res;
+} sl_moe_side;
+
 /* x[i] += MoE-FFN(xn[i]) for i < n (xn: the ffn_norm'ed rows) of layer l's
  * FFN block b; with out, the n rows stay in the scratch at *out instead (x
  * untouched). f->moe holds sl_forward_moe_arena_bytes; v is layer l's
- * stream view. A dense_moe block's router reads x (the residual). */
+ * stream view. A dense_moe block's router reads x (the residual). side:
+ * NULL, or work to run while the experts are read. */
 int sl_forward_moe_ffn(sl_forward *f, int32_t l, const sl_ffn_block *b, const sl_stream_view *v, int32_t n,
-                       float **out);
+                       float **out, sl_moe_side *side);
 
 /* Pre-gating's read-ahead depth: how many leading ranks of a k-expert guess
  * to read, those whose measured precision (hit[i] / seen, both decayed, a
