@@ -307,6 +307,10 @@ endef
 # leak-* / timeout-*).
 FUZZ_SECONDS ?= 60
 FUZZ_CAMPAIGN_SECONDS ?= 3600
+# libFuzzer's per-input limit, in wall-clock seconds: a campaign run at low priority beside other
+# work needs more (model_desc's slowest inputs, a few hundred bytes whose array of empty strings
+# fills the 32 MiB virtual file, take ~2 s alone under ASan and coverage).
+FUZZ_TIMEOUT ?= 10
 FUZZ_TARGETS ?= $(FUZZ_NAMES)
 fuzz-smoke: fuzz
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_EACH=$$(( $(FUZZ_SECONDS) / ($(words $(FUZZ_NAMES)) + 1) ))
@@ -321,7 +325,7 @@ fuzz-run:
 	  secs=$(FUZZ_EACH); [ $$t != gguf ] || secs=$$((2 * $(FUZZ_EACH))); \
 	  case $$t in gguf) ml=$(call fuzz_maxlen,gguf);; tok) ml=$(call fuzz_maxlen,tok);; *) ml=65536;; esac; \
 	  build-fuzz/fuzz_$$t -max_total_time=$$secs $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS)) -max_len=$$ml \
-	    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$t \
+	    -rss_limit_mb=2048 -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$t \
 	    > build-fuzz/fuzz-$$t.log 2>&1 || { rc=1; echo "fuzz_$$t: FAILED"; tail -n 40 build-fuzz/fuzz-$$t.log; }; \
 	  n=$$(sed -n 's/^stat::number_of_executed_units: *//p' build-fuzz/fuzz-$$t.log); \
 	  r=$$(sed -n 's/^stat::average_exec_per_sec: *//p' build-fuzz/fuzz-$$t.log); \
