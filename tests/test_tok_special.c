@@ -74,7 +74,7 @@ Test(tok_special, scan_marks_exactly_the_specials_that_occur)
             for (int32_t i = 0; i < t->n_special; i++) marked += seen[i];
             texts++;
         }
-        /* the empty text and a text that is one special's text cut at the end */
+        /* the empty text marks nothing */
         cr_assert_eq(check(t, "", 0, seen), 0);
         free(seen);
         sl_tok_destroy(t);
