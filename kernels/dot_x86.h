@@ -20,6 +20,7 @@
 #define SL_DOT_X86_H
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kern_internal.h"
@@ -264,31 +265,46 @@ INL void blk_q8_0(const sl_block_q8_0 *x, const sl_block_q8_0 *y, acc_t *acc)
  * broadcast load (a load port, not a vector ALU: the vector pipes are what
  * these kernels are short of), where a block at a time spends two scalar
  * converts, a multiply and a register broadcast. Even and odd blocks go to
- * the two accumulators (the odd ones negated, the reduction subtracts b). */
-INL __m256 f16x8(sl_f16 a, sl_f16 b, sl_f16 c, sl_f16 d, sl_f16 e, sl_f16 f, sl_f16 g, sl_f16 h)
+ * the two accumulators (the odd ones negated, the reduction subtracts b).
+ * The eight scales of a side are gathered by overlapping unaligned loads
+ * merged with blends, not an element insert each (two uops apiece): lane
+ * X86_POS8(j) holds block j, i.e. the lanes are blocks 0, 2, 4, 6, 1, 3, 5, 7,
+ * the order in which a 32-byte load brings two 17-byte blocks' exponents. */
+#define X86_POS8(j) ((((j) >> 1) | ((j) & 1) << 2))
+
+/* The f16 at offset 0 of eight structs of st bytes (14 or more) from p, in
+ * lane order X86_POS8: the 16-byte load at p + j st - 2 X86_POS8(j) has block
+ * j's in word X86_POS8(j), and every such load stays inside the eight. */
+INL __m256 f16x8s(const char *p, size_t st)
 {
-    return _mm256_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, (short)e, (short)f, (short)g,
-                                          (short)h));
+#define F16_AT(j) _mm_loadu_si128((const __m128i *)(p + (j) * st - 2 * X86_POS8(j)))
+#define F16_IN(v, j) _mm_blend_epi16(v, F16_AT(j), 1 << X86_POS8(j))
+    __m128i v = F16_AT(0);
+    v = F16_IN(F16_IN(F16_IN(v, 1), 2), 3);
+    v = F16_IN(F16_IN(F16_IN(F16_IN(v, 4), 5), 6), 7);
+#undef F16_IN
+#undef F16_AT
+    return _mm256_cvtph_ps(v);
 }
 
-/* FIELD (f16) of the eight blocks x[0..7] as f32 lanes */
-#define X86_D8(x, FIELD) f16x8(x[0].FIELD, x[1].FIELD, x[2].FIELD, x[3].FIELD, x[4].FIELD, x[5].FIELD, x[6].FIELD, x[7].FIELD)
+/* The f16 d (first field) of the eight blocks x[0..7] as f32, order X86_POS8 */
+#define X86_D8(x) f16x8s((const char *)(x), sizeof *(x))
+_Static_assert(offsetof(sl_block_q8_0, d) == 0 && offsetof(sl_block_iq4_nl, d) == 0, "X86_D8 reads d at 0");
 
-static inline int ld32(const void *p)
-{
-    int v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* sl_e8m0_half of eight MXFP4 exponents: (e - 1) << 23 for e >= 2, else 0x00200000 << e */
+/* sl_e8m0_half of eight MXFP4 exponents in lane order X86_POS8:
+ * (e - 1) << 23 for e >= 2, else 0x00200000 << e. Four 32-byte loads 30 bytes
+ * apart put block 2k's exponent at byte 4k of the low half and block 2k+1's
+ * at byte 4k+1 of the high half; blends keep dword k of load k, one vpshufb
+ * lifts the eight bytes out (all 8 blocks' 136 bytes cover the loads). */
 INL __m256 e8m0x8(const sl_block_mxfp4 *x)
 {
-    /* a dword load per exponent (it and 3 level bytes): dword inserts, not byte ones */
-#define E8_W(j) ld32(&x[j].e)
-    __m256i e = _mm256_and_si256(_mm256_setr_epi32(E8_W(0), E8_W(1), E8_W(2), E8_W(3), E8_W(4), E8_W(5), E8_W(6),
-                                                   E8_W(7)), _mm256_set1_epi32(0xff));
-#undef E8_W
+    _Static_assert(sizeof *x == 17 && offsetof(sl_block_mxfp4, e) == 0, "mxfp4 block layout");
+    const char *p = (const char *)x;
+    __m256i v = _mm256_blend_epi32(loadu(p), loadu(p + 30), 0x22);
+    v = _mm256_blend_epi32(_mm256_blend_epi32(v, loadu(p + 60), 0x44), loadu(p + 90), 0x88);
+    const __m256i pick = _mm256_setr_epi8(0, -1, -1, -1, 4, -1, -1, -1, 8, -1, -1, -1, 12, -1, -1, -1,
+                                          1, -1, -1, -1, 5, -1, -1, -1, 9, -1, -1, -1, 13, -1, -1, -1);
+    __m256i e = _mm256_shuffle_epi8(v, pick);
     __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
     __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
     return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
@@ -302,7 +318,7 @@ typedef struct { __m256i q[8], aq[8]; __m256 d; } u8_blk;
 INL void term8(__m256i q, __m256i aq, const sl_block_q8_0 *y, const float *s, int j, acc_t *acc)
 {
     __m256 p = _mm256_cvtepi32_ps(dot_u8s8(_mm256_setzero_si256(), aq, _mm256_sign_epi8(loadu(y[j].qs), q)));
-    __m256 f = _mm256_broadcast_ss(&s[j]);
+    __m256 f = _mm256_broadcast_ss(&s[X86_POS8(j)]);
     if (j & 1)
         acc->b = _mm256_fnmadd_ps(p, f, acc->b);
     else
@@ -312,7 +328,7 @@ INL void term8(__m256i q, __m256i aq, const sl_block_q8_0 *y, const float *s, in
 INL void pair8_blk(const u8_blk *u, const sl_block_q8_0 *y, acc_t *acc)
 {
     float s[8];
-    _mm256_storeu_ps(s, _mm256_mul_ps(u->d, X86_D8(y, d)));
+    _mm256_storeu_ps(s, _mm256_mul_ps(u->d, X86_D8(y)));
     UNROLL
     for (int j = 0; j < 8; j++) term8(u->q[j], u->aq[j], y, s, j, acc);
 }
@@ -373,7 +389,7 @@ INL void pairg_##T(const ug_##T *u, const yb_##T *y, acc_t *acc) { pair8_blk(u, 
 INL void stepg_##T(const xb_##T *x, const yb_##T *y, acc_t *acc)                        \
 {                                                                                        \
     float s[8];                                                                          \
-    _mm256_storeu_ps(s, _mm256_mul_ps(d8_##T(x), X86_D8(y, d)));                         \
+    _mm256_storeu_ps(s, _mm256_mul_ps(d8_##T(x), X86_D8(y)));                         \
     UNROLL for (int j = 0; j < 8; j++) {                                                 \
         __m256i q = lev_##T(x + j);                                                      \
         term8(q, _mm256_sign_epi8(q, q), y, s, j, acc);                                  \

@@ -45,7 +45,7 @@ INL void pair_mxfp4(const u_mxfp4 *u, const sl_block_q8_0 *y, acc_t *acc) { pair
 /* Eight blocks per step (X86_G8, dot_x86.h). */
 INL __m256i lev_iq4_nl(const sl_block_iq4_nl *x) { return _mm256_shuffle_epi8(lut16(sl_kvalues_iq4nl), nibbles32(x->qs)); }
 INL __m256i lev_mxfp4(const sl_block_mxfp4 *x) { return _mm256_shuffle_epi8(lut16(sl_kvalues_mxfp4), nibbles32(x->qs)); }
-INL __m256 d8_iq4_nl(const sl_block_iq4_nl *x) { return X86_D8(x, d); }
+INL __m256 d8_iq4_nl(const sl_block_iq4_nl *x) { return X86_D8(x); }
 INL __m256 d8_mxfp4(const sl_block_mxfp4 *x) { return e8m0x8(x); }
 
 /* IQ4_XS: per 32-element sub-block the levels, |levels| and ls - 32 as words */

@@ -144,7 +144,7 @@ INL void unpz8_nl(const uint8_t *qs, size_t stride, const int8_t *abs16, int neg
 
 INL void unpz8_iq4_nl(const sl_block_iq4_nl *x, uz_nl8 *u)
 {
-    unpz8_nl(x->qs, sizeof *x, k_abs_iq4nl, 0, X86_D8(x, d), u);
+    unpz8_nl(x->qs, sizeof *x, k_abs_iq4nl, 0, X86_D8(x), u);
 }
 
 INL void unpz8_mxfp4(const sl_block_mxfp4 *x, uz_nl8 *u)
@@ -154,16 +154,16 @@ INL void unpz8_mxfp4(const sl_block_mxfp4 *x, uz_nl8 *u)
 
 INL __m512 pairz8_nl(const uz_nl8 *u, const sl_block_q8_0 *y, __m512 acc)
 {
-    const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(u->dx, X86_D8(y, d)));
+    const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(u->dx, X86_D8(y)));
     UNROLL
     for (int j = 0; j < 4; j++) {
         z512 v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[2 * j].qs)),
                                     _mm256_loadu_si256((const __m256i *)y[2 * j + 1].qs), 1);
         v = _mm512_mask_sub_epi8(v, u->ng[j], _mm512_setzero_si512(), v);
         z512 i = z_dot_u8s8(_mm512_setzero_si512(), u->aq[j], v);
-        __m512 f = _mm512_permutexvar_ps(_mm512_set_epi32(2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1,
-                                                          2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j, 2 * j, 2 * j,
-                                                          2 * j, 2 * j, 2 * j, 2 * j, 2 * j), s);
+        const int l0 = X86_POS8(2 * j), l1 = X86_POS8(2 * j + 1);   /* blocks 2j, 2j+1's lanes in s */
+        __m512 f = _mm512_permutexvar_ps(_mm512_set_epi32(l1, l1, l1, l1, l1, l1, l1, l1, l0, l0, l0, l0, l0, l0,
+                                                          l0, l0), s);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), f, acc);
     }
     return acc;
