@@ -171,7 +171,7 @@ Test(model_split, stream_units_stay_in_one_file, .timeout = 60)
 
 Test(model_split, mkmodel_split_max_size_and_info, .timeout = 180)
 {
-    char dir[64], cmd[512], out[8192], p[256];
+    char dir[64], cmd[640], out[8192], p[256];
     snprintf(dir, sizeof dir, "/tmp/sl_test_mksplit_XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     snprintf(cmd, sizeof cmd, "mkmodel --preset tiny -o %s/one.gguf", dir);
@@ -228,6 +228,15 @@ Test(model_split, mkmodel_split_max_size_and_info, .timeout = 180)
     cr_assert(strstr(out, "split: 2 files"), "%s", out);
     cr_assert(strstr(out, "m-00001-of-00002.gguf: 20 tensors"), "%s", out);
     cr_assert(strstr(out, "m-00002-of-00002.gguf: 1 tensors"), "%s", out);
+    char out_m[8192];   /* -m FILE, as every other command takes the model, says the same */
+    snprintf(cmd, sizeof cmd, "info -m %s", p);
+    cr_assert_eq(sl_test_sluice(cmd, out_m, sizeof out_m), 0, "%s", out_m);
+    cr_assert_str_eq(out_m, out);
+    snprintf(cmd, sizeof cmd, "info %s -m %s", p, p);
+    cr_assert_eq(sl_test_sluice(cmd, out_m, sizeof out_m), 2, "%s", out_m);
+    cr_assert(strstr(out_m, "one FILE only"), "%s", out_m);
+    cr_assert_eq(sl_test_sluice("info -m", out_m, sizeof out_m), 2, "%s", out_m);
+    cr_assert(strstr(out_m, "-m needs a FILE"), "%s", out_m);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }

@@ -281,7 +281,7 @@ static void print_json(FILE *f, const sl_gguf *g)
 
 static void usage(FILE *f)
 {
-    fputs("usage: sluice info FILE [--json]\n"
+    fputs("usage: sluice info FILE [--json]    (or -m/--model FILE, as the other commands)\n"
           "  Prints a GGUF file's header, metadata (arrays summarized), tensor table,\n"
           "  per-layer byte extents and total. --json: the same as one JSON object.\n", f);
 }
@@ -293,7 +293,17 @@ static int info_main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        else if (argv[i][0] == '-' && argv[i][1]) {
+        else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sluice info: %s needs a FILE\n", argv[i]);
+                return 2;
+            }
+            if (path) {
+                fprintf(stderr, "sluice info: one FILE only\n");
+                return 2;
+            }
+            path = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "sluice info: unknown option '%s'\n", argv[i]);
             usage(stderr);
             return 2;
