@@ -293,24 +293,25 @@ static int info_main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "sluice info: %s needs a FILE\n", argv[i]);
+        else {
+            const char *file = argv[i];   /* a bare FILE, or -m/--model FILE as the other commands */
+            if (!strcmp(file, "-m") || !strcmp(file, "--model")) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "sluice info: %s needs a FILE\n", file);
+                    return 2;
+                }
+                file = argv[++i];
+            } else if (file[0] == '-' && file[1]) {
+                fprintf(stderr, "sluice info: unknown option '%s'\n", file);
+                usage(stderr);
                 return 2;
             }
             if (path) {
                 fprintf(stderr, "sluice info: one FILE only\n");
                 return 2;
             }
-            path = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "sluice info: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (path) {
-            fprintf(stderr, "sluice info: one FILE only\n");
-            return 2;
-        } else path = argv[i];
+            path = file;
+        }
     }
     if (!path) { usage(stderr); return 2; }
     sl_gguf *g;
