@@ -34,6 +34,10 @@ enum sl_ggml_type {
     SL_GGML_MXFP4 = 39,
     SL_GGML_TYPE_COUNT = 40
 };
+/* Set on a type id in memory, never in a file: the matrix's rows are stored
+ * interleaved in groups of eight (quant/quant.h, "rows8"). Functions here
+ * refuse such ids; quant/ and kernels/ take them where they say so. */
+#define SL_GGML_ROWS8 0x100u
 
 /* Name ("q4_K"); NULL for an unknown id. */
 SL_API const char *sl_gguf_type_name(uint32_t type);

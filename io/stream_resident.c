@@ -3,6 +3,7 @@
 #include "stream_core.h"
 #include "stream_loader.h"
 #include "../gguf/base/sl_internal.h"
+#include "../quant/quant.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,31 @@ static const uint8_t *resident_at(const sl_stream *s, uint64_t off)
 {
     const resident *r = s->mode_state;
     return r->buf + (off - r->base);
+}
+
+/* cfg.rows8: each layer's routed-expert matrices of a type with a rows8
+ * layout, rows in whole groups of eight, packed in place and their views
+ * retyped (a fused gate|up stays: the engine cuts its halves by rows). */
+static int resident_rows8(sl_stream *s)
+{
+    const sl_unit_moe *mo = &s->um.moe;
+    if (!mo->n_expert || mo->split) return 0;
+    for (int32_t l = 0; l < s->um.n_layers; l++) {
+        sl_unit *un = &s->um.units[l];
+        for (int p = 0; p < 3; p++) {
+            const sl_gguf_tensor *g = mo->exps[l][p];
+            if (!g || (p == 0 && !mo->exps[l][1]) || !sl_quant_rows8_supported((int)g->type) || g->ne[1] % 8)
+                continue;
+            for (uint32_t i = 0; i < un->n_tensors; i++) {
+                if (un->tensors[i].name != g->name) continue;
+                int rc = sl_quant_rows8_pack((int)g->type, (uint8_t *)resident_at(s, un->tofs[i]),
+                                             (int64_t)(g->ne[1] * g->ne[2]), (int64_t)g->ne[0]);
+                if (rc) return sl_err_set(rc, "resident load: packing '%s' by rows of eight failed", g->name);
+                un->tensors[i].type |= SL_GGML_ROWS8;
+            }
+        }
+    }
+    return 0;
 }
 
 static int resident_open(sl_stream *s)
@@ -41,6 +67,7 @@ static int resident_open(sl_stream *s)
     rc = s->cfg.progress ? sl_loader_wait_progress(s->L, &j, s->cfg.progress, s->cfg.progress_ctx)
                          : sl_loader_wait(s->L, &j);
     if (rc) return sl_err_set(rc, "resident load: %s", j.err);
+    if (s->cfg.rows8 && (rc = resident_rows8(s))) return rc;
     if (s->cfg.mlock && mlock(r->buf, (size_t)(end - beg)) != 0) {
         char m[160];
         snprintf(m, sizeof m, "mlock of %llu bytes failed (%s): memory not locked",

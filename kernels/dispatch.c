@@ -86,6 +86,8 @@ static void init(void)
     avail = detect();
     const char *w = getenv("SLUICE_WIDE");
     int no_wide = w && !strcmp(w, "0"), no_wpanel = w && !strcmp(w, "tile");
+    const char *r8 = getenv("SLUICE_ROWS8");
+    int no_rows8 = r8 && !strcmp(r8, "0");
     /* SLUICE_MV_BURST=BYTES: rows up to BYTES decode with one prefetch burst
      * each (A/B runs; matvec.c explains the default) */
     const char *mb = getenv("SLUICE_MV_BURST");
@@ -100,6 +102,7 @@ static void init(void)
         if (!(avail & (1u << i))) continue;
         sl_dot_fill_scalar(k);
         sl_ops_fill_scalar(k);
+        sl_rows8_fill_scalar(k);
         switch (i) {
 #if defined(__x86_64__) || defined(__i386__)
         case SL_ISA_AVX2:
@@ -107,6 +110,7 @@ static void init(void)
             sl_dot_fill_iq4_avx2(k);
             sl_gemm_fill_avx2(k);
             sl_dot_fill_iqgrid_avx2(k);
+            sl_rows8_fill_avx2(k);
             break;
         case SL_ISA_AVX512:
             sl_dot_fill_avx2(k); sl_ops_fill_avx2(k); sl_act_fill_avx2(k);
@@ -114,6 +118,7 @@ static void init(void)
             sl_dot_fill_iq4_avx512(k);
             sl_gemm_fill_avx2(k);
             sl_dot_fill_iqgrid_avx512(k);
+            sl_rows8_fill_avx2(k);
             break;
         case SL_ISA_AVX512VNNI:
         case SL_ISA_AVX512VBMI:
@@ -126,6 +131,7 @@ static void init(void)
             sl_gemm_fill_avx512vnni(k);
             sl_wide_fill_avx512vnni(k);
             sl_dot_fill_iqgrid_avx512vnni(k);
+            sl_rows8_fill_avx2(k);
             break;
 #endif
 #if defined(__aarch64__)
@@ -147,6 +153,8 @@ static void init(void)
             memset(k->gemm_wide, 0, sizeof k->gemm_wide);
         if (no_wide || no_wpanel)   /* SLUICE_WIDE=tile: the 8-row tiles, no few-row panel */
             memset(k->wpanel, 0, sizeof k->wpanel);
+        if (no_rows8)     /* SLUICE_ROWS8=0: nothing is packed at load (A/B runs) */
+            memset(k->rows8_fast, 0, sizeof k->rows8_fast);
         best_isa = i;     /* levels are ordered: the last available one is best */
     }
 }

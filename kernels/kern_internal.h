@@ -11,6 +11,7 @@
 #include "kernels.h"
 
 void sl_dot_fill_scalar(sl_kern *k);
+void sl_rows8_fill_scalar(sl_kern *k);     /* rows8[] of every level, rows8_fast[] clear */
 void sl_ops_fill_scalar(sl_kern *k);
 #if defined(__x86_64__) || defined(__i386__)
 void sl_dot_fill_avx2(sl_kern *k);
@@ -29,6 +30,7 @@ void sl_dot_fill_iq4_avx512vnni(sl_kern *k);
 void sl_dot_fill_iqgrid_avx2(sl_kern *k);  /* the grid i-quants (dot_iqgrid.h) */
 void sl_dot_fill_iqgrid_avx512(sl_kern *k);
 void sl_dot_fill_iqgrid_avx512vnni(sl_kern *k);
+void sl_rows8_fill_avx2(sl_kern *k);       /* also for the avx512 levels */
 #endif
 #if defined(__aarch64__)
 void sl_dot_fill_neon(sl_kern *k);

@@ -11,6 +11,7 @@
 #ifndef SL_KERNELS_H
 #define SL_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "../quant/quant.h"
@@ -55,6 +56,16 @@ typedef void (*sl_gemm_fn)(int64_t n, const void *x, size_t bx, int nx,
  * weight block is unpacked once for all of them (bit-identical to vec_dot). */
 #define SL_GEMM_WIDE 8
 
+/* Matrices in the rows8 layout (type | SL_GGML_ROWS8, quant/quant.h):
+ * Y[j ldy + 8 g + i] = dot(row 8 g + i, act row j) for the groups g in
+ * [g0, g1), i < 8, j < ny (1..SL_ROWS8_NY), act rows arb bytes apart. Each
+ * row's dot is one FMA chain over its blocks in order (the block's exact
+ * integer sum, converted, times d_x d_y), so a result's bits depend neither
+ * on ny, the groups taken nor the level (the scalar kernel is the oracle). */
+#define SL_ROWS8_NY 4
+typedef void (*sl_rows8_fn)(int64_t n, const void *W, int64_t g0, int64_t g1, const void *act, size_t arb,
+                            int ny, float *Y, int64_t ldy);
+
 typedef struct sl_kern {
     int isa;
     const char *name;
@@ -68,6 +79,9 @@ typedef struct sl_kern {
     sl_gemm_fn gemm[SL_GGML_TYPE_COUNT];                /* NULL: matvec/matmul loop vec_dot */
     sl_gemm_fn gemm_wide[SL_GGML_TYPE_COUNT];           /* ny <= SL_GEMM_WIDE; NULL: gemm */
     const struct sl_panel *panel[SL_GGML_TYPE_COUNT];   /* internal prefill GEMM; NULL: gemm tiles */
+    sl_rows8_fn rows8[SL_GGML_TYPE_COUNT];              /* every level: the scalar one at least */
+    bool rows8_fast[SL_GGML_TYPE_COUNT];                /* its rows8 beats its plain rows: worth
+                                                           packing at load (SLUICE_ROWS8=0: never) */
     const struct sl_panel *wpanel[SL_GGML_TYPE_COUNT];  /* internal few-row panel, bit for bit
                                                            vec_dot's; NULL: gemm_wide */
     /* y = x / sqrt(mean(x^2) + eps) * w */
@@ -144,6 +158,9 @@ typedef struct sl_mv_part {
 } sl_mv_part;
 int sl_kern_matvec_multi(const sl_kern *k, sl_pool *p, const sl_mv_part *parts, int n_parts);
 /* Y[i][r] = dot(W row r, act row i) for i < n_act; Y row stride = ldy floats.
+ * These three also take a rows8 wtype (type | SL_GGML_ROWS8, rows a multiple
+ * of 8) where the level's rows8[type] exists: every row count then runs the
+ * rows8 kernel, so its results are bit for bit alike for 1..n_act rows.
  * Tiled so each weight block is loaded once per tile of activation rows.
  * From 10 rows on levels with a panel kernel (avx2, avx512, avx512vnni,
  * dotprod) the activations are first transposed into a buffer of about

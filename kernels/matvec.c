@@ -184,7 +184,8 @@ static void mm_worker(void *ctx, int ith, int nth)
 struct mv_multi_job {
     const sl_kern *k;
     const sl_mv_part *parts;
-    size_t wrb[SL_MV_MAX_PARTS];
+    size_t wrb[SL_MV_MAX_PARTS];         /* bytes of a unit: a row, or a rows8 group */
+    int ur[SL_MV_MAX_PARTS];             /* rows of a unit: 1 or 8 */
     uint64_t off[SL_MV_MAX_PARTS + 1];   /* byte offset of each part in the whole */
     int n;
     _Atomic uint64_t next;               /* next byte of the whole to take */
@@ -196,7 +197,7 @@ static int64_t part_row(const struct mv_multi_job *j, int i, uint64_t b)
 {
     if (b <= j->off[i]) return 0;
     if (b >= j->off[i + 1]) return j->parts[i].rows;
-    return (int64_t)((b - j->off[i] + j->wrb[i] - 1) / j->wrb[i]);
+    return (int64_t)((b - j->off[i] + j->wrb[i] - 1) / j->wrb[i]) * j->ur[i];
 }
 
 static void mv_multi_worker(void *ctx, int ith, int nth)
@@ -207,7 +208,11 @@ static void mv_multi_worker(void *ctx, int ith, int nth)
     while (take_bytes(&j->next, j->off[j->n], MV_UNIT, nth, &b0, &b1)) {
         for (int i = 0; i < j->n; i++) {
             int64_t r0 = part_row(j, i, b0), r1 = part_row(j, i, b1);
-            if (r0 < r1)
+            const sl_mv_part *pt = &j->parts[i];
+            if (r0 < r1 && j->ur[i] == 8)
+                j->k->rows8[pt->wtype & ~(int)SL_GGML_ROWS8](pt->cols, pt->W, r0 / 8, r1 / 8, pt->act, 0, 1,
+                                                             pt->y, pt->rows);
+            else if (r0 < r1)
                 mv_rows(j->k, j->parts[i].wtype, j->parts[i].cols, j->parts[i].W,
                         j->wrb[i], r0, r1, j->parts[i].act, j->parts[i].y);
         }
@@ -329,10 +334,67 @@ static int panel_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, 
     return 0;
 }
 
+/* ---- rows8 matrices (type | SL_GGML_ROWS8): groups of 8 rows ------------ */
+
+struct r8_job {
+    sl_rows8_fn fn;
+    const char *W, *act;
+    size_t gb, arb;            /* group / activation row bytes */
+    int64_t groups, cols, n_act, ldy;
+    float *Y;
+    _Atomic int64_t *next;     /* few rows: next group to take */
+    _Atomic uint64_t *nextb;   /* decode: next byte of W to take */
+};
+
+/* Decode takes bytes like mm_worker (the groups starting in them); more
+ * rows take ~SL_MM_BLOCK_BYTES of groups, swept once per SL_ROWS8_NY rows. */
+static void r8_worker(void *ctx, int ith, int nth)
+{
+    const struct r8_job *j = ctx;
+    (void)ith;
+    if (j->n_act == 1) {
+        uint64_t b0, b1, total = (uint64_t)j->groups * j->gb;
+        while (take_bytes(j->nextb, total, MV_UNIT, nth, &b0, &b1)) {
+            int64_t g0 = (int64_t)((b0 + j->gb - 1) / j->gb), g1 = (int64_t)((b1 + j->gb - 1) / j->gb);
+            if (g0 < g1) j->fn(j->cols, j->W, g0, g1, j->act, j->arb, 1, j->Y, j->ldy);
+        }
+        return;
+    }
+    int64_t chunk = (int64_t)(SL_MM_BLOCK_BYTES / j->gb), g0, g1;
+    while (take_rows(j->next, chunk < 1 ? 1 : chunk, j->groups, &g0, &g1))
+        for (int64_t i = 0; i < j->n_act; i += SL_ROWS8_NY) {
+            int ny = j->n_act - i < SL_ROWS8_NY ? (int)(j->n_act - i) : SL_ROWS8_NY;
+            j->fn(j->cols, j->W, g0, g1, j->act + (size_t)i * j->arb, j->arb, ny, j->Y + i * j->ldy, j->ldy);
+        }
+}
+
+static int rows8_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows, int64_t cols,
+                        const void *act, int64_t n_act, float *Y, int64_t ldy)
+{
+    int t = wtype & ~(int)SL_GGML_ROWS8;
+    _Atomic int64_t next = 0;
+    _Atomic uint64_t nextb = 0;
+    struct r8_job j = {
+        .fn = k->rows8[t], .W = W, .act = act, .gb = 8 * sl_gguf_row_bytes(t, cols),
+        .arb = sl_kern_act_bytes(wtype, cols, 1), .groups = rows / 8, .cols = cols, .n_act = n_act,
+        .ldy = ldy, .Y = Y, .next = &next, .nextb = &nextb,
+    };
+    if (sl_pool_n_threads(p) > 1 && j.groups > 1) sl_pool_run(p, r8_worker, &j);
+    else r8_worker(&j, 0, 1);
+    return 0;
+}
+
+static bool is_rows8(int wtype) { return wtype > 0 && (wtype & (int)SL_GGML_ROWS8); }
+
 static int check(const sl_kern *k, int wtype, const void *W, int64_t rows, int64_t cols,
                  const void *act, const void *y)
 {
     if (!k || !W || !act || !y || rows < 0 || cols <= 0) return -EINVAL;
+    if (is_rows8(wtype)) {
+        int t = wtype & ~(int)SL_GGML_ROWS8;
+        if (t >= SL_GGML_TYPE_COUNT || !k->rows8[t] || rows % 8) return -EINVAL;
+        return sl_gguf_row_bytes(t, cols) && sl_kern_act_bytes(wtype, cols, 1) ? 0 : -EINVAL;
+    }
     if (wtype < 0 || wtype >= SL_GGML_TYPE_COUNT || !k->vec_dot[wtype]) return -EINVAL;
     if (sl_gguf_row_bytes(wtype, cols) == 0 || sl_kern_act_bytes(wtype, cols, 1) == 0)
         return -EINVAL;                      /* cols not a multiple of the block */
@@ -352,6 +414,7 @@ int sl_kern_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64
     if (rc) return rc;
     if (n_act < 0 || (n_act > 1 && ldy < rows)) return -EINVAL;
     if (rows == 0 || n_act == 0) return 0;
+    if (is_rows8(wtype)) return rows8_matmul(k, p, wtype, W, rows, cols, act, n_act, Y, ldy);
     if (n_act > 1 && panel_matmul(k, p, wtype, W, rows, cols, act, n_act, Y, ldy) == 0) return 0;
     _Atomic int64_t next = 0;
     _Atomic uint64_t nextb = 0;
@@ -374,8 +437,9 @@ int sl_kern_matvec_multi(const sl_kern *k, sl_pool *p, const sl_mv_part *parts, 
         const sl_mv_part *pt = &parts[i];
         int rc = check(k, pt->wtype, pt->W, pt->rows, pt->cols, pt->act, pt->y);
         if (rc) return rc;
-        j.wrb[i] = sl_gguf_row_bytes(pt->wtype, pt->cols);
-        j.off[i + 1] = j.off[i] + (uint64_t)pt->rows * j.wrb[i];
+        j.ur[i] = is_rows8(pt->wtype) ? 8 : 1;
+        j.wrb[i] = (size_t)j.ur[i] * sl_gguf_row_bytes(pt->wtype & ~(int)SL_GGML_ROWS8, pt->cols);
+        j.off[i + 1] = j.off[i] + (uint64_t)(pt->rows / j.ur[i]) * j.wrb[i];
     }
     int nth = sl_pool_n_threads(p);
     if (nth > 1 && j.off[n_parts] > 0) sl_pool_run(p, mv_multi_worker, &j);

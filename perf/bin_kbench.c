@@ -21,7 +21,8 @@
  * with -t 1 timed in thread CPU time).
  * Usage: kbench [-t threads] [-r reps] [-m MiB of weights per type] [-b MiB buffer]
  *               [-T type,type,...] [-c] [-n rows,rows,...] [-s ROWSxCOLS]
- *               (SLUICE_ISA picks the kernel level). */
+ *               (SLUICE_ISA picks the kernel level; "mxfp4/r8" is MXFP4 in the
+ *               rows8 layout the engine packs resident experts in). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,8 +44,23 @@ static int ROWS = 14336, COLS = 4096;
  * a multiple of 32 only, as gpt-oss's 2880: the 256-element types sit out). */
 static int runs(const sl_kern *k, int t)
 {
-    return k->vec_dot[t] && COLS % sl_gguf_block_elems(t) == 0;
+    int b = t & ~(int)SL_GGML_ROWS8;
+    return (b == t ? k->vec_dot[b] != NULL : k->rows8[b] != NULL && ROWS % 8 == 0) &&
+           COLS % sl_gguf_block_elems(b) == 0;
 }
+
+/* "mxfp4/r8": a type in the rows8 layout (packed after filling; quant.h) */
+#define R8 (int)SL_GGML_ROWS8
+static const char *tname(int t)
+{
+    static char buf[4][24];
+    static int at;
+    if (!(t & R8)) return sl_gguf_type_name(t);
+    char *b = buf[at++ % 4];
+    snprintf(b, sizeof buf[0], "%s/r8", sl_gguf_type_name(t & ~R8));
+    return b;
+}
+static size_t row_bytes(int t, int64_t n) { return sl_gguf_row_bytes(t & ~R8, n); }
 
 /* -n with one thread times the calling thread's CPU time instead: on a
  * shared machine, time spent descheduled does not count. */
@@ -124,7 +140,19 @@ static double read_bw(sl_pool *p, const uint8_t *buf, size_t len, int reps)
 /* ---- weights ------------------------------------------------------------ */
 static void put_f16(uint8_t *p, float v) { sl_f16 h = sl_f32_to_f16(v); memcpy(p, &h, 2); }
 
+static void fill_plain(int t, uint8_t *w, size_t bytes, uint64_t *seed);
+
+/* Random rows of t; a rows8 type's are filled plain (COLS-element rows), then packed. */
 static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
+{
+    fill_plain(t & ~R8, w, bytes, seed);
+    if (t & R8) {
+        size_t rb = row_bytes(t, COLS);
+        (void)sl_quant_rows8_pack(t & ~R8, w, (int64_t)(bytes / rb / 8 * 8), COLS);
+    }
+}
+
+static void fill_plain(int t, uint8_t *w, size_t bytes, uint64_t *seed)
 {
     for (size_t i = 0; i + 8 <= bytes; i += 8) { uint64_t v = rng(seed); memcpy(w + i, &v, 8); }
     if (t == SL_GGML_F32) {
@@ -166,7 +194,7 @@ static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
 
 /* -c: matvec and 64-row matmul on a matrix small enough to stay in L2. */
 /* rows of the in-cache matrix: 256 x 4096 elements (q4_K 576 KiB) whatever COLS is */
-#define CROWS (256 * 4096 / COLS > 8 ? 256 * 4096 / COLS : 8)
+#define CROWS (256 * 4096 / COLS > 8 ? 256 * 4096 / COLS / 8 * 8 : 8)   /* whole rows8 groups */
 static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntypes, int reps,
                     const float *xf, float *Y)
 {
@@ -175,11 +203,11 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
     if (nth == 1) clk = CLOCK_THREAD_CPUTIME_ID;   /* as -n: descheduled time does not count */
     printf("in cache: %dx%d matrix (stays in L2), matmul batch %d, %s time\n", CROWS, COLS, BATCH,
            clk == CLOCK_MONOTONIC ? "wall" : "thread CPU");
-    printf("%-6s %9s %11s | %10s %9s\n", "type", "mv GB/s", "ns/block/th", "mm GMAC/s", "mm/mv");
+    printf("%-8s %9s %11s | %10s %9s\n", "type", "mv GB/s", "ns/block/th", "mm GMAC/s", "mm/mv");
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
         if (!runs(k, t)) continue;
-        size_t mb = sl_gguf_row_bytes(t, COLS) * CROWS;
+        size_t mb = row_bytes(t, COLS) * CROWS;
         uint8_t *W = malloc(mb);
         void *act = malloc(sl_kern_act_bytes(t, COLS, BATCH));
         if (!W || !act) { fprintf(stderr, "kbench: out of memory\n"); return 1; }
@@ -197,8 +225,8 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
             if (tv < bmv) bmv = tv;
             if (tm < bmm) bmm = tm;
         }
-        double blocks = (double)CROWS * COLS / sl_gguf_block_elems(t);
-        printf("%-6s %9.2f %11.2f | %10.1f %8.2fx\n", sl_gguf_type_name(t), (double)mb / bmv / 1e9,
+        double blocks = (double)CROWS * COLS / sl_gguf_block_elems(t & ~R8);
+        printf("%-8s %9.2f %11.2f | %10.1f %8.2fx\n", tname(t), (double)mb / bmv / 1e9,
                bmv * 1e9 * nth / blocks, (double)CROWS * COLS * BATCH / bmm / 1e9, BATCH * bmv / bmm);
         fflush(stdout);
         free(W);
@@ -219,13 +247,13 @@ static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntype
     printf("few-row matmul, %lldx%d matrix %s; %s of %d reps; %s time\n",
            (long long)rows, COLS, in_l2 ? "(stays in L2)" : "(weights cycled, from RAM)",
            in_l2 ? "best" : "medians", reps, clk == CLOCK_MONOTONIC ? "wall" : "thread CPU");
-    printf("%-6s %10s", "type", "mv rows/s");
+    printf("%-8s %10s", "type", "mv rows/s");
     for (int i = 0; i < nn; i++) printf(" | n=%-2d rows/s  x mv", ns[i]);
     printf("\n");
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
         if (!runs(k, t)) continue;
-        size_t mb = sl_gguf_row_bytes(t, COLS) * (size_t)rows;
+        size_t mb = row_bytes(t, COLS) * (size_t)rows;
         int nmat = in_l2 ? 1 : (int)(((wmib << 20) + mb - 1) / mb);
         if (nmat < 1) nmat = 1;
         int inner = in_l2 ? 50 : 1;
@@ -257,7 +285,7 @@ static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntype
         double best_v = tv[0];
         for (int r = 1; r < reps; r++) if (tv[r] < best_v) best_v = tv[r];
         double mv = in_l2 ? 1.0 / best_v : 1.0 / median(tv, reps);
-        printf("%-6s %10.0f", sl_gguf_type_name(t), (double)rows * mv);
+        printf("%-8s %10.0f", tname(t), (double)rows * mv);
         for (int i = 0; i < nn; i++) {
             double tt, ra;
             if (in_l2) {
@@ -282,14 +310,14 @@ static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntype
 static const int all_types[] = {
     SL_GGML_Q2_K, SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q4_0, SL_GGML_Q4_1,
     SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32,
-    SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
+    SL_GGML_IQ4_NL, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_MXFP4 | R8, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
     SL_GGML_IQ2_XXS, SL_GGML_IQ2_XS, SL_GGML_IQ2_S, SL_GGML_IQ3_XXS, SL_GGML_IQ3_S, SL_GGML_IQ1_S, SL_GGML_IQ1_M,
 };
 
 static int type_by_name(const char *s)
 {
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++)
-        if (strcasecmp(s, sl_gguf_type_name(all_types[i])) == 0) return all_types[i];
+        if (strcasecmp(s, tname(all_types[i])) == 0) return all_types[i];
     return -1;
 }
 
@@ -392,15 +420,16 @@ int main(int argc, char **argv)
 
     printf("matvec %dx%d (rows x cols), weights cycled over >= %zu MiB; matmul batch %d on one matrix\n",
            ROWS, COLS, wmib, BATCH);
-    printf("%-6s %8s %5s | %7s %9s %7s %9s | %9s %10s %10s %7s\n", "type", "MiB/mat", "nmat",
+    printf("%-8s %8s %5s | %7s %9s %7s %9s | %9s %10s %10s %7s\n", "type", "MiB/mat", "nmat",
            "bw now", "mv GB/s", "% bw", "mv rows/s", "mm GFLOP/s", "mm rows/s", "mv rows/s", "mm/mv");
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
         if (!runs(k, t)) {
-            printf("%-6s  (%s)\n", sl_gguf_type_name(t), k->vec_dot[t] ? "its blocks do not tile COLS" : "no kernel");
+            printf("%-8s  (%s)\n", tname(t), (t & R8 ? k->rows8[t & ~R8] != NULL : k->vec_dot[t] != NULL)
+                                              ? "its blocks do not tile COLS" : "no kernel");
             continue;
         }
-        size_t mb = sl_gguf_row_bytes(t, COLS) * ROWS;
+        size_t mb = row_bytes(t, COLS) * ROWS;
         int nmat = (int)(((wmib << 20) + mb - 1) / mb);
         if (nmat < 2) nmat = 2;
         size_t wml;
@@ -439,8 +468,8 @@ int main(int argc, char **argv)
         double pct_med = median(pct, reps), rat_med = median(rat, reps);
         double gbs = (double)mb / tmv / 1e9;
         double mv_rows = 1.0 / tmv, mm_rows = BATCH / tmm;
-        printf("%-6s %8.1f %5d | %7.2f %9.2f %6.1f%% %9.1f | %9.1f %10.1f %10.1f %6.2fx\n",
-               sl_gguf_type_name(t), (double)mb / 1048576.0, nmat, bwnow, gbs, 100.0 * pct_med, mv_rows,
+        printf("%-8s %8.1f %5d | %7.2f %9.2f %6.1f%% %9.1f | %9.1f %10.1f %10.1f %6.2fx\n",
+               tname(t), (double)mb / 1048576.0, nmat, bwnow, gbs, 100.0 * pct_med, mv_rows,
                2.0 * ROWS * COLS * BATCH / tmm / 1e9, mm_rows, mv_rows, rat_med);
         fflush(stdout);
         sl_buf_free(wmap, wml);

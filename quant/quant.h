@@ -72,6 +72,22 @@ static inline float sl_e8m0_half(uint8_t e)
     union { uint32_t u; float f; } v = { e >= 2 ? (uint32_t)(e - 1) << 23 : 0x00200000u << e };
     return v.f;
 }
+/* Rows8: a matrix's rows in groups of eight, block b of a group holding the
+ * eight rows' block b (type | SL_GGML_ROWS8 in tensor views; MXFP4 only).
+ * An MXFP4 group block is the eight E8M0 exponents (rows 0..7), then 4 x 32
+ * bytes: chunk k is row k's 16 nibble bytes, then row k + 4's. The same bytes
+ * as the plain rows (8 x 17 per block), so packing is in place; a decode
+ * kernel reads one linear stream for eight rows and ends each block of
+ * eight dots with one convert and one FMA (kernels/rows8_*.c). */
+typedef struct { uint8_t e[8]; uint8_t qs[4][32]; } sl_block_mxfp4_r8;
+static_assert(sizeof(sl_block_mxfp4_r8) == 8 * sizeof(sl_block_mxfp4), "rows8 mxfp4 layout");
+/* 1 if `type` (no flag) has a rows8 layout. */
+int sl_quant_rows8_supported(int type);
+/* In place, rows (a multiple of 8) x cols of `type` from plain rows to rows8
+ * (pack) and back (unpack). SL_EINVAL for a type without the layout or a bad
+ * shape, SL_ENOMEM (scratch of one group). */
+int sl_quant_rows8_pack(int type, void *data, int64_t rows, int64_t cols);
+int sl_quant_rows8_unpack(int type, void *data, int64_t rows, int64_t cols);
 /* IQ4_XS sub-block ib's 6-bit scale (stored +32: the factor is the result - 32). */
 int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib);
 /* The 256 base-3 digits t (value (t - 1) * d) of a TQ1_0 block in element order. */
@@ -87,7 +103,8 @@ sl_bf16 sl_f32_to_bf16(float f);        /* round to nearest even; NaN stays NaN 
 
 /* ---- per-type operations ---------------------------------------------- */
 /* Activation type the weight type is dotted with: Q8_K for Q2_K..Q6_K,
- * IQ4_XS, TQ1_0, TQ2_0; Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4; Q8_1 for
+ * IQ4_XS, TQ1_0, TQ2_0; Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4 (and MXFP4 |
+ * SL_GGML_ROWS8); Q8_1 for
  * Q4_1/Q5_1; F16/BF16/F32 for themselves;
  * -1 for the activation-only Q8_1 / Q8_K and for unknown ids (with the
  * table's "unknown ggml tensor type" message). */
