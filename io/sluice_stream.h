@@ -124,11 +124,12 @@ typedef struct sl_stream_config {
      * total, a few times a second and at the end); NULL: not called */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
-    /* added in 0.6: resident mode packs each layer's routed-expert matrices of a type with a
-     * rows8 layout (MXFP4; rows a multiple of 8; not a fused gate|up) in place after the load,
-     * their views then typed type | 0x100 (SL_GGML_ROWS8: rows interleaved by eight, the
-     * layout quant/quant.h defines). Off: the file's bytes, as everywhere else. */
-    bool rows8;
+    /* added in 0.6: resident mode packs each layer's routed-expert matrices whose type t has
+     * bit t set here (types with a rows8 layout: MXFP4, IQ4_NL, Q8_0; rows a multiple of 8; not
+     * a fused gate|up) in place after the load, their views then typed t | 0x100
+     * (SL_GGML_ROWS8: rows interleaved by eight, the layout quant/quant.h defines). 0: the
+     * file's bytes, as everywhere else. */
+    uint64_t rows8;
 } sl_stream_config;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)

@@ -23,9 +23,10 @@ static const uint8_t *resident_at(const sl_stream *s, uint64_t off)
     return r->buf + (off - r->base);
 }
 
-/* cfg.rows8: each layer's routed-expert matrices of a type with a rows8
- * layout, rows in whole groups of eight, packed in place and their views
- * retyped (a fused gate|up stays: the engine cuts its halves by rows). */
+/* cfg.rows8: each layer's routed-expert matrices of the types it names
+ * (those with a rows8 layout), rows in whole groups of eight, packed in place
+ * and their views retyped (a fused gate|up stays: the engine cuts its halves
+ * by rows). */
 static int resident_rows8(sl_stream *s)
 {
     const sl_unit_moe *mo = &s->um.moe;
@@ -34,7 +35,8 @@ static int resident_rows8(sl_stream *s)
         sl_unit *un = &s->um.units[l];
         for (int p = 0; p < 3; p++) {
             const sl_gguf_tensor *g = mo->exps[l][p];
-            if (!g || (p == 0 && !mo->exps[l][1]) || !sl_quant_rows8_supported((int)g->type) || g->ne[1] % 8)
+            if (!g || (p == 0 && !mo->exps[l][1]) || g->type >= 64 || !(s->cfg.rows8 >> g->type & 1) ||
+                !sl_quant_rows8_supported((int)g->type) || g->ne[1] % 8)
                 continue;
             for (uint32_t i = 0; i < un->n_tensors; i++) {
                 if (un->tensors[i].name != g->name) continue;

@@ -73,14 +73,24 @@ static inline float sl_e8m0_half(uint8_t e)
     return v.f;
 }
 /* Rows8: a matrix's rows in groups of eight, block b of a group holding the
- * eight rows' block b (type | SL_GGML_ROWS8 in tensor views; MXFP4 only).
- * An MXFP4 group block is the eight E8M0 exponents (rows 0..7), then 4 x 32
- * bytes: chunk k is row k's 16 nibble bytes, then row k + 4's. The same bytes
- * as the plain rows (8 x 17 per block), so packing is in place; a decode
- * kernel reads one linear stream for eight rows and ends each block of
- * eight dots with one convert and one FMA (kernels/rows8_*.c). */
+ * eight rows' block b (type | SL_GGML_ROWS8 in tensor views; MXFP4, IQ4_NL
+ * and Q8_0). A group block is the eight rows' scale fields (rows 0..7), then
+ * their payloads: 16-byte nibble payloads in 4 x 32 bytes, chunk k row k's
+ * then row k + 4's; Q8_0's 32 bytes a row, in row order. The same bytes as
+ * the plain rows (8 blocks), so packing is in place; a decode kernel reads one
+ * linear stream for eight rows and ends each block of eight dots with one
+ * convert and one FMA (kernels/rows8_*.c). */
 typedef struct { uint8_t e[8]; uint8_t qs[4][32]; } sl_block_mxfp4_r8;
+typedef struct { sl_f16 d[8]; uint8_t qs[4][32]; } sl_block_iq4_nl_r8;
+typedef struct { sl_f16 d[8]; int8_t qs[8][32]; } sl_block_q8_0_r8;
 static_assert(sizeof(sl_block_mxfp4_r8) == 8 * sizeof(sl_block_mxfp4), "rows8 mxfp4 layout");
+static_assert(sizeof(sl_block_iq4_nl_r8) == 8 * sizeof(sl_block_iq4_nl), "rows8 iq4_nl layout");
+static_assert(sizeof(sl_block_q8_0_r8) == 8 * sizeof(sl_block_q8_0), "rows8 q8_0 layout");
+/* Where row i's payload sits in a group block's payload part (pb: its bytes). */
+static inline size_t sl_quant_rows8_at(int i, size_t pb)
+{
+    return pb == 16 ? 32 * (size_t)(i & 3) + 16 * (size_t)(i >> 2) : pb * (size_t)i;
+}
 /* 1 if `type` (no flag) has a rows8 layout. */
 int sl_quant_rows8_supported(int type);
 /* In place, rows (a multiple of 8) x cols of `type` from plain rows to rows8
