@@ -229,7 +229,7 @@ static int head_forward(sl_forward *f, int32_t r0, int32_t nr, float *logits)
         uint64_t rows = ui.row_end - ui.row_begin;
         const uint8_t *data = NULL;
         if (w && w->ne[0] == (uint64_t)d->n_embd) {
-            size_t rb = sl_gguf_row_bytes((int)w->type, d->n_embd);
+            size_t rb = sl_gguf_row_bytes(sl_quant_base_type((int)w->type), d->n_embd);
             if (w->ne[1] == rows) data = w->data;
             else if (w->ne[1] == (uint64_t)d->n_vocab) data = (const uint8_t *)w->data + ui.row_begin * rb;
         }

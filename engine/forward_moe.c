@@ -271,10 +271,7 @@ static void gate_act(const sl_forward *f, const sl_ffn_block *blk, float *g, con
         (blk->act == SL_ACT_GELU ? f->k->gelu_mul : f->k->silu_mul)(g, g, u, n);
         return;
     }
-    for (int64_t i = 0; i < n; i++) {
-        const float x = fminf(g[i], SL_OAI_LIMIT), y = fmaxf(fminf(u[i], SL_OAI_LIMIT), -SL_OAI_LIMIT);
-        g[i] = x / (1.0f + expf(SL_OAI_ALPHA * -x)) * (y + 1.0f);
-    }
+    f->k->swiglu_oai(g, g, u, n, SL_OAI_ALPHA, SL_OAI_LIMIT);
 }
 
 /* A layer's expert biases (F32 [width, n_expert]; NULL: none) and down

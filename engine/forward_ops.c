@@ -31,7 +31,7 @@ int sl_forward_mm(sl_forward *f, sl_act_cache *c, const float *x, int64_t n, con
     int64_t cols = (int64_t)w->ne[0], rows = (int64_t)w->ne[1];
     act_prepare(f, c, x, cols, n, (int)w->type);
     int rc;
-    SL_TIMED(f, op, (uint64_t)rows * sl_gguf_row_bytes((int)w->type, cols),
+    SL_TIMED(f, op, (uint64_t)rows * sl_gguf_row_bytes(sl_quant_base_type((int)w->type), cols),
              rc = n == 1 ? sl_kern_matvec(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, y)
                          : sl_kern_matmul(f->k, f->pool, (int)w->type, w->data, rows, cols, f->act, n, y, ldy));
     if (rc) return sl_err_set(rc, "matmul with '%s' (%lld x %lld, type %u) failed", w->name,
@@ -60,7 +60,7 @@ int sl_forward_mm_fused(sl_forward *f, sl_act_cache *c, const float *x, int64_t 
     for (int i = 0; i < np; i++) {
         parts[i] = (sl_mv_part){ .wtype = (int)w[i]->type, .W = w[i]->data, .rows = (int64_t)w[i]->ne[1],
                                  .cols = (int64_t)w[i]->ne[0], .act = f->act, .y = y[i] };
-        bytes += w[i]->ne[1] * sl_gguf_row_bytes((int)w[i]->type, (int64_t)w[i]->ne[0]);
+        bytes += w[i]->ne[1] * sl_gguf_row_bytes(sl_quant_base_type((int)w[i]->type), (int64_t)w[i]->ne[0]);
     }
     int rc;
     SL_TIMED(f, fused_op, bytes, rc = sl_kern_matvec_multi(f->k, f->pool, parts, np));
@@ -71,12 +71,16 @@ int sl_forward_mm_fused(sl_forward *f, sl_act_cache *c, const float *x, int64_t 
 int sl_forward_split_rows(int32_t layer, const sl_stream_tensor *w, const int64_t *rows, int n,
                           sl_stream_tensor *out)
 {
-    size_t rb = sl_gguf_row_bytes((int)w->type, (int64_t)w->ne[0]);
+    size_t rb = sl_gguf_row_bytes(sl_quant_base_type((int)w->type), (int64_t)w->ne[0]);
     uint64_t r0 = 0;
     for (int i = 0; i < n; i++) r0 += (uint64_t)rows[i];
     if (!rb || w->ne[1] != r0)
         return sl_err_set(SL_ESHAPE, "layer %d: tensor '%s' has %llu rows, expected %llu", layer, w->name,
                           (unsigned long long)w->ne[1], (unsigned long long)r0);
+    for (int i = 0; i < n && (w->type & SL_GGML_ROWS8); i++)   /* packed: cut only between groups */
+        if (rows[i] % 8)
+            return sl_err_set(SL_ESHAPE, "layer %d: tensor '%s' is packed in rows of eight: cannot cut %lld rows",
+                              layer, w->name, (long long)rows[i]);
     r0 = 0;
     for (int i = 0; i < n; i++) {
         out[i] = *w;

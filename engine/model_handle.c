@@ -10,6 +10,7 @@
 
 #include "../gguf/gguf.h"
 #include "../gguf/base/sl_internal.h"
+#include "model_rows8.h"
 #include "reserve.h"
 
 static int model_fail(sl_model *m, int rc)
@@ -84,6 +85,9 @@ int sl_model_open(sl_model **out, const char *path, const sl_model_params *pp)
 
     sl_stream_config sc;
     sl_reserve_stream_config(&r, &m->p, &sc);
+    sl_rows8_policy r8 = { .d = &m->d, .k = m->k };
+    sc.rows8 = sl_model_rows8_pick;
+    sc.rows8_ctx = &r8;
     rc = sl_stream_open(&m->st, path, &sc);
     if (rc) {
         char msg[512];

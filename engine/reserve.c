@@ -135,9 +135,4 @@ void sl_reserve_stream_config(const sl_reserve *r, const sl_model_params *p, sl_
     sc->progress = p->progress;
     sc->progress_ctx = p->progress_ctx;
     sc->reserve_bytes = r->total;
-    /* resident experts in rows of eight where this level's rows8 kernel for
-     * their type beats its plain rows (every level runs either) */
-    sc->rows8 = 0;
-    for (int t = 0; r->k && t < SL_GGML_TYPE_COUNT && t < 64; t++)
-        if (r->k->rows8_fast[t]) sc->rows8 |= 1ull << t;
 }

@@ -91,6 +91,8 @@ enum sl_expert_policy { SL_EVICT_AUTO = 0, SL_EVICT_LRU, SL_EVICT_LFU, SL_EVICT_
 typedef int64_t (*sl_stream_read_hook)(void *ctx, int fd, void *buf, size_t len,
                                        uint64_t offset);
 
+struct sl_stream_tensor;   /* below */
+
 typedef struct sl_stream_config {
     size_t struct_size;      /* sizeof, set by the _init function (versioned: README "Library") */
     int io;                  /* enum sl_stream_io */
@@ -124,12 +126,14 @@ typedef struct sl_stream_config {
      * total, a few times a second and at the end); NULL: not called */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
-    /* added in 0.6: resident mode packs each layer's routed-expert matrices whose type t has
-     * bit t set here (types with a rows8 layout: MXFP4, IQ4_NL, Q8_0; rows a multiple of 8; not
-     * a fused gate|up) in place after the load, their views then typed t | 0x100
-     * (SL_GGML_ROWS8: rows interleaved by eight, the layout quant/quant.h defines). 0: the
-     * file's bytes, as everywhere else. */
-    uint64_t rows8;
+    /* added in 0.6: resident mode packs in place, after the load, each matrix of a layer unit
+     * and the lm head (not when it is the token embedding) for which rows8(rows8_ctx, t)
+     * returns nonzero, if its type has a rows8 layout (MXFP4, IQ4_NL, Q8_0) and its rows (of
+     * each expert) are a multiple of 8; its views are then typed t | 0x100 (SL_GGML_ROWS8: rows
+     * interleaved by eight, the layout quant/quant.h defines). Called during open only. NULL:
+     * the file's bytes, as everywhere else. */
+    int (*rows8)(void *ctx, const struct sl_stream_tensor *t);
+    void *rows8_ctx;
 } sl_stream_config;
 /* The smallest struct_size accepted: the layout of 0.2.0. */
 #define SL_STREAM_CONFIG_MIN_SIZE SL_STRUCT_END(sl_stream_config, read_hook_ctx)

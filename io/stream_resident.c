@@ -23,31 +23,48 @@ static const uint8_t *resident_at(const sl_stream *s, uint64_t off)
     return r->buf + (off - r->base);
 }
 
-/* cfg.rows8: each layer's routed-expert matrices of the types it names
- * (those with a rows8 layout), rows in whole groups of eight, packed in place
- * and their views retyped (a fused gate|up stays: the engine cuts its halves
- * by rows). */
+/* A view's matrix packs when its type has the layout, its rows (of each
+ * expert) fill whole groups, the head chunks (units [h0, h1)) cut at group
+ * bounds and the caller's rows8 picks it. */
+static bool rows8_wanted(const sl_stream *s, const sl_stream_tensor *t)
+{
+    return (t->n_dims == 2 || t->n_dims == 3) && sl_quant_rows8_supported((int)t->type) && t->ne[1] % 8 == 0 &&
+           s->cfg.rows8(s->cfg.rows8_ctx, t) != 0;
+}
+
+static int rows8_pack(sl_stream *s, const sl_stream_tensor *t, uint64_t off)
+{
+    int rc = sl_quant_rows8_pack((int)t->type, (uint8_t *)resident_at(s, off),
+                                 (int64_t)(t->ne[1] * (t->n_dims == 3 ? t->ne[2] : 1)), (int64_t)t->ne[0]);
+    return rc ? sl_err_set(rc, "resident load: packing '%s' by rows of eight failed", t->name) : 0;
+}
+
+/* cfg.rows8: the layers' matrices it picks, and the lm head (one tensor
+ * over the head units, each a row range), packed and their views retyped. */
 static int resident_rows8(sl_stream *s)
 {
-    const sl_unit_moe *mo = &s->um.moe;
-    if (!mo->n_expert || mo->split) return 0;
-    for (int32_t l = 0; l < s->um.n_layers; l++) {
-        sl_unit *un = &s->um.units[l];
-        for (int p = 0; p < 3; p++) {
-            const sl_gguf_tensor *g = mo->exps[l][p];
-            if (!g || (p == 0 && !mo->exps[l][1]) || g->type >= 64 || !(s->cfg.rows8 >> g->type & 1) ||
-                !sl_quant_rows8_supported((int)g->type) || g->ne[1] % 8)
-                continue;
-            for (uint32_t i = 0; i < un->n_tensors; i++) {
-                if (un->tensors[i].name != g->name) continue;
-                int rc = sl_quant_rows8_pack((int)g->type, (uint8_t *)resident_at(s, un->tofs[i]),
-                                             (int64_t)(g->ne[1] * g->ne[2]), (int64_t)g->ne[0]);
-                if (rc) return sl_err_set(rc, "resident load: packing '%s' by rows of eight failed", g->name);
-                un->tensors[i].type |= SL_GGML_ROWS8;
-            }
+    sl_unit_map *um = &s->um;
+    for (int32_t l = 0; l < um->n_layers; l++) {
+        sl_unit *un = &um->units[l];
+        for (uint32_t i = 0; i < un->n_tensors; i++) {
+            sl_stream_tensor *t = &un->tensors[i];
+            if (!rows8_wanted(s, t)) continue;
+            int rc = rows8_pack(s, t, un->tofs[i]);
+            if (rc) return rc;
+            t->type |= SL_GGML_ROWS8;
         }
     }
-    return 0;
+    const sl_gguf_tensor *h = um->head;
+    if (!h || h == um->embd || um->n_head_chunks < 1) return 0;
+    sl_stream_tensor whole = um->units[um->n_layers].tensors[0];
+    whole.ne[1] = h->ne[1];
+    whole.nbytes = h->nbytes;
+    for (int32_t c = 0; c < um->n_head_chunks; c++)
+        if (um->units[um->n_layers + c].info.row_begin % 8) return 0;
+    if (!rows8_wanted(s, &whole)) return 0;
+    int rc = rows8_pack(s, &whole, h->file_offset);
+    for (int32_t c = 0; c < um->n_head_chunks && !rc; c++) um->units[um->n_layers + c].tensors[0].type |= SL_GGML_ROWS8;
+    return rc;
 }
 
 static int resident_open(sl_stream *s)
@@ -69,7 +86,7 @@ static int resident_open(sl_stream *s)
     rc = s->cfg.progress ? sl_loader_wait_progress(s->L, &j, s->cfg.progress, s->cfg.progress_ctx)
                          : sl_loader_wait(s->L, &j);
     if (rc) return sl_err_set(rc, "resident load: %s", j.err);
-    if (s->cfg.rows8 && (rc = resident_rows8(s))) return rc;
+    if (s->cfg.rows8 && (rc = resident_rows8(s))) return rc;   /* before anyone reads it */
     if (s->cfg.mlock && mlock(r->buf, (size_t)(end - beg)) != 0) {
         char m[160];
         snprintf(m, sizeof m, "mlock of %llu bytes failed (%s): memory not locked",

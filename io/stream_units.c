@@ -223,6 +223,7 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
         head_rows = rows_of(um->head);
         row_bytes = um->head->nbytes / head_rows;
         rows_per_chunk = max_layer / (row_bytes ? row_bytes : 1);
+        if (rows_per_chunk >= 8) rows_per_chunk = rows_per_chunk / 8 * 8;   /* whole rows8 groups */
         if (rows_per_chunk == 0 || max_layer == 0) rows_per_chunk = head_rows;
         if (rows_per_chunk > head_rows) rows_per_chunk = head_rows;
         n_chunks = (int32_t)((head_rows + rows_per_chunk - 1) / rows_per_chunk);

@@ -92,6 +92,9 @@ typedef struct sl_kern {
     void (*rope)(float *x, int n_head, int head_dim, int n_rot, int32_t pos,
                  const float *inv_freq, int neox);
     void (*silu_mul)(float *y, const float *g, const float *u, int64_t n); /* y=silu(g)*u */
+    /* gpt-oss's clamped SwiGLU: x = min(g, limit), v = clamp(u, -limit, limit),
+     * y = x / (1 + exp(-alpha x)) * (v + 1), through the level's exp */
+    void (*swiglu_oai)(float *y, const float *g, const float *u, int64_t n, float alpha, float limit);
     void (*add)(float *y, const float *a, const float *b, int64_t n);
     void (*f32_to_f16)(sl_f16 *y, const float *x, int64_t n);
     /* y = gelu(g) * u with llama.cpp's CPU GELU: the tanh form read from an

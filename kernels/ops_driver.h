@@ -1,6 +1,6 @@
 /* The float ops of the forward pass, written once over the vector primitives
  * of a level (vmath_<isa>.h, included first; see vmath_avx2.h for the list):
- * rmsnorm, rope, silu_mul, gelu_mul, add, f32_to_f16 (the sl_kern entries ops_fill
+ * rmsnorm, rope, silu_mul, swiglu_oai, gelu_mul, add, f32_to_f16 (the sl_kern entries ops_fill
  * installs) and the vector exp and softmax the attention driver shares.
  * Included by ops_avx2.c, ops_avx512.c and ops_neon.c, each compiled with
  * its level's -m flags so everything inlines into that level's code.
@@ -153,6 +153,22 @@ static void ops_silu_mul(float *y, const float *g, const float *u, int64_t n)
         sl_v_st(y + i, silu_mul_v(sl_v_ld(g + i), sl_v_ld(u + i)));
     if (i < n)
         sl_v_stp(y + i, silu_mul_v(sl_v_ldp(g + i, n - i, 0.0f), sl_v_ldp(u + i, n - i, 0.0f)), n - i);
+}
+
+SL_VINL sl_vf swiglu_oai_v(sl_vf g, sl_vf u, sl_vf alpha, sl_vf limit)
+{
+    sl_vf x = sl_v_min(g, limit), v = sl_v_max(sl_v_min(u, limit), sl_v_zero() - limit);
+    return x / (sl_v_set1(1.0f) + sl_vexp(alpha * (sl_v_zero() - x))) * (v + sl_v_set1(1.0f));
+}
+
+static void ops_swiglu_oai(float *y, const float *g, const float *u, int64_t n, float alpha, float limit)
+{
+    const sl_vf va = sl_v_set1(alpha), vl = sl_v_set1(limit);
+    int64_t i = 0;
+    for (; i + SL_VW <= n; i += SL_VW)
+        sl_v_st(y + i, swiglu_oai_v(sl_v_ld(g + i), sl_v_ld(u + i), va, vl));
+    if (i < n)
+        sl_v_stp(y + i, swiglu_oai_v(sl_v_ldp(g + i, n - i, 0.0f), sl_v_ldp(u + i, n - i, 0.0f), va, vl), n - i);
 }
 
 static void ops_add(float *y, const float *a, const float *b, int64_t n)

@@ -14,7 +14,7 @@
 #define SL_OPS_FILL(k, P)                                                      \
     ((k)->rmsnorm = P##_rmsnorm, (k)->rope = P##_rope, (k)->silu_mul = P##_silu_mul, \
      (k)->add = P##_add, (k)->f32_to_f16 = P##_f32_to_f16, (k)->gelu_mul = P##_gelu_mul, \
-     (k)->delta_rule = P##_delta_rule, (k)->delta_chunk = P##_delta_chunk)
+     (k)->delta_rule = P##_delta_rule, (k)->delta_chunk = P##_delta_chunk, (k)->swiglu_oai = P##_swiglu_oai)
 
 /* c[r][j] = (add ? c[r][j] : 0) + sum over kk of a[r][kk] b[kk][j], each sum
  * started from that first value and taken in kk order, a product then an

@@ -30,6 +30,14 @@ static void scalar_silu_mul(float *y, const float *g, const float *u, int64_t n)
         y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+static void scalar_swiglu_oai(float *y, const float *g, const float *u, int64_t n, float alpha, float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = fminf(g[i], limit), v = fmaxf(fminf(u[i], limit), -limit);
+        y[i] = x / (1.0f + expf(alpha * -x)) * (v + 1.0f);
+    }
+}
+
 /* The oracle: the table entry computed for each element. */
 static void scalar_gelu_mul(float *y, const float *g, const float *u, int64_t n)
 {

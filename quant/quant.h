@@ -91,6 +91,8 @@ static inline size_t sl_quant_rows8_at(int i, size_t pb)
 {
     return pb == 16 ? 32 * (size_t)(i & 3) + 16 * (size_t)(i >> 2) : pb * (size_t)i;
 }
+/* The type id without SL_GGML_ROWS8 (its blocks, row bytes, activation type). */
+static inline int sl_quant_base_type(int type) { return type & ~(int)SL_GGML_ROWS8; }
 /* 1 if `type` (no flag) has a rows8 layout. */
 int sl_quant_rows8_supported(int type);
 /* In place, rows (a multiple of 8) x cols of `type` from plain rows to rows8

@@ -11,6 +11,9 @@
  *    2u*|y|.
  *  - silu_mul: scalar vs double: expf, add, divide, product -> 5u*|y|;
  *    SIMD vs scalar (polynomial exp) 12u*|y| + 1e-37.
+ *  - swiglu_oai: the clamps exact, then as silu_mul with alpha x in the exp
+ *    (one more product: 6u*|y| against double) and v + 1 (one more sum);
+ *    SIMD vs scalar 14u*|y| + 1e-37.
  *  - delta_rule: SIMD == scalar bitwise (elementwise over the value lanes, the
  *    same operations in the same order, no FMA); scalar vs double: each
  *    output sums dk products of sums of dk products: 4 dk u times the sum of
@@ -66,7 +69,7 @@ static int get_levels(sl_kern *lv)
 #endif
     for (int i = 0; i < n; i++) {
         cr_assert_not_null(lv[i].rmsnorm); cr_assert_not_null(lv[i].rope);
-        cr_assert_not_null(lv[i].silu_mul);
+        cr_assert_not_null(lv[i].silu_mul); cr_assert_not_null(lv[i].swiglu_oai);
         cr_assert_not_null(lv[i].add); cr_assert_not_null(lv[i].f32_to_f16);
         cr_assert_not_null(lv[i].delta_rule); cr_assert_not_null(lv[i].delta_chunk);
         cr_assert_not_null(lv[i].gelu_mul);
@@ -221,6 +224,35 @@ Test(kern_ops, silu_mul)
         free(g); free(u); free(y0); free(y);
     }
     cr_log_info("silu_mul: worst SIMD vs scalar %.2f u", worst);
+}
+
+Test(kern_ops, swiglu_oai)
+{
+    sl_kern lv[4];
+    int nl = get_levels(lv);
+    const float alpha = 1.702f, lim = 7.0f;
+    for (int si = 0; si < N_SIZES; si++) {
+        int64_t n = sizes[si];
+        float *g = fbuf(n), *u = fbuf(n), *y0 = fbuf(n), *y = fbuf(n);
+        for (int64_t i = 0; i < n; i++) { g[i] = frand(-12, 12); u[i] = frand(-12, 12); }
+        if (n > 5) { g[0] = -100.0f; g[1] = 100.0f; g[2] = 7.0f; u[2] = -7.5f; g[3] = 0.0f; u[4] = 8.0f; }
+        set_canary(y0, n);
+        lv[0].swiglu_oai(y0, g, u, n, alpha, lim);
+        cr_assert(canary_ok(y0, n), "swiglu_oai wrote past n");
+        for (int64_t i = 0; i < n; i++) {
+            double x = g[i] < lim ? g[i] : lim, v = u[i] < -lim ? -lim : u[i] > lim ? lim : u[i];
+            double want = x / (1.0 + exp(-(double)(alpha * (float)x))) * (v + 1.0);
+            cr_assert(close_to("swiglu_oai vs double", "scalar", n, i, y0[i], want, 6 * U, 1e-37), "scalar vs double");
+        }
+        for (int l = 1; l < nl; l++) {
+            set_canary(y, n);
+            lv[l].swiglu_oai(y, g, u, n, alpha, lim);
+            cr_assert(canary_ok(y, n), "swiglu_oai SIMD wrote past n");
+            for (int64_t i = 0; i < n; i++)
+                cr_assert(close_to("swiglu_oai", lv[l].name, n, i, y[i], y0[i], 14 * U, 1e-37), "SIMD vs scalar");
+        }
+        free(g); free(u); free(y0); free(y);
+    }
 }
 
 /* Every SIMD level's gelu_mul equals the scalar oracle's y0 bit for bit. */

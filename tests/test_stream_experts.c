@@ -420,6 +420,11 @@ static float *logits_of(sl_model *m, int n_vocab, uint64_t *misses)
 
 static void bitwise(const char *stem)
 {
+    /* resident packs Q8_0 / MXFP4 / IQ4_NL matrices in rows of eight where
+     * faster: within rounding of the plain rows (test_model_rows8.c); the
+     * expert streamer is compared bit for bit with the packing off (read
+     * once a process; Criterion forks a test each) */
+    setenv("SLUICE_ROWS8", "0", 1);
     char path[512];
     snprintf(path, sizeof path, MODELS "/%s.gguf", stem);
     sl_model *r = open_model(path, SL_MODE_RESIDENT, SL_IO_AUTO);
