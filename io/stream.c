@@ -195,6 +195,8 @@ int sl_stream_open(sl_stream **out, const char *path, const sl_stream_config *c)
     sl_numa_decide_here(s->cfg.numa, &s->numa);
     s->ops = sl_stream_mode_ops_of(s->plan.mode);
     rc = s->ops->open(s);
+    s->cfg.rows8 = NULL;        /* the caller's pick and its context: open only */
+    s->cfg.rows8_ctx = NULL;
     if (rc) goto bad;
     if (s->ops->file_at && s->um.embd) s->embd_data = s->ops->file_at(s, s->um.embd->file_offset);
     rc = load_globals(s);

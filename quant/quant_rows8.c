@@ -21,7 +21,7 @@ static size_t scale_bytes(int type)
 int sl_quant_rows8_supported(int type) { return scale_bytes(type) != 0; }
 
 /* The checks both directions share; the group's bytes in *gb. */
-static int args(int type, const void *data, int64_t rows, int64_t cols, size_t *gb, const char *what)
+static int check_shape(int type, const void *data, int64_t rows, int64_t cols, size_t *gb, const char *what)
 {
     if (!sl_quant_rows8_supported(type))
         return sl_err_set(SL_EINVAL, "rows8 %s: type %d has no rows8 layout", what, type);
@@ -35,7 +35,7 @@ static int args(int type, const void *data, int64_t rows, int64_t cols, size_t *
 
 /* One group: plain rows in p <-> rows8 in r (nb blocks a row of bb bytes,
  * sb of them the scale field). */
-static void group(uint8_t *p, uint8_t *r, int64_t nb, size_t bb, size_t sb, int pack)
+static void repack_group(uint8_t *p, uint8_t *r, int64_t nb, size_t bb, size_t sb, int pack)
 {
     const size_t pb = bb - sb;
     for (int64_t b = 0; b < nb; b++) {
@@ -49,10 +49,10 @@ static void group(uint8_t *p, uint8_t *r, int64_t nb, size_t bb, size_t sb, int 
     }
 }
 
-static int run(int type, void *data, int64_t rows, int64_t cols, int pack)
+static int repack(int type, void *data, int64_t rows, int64_t cols, int pack)
 {
     size_t gb = 0;
-    int rc = args(type, data, rows, cols, &gb, pack ? "pack" : "unpack");
+    int rc = check_shape(type, data, rows, cols, &gb, pack ? "pack" : "unpack");
     if (rc || rows == 0) return rc;
     void *tmp = malloc(gb);
     if (!tmp) return sl_err_set(SL_ENOMEM, "rows8: out of memory (%zu bytes)", gb);
@@ -61,12 +61,12 @@ static int run(int type, void *data, int64_t rows, int64_t cols, int pack)
     for (int64_t g = 0; g < rows / 8; g++) {
         uint8_t *at = (uint8_t *)data + (size_t)g * gb;
         memcpy(tmp, at, gb);
-        if (pack) group(tmp, at, nb, bb, sb, 1);
-        else group(at, tmp, nb, bb, sb, 0);
+        if (pack) repack_group(tmp, at, nb, bb, sb, 1);
+        else repack_group(at, tmp, nb, bb, sb, 0);
     }
     free(tmp);
     return 0;
 }
 
-int sl_quant_rows8_pack(int type, void *data, int64_t rows, int64_t cols) { return run(type, data, rows, cols, 1); }
-int sl_quant_rows8_unpack(int type, void *data, int64_t rows, int64_t cols) { return run(type, data, rows, cols, 0); }
+int sl_quant_rows8_pack(int type, void *data, int64_t rows, int64_t cols) { return repack(type, data, rows, cols, 1); }
+int sl_quant_rows8_unpack(int type, void *data, int64_t rows, int64_t cols) { return repack(type, data, rows, cols, 0); }
