@@ -22,7 +22,7 @@
  * Usage: kbench [-t threads] [-r reps] [-m MiB of weights per type] [-b MiB buffer]
  *               [-T type,type,...] [-c] [-n rows,rows,...] [-s ROWSxCOLS]
  *               (SLUICE_ISA picks the kernel level; "mxfp4/r8" is MXFP4 in the
- *               rows8 layout the engine packs resident experts in). */
+ *               rows8 layout resident mode packs its matrices in). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
