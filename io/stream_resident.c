@@ -24,8 +24,7 @@ static const uint8_t *resident_at(const sl_stream *s, uint64_t off)
 }
 
 /* A view's matrix packs when its type has the layout, its rows (of each
- * expert) fill whole groups, the head chunks (units [h0, h1)) cut at group
- * bounds and the caller's rows8 picks it. */
+ * expert) fill whole groups and the caller's rows8 picks it. */
 static bool rows8_wanted(const sl_stream *s, const sl_stream_tensor *t)
 {
     return (t->n_dims == 2 || t->n_dims == 3) && sl_quant_rows8_supported((int)t->type) && t->ne[1] % 8 == 0 &&

@@ -209,12 +209,12 @@ static void mv_multi_worker(void *ctx, int ith, int nth)
         for (int i = 0; i < j->n; i++) {
             int64_t r0 = part_row(j, i, b0), r1 = part_row(j, i, b1);
             const sl_mv_part *pt = &j->parts[i];
-            if (r0 < r1 && j->ur[i] == 8)
-                j->k->rows8[pt->wtype & ~(int)SL_GGML_ROWS8](pt->cols, pt->W, r0 / 8, r1 / 8, pt->act, 0, 1,
-                                                             pt->y, pt->rows);
-            else if (r0 < r1)
-                mv_rows(j->k, j->parts[i].wtype, j->parts[i].cols, j->parts[i].W,
-                        j->wrb[i], r0, r1, j->parts[i].act, j->parts[i].y);
+            if (r0 >= r1) continue;
+            if (j->ur[i] == 8)
+                j->k->rows8[sl_quant_base_type(pt->wtype)](pt->cols, pt->W, r0 / 8, r1 / 8, pt->act, 0, 1, pt->y,
+                                                           pt->rows);
+            else
+                mv_rows(j->k, pt->wtype, pt->cols, pt->W, j->wrb[i], r0, r1, pt->act, pt->y);
         }
     }
 }
@@ -371,7 +371,7 @@ static void r8_worker(void *ctx, int ith, int nth)
 static int rows8_matmul(const sl_kern *k, sl_pool *p, int wtype, const void *W, int64_t rows, int64_t cols,
                         const void *act, int64_t n_act, float *Y, int64_t ldy)
 {
-    int t = wtype & ~(int)SL_GGML_ROWS8;
+    int t = sl_quant_base_type(wtype);
     _Atomic int64_t next = 0;
     _Atomic uint64_t nextb = 0;
     struct r8_job j = {
@@ -391,7 +391,7 @@ static int check(const sl_kern *k, int wtype, const void *W, int64_t rows, int64
 {
     if (!k || !W || !act || !y || rows < 0 || cols <= 0) return -EINVAL;
     if (is_rows8(wtype)) {
-        int t = wtype & ~(int)SL_GGML_ROWS8;
+        int t = sl_quant_base_type(wtype);
         if (t >= SL_GGML_TYPE_COUNT || !k->rows8[t] || rows % 8) return -EINVAL;
         return sl_gguf_row_bytes(t, cols) && sl_kern_act_bytes(wtype, cols, 1) ? 0 : -EINVAL;
     }
@@ -438,7 +438,7 @@ int sl_kern_matvec_multi(const sl_kern *k, sl_pool *p, const sl_mv_part *parts, 
         int rc = check(k, pt->wtype, pt->W, pt->rows, pt->cols, pt->act, pt->y);
         if (rc) return rc;
         j.ur[i] = is_rows8(pt->wtype) ? 8 : 1;
-        j.wrb[i] = (size_t)j.ur[i] * sl_gguf_row_bytes(pt->wtype & ~(int)SL_GGML_ROWS8, pt->cols);
+        j.wrb[i] = (size_t)j.ur[i] * sl_gguf_row_bytes(sl_quant_base_type(pt->wtype), pt->cols);
         j.off[i + 1] = j.off[i] + (uint64_t)(pt->rows / j.ur[i]) * j.wrb[i];
     }
     int nth = sl_pool_n_threads(p);

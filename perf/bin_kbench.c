@@ -44,7 +44,7 @@ static int ROWS = 14336, COLS = 4096;
  * a multiple of 32 only, as gpt-oss's 2880: the 256-element types sit out). */
 static int runs(const sl_kern *k, int t)
 {
-    int b = t & ~(int)SL_GGML_ROWS8;
+    int b = sl_quant_base_type(t);
     return (b == t ? k->vec_dot[b] != NULL : k->rows8[b] != NULL && ROWS % 8 == 0) &&
            COLS % sl_gguf_block_elems(b) == 0;
 }

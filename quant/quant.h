@@ -115,8 +115,8 @@ sl_bf16 sl_f32_to_bf16(float f);        /* round to nearest even; NaN stays NaN 
 
 /* ---- per-type operations ---------------------------------------------- */
 /* Activation type the weight type is dotted with: Q8_K for Q2_K..Q6_K,
- * IQ4_XS, TQ1_0, TQ2_0; Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4 (and MXFP4 |
- * SL_GGML_ROWS8); Q8_1 for
+ * IQ4_XS, TQ1_0, TQ2_0; Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4 (and the three
+ * with SL_GGML_ROWS8, their rows8 forms); Q8_1 for
  * Q4_1/Q5_1; F16/BF16/F32 for themselves;
  * -1 for the activation-only Q8_1 / Q8_K and for unknown ids (with the
  * table's "unknown ggml tensor type" message). */

@@ -21,8 +21,8 @@ const sl_quant_traits *sl_quant_traits_of(int type)
 
 int sl_quant_vec_dot_type(int type)
 {
-    if (type > 0 && (type & SL_GGML_ROWS8) && sl_quant_rows8_supported(type & ~(int)SL_GGML_ROWS8))
-        type &= ~(int)SL_GGML_ROWS8;
+    if (type > 0 && (type & SL_GGML_ROWS8) && sl_quant_rows8_supported(sl_quant_base_type(type)))
+        type = sl_quant_base_type(type);
     const sl_quant_traits *t = sl_quant_traits_of(type);
     return t ? t->vec_dot_type : -1;
 }
