@@ -138,12 +138,14 @@ static void init(void)
         case SL_ISA_NEON:
             sl_dot_fill_neon(k); sl_ops_fill_neon(k);
             sl_dot_fill_iqgrid_neon(k);
+            sl_rows8_fill_neon(k);
             break;
         case SL_ISA_DOTPROD:
             sl_dot_fill_neon(k); sl_ops_fill_neon(k);
             sl_dot_fill_dotprod(k);
             sl_gemm_fill_dotprod(k);
             sl_dot_fill_iqgrid_dotprod(k);
+            sl_rows8_fill_dotprod(k);
             break;
 #endif
         default:

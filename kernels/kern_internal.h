@@ -39,6 +39,8 @@ void sl_dot_fill_dotprod(sl_kern *k);      /* may reuse neon ops */
 void sl_gemm_fill_dotprod(sl_kern *k);     /* prefill panel GEMM */
 void sl_dot_fill_iqgrid_neon(sl_kern *k);
 void sl_dot_fill_iqgrid_dotprod(sl_kern *k);
+void sl_rows8_fill_neon(sl_kern *k);
+void sl_rows8_fill_dotprod(sl_kern *k);
 #endif
 
 #define SL_PANEL_MIN_ACT 10

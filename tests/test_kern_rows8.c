@@ -1,6 +1,6 @@
 /* kernels/rows8_*.c and the rows8 paths of kernels/matvec.c (MXFP4, IQ4_NL,
- * Q8_0): every level's rows8 kernel equals the scalar one bit for bit (MXFP4: every E8M0 exponent, K over
- * one activation chunk, 1..4 activation rows at once); matvec, matmul at
+ * Q8_0): every level's rows8 kernel equals the scalar one bit for bit (MXFP4: every E8M0 exponent, also
+ * as a whole row's scale; K over one activation chunk, 1..4 activation rows at once); matvec, matmul at
  * every row count and matvec_multi give those bits whatever the threads and
  * takes; the results equal the plain rows' dots within test_kern_dot's bound
  * 2 (nb + 12) u M, and ggml's golden dots too; argument checks. */
@@ -20,14 +20,17 @@ static const int r8_types[] = { SL_GGML_MXFP4, SL_GGML_IQ4_NL, SL_GGML_Q8_0 };
 #define N_R8 (int)(sizeof r8_types / sizeof *r8_types)
 
 /* rows x cols rows of t (plain, caller frees); MXFP4 with every exponent
- * 0..255 somewhere when `wild`, else kr_weights' sane ones. */
+ * 0..255 somewhere when `wild` (1: mixed along each row; 2: one a row, so a
+ * row's result shows its exponent, the subnormal scales of 0 and 1 too), else
+ * kr_weights' sane ones. */
 static uint8_t *weights(int t, int64_t rows, int64_t cols, int wild, uint64_t *seed)
 {
     uint8_t *w = kr_weights(t, rows, cols, seed);
     cr_assert_not_null(w);
     if (wild && t == SL_GGML_MXFP4) {
-        size_t n = sl_gguf_row_bytes(SL_GGML_MXFP4, cols) * (size_t)rows / sizeof(sl_block_mxfp4);
-        for (size_t b = 0; b < n; b++) ((sl_block_mxfp4 *)w)[b].e = (uint8_t)(b * 37 + kr_next(seed) % 3);
+        size_t nbr = (size_t)cols / SL_QK, n = nbr * (size_t)rows;
+        for (size_t b = 0; b < n; b++)
+            ((sl_block_mxfp4 *)w)[b].e = (uint8_t)(wild == 1 ? b * 37 + kr_next(seed) % 3 : b / nbr * 97);
     }
     return w;
 }
@@ -64,13 +67,14 @@ Test(kern_rows8, every_level_equals_scalar, .timeout = 120)
     const sl_kern *sc = sl_kern_for(SL_ISA_SCALAR);
     cr_assert_not_null(sc);
     uint64_t seed = 99;
-    /* cols: one block, gpt-oss's 2880, over the kernels' 256-block chunk */
-    static const int64_t shapes[][2] = { {8, 32}, {16, 2880}, {8, 8256}, {24, 320} };
+    /* cols: one block, gpt-oss's 2880, over the kernels' 256-block chunk; 256
+     * rows: a row for each exponent */
+    static const int64_t shapes[][2] = { {8, 32}, {16, 2880}, {8, 8256}, {24, 320}, {256, 64} };
     for (int ti = 0; ti < N_R8; ti++) {
         const int t = r8_types[ti];
         cr_assert(sl_quant_rows8_supported(t) && sc->rows8[t] && !sc->rows8_fast[t], "%s", sl_gguf_type_name(t));
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-            for (int wild = 0; wild < 2; wild++) {
+            for (int wild = 0; wild < 3; wild++) {
                 const int64_t rows = shapes[s][0], cols = shapes[s][1];
                 uint8_t *w = weights(t, rows, cols, wild, &seed), *p = packed(t, w, rows, cols);
                 uint8_t *act = kr_act(sc, t, SL_ROWS8_NY, cols, &seed);
