@@ -154,11 +154,15 @@ R8_ARM(mxfp4, T_MXFP4, sl_block_mxfp4_r8)
 R8_ARM(iq4_nl, T_IQ4_NL, sl_block_iq4_nl_r8)
 R8_ARM(q8_0, T_Q8_0, sl_block_q8_0_r8)
 
+/* Fast on instruction counts (perf/results/2026-11-29-neon-rows8.md: a
+ * quarter of the plain rows' instructions a decode block, a third to a half
+ * with 4..64 activation rows); not yet timed on hardware. */
 static void FN(rows8_arm_fill)(sl_kern *k)
 {
     k->rows8[SL_GGML_MXFP4] = FN(rows8_mxfp4);
     k->rows8[SL_GGML_IQ4_NL] = FN(rows8_iq4_nl);
     k->rows8[SL_GGML_Q8_0] = FN(rows8_q8_0);
+    k->rows8_fast[SL_GGML_MXFP4] = k->rows8_fast[SL_GGML_IQ4_NL] = k->rows8_fast[SL_GGML_Q8_0] = true;
 }
 
 #endif
