@@ -240,4 +240,5 @@ void sl_rows8_fill_avx2(sl_kern *k)
     k->rows8[SL_GGML_Q8_0] = rows8_q8_0;
     k->rows8[SL_GGML_IQ4_XS] = rows8_iq4_xs;
     k->rows8_fast[SL_GGML_MXFP4] = k->rows8_fast[SL_GGML_IQ4_NL] = k->rows8_fast[SL_GGML_Q8_0] = true;
+    k->rows8_fast[SL_GGML_IQ4_XS] = true;
 }
