@@ -6,12 +6,15 @@
  * rows' block. MXFP4's levels come by one lookup as level + 12 (0..24,
  * unsigned for vpmaddubsw) and the activation block's 12 * sum(y), taken once
  * per call, restores the exact sums: about 6.5 vector uops per row and block
- * against ~12 a row at a time. IQ4_NL, Q8_0 and IQ4_XS multiply magnitudes
- * by signed activations (Q8_K's quantizer never gives -128, whose sign
- * would not flip). IQ4_XS weighs each sub-block's pairs by ls - 32 in the
- * vpmaddwd that widens them, in eight integer lanes a row over the whole
- * superblock: one vphaddd fold, convert and FMA per 256 elements. Bit for
- * bit rows8_scalar.c. */
+ * against ~12 a row at a time. IQ4_NL and Q8_0 multiply the weights'
+ * magnitudes by signed activations. IQ4_XS weighs each sub-block's pairs by
+ * ls - 32 in the vpmaddwd that widens them, in eight integer lanes a row over
+ * the whole superblock: one vphaddd fold, convert and FMA per 256 elements;
+ * for one activation row it multiplies the activations' magnitudes (taken
+ * once per sub-block, not per chunk) by signed levels: ~14 vector uops per
+ * 32-byte chunk against 16 (with more rows the weights' magnitudes, shared by
+ * the rows, keep fewer registers live; Q8_K's quantizer never gives -128,
+ * whose sign would not flip). Bit for bit rows8_scalar.c. */
 #include <immintrin.h>
 #include <stddef.h>
 
@@ -141,11 +144,16 @@ INL void xs_sums(const int NY, const sl_block_iq4_xs_r8 *x, const char *y, size_
     UNROLL for (int j = 0; j < NY; j++)
         UNROLL for (int k = 0; k < 4; k++) acc[j][k] = _mm256_setzero_si256();
     UNROLL for (int ib = 0; ib < SL_QKK / 32; ib++) {
-        __m256i yl[SL_ROWS8_NY], yh[SL_ROWS8_NY];
+        /* the activations (one row: and their magnitudes), each half in both lanes */
+        __m256i yl[SL_ROWS8_NY], yh[SL_ROWS8_NY], al[SL_ROWS8_NY], ah[SL_ROWS8_NY];
         UNROLL for (int j = 0; j < NY; j++) {
             const int8_t *q = ((const sl_block_q8_k *)(const void *)(y + (size_t)j * arb))->qs + 32 * ib;
             yl[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)q));
             yh[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(q + 16)));
+            if (NY == 1) {
+                al[j] = _mm256_abs_epi8(yl[j]);
+                ah[j] = _mm256_abs_epi8(yh[j]);
+            }
         }
         UNROLL for (int k = 0; k < 4; k++) {
             /* row k's (row k + 4's) scale of this sub-block in every word of the low (high) lane */
@@ -154,12 +162,18 @@ INL void xs_sums(const int NY, const sl_block_iq4_xs_r8 *x, const char *y, size_
             __m256i v = _mm256_loadu_si256((const __m256i *)x->qs[ib][k]);
             __m256i ql = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
             __m256i qh = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-            __m256i al = _mm256_sign_epi8(ql, ql), ah = _mm256_sign_epi8(qh, qh);
-            UNROLL for (int j = 0; j < NY; j++)   /* pairs <= 2 * 127 * 127, then times ls - 32 */
-                acc[j][k] = _mm256_add_epi32(
-                    acc[j][k],
-                    _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(al, _mm256_sign_epi8(yl[j], ql)), s),
-                                     _mm256_madd_epi16(_mm256_maddubs_epi16(ah, _mm256_sign_epi8(yh[j], qh)), s)));
+            __m256i aql = NY == 1 ? ql : _mm256_sign_epi8(ql, ql), aqh = NY == 1 ? qh : _mm256_sign_epi8(qh, qh);
+            UNROLL for (int j = 0; j < NY; j++) {   /* pairs <= 2 * 127 * 127, then times ls - 32 */
+                __m256i pl, ph;
+                if (NY == 1) {   /* |y| x sign(level, y): the magnitudes once per sub-block */
+                    pl = _mm256_maddubs_epi16(al[j], _mm256_sign_epi8(ql, yl[j]));
+                    ph = _mm256_maddubs_epi16(ah[j], _mm256_sign_epi8(qh, yh[j]));
+                } else {         /* |level| x sign(y, level): the magnitudes once per chunk, not per row */
+                    pl = _mm256_maddubs_epi16(aql, _mm256_sign_epi8(yl[j], ql));
+                    ph = _mm256_maddubs_epi16(aqh, _mm256_sign_epi8(yh[j], qh));
+                }
+                acc[j][k] = _mm256_add_epi32(acc[j][k], _mm256_add_epi32(_mm256_madd_epi16(pl, s), _mm256_madd_epi16(ph, s)));
+            }
         }
     }
     UNROLL for (int j = 0; j < NY; j++)
