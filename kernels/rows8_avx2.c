@@ -158,7 +158,8 @@ INL void xs_sums(const int NY, const sl_block_iq4_xs_r8 *x, const char *y, size_
         UNROLL for (int k = 0; k < 4; k++) {
             /* row k's (row k + 4's) scale of this sub-block in every word of the low (high) lane */
             const int w = 4 * (k & 1) + ib / 2;
-            const __m256i s = _mm256_shuffle_epi8(sc[ib & 1][k >> 1], _mm256_set1_epi16((short)(0x101 * 2 * w + 0x100)));
+            const __m256i s =
+                _mm256_shuffle_epi8(sc[ib & 1][k >> 1], _mm256_set1_epi16((short)(0x101 * 2 * w + 0x100)));
             __m256i v = _mm256_loadu_si256((const __m256i *)x->qs[ib][k]);
             __m256i ql = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
             __m256i qh = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
@@ -172,7 +173,8 @@ INL void xs_sums(const int NY, const sl_block_iq4_xs_r8 *x, const char *y, size_
                     pl = _mm256_maddubs_epi16(aql, _mm256_sign_epi8(yl[j], ql));
                     ph = _mm256_maddubs_epi16(aqh, _mm256_sign_epi8(yh[j], qh));
                 }
-                acc[j][k] = _mm256_add_epi32(acc[j][k], _mm256_add_epi32(_mm256_madd_epi16(pl, s), _mm256_madd_epi16(ph, s)));
+                acc[j][k] =
+                    _mm256_add_epi32(acc[j][k], _mm256_add_epi32(_mm256_madd_epi16(pl, s), _mm256_madd_epi16(ph, s)));
             }
         }
     }
@@ -192,7 +194,8 @@ INL void run(const int T, const size_t GB, const size_t AB, const int NY, const 
         for (int64_t b = b0; b < b1; b++) {
             const void *y = act + (size_t)j * arb + (size_t)b * AB;
             ys[j][b - b0] = T == T_MXFP4 ? off_sum(y) : 0;
-            yd[j][b - b0] = T == T_IQ4_XS ? ((const sl_block_q8_k *)y)->d : sl_f16_to_f32(((const sl_block_q8_0 *)y)->d);
+            yd[j][b - b0] = T == T_IQ4_XS ? ((const sl_block_q8_k *)y)->d
+                                          : sl_f16_to_f32(((const sl_block_q8_0 *)y)->d);
         }
     const int8_t *lv = T == T_MXFP4 ? sl_kvalues_mxfp4 : sl_kvalues_iq4nl;
     __m128i l = _mm_loadu_si128((const __m128i *)lv);
@@ -211,7 +214,8 @@ INL void run(const int T, const size_t GB, const size_t AB, const int NY, const 
             if (T == T_MXFP4 || T == T_IQ4_NL)
                 nib_unpack(T, (const uint8_t *)xb + (T == T_MXFP4 ? offsetof(sl_block_mxfp4_r8, qs)
                                                                  : offsetof(sl_block_iq4_nl_r8, qs)), lut, &u);
-            if (T == T_IQ4_XS) xs_sums(NY, (const sl_block_iq4_xs_r8 *)(const void *)xb, act + (size_t)b * AB, arb, lut, hx);
+            if (T == T_IQ4_XS)
+                xs_sums(NY, (const sl_block_iq4_xs_r8 *)(const void *)xb, act + (size_t)b * AB, arb, lut, hx);
             const __m256 dx = dx8(T, xb);
             UNROLL for (int j = 0; j < NY; j++) {
                 const sl_block_q8_0 *y = (const sl_block_q8_0 *)(const void *)(act + (size_t)j * arb + (size_t)b * AB);

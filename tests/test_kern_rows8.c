@@ -43,7 +43,8 @@ static uint8_t *weights(int t, int64_t rows, int64_t cols, int wild, uint64_t *s
             sl_block_iq4_xs *x = (sl_block_iq4_xs *)w + b;
             uint64_t r = kr_next(seed);
             x->scales_h = b % 3 == 0 ? 0xffff : b % 3 == 1 ? 0 : (uint16_t)r;
-            for (int i = 0; i < 4; i++) x->scales_l[i] = b % 3 == 0 ? 0xff : b % 3 == 1 ? 0 : (uint8_t)(r >> (16 + 8 * i));
+            for (int i = 0; i < 4; i++)
+                x->scales_l[i] = b % 3 == 0 ? 0xff : b % 3 == 1 ? 0 : (uint8_t)(r >> (16 + 8 * i));
         }
     return w;
 }

@@ -43,8 +43,9 @@ Test(quant_rows8, layout_and_round_trip)
                         /* nibble pieces: row i in 32-byte chunk i % 4, half i / 4 */
                         size_t at = pb == 16 ? 32 * (size_t)(i % 4) + 16 * (size_t)(i / 4) : pb * (size_t)i;
                         for (int piece = 0; o < bb; o += pb, piece++)
-                            cr_assert_eq(memcmp(r + 8 * o + at, x + o, pb), 0, "%s group %lld block %lld row %d: piece %d",
-                                         sl_gguf_type_name(t), (long long)g, (long long)b, i, piece);
+                            cr_assert_eq(memcmp(r + 8 * o + at, x + o, pb), 0,
+                                         "%s group %lld block %lld row %d: piece %d", sl_gguf_type_name(t),
+                                         (long long)g, (long long)b, i, piece);
                         cr_assert_eq(o, bb);
                     }
                 }
@@ -61,7 +62,8 @@ Test(quant_rows8, refusals)
     uint8_t buf[16 * 17 * 2] = {0};
     cr_assert(sl_quant_rows8_supported(SL_GGML_MXFP4));
     cr_assert(sl_quant_rows8_supported(SL_GGML_IQ4_NL) && sl_quant_rows8_supported(SL_GGML_Q8_0));
-    cr_assert(sl_quant_rows8_supported(SL_GGML_IQ4_XS) && !sl_quant_rows8_supported(SL_GGML_IQ4_XS | (int)SL_GGML_ROWS8));
+    cr_assert(sl_quant_rows8_supported(SL_GGML_IQ4_XS));
+    cr_assert(!sl_quant_rows8_supported(SL_GGML_IQ4_XS | (int)SL_GGML_ROWS8));
     cr_assert(!sl_quant_rows8_supported(SL_GGML_Q4_0) && !sl_quant_rows8_supported(SL_GGML_Q4_K));
     cr_assert(!sl_quant_rows8_supported(SL_GGML_MXFP4 | (int)SL_GGML_ROWS8));
     cr_assert_eq(sl_quant_rows8_pack(SL_GGML_Q4_0, buf, 8, 32), SL_EINVAL);
