@@ -1,13 +1,20 @@
-/* The rows8 kernels on AVX2 (the avx512 levels use them too): MXFP4, IQ4_NL
- * and Q8_0. Per group block, the eight rows' payloads are one linear read
- * (MXFP4 / IQ4_NL: four 32-byte loads, rows k and k + 4 in load k; Q8_0: a
- * row per load); vphaddd levels fold the eight rows' products into one
- * vector in row order, and one convert and one FMA finish eight rows' block.
- * MXFP4's levels come by one lookup as level + 12 (0..24, unsigned for
- * vpmaddubsw) and the activation block's 12 * sum(y), taken once per call,
- * restores the exact sums: about 6.5 vector uops per row and block against
- * ~12 a row at a time. IQ4_NL and Q8_0 multiply magnitudes by signed
- * activations. Bit for bit rows8_scalar.c. */
+/* The rows8 kernels on AVX2 (the avx512 levels use them too): MXFP4, IQ4_NL,
+ * Q8_0 and IQ4_XS. Per group block, the eight rows' payloads are one linear
+ * read (nibbles: four 32-byte loads a 32-element piece, rows k and k + 4 in
+ * load k; Q8_0: a row per load); vphaddd levels fold the eight rows' products
+ * into one vector in row order, and one convert and one FMA finish eight
+ * rows' block. MXFP4's levels come by one lookup as level + 12 (0..24,
+ * unsigned for vpmaddubsw) and the activation block's 12 * sum(y), taken once
+ * per call, restores the exact sums: about 6.5 vector uops per row and block
+ * against ~12 a row at a time. IQ4_NL and Q8_0 multiply the weights'
+ * magnitudes by signed activations. IQ4_XS weighs each sub-block's pairs by
+ * ls - 32 in the vpmaddwd that widens them, in eight integer lanes a row over
+ * the whole superblock: one vphaddd fold, convert and FMA per 256 elements;
+ * for one activation row it multiplies the activations' magnitudes (taken
+ * once per sub-block, not per chunk) by signed levels: ~14 vector uops per
+ * 32-byte chunk against 16 (with more rows the weights' magnitudes, shared by
+ * the rows, keep fewer registers live; Q8_K's quantizer never gives -128,
+ * whose sign would not flip). Bit for bit rows8_scalar.c. */
 #include <immintrin.h>
 #include <stddef.h>
 
@@ -39,7 +46,7 @@ INL int32_t off_sum(const sl_block_q8_0 *y)
     return LEV_OFF * ((int32_t)_mm_cvtsi128_si32(t) - 32 * 128);
 }
 
-enum { T_MXFP4, T_IQ4_NL, T_Q8_0 };
+enum { T_MXFP4, T_IQ4_NL, T_Q8_0, T_IQ4_XS };
 
 /* d_x of a group block's eight rows, in row order. */
 INL __m256 dx8(const int T, const void *g)
@@ -103,21 +110,93 @@ INL __m256i q8_sums(const sl_block_q8_0_r8 *x, const sl_block_q8_0 *y)
     return _mm256_add_epi32(_mm256_permute2x128_si256(a, c, 0x20), _mm256_permute2x128_si256(a, c, 0x31));
 }
 
-/* Blocks [b0, b1) of groups [g0, g1) (group blocks of GB bytes) with NY
- * activation rows; acc starts at 0 on the first chunk, else from Y (the chain
- * goes on exactly). */
-INL void run(const int T, const size_t GB, const int NY, const char *W, int64_t nb, int64_t g0, int64_t g1,
-             int64_t b0, int64_t b1, const char *act, size_t arb, float *Y, int64_t ldy)
+/* IQ4_XS: the eight rows' 6-bit scales less 32 as words, in the order the
+ * payload chunks want them: sc[p][h] holds sub-block 2 j + p of rows 2 h,
+ * 2 h + 1 (low lane) and 2 h + 4, 2 h + 5 (high lane) at words 4 r + j. */
+INL void xs_scales(const sl_block_iq4_xs_r8 *x, __m256i sc[2][2])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), mc = _mm256_set1_epi8(12);
+    const __m256i l = _mm256_loadu_si256((const __m256i *)x->scales_l);   /* byte 4 i + j: row i's scales_l[j] */
+    const __m128i hb = _mm_loadu_si128((const __m128i *)x->scales_h), m4x = _mm_set1_epi8(0x0f);
+    const __m128i h0 = _mm_and_si128(hb, m4x), h1 = _mm_and_si128(_mm_srli_epi16(hb, 4), m4x);
+    /* byte 4 i + j: nibble j of row i's scales_h, the high bits of sub-blocks 2 j, 2 j + 1 */
+    const __m256i n = _mm256_set_m128i(_mm_unpackhi_epi8(h0, h1), _mm_unpacklo_epi8(h0, h1));
+    const __m256i k32 = _mm256_set1_epi8(32);
+    __m256i e = _mm256_or_si256(_mm256_and_si256(l, m4), _mm256_slli_epi16(_mm256_and_si256(n, m3), 4));
+    __m256i o = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4),
+                                _mm256_slli_epi16(_mm256_and_si256(n, mc), 2));
+    e = _mm256_sub_epi8(e, k32);
+    o = _mm256_sub_epi8(o, k32);
+    /* bytes to sign-extended words: each byte twice, shifted down */
+    sc[0][0] = _mm256_srai_epi16(_mm256_unpacklo_epi8(e, e), 8);
+    sc[0][1] = _mm256_srai_epi16(_mm256_unpackhi_epi8(e, e), 8);
+    sc[1][0] = _mm256_srai_epi16(_mm256_unpacklo_epi8(o, o), 8);
+    sc[1][1] = _mm256_srai_epi16(_mm256_unpackhi_epi8(o, o), 8);
+}
+
+/* IQ4_XS: the eight rows' superblock sums with NY activation blocks (y, arb
+ * bytes apart), rows in lanes 0..7 of h[j]. */
+INL void xs_sums(const int NY, const sl_block_iq4_xs_r8 *x, const char *y, size_t arb, __m256i lut, __m256i *h)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i sc[2][2], acc[SL_ROWS8_NY][4];
+    xs_scales(x, sc);
+    UNROLL for (int j = 0; j < NY; j++)
+        UNROLL for (int k = 0; k < 4; k++) acc[j][k] = _mm256_setzero_si256();
+    UNROLL for (int ib = 0; ib < SL_QKK / 32; ib++) {
+        /* the activations (one row: and their magnitudes), each half in both lanes */
+        __m256i yl[SL_ROWS8_NY], yh[SL_ROWS8_NY], al[SL_ROWS8_NY], ah[SL_ROWS8_NY];
+        UNROLL for (int j = 0; j < NY; j++) {
+            const int8_t *q = ((const sl_block_q8_k *)(const void *)(y + (size_t)j * arb))->qs + 32 * ib;
+            yl[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)q));
+            yh[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(q + 16)));
+            if (NY == 1) {
+                al[j] = _mm256_abs_epi8(yl[j]);
+                ah[j] = _mm256_abs_epi8(yh[j]);
+            }
+        }
+        UNROLL for (int k = 0; k < 4; k++) {
+            /* row k's (row k + 4's) scale of this sub-block in every word of the low (high) lane */
+            const int w = 4 * (k & 1) + ib / 2;
+            const __m256i s =
+                _mm256_shuffle_epi8(sc[ib & 1][k >> 1], _mm256_set1_epi16((short)(0x101 * 2 * w + 0x100)));
+            __m256i v = _mm256_loadu_si256((const __m256i *)x->qs[ib][k]);
+            __m256i ql = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
+            __m256i qh = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            __m256i aql = NY == 1 ? ql : _mm256_sign_epi8(ql, ql), aqh = NY == 1 ? qh : _mm256_sign_epi8(qh, qh);
+            UNROLL for (int j = 0; j < NY; j++) {   /* pairs <= 2 * 127 * 127, then times ls - 32 */
+                __m256i pl, ph;
+                if (NY == 1) {   /* |y| x sign(level, y): the magnitudes once per sub-block */
+                    pl = _mm256_maddubs_epi16(al[j], _mm256_sign_epi8(ql, yl[j]));
+                    ph = _mm256_maddubs_epi16(ah[j], _mm256_sign_epi8(qh, yh[j]));
+                } else {         /* |level| x sign(y, level): the magnitudes once per chunk, not per row */
+                    pl = _mm256_maddubs_epi16(aql, _mm256_sign_epi8(yl[j], ql));
+                    ph = _mm256_maddubs_epi16(aqh, _mm256_sign_epi8(yh[j], qh));
+                }
+                acc[j][k] =
+                    _mm256_add_epi32(acc[j][k], _mm256_add_epi32(_mm256_madd_epi16(pl, s), _mm256_madd_epi16(ph, s)));
+            }
+        }
+    }
+    UNROLL for (int j = 0; j < NY; j++)
+        h[j] = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[j][0], acc[j][1]), _mm256_hadd_epi32(acc[j][2], acc[j][3]));
+}
+
+/* Blocks [b0, b1) of groups [g0, g1) (group blocks of GB bytes, activation
+ * blocks of AB) with NY activation rows; acc starts at 0 on the first chunk,
+ * else from Y (the chain goes on exactly). */
+INL void run(const int T, const size_t GB, const size_t AB, const int NY, const char *W, int64_t nb, int64_t g0,
+             int64_t g1, int64_t b0, int64_t b1, const char *act, size_t arb, float *Y, int64_t ldy)
 {
     int32_t ys[SL_ROWS8_NY][CH];
     float yd[SL_ROWS8_NY][CH];
-    for (int j = 0; j < NY; j++) {
-        const sl_block_q8_0 *y = (const sl_block_q8_0 *)(act + (size_t)j * arb);
+    for (int j = 0; j < NY; j++)
         for (int64_t b = b0; b < b1; b++) {
-            ys[j][b - b0] = T == T_MXFP4 ? off_sum(y + b) : 0;
-            yd[j][b - b0] = sl_f16_to_f32(y[b].d);
+            const void *y = act + (size_t)j * arb + (size_t)b * AB;
+            ys[j][b - b0] = T == T_MXFP4 ? off_sum(y) : 0;
+            yd[j][b - b0] = T == T_IQ4_XS ? ((const sl_block_q8_k *)y)->d
+                                          : sl_f16_to_f32(((const sl_block_q8_0 *)y)->d);
         }
-    }
     const int8_t *lv = T == T_MXFP4 ? sl_kvalues_mxfp4 : sl_kvalues_iq4nl;
     __m128i l = _mm_loadu_si128((const __m128i *)lv);
     if (T == T_MXFP4) l = _mm_add_epi8(l, _mm_set1_epi8(LEV_OFF));
@@ -131,13 +210,18 @@ INL void run(const int T, const size_t GB, const int NY, const char *W, int64_t 
             const char *xb = x + (size_t)b * GB, *pf = xb + PF_AHEAD;
             UNROLL for (size_t o = 0; o < GB; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
             nib8 u;
-            if (T != T_Q8_0)
+            __m256i hx[SL_ROWS8_NY];
+            if (T == T_MXFP4 || T == T_IQ4_NL)
                 nib_unpack(T, (const uint8_t *)xb + (T == T_MXFP4 ? offsetof(sl_block_mxfp4_r8, qs)
                                                                  : offsetof(sl_block_iq4_nl_r8, qs)), lut, &u);
+            if (T == T_IQ4_XS)
+                xs_sums(NY, (const sl_block_iq4_xs_r8 *)(const void *)xb, act + (size_t)b * AB, arb, lut, hx);
             const __m256 dx = dx8(T, xb);
             UNROLL for (int j = 0; j < NY; j++) {
-                const sl_block_q8_0 *y = (const sl_block_q8_0 *)(act + (size_t)j * arb) + b;
-                __m256i h = T == T_Q8_0 ? q8_sums((const sl_block_q8_0_r8 *)(const void *)xb, y) : nib_sums(T, &u, y);
+                const sl_block_q8_0 *y = (const sl_block_q8_0 *)(const void *)(act + (size_t)j * arb + (size_t)b * AB);
+                __m256i h = T == T_IQ4_XS ? hx[j]
+                          : T == T_Q8_0   ? q8_sums((const sl_block_q8_0_r8 *)(const void *)xb, y)
+                                          : nib_sums(T, &u, y);
                 if (T == T_MXFP4) h = _mm256_sub_epi32(h, _mm256_set1_epi32(ys[j][b - b0]));
                 __m256 f = _mm256_mul_ps(dx, _mm256_set1_ps(yd[j][b - b0]));
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), f, acc[j]);
@@ -147,29 +231,32 @@ INL void run(const int T, const size_t GB, const int NY, const char *W, int64_t 
     }
 }
 
-#define R8_AVX2(T, ID, GB)                                                                                   \
+#define R8_AVX2(T, ID, BE, GB, AB)                                                                           \
     static void rows8_##T(int64_t n, const void *W, int64_t g0, int64_t g1, const void *act, size_t arb,     \
                           int ny, float *Y, int64_t ldy)                                                     \
     {                                                                                                        \
-        const int64_t nb = n / SL_QK;                                                                        \
+        const int64_t nb = n / BE;                                                                           \
         for (int64_t b0 = 0; b0 < nb; b0 += CH) {                                                            \
             int64_t b1 = b0 + CH < nb ? b0 + CH : nb;                                                        \
             switch (ny) {                                                                                    \
-            case 1: run(ID, sizeof(GB), 1, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;                  \
-            case 2: run(ID, sizeof(GB), 2, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;                  \
-            case 3: run(ID, sizeof(GB), 3, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;                  \
-            default: run(ID, sizeof(GB), 4, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;                 \
+            case 1: run(ID, sizeof(GB), sizeof(AB), 1, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;      \
+            case 2: run(ID, sizeof(GB), sizeof(AB), 2, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;      \
+            case 3: run(ID, sizeof(GB), sizeof(AB), 3, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;      \
+            default: run(ID, sizeof(GB), sizeof(AB), 4, W, nb, g0, g1, b0, b1, act, arb, Y, ldy); break;     \
             }                                                                                                \
         }                                                                                                    \
     }
-R8_AVX2(mxfp4, T_MXFP4, sl_block_mxfp4_r8)
-R8_AVX2(iq4_nl, T_IQ4_NL, sl_block_iq4_nl_r8)
-R8_AVX2(q8_0, T_Q8_0, sl_block_q8_0_r8)
+R8_AVX2(mxfp4, T_MXFP4, SL_QK, sl_block_mxfp4_r8, sl_block_q8_0)
+R8_AVX2(iq4_nl, T_IQ4_NL, SL_QK, sl_block_iq4_nl_r8, sl_block_q8_0)
+R8_AVX2(q8_0, T_Q8_0, SL_QK, sl_block_q8_0_r8, sl_block_q8_0)
+R8_AVX2(iq4_xs, T_IQ4_XS, SL_QKK, sl_block_iq4_xs_r8, sl_block_q8_k)
 
 void sl_rows8_fill_avx2(sl_kern *k)
 {
     k->rows8[SL_GGML_MXFP4] = rows8_mxfp4;
     k->rows8[SL_GGML_IQ4_NL] = rows8_iq4_nl;
     k->rows8[SL_GGML_Q8_0] = rows8_q8_0;
+    k->rows8[SL_GGML_IQ4_XS] = rows8_iq4_xs;
     k->rows8_fast[SL_GGML_MXFP4] = k->rows8_fast[SL_GGML_IQ4_NL] = k->rows8_fast[SL_GGML_Q8_0] = true;
+    k->rows8_fast[SL_GGML_IQ4_XS] = true;
 }

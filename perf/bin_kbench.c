@@ -49,7 +49,7 @@ static int runs(const sl_kern *k, int t)
            COLS % sl_gguf_block_elems(b) == 0;
 }
 
-/* "mxfp4/r8", "iq4_nl/r8", "q8_0/r8": a type in the rows8 layout (packed after filling; quant.h) */
+/* "mxfp4/r8", "iq4_nl/r8", "q8_0/r8", "iq4_xs/r8": a type in the rows8 layout (packed after filling; quant.h) */
 #define R8 (int)SL_GGML_ROWS8
 static const char *tname(int t)
 {
@@ -310,7 +310,7 @@ static int few_rows(const sl_kern *k, sl_pool *pool, const int *types, int ntype
 static const int all_types[] = {
     SL_GGML_Q2_K, SL_GGML_Q3_K, SL_GGML_Q4_K, SL_GGML_Q5_K, SL_GGML_Q6_K, SL_GGML_Q4_0, SL_GGML_Q4_1,
     SL_GGML_Q5_0, SL_GGML_Q5_1, SL_GGML_Q8_0, SL_GGML_Q8_0 | R8, SL_GGML_F16, SL_GGML_BF16, SL_GGML_F32,
-    SL_GGML_IQ4_NL, SL_GGML_IQ4_NL | R8, SL_GGML_IQ4_XS, SL_GGML_MXFP4, SL_GGML_MXFP4 | R8, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
+    SL_GGML_IQ4_NL, SL_GGML_IQ4_NL | R8, SL_GGML_IQ4_XS, SL_GGML_IQ4_XS | R8, SL_GGML_MXFP4, SL_GGML_MXFP4 | R8, SL_GGML_TQ1_0, SL_GGML_TQ2_0,
     SL_GGML_IQ2_XXS, SL_GGML_IQ2_XS, SL_GGML_IQ2_S, SL_GGML_IQ3_XXS, SL_GGML_IQ3_S, SL_GGML_IQ1_S, SL_GGML_IQ1_M,
 };
 

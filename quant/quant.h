@@ -73,19 +73,28 @@ static inline float sl_e8m0_half(uint8_t e)
     return v.f;
 }
 /* Rows8: a matrix's rows in groups of eight, block b of a group holding the
- * eight rows' block b (type | SL_GGML_ROWS8 in tensor views; MXFP4, IQ4_NL
- * and Q8_0). A group block is the eight rows' scale fields (rows 0..7), then
- * their payloads: 16-byte nibble payloads in 4 x 32 bytes, chunk k row k's
- * then row k + 4's; Q8_0's 32 bytes a row, in row order. The same bytes as
- * the plain rows (8 blocks), so packing is in place; a decode kernel reads one
- * linear stream for eight rows and ends each block of eight dots with one
- * convert and one FMA (kernels/rows8_*.c). */
+ * eight rows' block b (type | SL_GGML_ROWS8 in tensor views; MXFP4, IQ4_NL,
+ * Q8_0 and IQ4_XS). A group block is each scale field of the eight rows
+ * (rows 0..7), field after field, then their payloads piece after piece:
+ * a 16-byte nibble piece (a 32-element block or sub-block) in 4 x 32 bytes,
+ * chunk k row k's then row k + 4's; Q8_0's 32 bytes a row, in row order.
+ * IQ4_XS: d, scales_h, scales_l, then its eight 32-element sub-blocks so.
+ * The same bytes as the plain rows (8 blocks), so packing is in place; a
+ * decode kernel reads one linear stream for eight rows and ends each block
+ * of eight dots with one convert and one FMA (kernels/rows8_*.c). */
 typedef struct { uint8_t e[8]; uint8_t qs[4][32]; } sl_block_mxfp4_r8;
 typedef struct { sl_f16 d[8]; uint8_t qs[4][32]; } sl_block_iq4_nl_r8;
 typedef struct { sl_f16 d[8]; int8_t qs[8][32]; } sl_block_q8_0_r8;
+typedef struct {
+    sl_f16 d[8];
+    uint16_t scales_h[8];
+    uint8_t scales_l[8][SL_QKK / 64];
+    uint8_t qs[8][4][32];   /* sub-block, chunk */
+} sl_block_iq4_xs_r8;
 static_assert(sizeof(sl_block_mxfp4_r8) == 8 * sizeof(sl_block_mxfp4), "rows8 mxfp4 layout");
 static_assert(sizeof(sl_block_iq4_nl_r8) == 8 * sizeof(sl_block_iq4_nl), "rows8 iq4_nl layout");
 static_assert(sizeof(sl_block_q8_0_r8) == 8 * sizeof(sl_block_q8_0), "rows8 q8_0 layout");
+static_assert(sizeof(sl_block_iq4_xs_r8) == 8 * sizeof(sl_block_iq4_xs), "rows8 iq4_xs layout");
 /* Where row i's payload sits in a group block's payload part (pb: its bytes). */
 static inline size_t sl_quant_rows8_at(int i, size_t pb)
 {
@@ -100,8 +109,16 @@ int sl_quant_rows8_supported(int type);
  * shape, SL_ENOMEM (scratch of one group). */
 int sl_quant_rows8_pack(int type, void *data, int64_t rows, int64_t cols);
 int sl_quant_rows8_unpack(int type, void *data, int64_t rows, int64_t cols);
-/* IQ4_XS sub-block ib's 6-bit scale (stored +32: the factor is the result - 32). */
-int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib);
+/* IQ4_XS sub-block ib's 6-bit scale (stored +32: the factor is the result - 32)
+ * from a block's fields (inline: also read from the rows8 layout). */
+static inline int sl_quant_iq4_xs_ls(uint16_t scales_h, const uint8_t *scales_l, int ib)
+{
+    return ((scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | ((scales_h >> (2 * ib)) & 3) << 4;
+}
+static inline int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib)
+{
+    return sl_quant_iq4_xs_ls(b->scales_h, b->scales_l, ib);
+}
 /* The 256 base-3 digits t (value (t - 1) * d) of a TQ1_0 block in element order. */
 void sl_quant_tq1_0_digits(const sl_block_tq1_0 *b, uint8_t t[SL_QKK]);
 
@@ -115,9 +132,9 @@ sl_bf16 sl_f32_to_bf16(float f);        /* round to nearest even; NaN stays NaN 
 
 /* ---- per-type operations ---------------------------------------------- */
 /* Activation type the weight type is dotted with: Q8_K for Q2_K..Q6_K,
- * IQ4_XS, TQ1_0, TQ2_0; Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4 (and the three
- * with SL_GGML_ROWS8, their rows8 forms); Q8_1 for
- * Q4_1/Q5_1; F16/BF16/F32 for themselves;
+ * IQ4_XS, TQ1_0, TQ2_0; Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4; Q8_1 for
+ * Q4_1/Q5_1; F16/BF16/F32 for themselves; a rows8 type with SL_GGML_ROWS8
+ * its plain form's;
  * -1 for the activation-only Q8_1 / Q8_K and for unknown ids (with the
  * table's "unknown ggml tensor type" message). */
 int sl_quant_vec_dot_type(int type);

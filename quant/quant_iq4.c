@@ -30,13 +30,6 @@ static void deq_iq4_nl(const void *src, float *y, int64_t nb)
     }
 }
 
-int sl_quant_iq4_xs_scale(const sl_block_iq4_xs *b, int ib)
-{
-    int lo = (b->scales_l[ib / 2] >> (4 * (ib % 2))) & 15;
-    int hi = (b->scales_h >> (2 * ib)) & 3;
-    return lo | hi << 4;
-}
-
 static void deq_iq4_xs(const void *src, float *y, int64_t nb)
 {
     const sl_block_iq4_xs *b = src;

@@ -1,24 +1,33 @@
 /* The rows8 layout (quant.h): eight rows' blocks interleaved, packed and
  * unpacked in place one group at a time through a group-sized scratch. A
- * type's entry is where its scale field ends: the rest of a block is its
- * payload. */
+ * type's form is its block's leading scale fields, then its payload in
+ * pieces of equal size. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "quant_internal.h"
 #include "../gguf/base/sl_internal.h"
 
-/* A block's scale field (at its start) and payload bytes; 0: no rows8 layout. */
-static size_t scale_bytes(int type)
+/* A block's scale fields' bytes (up to three, 0-ended) and payload piece bytes. */
+typedef struct { uint8_t field[4]; uint8_t piece; } r8_form;
+
+/* 0: no rows8 layout. */
+static int form_of(int type, r8_form *f)
 {
     switch (type) {
-    case SL_GGML_MXFP4: return 1;
-    case SL_GGML_IQ4_NL: case SL_GGML_Q8_0: return 2;
+    case SL_GGML_MXFP4: *f = (r8_form){ { 1 }, 16 }; return 1;
+    case SL_GGML_IQ4_NL: *f = (r8_form){ { 2 }, 16 }; return 1;
+    case SL_GGML_Q8_0: *f = (r8_form){ { 2 }, 32 }; return 1;
+    case SL_GGML_IQ4_XS: *f = (r8_form){ { 2, 2, 4 }, 16 }; return 1;   /* d, scales_h, scales_l */
     default: return 0;
     }
 }
 
-int sl_quant_rows8_supported(int type) { return scale_bytes(type) != 0; }
+int sl_quant_rows8_supported(int type)
+{
+    r8_form f;
+    return form_of(type, &f);
+}
 
 /* The checks both directions share; the group's bytes in *gb. */
 static int check_shape(int type, const void *data, int64_t rows, int64_t cols, size_t *gb, const char *what)
@@ -33,19 +42,26 @@ static int check_shape(int type, const void *data, int64_t rows, int64_t cols, s
     return 0;
 }
 
-/* One group: plain rows in p <-> rows8 in r (nb blocks a row of bb bytes,
- * sb of them the scale field). */
-static void repack_group(uint8_t *p, uint8_t *r, int64_t nb, size_t bb, size_t sb, int pack)
+/* n bytes between plain p and rows8 r, the way `pack` says. */
+static void move(uint8_t *p, uint8_t *r, size_t n, int pack)
 {
-    const size_t pb = bb - sb;
+    if (pack) memcpy(r, p, n);
+    else memcpy(p, r, n);
+}
+
+/* One group: plain rows in p <-> rows8 in r (nb blocks a row of bb bytes). */
+static void repack_group(uint8_t *p, uint8_t *r, int64_t nb, size_t bb, const r8_form *f, int pack)
+{
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *g = r + (size_t)b * 8 * bb;
-        for (int i = 0; i < 8; i++) {
-            uint8_t *x = p + ((size_t)i * (size_t)nb + (size_t)b) * bb;
-            uint8_t *sc = g + (size_t)i * sb, *q = g + 8 * sb + sl_quant_rows8_at(i, pb);
-            if (pack) { memcpy(sc, x, sb); memcpy(q, x + sb, pb); }
-            else { memcpy(x, sc, sb); memcpy(x + sb, q, pb); }
-        }
+        size_t at = 0;   /* the byte of a plain block; 8 * at of the group block */
+        for (const uint8_t *fb = f->field; *fb; at += *fb++)
+            for (int i = 0; i < 8; i++)
+                move(p + ((size_t)i * (size_t)nb + (size_t)b) * bb + at, g + 8 * at + (size_t)i * *fb, *fb, pack);
+        for (; at < bb; at += f->piece)
+            for (int i = 0; i < 8; i++)
+                move(p + ((size_t)i * (size_t)nb + (size_t)b) * bb + at, g + 8 * at + sl_quant_rows8_at(i, f->piece),
+                     f->piece, pack);
     }
 }
 
@@ -56,13 +72,15 @@ static int repack(int type, void *data, int64_t rows, int64_t cols, int pack)
     if (rc || rows == 0) return rc;
     void *tmp = malloc(gb);
     if (!tmp) return sl_err_set(SL_ENOMEM, "rows8: out of memory (%zu bytes)", gb);
-    const size_t bb = sl_gguf_block_bytes((uint32_t)type), sb = scale_bytes(type);
-    const int64_t nb = cols / SL_QK;   /* every rows8 type has 32-element blocks */
+    r8_form f;
+    form_of(type, &f);
+    const size_t bb = sl_gguf_block_bytes((uint32_t)type);
+    const int64_t nb = cols / (int64_t)sl_gguf_block_elems((uint32_t)type);
     for (int64_t g = 0; g < rows / 8; g++) {
         uint8_t *at = (uint8_t *)data + (size_t)g * gb;
         memcpy(tmp, at, gb);
-        if (pack) repack_group(tmp, at, nb, bb, sb, 1);
-        else repack_group(at, tmp, nb, bb, sb, 0);
+        if (pack) repack_group(tmp, at, nb, bb, &f, 1);
+        else repack_group(at, tmp, nb, bb, &f, 0);
     }
     free(tmp);
     return 0;

@@ -1,8 +1,10 @@
 /* kernels/rows8_*.c and the rows8 paths of kernels/matvec.c (MXFP4, IQ4_NL,
- * Q8_0): every level's rows8 kernel equals the scalar one bit for bit (MXFP4: every E8M0 exponent, also
- * as a whole row's scale; K over one activation chunk, 1..4 activation rows at once); matvec, matmul at
- * every row count and matvec_multi give those bits whatever the threads and
- * takes; the results equal the plain rows' dots within test_kern_dot's bound
+ * Q8_0, IQ4_XS): every level's rows8 kernel equals the scalar one bit for bit
+ * (MXFP4: every E8M0 exponent, also as a whole row's scale; IQ4_XS: every
+ * sub-block scale; K over one activation chunk, 1..4 activation rows at
+ * once); matvec, matmul at every row count and matvec_multi give those bits
+ * whatever the threads and takes; the results equal the plain rows' dots
+ * within test_kern_dot's bound
  * 2 (nb + 12) u M, and ggml's golden dots too; argument checks. */
 #include <errno.h>
 #include <math.h>
@@ -16,22 +18,37 @@
 #include "sl_test.h"
 
 #define R8 (SL_GGML_MXFP4 | (int)SL_GGML_ROWS8)
-static const int r8_types[] = { SL_GGML_MXFP4, SL_GGML_IQ4_NL, SL_GGML_Q8_0 };
+static const int r8_types[] = { SL_GGML_MXFP4, SL_GGML_IQ4_NL, SL_GGML_Q8_0, SL_GGML_IQ4_XS };
 #define N_R8 (int)(sizeof r8_types / sizeof *r8_types)
 
-/* rows x cols rows of t (plain, caller frees); MXFP4 with every exponent
- * 0..255 somewhere when `wild` (1: mixed along each row; 2: one a row, so a
- * row's result shows its exponent, the subnormal scales of 0 and 1 too), else
- * kr_weights' sane ones. */
+/* cols rounded up to whole blocks of t */
+static int64_t whole(int t, int64_t cols)
+{
+    int64_t be = sl_gguf_block_elems(t);
+    return (cols + be - 1) / be * be;
+}
+
+/* rows x cols rows of t (plain, caller frees); when `wild`, MXFP4 with every
+ * exponent 0..255 somewhere (1: mixed along each row; 2: one a row, so a
+ * row's result shows its exponent, the subnormal scales of 0 and 1 too) and
+ * IQ4_XS with random bits in every scale field (all 64 sub-block scales, the
+ * extremes -32 and 31 too), else kr_weights' sane ones. */
 static uint8_t *weights(int t, int64_t rows, int64_t cols, int wild, uint64_t *seed)
 {
     uint8_t *w = kr_weights(t, rows, cols, seed);
     cr_assert_not_null(w);
-    if (wild && t == SL_GGML_MXFP4) {
-        size_t nbr = (size_t)cols / SL_QK, n = nbr * (size_t)rows;
+    size_t n = sl_gguf_row_bytes(t, cols) * (size_t)rows / sl_gguf_block_bytes(t), nbr = n / (size_t)rows;
+    if (wild && t == SL_GGML_MXFP4)
         for (size_t b = 0; b < n; b++)
             ((sl_block_mxfp4 *)w)[b].e = (uint8_t)(wild == 1 ? b * 37 + kr_next(seed) % 3 : b / nbr * 97);
-    }
+    if (wild && t == SL_GGML_IQ4_XS)
+        for (size_t b = 0; b < n; b++) {
+            sl_block_iq4_xs *x = (sl_block_iq4_xs *)w + b;
+            uint64_t r = kr_next(seed);
+            x->scales_h = b % 3 == 0 ? 0xffff : b % 3 == 1 ? 0 : (uint16_t)r;
+            for (int i = 0; i < 4; i++)
+                x->scales_l[i] = b % 3 == 0 ? 0xff : b % 3 == 1 ? 0 : (uint8_t)(r >> (16 + 8 * i));
+        }
     return w;
 }
 
@@ -55,7 +72,7 @@ static void near_plain(const sl_kern *k, int t, const uint8_t *w, int64_t r, int
     const uint8_t *x = w + (size_t)r * rb;
     float s;
     k->vec_dot[t](cols, &s, x, act);
-    double nb = (double)(cols / SL_QK);
+    double nb = (double)(cols / sl_gguf_block_elems(t));
     double tol = 2.0 * (nb + 12) * KR_U * (double)sl_dot_scalar_mag(t, cols, x, act) + 1e-30;
     if (!isfinite(s)) return;   /* exponents near 255 overflow both ways */
     cr_assert(fabs((double)got - (double)s) <= tol, "%s %s row %lld cols %lld: rows8 %.9g vs plain %.9g (tol %.3g)",
@@ -67,15 +84,15 @@ Test(kern_rows8, every_level_equals_scalar, .timeout = 120)
     const sl_kern *sc = sl_kern_for(SL_ISA_SCALAR);
     cr_assert_not_null(sc);
     uint64_t seed = 99;
-    /* cols: one block, gpt-oss's 2880, over the kernels' 256-block chunk; 256
-     * rows: a row for each exponent */
-    static const int64_t shapes[][2] = { {8, 32}, {16, 2880}, {8, 8256}, {24, 320}, {256, 64} };
+    /* cols (whole blocks): one block, gpt-oss's 2880, over the kernels' 256-block
+     * chunk; 256 rows: a row for each exponent */
+    static const int64_t shapes[][2] = { {8, 32}, {16, 2880}, {8, 8256}, {24, 320}, {256, 64}, {8, 66048} };
     for (int ti = 0; ti < N_R8; ti++) {
         const int t = r8_types[ti];
         cr_assert(sl_quant_rows8_supported(t) && sc->rows8[t] && !sc->rows8_fast[t], "%s", sl_gguf_type_name(t));
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
             for (int wild = 0; wild < 3; wild++) {
-                const int64_t rows = shapes[s][0], cols = shapes[s][1];
+                const int64_t rows = shapes[s][0], cols = whole(t, shapes[s][1]);
                 uint8_t *w = weights(t, rows, cols, wild, &seed), *p = packed(t, w, rows, cols);
                 uint8_t *act = kr_act(sc, t, SL_ROWS8_NY, cols, &seed);
                 size_t arb = sl_kern_act_bytes(t, cols, 1);
@@ -125,7 +142,7 @@ Test(kern_rows8, matmul_and_multi_give_the_kernel_bits, .timeout = 120)
             for (int ti = 0; ti < N_R8; ti++)
             for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
                 const int t = r8_types[ti], rt = t | (int)SL_GGML_ROWS8;
-                const int64_t rows = shapes[s][0], cols = shapes[s][1];
+                const int64_t rows = shapes[s][0], cols = whole(t, shapes[s][1]);
                 uint8_t *w = weights(t, rows, cols, 0, &seed), *p = packed(t, w, rows, cols);
                 uint8_t *act = kr_act(k, rt, 64, cols, &seed);
                 size_t arb = sl_kern_act_bytes(rt, cols, 1);
@@ -180,7 +197,8 @@ Test(kern_rows8, matmul_and_multi_give_the_kernel_bits, .timeout = 120)
 /* ggml's dots of the golden rows (64 x 512: eight groups) of each type. */
 Test(kern_rows8, golden_dots_every_level)
 {
-    static const char *const names[] = { "mxfp4", "iq4_nl", "q8_0" };
+    static const char *const names[] = { "mxfp4", "iq4_nl", "q8_0", "iq4_xs" };
+    static const char *const acts[] = { "q8_0", "q8_0", "q8_0", "q8_k" };
     const int64_t rows = 64, cols = 512;
     for (int ti = 0; ti < N_R8; ti++) {
         const int t = r8_types[ti];
@@ -188,7 +206,8 @@ Test(kern_rows8, golden_dots_every_level)
         size_t rb = sl_gguf_row_bytes(t, cols), ab = sl_kern_act_bytes(t, cols, 1);
         snprintf(name, sizeof name, "%s.q", names[ti]);
         uint8_t *q = sl_test_golden_quant(name, rb * rows);
-        uint8_t *act = sl_test_golden_quant("act.q8_0", ab);
+        snprintf(name, sizeof name, "act.%s", acts[ti]);
+        uint8_t *act = sl_test_golden_quant(name, ab);
         snprintf(name, sizeof name, "%s.dot.f32", names[ti]);
         float *dot = sl_test_golden_quant(name, rows * sizeof(float));
         uint8_t *p = packed(t, q, rows, cols);
@@ -198,7 +217,7 @@ Test(kern_rows8, golden_dots_every_level)
             if (!k) continue;
             cr_assert_eq(sl_kern_matvec(k, NULL, t | (int)SL_GGML_ROWS8, p, rows, cols, act, y), 0);
             for (int r = 0; r < rows; r++) {
-                double tol = 2.0 * (cols / SL_QK + 12) * KR_U
+                double tol = 2.0 * (cols / sl_gguf_block_elems(t) + 12) * KR_U
                            * (double)sl_dot_scalar_mag(t, cols, q + (size_t)r * rb, act) + 1e-30;
                 cr_assert(fabs((double)y[r] - (double)dot[r]) <= tol, "%s %s row %d: %.9g vs golden %.9g (tol %.3g)",
                           k->name, names[ti], r, y[r], dot[r], tol);
@@ -217,6 +236,7 @@ Test(kern_rows8, bad_arguments)
     cr_assert_eq(sl_kern_matvec(k, NULL, SL_GGML_Q4_0 | (int)SL_GGML_ROWS8, w, 8, 32, a, y), -EINVAL);
     cr_assert_eq(sl_kern_matvec(k, NULL, SL_GGML_ROWS8 | 0x7f, w, 8, 32, a, y), -EINVAL);     /* no such type */
     cr_assert_eq(sl_kern_matvec(k, NULL, R8, w, 8, 48, a, y), -EINVAL);                  /* not whole blocks */
+    cr_assert_eq(sl_kern_matvec(k, NULL, SL_GGML_IQ4_XS | (int)SL_GGML_ROWS8, w, 8, 32, a, y), -EINVAL);
     cr_assert_eq(sl_kern_matmul(k, NULL, R8, w, 8, 32, a, 2, y, 4), -EINVAL);             /* ldy < rows */
     sl_mv_part bad = { .wtype = R8, .W = w, .rows = 4, .cols = 32, .act = a, .y = y };
     cr_assert_eq(sl_kern_matvec_multi(k, NULL, &bad, 1), -EINVAL);

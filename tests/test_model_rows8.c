@@ -3,12 +3,13 @@
  * phi3 (a fused gate|up ffn_up), deepseek2 (MLA) and qwen35moe (Gated
  * DeltaNet layers), with a level whose rows8 kernels are fast for MXFP4 and
  * Q8_0 only; and, through sl_model_open, that resident mode's streamer holds
- * exactly those packed (synth-tiny-q8_0: every layer matrix and the head)
- * where the best level has a fast rows8 kernel, and nothing under
- * SLUICE_ROWS8=0; the packed resident run's logits against the plain rows'
- * (pread mode): every dot is the same exact integer sums per block, summed in
- * another order (24 prompt positions, 8 single steps; synth-tiny-q8_0 and
- * gpt-oss's MXFP4 experts). */
+ * exactly those packed (synth-tiny-q8_0: every layer matrix and the head;
+ * synth2-llama-iq4_xs: every layer matrix, its head is q6_K) where the best
+ * level has a fast rows8 kernel, and nothing under SLUICE_ROWS8=0; the packed
+ * resident run's logits against the plain rows' (pread mode): every dot is the
+ * same exact integer sums per block, summed in another order (24 prompt
+ * positions, 8 single steps; synth-tiny-q8_0, gpt-oss's MXFP4 experts and
+ * synth2-llama-iq4_xs). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,15 +95,16 @@ Test(model_rows8, fused_mla_and_recurrent_layers_stay_plain)
     cr_assert(pick(&d, &k, name, SL_GGML_Q8_0));
 }
 
-/* The packed views under sl_model_open: every Q8_0 layer matrix and the head
- * of synth-tiny-q8_0 when the level packs Q8_0. */
-static int packed_views(void)
+/* The packed views of a model (MODELS/path) under sl_model_open. */
+static int packed_views(const char *path)
 {
     sl_model_params p;
     sl_model_params_init(&p);
     p.mode = SL_MODE_RESIDENT;
     sl_model *m = NULL;
-    cr_assert_eq(sl_model_open(&m, MODELS "/synth-tiny-q8_0.gguf", &p), 0, "%s", sl_model_errmsg(NULL));
+    char full[512];
+    snprintf(full, sizeof full, MODELS "/%s", path);
+    cr_assert_eq(sl_model_open(&m, full, &p), 0, "%s", sl_model_errmsg(NULL));
     sl_stream *s = sl_model_stream(m);
     int n = 0;
     for (int32_t u = 0; u < sl_stream_n_units(s); u++) {
@@ -118,16 +120,19 @@ static int packed_views(void)
 Test(model_rows8, resident_model_packs_what_the_policy_picks, .timeout = 60)
 {
     const sl_kern *k = sl_kern_best();
-    int n = packed_views();
+    int n = packed_views("synth-tiny-q8_0.gguf");
     if (k->rows8_fast[SL_GGML_Q8_0]) cr_assert_gt(n, 7, "%s: %d views packed", k->name, n);
     else cr_assert_eq(n, 0, "%s: %d views packed", k->name, n);
+    n = packed_views("iq/synth2-llama-iq4_xs.gguf");   /* 4 layers of q, k, v, o, gate, up, down */
+    cr_assert_eq(n, k->rows8_fast[SL_GGML_IQ4_XS] ? 28 : 0, "%s: %d IQ4_XS views packed", k->name, n);
 }
 
 #ifndef SL_MINI_TEST   /* the level tables are read once a process: Criterion forks a test each */
 Test(model_rows8, sluice_rows8_0_packs_nothing, .timeout = 60)
 {
     setenv("SLUICE_ROWS8", "0", 1);
-    cr_assert_eq(packed_views(), 0);
+    cr_assert_eq(packed_views("synth-tiny-q8_0.gguf"), 0);
+    cr_assert_eq(packed_views("iq/synth2-llama-iq4_xs.gguf"), 0);
 }
 #endif
 
@@ -161,7 +166,8 @@ static float *logits_of(const char *path, int mode, int *n_vocab)
     return out;
 }
 
-static void near_plain_run(const char *stem)
+/* rms: the bound of the RMS difference (below) */
+static void near_plain_run(const char *stem, double rms)
 {
     char path[512];
     snprintf(path, sizeof path, MODELS "/%s.gguf", stem);
@@ -190,11 +196,22 @@ static void near_plain_run(const char *stem)
         worst_rms = sqrt(d2 / V) / sd > worst_rms ? sqrt(d2 / V) / sd : worst_rms;
     }
     cr_log_info("%s: packed vs plain logits: max %.3g sd, RMS %.3g sd", stem, worst, worst_rms);
-    cr_assert(worst <= 0.07 && worst_rms <= 0.0115, "%s: packed vs plain logits differ by max %.4f sd, RMS %.5f sd", stem,
+    cr_assert(worst <= 0.07 && worst_rms <= rms, "%s: packed vs plain logits differ by max %.4f sd, RMS %.5f sd", stem,
               worst, worst_rms);
     free(packed);
     free(plain);
 }
 
-Test(model_rows8, packed_logits_within_rounding_q8_0, .timeout = 120) { near_plain_run("synth-tiny-q8_0"); }
-Test(model_rows8, packed_logits_within_rounding_gpt_oss, .timeout = 120) { near_plain_run("synth3-gpt-oss-q4_k_m"); }
+Test(model_rows8, packed_logits_within_rounding_q8_0, .timeout = 120) { near_plain_run("synth-tiny-q8_0", 0.0115); }
+Test(model_rows8, packed_logits_within_rounding_gpt_oss, .timeout = 120)
+{
+    near_plain_run("synth3-gpt-oss-q4_k_m", 0.0115);
+}
+/* Q8_K's 256-element activation blocks: a moved step weighs more. On this
+ * file the plain rows' avx2 and scalar logits differ by as much (max 0.058,
+ * RMS 0.016 sd) and the packed avx2 ones equal the plain scalar ones to
+ * rounding: the RMS held to the golden README's 0.023. */
+Test(model_rows8, packed_logits_within_rounding_iq4_xs, .timeout = 120)
+{
+    near_plain_run("iq/synth2-llama-iq4_xs", 0.023);
+}

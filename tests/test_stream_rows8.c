@@ -6,7 +6,8 @@
  * never a tied one; every other tensor keeps the file's type and bytes, and so
  * does everything in stream mode. Real files: the synth3 gpt-oss (MXFP4
  * experts, q4_K attention), synth-tiny-q8_0 (all Q8_0, untied head),
- * TinyStories-656K-Q8_0 (tied head). */
+ * TinyStories-656K-Q8_0 (tied head), synth2-llama-iq4_xs (IQ4_XS layers, a
+ * q6_K head). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,4 +165,15 @@ Test(stream_rows8, resident_dense_matrices_and_untied_head, .timeout = 120)
     count_units(ts, &L, &H);
     cr_assert_eq(check_model(ts, SL_MODE_RESIDENT, pick_all, NULL), 7 * L);
     cr_assert_eq(check_model(ts, SL_MODE_RESIDENT, pick_name, "token_embd.weight"), 0);
+}
+
+Test(stream_rows8, resident_iq4_xs_matrices, .timeout = 120)
+{
+    const char *m = MODELS "iq/synth2-llama-iq4_xs.gguf";
+    int L, H;
+    count_units(m, &L, &H);
+    cr_assert(L > 0 && H > 0);
+    cr_assert_eq(check_model(m, SL_MODE_RESIDENT, pick_all, NULL), 7 * L);
+    cr_assert_eq(check_model(m, SL_MODE_RESIDENT, pick_name, "output.weight"), 0);   /* q6_K: no layout */
+    cr_assert_eq(check_model(m, SL_MODE_STREAM, pick_all, NULL), 0);
 }
