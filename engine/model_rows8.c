@@ -36,5 +36,4 @@ int sl_model_rows8_pick(void *ctx, const sl_stream_tensor *t)
                                            NULL };
     if (ld->ffn.kind != SL_FFN_GATED && ld->ffn.kind != SL_FFN_MOE) return 0;
     return one_of(rest, down) || (!ld->ffn.fused_gate_up && one_of(rest, gate_up));
-    return 0;
 }

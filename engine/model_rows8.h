@@ -1,7 +1,8 @@
-/* Which of a model's matrices resident mode packs in rows of eight
- * (sl_stream_config.rows8): the ones the forward pass reads only through the
- * kernels' matvec / matmul (whole, or cut by rows at group bounds), of a type
- * whose rows8 kernel beats the plain rows on the level in use. */
+/* Which of a model's matrices are packed in rows of eight where they stay in
+ * memory (resident mode, stream mode's pinned units; sl_stream_config.rows8):
+ * the ones the forward pass reads only through the kernels' matvec / matmul
+ * (whole, or cut by rows at group bounds), of a type whose rows8 kernel beats
+ * the plain rows on the level in use. */
 #ifndef SL_ENGINE_MODEL_ROWS8_H
 #define SL_ENGINE_MODEL_ROWS8_H
 

@@ -130,7 +130,10 @@ typedef struct sl_stream_config {
      * and the lm head (not when it is the token embedding) for which rows8(rows8_ctx, t)
      * returns nonzero, if its type has a rows8 layout (MXFP4, IQ4_NL, Q8_0, IQ4_XS) and its
      * rows (of each expert) are a multiple of 8; its views are then typed t | 0x100
-     * (SL_GGML_ROWS8: rows interleaved by eight, the layout quant/quant.h defines). Called
+     * (SL_GGML_ROWS8: rows interleaved by eight, the layout quant/quant.h defines). Stream
+     * mode does the same in the units it pins (each lm-head chunk by its own rows; routed
+     * experts read into the expert cache keep the file's layout); a unit unpinned by
+     * sl_stream_set_pinned reads plain again and is packed again when pinned back. Called
      * during open only. NULL: the file's bytes, as everywhere else. */
     int (*rows8)(void *ctx, const struct sl_stream_tensor *t);
     void *rows8_ctx;

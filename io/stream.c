@@ -249,13 +249,7 @@ static int acquire(sl_stream *s, int32_t unit, sl_stream_view *view)
     const uint8_t *base;
     int st = s->ops->acquire(s, unit, &base);
     if (st) return fail(s, st);
-    /* base = the unit's buffer: segment k's abeg at seg[k].buf_off (one
-     * segment: file offset abeg at base) */
-    for (uint32_t i = 0; i < un->n_tensors; i++) {
-        int k = 0;
-        while (k + 1 < un->n_seg && un->tofs[i] >= un->seg[k + 1].begin) k++;
-        un->tensors[i].data = base + un->seg[k].buf_off + (un->tofs[i] - un->seg[k].abeg);
-    }
+    for (uint32_t i = 0; i < un->n_tensors; i++) un->tensors[i].data = sl_unit_tensor_at(un, i, base);
     view->unit = unit; view->n_tensors = un->n_tensors; view->tensors = un->tensors;
     un->acquired = true;
     return 0;

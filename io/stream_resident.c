@@ -2,8 +2,8 @@
  * buffer; acquire is a pointer into it. */
 #include "stream_core.h"
 #include "stream_loader.h"
+#include "stream_rows8.h"
 #include "../gguf/base/sl_internal.h"
-#include "../quant/quant.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,21 +23,6 @@ static const uint8_t *resident_at(const sl_stream *s, uint64_t off)
     return r->buf + (off - r->base);
 }
 
-/* A view's matrix packs when its type has the layout, its rows (of each
- * expert) fill whole groups and the caller's rows8 picks it. */
-static bool rows8_wanted(const sl_stream *s, const sl_stream_tensor *t)
-{
-    return (t->n_dims == 2 || t->n_dims == 3) && sl_quant_rows8_supported((int)t->type) && t->ne[1] % 8 == 0 &&
-           s->cfg.rows8(s->cfg.rows8_ctx, t) != 0;
-}
-
-static int rows8_pack(sl_stream *s, const sl_stream_tensor *t, uint64_t off)
-{
-    int rc = sl_quant_rows8_pack((int)t->type, (uint8_t *)resident_at(s, off),
-                                 (int64_t)(t->ne[1] * (t->n_dims == 3 ? t->ne[2] : 1)), (int64_t)t->ne[0]);
-    return rc ? sl_err_set(rc, "resident load: packing '%s' by rows of eight failed", t->name) : 0;
-}
-
 /* cfg.rows8: the layers' matrices it picks, and the lm head (one tensor
  * over the head units, each a row range), packed and their views retyped. */
 static int resident_rows8(sl_stream *s)
@@ -47,10 +32,9 @@ static int resident_rows8(sl_stream *s)
         sl_unit *un = &um->units[l];
         for (uint32_t i = 0; i < un->n_tensors; i++) {
             sl_stream_tensor *t = &un->tensors[i];
-            if (!rows8_wanted(s, t)) continue;
-            int rc = rows8_pack(s, t, un->tofs[i]);
+            if (!sl_stream_rows8_wanted(s, t)) continue;
+            int rc = sl_stream_rows8_pack(t, (uint8_t *)resident_at(s, un->tofs[i]), "resident load");
             if (rc) return rc;
-            t->type |= SL_GGML_ROWS8;
         }
     }
     const sl_gguf_tensor *h = um->head;
@@ -60,10 +44,11 @@ static int resident_rows8(sl_stream *s)
     whole.nbytes = h->nbytes;
     for (int32_t c = 0; c < um->n_head_chunks; c++)
         if (um->units[um->n_layers + c].info.row_begin % 8) return 0;
-    if (!rows8_wanted(s, &whole)) return 0;
-    int rc = rows8_pack(s, &whole, h->file_offset);
-    for (int32_t c = 0; c < um->n_head_chunks && !rc; c++) um->units[um->n_layers + c].tensors[0].type |= SL_GGML_ROWS8;
-    return rc;
+    if (!sl_stream_rows8_wanted(s, &whole)) return 0;
+    int rc = sl_stream_rows8_pack(&whole, (uint8_t *)resident_at(s, h->file_offset), "resident load");
+    if (rc) return rc;
+    for (int32_t c = 0; c < um->n_head_chunks; c++) um->units[um->n_layers + c].tensors[0].type = whole.type;
+    return 0;
 }
 
 static int resident_open(sl_stream *s)

@@ -6,6 +6,7 @@
 #include "stream_experts.h"
 #include "stream_limits.h"
 #include "stream_loader.h"
+#include "stream_rows8.h"
 #include "stream_units.h"
 #include "../gguf/base/sl_internal.h"
 
@@ -177,6 +178,8 @@ static int load_pinned(sl_stream *s)
         if (st && rc == 0) rc = sl_err_set(st, "loading pinned data: %s", jobs[i].err);
     }
     free(jobs);
+    for (int32_t u = 0; u < U && rc == 0; u++)
+        if (s->um.units[u].pinned_buf) rc = sl_stream_rows8_pin(s, &s->um.units[u]);
     if (rc) return rc;
     if (s->cfg.mlock) {
         for (int32_t u = 0; u < U; u++)
@@ -347,6 +350,7 @@ static int ring_set_pinned(sl_stream *s, int32_t unit, bool pinned)
         if (rc) return rc;
     }
     if (!pinned) {
+        sl_stream_rows8_unpin(un);   /* its slots hold the file's layout */
         sl_owned_free(&R->pmem[unit]);
         un->pinned_buf = NULL;
         un->info.pinned = false;
@@ -371,6 +375,12 @@ static int ring_set_pinned(sl_stream *s, int32_t unit, bool pinned)
     }
     un->pinned_buf = buf;
     un->info.pinned = true;
+    if (sl_stream_rows8_pin(s, un)) {   /* what was not packed stays plain and correct */
+        char m[300];
+        snprintf(m, sizeof m, "re-pinned unit %d partly left plain: %s", (int)unit, sl_last_error());
+        sl_stream_add_notice(s, m);
+        sl_err_clear();
+    }
     refill(s);
     return 0;
 }

@@ -173,10 +173,18 @@ void sl_unit_map_free(sl_unit_map *um)
     for (int32_t i = 0; um->units && i < um->n_units; i++) {
         free(um->units[i].tensors);
         free(um->units[i].tofs);
+        free(um->units[i].rows8);
     }
     free(um->units);
     free(um->moe.exps);
     memset(um, 0, sizeof *um);
+}
+
+const uint8_t *sl_unit_tensor_at(const sl_unit *un, uint32_t i, const uint8_t *base)
+{
+    int k = 0;
+    while (k + 1 < un->n_seg && un->tofs[i] >= un->seg[k + 1].begin) k++;
+    return base + un->seg[k].buf_off + (un->tofs[i] - un->seg[k].abeg);
 }
 
 int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool split_experts)

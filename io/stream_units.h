@@ -30,6 +30,7 @@ typedef struct sl_unit {
     sl_stream_tensor *tensors;
     uint64_t *tofs;          /* file offset of each tensor */
     uint8_t *pinned_buf;     /* pinned: data of abeg.. */
+    bool *rows8;             /* [n_tensors] packed when pinned (stream_rows8.c), or NULL */
     int slot;                /* stream: slot holding it, -1 */
     bool acquired;
     bool unused;             /* outside the config's layer subset: never read nor acquired */
@@ -73,6 +74,10 @@ int sl_unit_map_init(sl_unit_map *um, const sl_gguf *g, uint32_t align, bool spl
 void sl_unit_map_expert_range(const sl_unit_map *um, int32_t l, int32_t e, int p, uint64_t *off,
                               uint64_t *len);
 void sl_unit_map_free(sl_unit_map *um);
+
+/* Where tensor i of un lies in a buffer holding the unit: segment k's abeg at
+ * seg[k].buf_off (one segment: file offset abeg at base). */
+const uint8_t *sl_unit_tensor_at(const sl_unit *un, uint32_t i, const uint8_t *base);
 /* Marks the units outside c's layer subset (layer_mask, skip_head) unused; their
  * experts leave the per-token sum (slice_bytes_sum). */
 void sl_unit_map_keep(sl_unit_map *um, const sl_stream_config *c);

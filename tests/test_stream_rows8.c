@@ -1,10 +1,12 @@
-/* io/stream_resident.c's rows8 packing (sl_stream_config.rows8): resident,
+/* io/stream_rows8.c's packing (sl_stream_config.rows8): resident,
  * each layer matrix the caller picks whose type has the layout and whose rows
  * (of each expert) fill whole groups is packed in place, typed
  * type | SL_GGML_ROWS8 in its views (an expert's slices too) and unpacks back
  * to the file's bytes; so is an untied lm head, over all its row chunks, and
- * never a tied one; every other tensor keeps the file's type and bytes, and so
- * does everything in stream mode. Real files: the synth3 gpt-oss (MXFP4
+ * never a tied one; every other tensor keeps the file's type and bytes. Stream
+ * mode packs the units it pins (each head chunk by its own rows; never the
+ * experts read into the cache, nor a unit read into a slot); unpinned, a unit
+ * reads plain, pinned back it is packed again. Real files: the synth3 gpt-oss (MXFP4
  * experts, q4_K attention), synth-tiny-q8_0 (all Q8_0, untied head),
  * TinyStories-656K-Q8_0 (tied head), synth2-llama-iq4_xs (IQ4_XS layers, a
  * q6_K head). */
@@ -176,4 +178,86 @@ Test(stream_rows8, resident_iq4_xs_matrices, .timeout = 120)
     cr_assert_eq(check_model(m, SL_MODE_RESIDENT, pick_all, NULL), 7 * L);
     cr_assert_eq(check_model(m, SL_MODE_RESIDENT, pick_name, "output.weight"), 0);   /* q6_K: no layout */
     cr_assert_eq(check_model(m, SL_MODE_STREAM, pick_all, NULL), 0);
+}
+
+/* Stream mode with every dense unit pinned: unit u's views against ref's
+ * (a plain open): packed where the pick and shape say; the number packed. */
+static int check_pinned_unit(sl_stream *s, sl_stream *ref, int32_t u)
+{
+    sl_stream_unit ui;
+    sl_stream_view v, w;
+    cr_assert_eq(sl_stream_unit_info(s, u, &ui), 0);
+    cr_assert_eq(sl_stream_acquire(s, u, &v), 0);
+    cr_assert_eq(sl_stream_acquire(ref, u, &w), 0);
+    cr_assert_eq(v.n_tensors, w.n_tensors);
+    int n = 0;
+    for (uint32_t i = 0; i < v.n_tensors; i++) {
+        const sl_stream_tensor *b = &w.tensors[i];
+        bool want = ui.pinned && strcmp(b->name, "token_embd.weight") && packs(b, SL_MODE_RESIDENT, pick_all, NULL);
+        n += check_view(&v.tensors[i], b, want);
+    }
+    cr_assert_eq(sl_stream_release(s, u), 0);
+    cr_assert_eq(sl_stream_release(ref, u), 0);
+    return n;
+}
+
+static sl_stream *open_pinned(const char *path, pick_fn pick)
+{
+    sl_stream_config c;
+    sl_stream_config_init(&c);
+    c.mode = SL_MODE_STREAM;
+    c.rows8 = pick;
+    c.mem_budget = 1ull << 30;   /* every dense unit pinned, experts streamed into the cache */
+    sl_stream *s;
+    st_open(&s, path, &c);
+    return s;
+}
+
+Test(stream_rows8, stream_packs_pinned_units_and_repacks_after_unpinning, .timeout = 120)
+{
+    const char *m = MODELS "synth-tiny-q8_0.gguf";
+    sl_stream *s = open_pinned(m, pick_all), *ref = open_pinned(m, NULL);
+    int L = 0, H = 0;
+    for (int32_t u = 0; u < sl_stream_n_units(s); u++) {
+        sl_stream_unit ui;
+        cr_assert_eq(sl_stream_unit_info(s, u, &ui), 0);
+        cr_assert(ui.pinned, "unit %d not pinned", u);
+        L += ui.kind == SL_UNIT_LAYER;
+        H += ui.kind == SL_UNIT_HEAD && (ui.row_end - ui.row_begin) % 8 == 0;
+    }
+    int n = 0;
+    for (int32_t u = 0; u < sl_stream_n_units(s); u++) n += check_pinned_unit(s, ref, u);
+    cr_assert_eq(n, 7 * L + H);   /* q, k, v, o, gate, up, down, and the head chunks of whole groups */
+    /* layer 0 unpinned: read plain into a slot; pinned back: packed again */
+    cr_assert_eq(sl_stream_set_pinned(s, 0, false), 0);
+    cr_assert_eq(check_pinned_unit(s, ref, 0), 0);
+    cr_assert_eq(sl_stream_set_pinned(s, 0, true), 0);
+    cr_assert_eq(check_pinned_unit(s, ref, 0), 7);
+    sl_stream_close(s);
+    sl_stream_close(ref);
+}
+
+Test(stream_rows8, stream_never_packs_cached_experts, .timeout = 120)
+{
+    const char *m = MODELS "synth3-gpt-oss-q4_k_m.gguf";
+    sl_stream *s = open_pinned(m, pick_all), *ref = open_pinned(m, NULL);
+    cr_assert_gt(sl_stream_n_experts(s), 0);
+    for (int32_t u = 0; u < sl_stream_n_units(s); u++) {
+        sl_stream_unit ui;
+        cr_assert_eq(sl_stream_unit_info(s, u, &ui), 0);
+        (void)check_pinned_unit(s, ref, u);   /* its dense matrices: packed where they can be */
+        if (ui.kind != SL_UNIT_LAYER) continue;
+        sl_stream_view e, f;
+        cr_assert_eq(sl_stream_expert_acquire(s, ui.layer, 1, &e), 0);
+        cr_assert_eq(sl_stream_expert_acquire(ref, ui.layer, 1, &f), 0);
+        for (uint32_t p = 0; p < e.n_tensors; p++)
+            if (e.tensors[p].data) {
+                cr_assert_eq(e.tensors[p].type, f.tensors[p].type, "expert view %s", e.tensors[p].name);
+                cr_assert_eq(memcmp(e.tensors[p].data, f.tensors[p].data, e.tensors[p].nbytes), 0);
+            }
+        cr_assert_eq(sl_stream_expert_release(s, ui.layer, 1), 0);
+        cr_assert_eq(sl_stream_expert_release(ref, ui.layer, 1), 0);
+    }
+    sl_stream_close(s);
+    sl_stream_close(ref);
 }
