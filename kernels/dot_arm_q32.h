@@ -18,6 +18,10 @@
 
 enum { Q32_Q8_0, Q32_IQ4_NL, Q32_MXFP4 };
 
+/* sl_e8m0_half of every exponent (filled by arm_fill_q32): one load a block
+ * where the formula takes six instructions. */
+static float FN(e8m0_half)[256];
+
 /* Weight block b of a row: its 32 levels (w[0]: elements 0..15, w[1]:
  * 16..31) and d_x. */
 Q32_INL float q32_unpack(const int K, const void *row, int64_t b, int8x16_t lut, int8x16_t w[2])
@@ -32,7 +36,7 @@ Q32_INL float q32_unpack(const int K, const void *row, int64_t b, int8x16_t lut,
     uint8x16_t q = vld1q_u8(qs);
     w[0] = vqtbl1q_s8(lut, vandq_u8(q, vdupq_n_u8(15)));
     w[1] = vqtbl1q_s8(lut, vshrq_n_u8(q, 4));
-    return K == Q32_MXFP4 ? sl_e8m0_half(((const sl_block_mxfp4 *)row + b)->e) : f16s(((const sl_block_iq4_nl *)row + b)->d);
+    return K == Q32_MXFP4 ? FN(e8m0_half)[((const sl_block_mxfp4 *)row + b)->e] : f16s(((const sl_block_iq4_nl *)row + b)->d);
 }
 
 /* dot32's int32 lanes (lane i: bytes 2i, 2i + 1, 8 + 2i, 9 + 2i of both
@@ -132,6 +136,7 @@ Q32_DEF(mxfp4, Q32_MXFP4)
 /* After arm_fill / arm_fill_iq4: the same slots, these kernels. */
 static void FN(arm_fill_q32)(sl_kern *k)
 {
+    for (int e = 0; e < 256; e++) FN(e8m0_half)[e] = sl_e8m0_half((uint8_t)e);
     Q32_SET(q8_0, SL_GGML_Q8_0)
     Q32_SET(iq4_nl, SL_GGML_IQ4_NL)
     Q32_SET(mxfp4, SL_GGML_MXFP4)
