@@ -85,6 +85,13 @@ Q32_INL void q32_rows(const int K, const int NY, int64_t nb, const void *row, co
     float32x4_t acc[4];
     Q32_UNROLL for (int j = 0; j < NY; j++) acc[j] = vdupq_n_f32(0.0f);
     int64_t b = 0;
+    if (NY == 1)                        /* decode: four blocks a pass */
+        for (; b + 4 <= nb; b += 4) {
+            q32_step(K, NY, row, b, lut, vy, by, acc);
+            q32_step(K, NY, row, b + 1, lut, vy, by, acc);
+            q32_step(K, NY, row, b + 2, lut, vy, by, acc);
+            q32_step(K, NY, row, b + 3, lut, vy, by, acc);
+        }
     for (; b + 2 <= nb; b += 2) {
         q32_step(K, NY, row, b, lut, vy, by, acc);
         q32_step(K, NY, row, b + 1, lut, vy, by, acc);
