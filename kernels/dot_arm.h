@@ -9,7 +9,9 @@
  * Every type of the K-quant / legacy list (kern_internal.h) gets its
  * gemm_T: nx weight rows x ny (<= SL_GEMM_WIDE) activation rows with the
  * same per-pair sequence as vec_dot (bit-identical); q4_K and q6_K unpack a
- * weight block once per tile row (unp_T / pair_T). */
+ * weight block once per tile row (unp_T / pair_T). MXFP4, IQ4_NL and Q8_0
+ * then take dot_arm_q32.h's kernels (the same pair arithmetic, accumulators
+ * in registers). */
 #include "dot_arm_base.h"
 
 static inline int32x4_t dot32(int8x16_t a0, int8x16_t a1, int8x16_t b0, int8x16_t b1)

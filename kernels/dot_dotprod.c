@@ -4,5 +4,6 @@
 #define ARM_DOTPROD 1
 #include "dot_arm.h"
 #include "dot_arm_iq4.h"
+#include "dot_arm_q32.h"
 
-void sl_dot_fill_dotprod(sl_kern *k) { arm_fill_dotprod(k); arm_fill_iq4_dotprod(k); }
+void sl_dot_fill_dotprod(sl_kern *k) { arm_fill_dotprod(k); arm_fill_iq4_dotprod(k); arm_fill_q32_dotprod(k); }

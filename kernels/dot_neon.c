@@ -4,5 +4,6 @@
 #define ARM_DOTPROD 0
 #include "dot_arm.h"
 #include "dot_arm_iq4.h"
+#include "dot_arm_q32.h"
 
-void sl_dot_fill_neon(sl_kern *k) { arm_fill_neon(k); arm_fill_iq4_neon(k); }
+void sl_dot_fill_neon(sl_kern *k) { arm_fill_neon(k); arm_fill_iq4_neon(k); arm_fill_q32_neon(k); }

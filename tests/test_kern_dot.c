@@ -115,6 +115,70 @@ Test(kern_dot, simd_equals_scalar_random)
     }
 }
 
+/* The 32-element types against Q8_0 activations at their corners: every
+ * weight at the most negative (or largest) level, activations at -127 / 127
+ * (the quantizer's range: x86's sign trick has no -128).
+ * Kernels summing int8 products in int16 (aarch64 neon: MXFP4 four a lane,
+ * IQ4_NL two) would wrap with one product too many; each level vs the
+ * oracle, and gemm / gemm_wide (2 weight rows) bit for bit its vec_dot. */
+Test(kern_dot, q8_act_types_extreme_fields)
+{
+    enum { NB = 7, N = NB * SL_QK, ROWS = 2, ACTS = SL_GEMM_WIDE };
+    static const int qt[] = { SL_GGML_Q8_0, SL_GGML_IQ4_NL, SL_GGML_MXFP4 };
+    static const uint8_t wpat[3][3] = { { 0x80, 0x7f, 0x81 }, { 0x00, 0xff, 0x0f }, { 0xff, 0x77, 0xf7 } };
+    static const int8_t apat[] = { -127, 127, -126 };
+    const sl_kern *sc = sl_kern_for(SL_ISA_SCALAR);
+    sl_block_q8_0 A[ACTS][NB];
+    for (int a = 0; a < ACTS; a++)
+        for (int b = 0; b < NB; b++) {
+            A[a][b].d = (sl_f16)(0x3c00 + a + b);             /* 1.0 and just above */
+            for (int i = 0; i < SL_QK; i++) A[a][b].qs[i] = apat[(a + (i & b)) % 3];
+        }
+    for (int ti = 0; ti < 3; ti++) {
+        int t = qt[ti];
+        size_t rb = sl_gguf_row_bytes(t, N), bb = rb / NB;
+        uint8_t W[ROWS][NB * sizeof(sl_block_q8_0)];
+        for (int p = 0; p < 3; p++) {
+            for (int r = 0; r < ROWS; r++)
+                for (int b = 0; b < NB; b++) {
+                    uint8_t *blk = W[r] + b * bb;
+                    memset(blk, wpat[ti][(p + r) % 3], bb);
+                    if (t == SL_GGML_MXFP4) blk[0] = (uint8_t)(120 + b);
+                    else { sl_f16 d = (sl_f16)(0x2c00 + b); memcpy(blk, &d, 2); }
+                }
+            for (int isa = 1; isa < SL_ISA_COUNT; isa++) {
+                const sl_kern *k = sl_kern_for(isa);
+                if (!k) continue;
+                for (int r = 0; r < ROWS; r++)
+                    for (int a = 0; a < ACTS; a++) {
+                        float ref, s;
+                        sc->vec_dot[t](N, &ref, W[r], A[a]);
+                        k->vec_dot[t](N, &s, W[r], A[a]);
+                        double tol = bound(t, N, W[r], A[a]);
+                        cr_assert(fabs((double)s - (double)ref) <= tol, "%s %s pattern %d row %d act %d: %.9g vs scalar %.9g",
+                                  k->name, sl_gguf_type_name(t), p, r, a, s, ref);
+                    }
+                sl_gemm_fn g[2] = { k->gemm[t], k->gemm_wide[t] };
+                for (int gi = 0; gi < 2; gi++) {
+                    if (!g[gi]) continue;
+                    int maxy = gi ? SL_GEMM_WIDE : SL_GEMM_MAX;
+                    for (int ny = 1; ny <= maxy; ny++) {
+                        float Y[ACTS][ROWS];
+                        g[gi](N, W, sizeof W[0], ROWS, A, sizeof A[0], ny, &Y[0][0], ROWS);
+                        for (int a = 0; a < ny; a++)
+                            for (int r = 0; r < ROWS; r++) {
+                                float s;
+                                k->vec_dot[t](N, &s, W[r], A[a]);
+                                cr_assert(memcmp(&s, &Y[a][r], 4) == 0, "%s %s %s ny %d row %d act %d: %.9g vs vec_dot %.9g",
+                                          k->name, sl_gguf_type_name(t), gi ? "gemm_wide" : "gemm", ny, r, a, Y[a][r], s);
+                            }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* ---- golden (ggml) vectors ------------------------------------------- */
 #define GROWS 64
 #define GCOLS 512
