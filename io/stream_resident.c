@@ -29,13 +29,8 @@ static int resident_rows8(sl_stream *s)
 {
     sl_unit_map *um = &s->um;
     for (int32_t l = 0; l < um->n_layers; l++) {
-        sl_unit *un = &um->units[l];
-        for (uint32_t i = 0; i < un->n_tensors; i++) {
-            sl_stream_tensor *t = &un->tensors[i];
-            if (!sl_stream_rows8_wanted(s, t)) continue;
-            int rc = sl_stream_rows8_pack(t, (uint8_t *)resident_at(s, un->tofs[i]), "resident load");
-            if (rc) return rc;
-        }
+        int rc = sl_stream_rows8_unit(s, &um->units[l], resident_at(s, um->units[l].abeg), "resident load");
+        if (rc) return rc;
     }
     const sl_gguf_tensor *h = um->head;
     if (!h || h == um->embd || um->n_head_chunks < 1) return 0;

@@ -179,7 +179,8 @@ static int load_pinned(sl_stream *s)
     }
     free(jobs);
     for (int32_t u = 0; u < U && rc == 0; u++)
-        if (s->um.units[u].pinned_buf) rc = sl_stream_rows8_pin(s, &s->um.units[u]);
+        if (s->um.units[u].pinned_buf)
+            rc = sl_stream_rows8_unit(s, &s->um.units[u], s->um.units[u].pinned_buf, "pinned unit");
     if (rc) return rc;
     if (s->cfg.mlock) {
         for (int32_t u = 0; u < U; u++)
@@ -375,7 +376,7 @@ static int ring_set_pinned(sl_stream *s, int32_t unit, bool pinned)
     }
     un->pinned_buf = buf;
     un->info.pinned = true;
-    if (sl_stream_rows8_pin(s, un)) {   /* what was not packed stays plain and correct */
+    if (sl_stream_rows8_unit(s, un, buf, "pinned unit")) {   /* what was not packed stays plain and correct */
         char m[300];
         snprintf(m, sizeof m, "re-pinned unit %d partly left plain: %s", (int)unit, sl_last_error());
         sl_stream_add_notice(s, m);

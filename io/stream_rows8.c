@@ -26,7 +26,7 @@ int sl_stream_rows8_pack(sl_stream_tensor *t, uint8_t *data, const char *where)
     return 0;
 }
 
-int sl_stream_rows8_pin(sl_stream *s, sl_unit *un)
+int sl_stream_rows8_unit(sl_stream *s, sl_unit *un, const uint8_t *base, const char *where)
 {
     for (uint32_t i = 0; i < un->n_tensors; i++) {
         sl_stream_tensor *t = &un->tensors[i];
@@ -35,7 +35,7 @@ int sl_stream_rows8_pin(sl_stream *s, sl_unit *un)
         if (!un->rows8 && !(un->rows8 = calloc(un->n_tensors, sizeof *un->rows8)))
             return sl_err_set(SL_ENOMEM, "streamer: out of memory (rows8 picks)");
         un->rows8[i] = true;
-        int rc = sl_stream_rows8_pack(t, (uint8_t *)sl_unit_tensor_at(un, i, un->pinned_buf), "pinned unit");
+        int rc = sl_stream_rows8_pack(t, (uint8_t *)sl_unit_tensor_at(un, i, base), where);
         if (rc) return rc;
     }
     return 0;

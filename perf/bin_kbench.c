@@ -57,10 +57,10 @@ static const char *tname(int t)
     static int at;
     if (!(t & R8)) return sl_gguf_type_name(t);
     char *b = buf[at++ % 4];
-    snprintf(b, sizeof buf[0], "%s/r8", sl_gguf_type_name(t & ~R8));
+    snprintf(b, sizeof buf[0], "%s/r8", sl_gguf_type_name(sl_quant_base_type(t)));
     return b;
 }
-static size_t row_bytes(int t, int64_t n) { return sl_gguf_row_bytes(t & ~R8, n); }
+static size_t row_bytes(int t, int64_t n) { return sl_gguf_row_bytes(sl_quant_base_type(t), n); }
 
 /* -n with one thread times the calling thread's CPU time instead: on a
  * shared machine, time spent descheduled does not count. */
@@ -145,10 +145,10 @@ static void fill_plain(int t, uint8_t *w, size_t bytes, uint64_t *seed);
 /* Random rows of t; a rows8 type's are filled plain (COLS-element rows), then packed. */
 static void fill_weights(int t, uint8_t *w, size_t bytes, uint64_t *seed)
 {
-    fill_plain(t & ~R8, w, bytes, seed);
+    fill_plain(sl_quant_base_type(t), w, bytes, seed);
     if (t & R8) {
         size_t rb = row_bytes(t, COLS);
-        (void)sl_quant_rows8_pack(t & ~R8, w, (int64_t)(bytes / rb / 8 * 8), COLS);
+        (void)sl_quant_rows8_pack(sl_quant_base_type(t), w, (int64_t)(bytes / rb / 8 * 8), COLS);
     }
 }
 
@@ -225,7 +225,7 @@ static int in_cache(const sl_kern *k, sl_pool *pool, const int *types, int ntype
             if (tv < bmv) bmv = tv;
             if (tm < bmm) bmm = tm;
         }
-        double blocks = (double)CROWS * COLS / sl_gguf_block_elems(t & ~R8);
+        double blocks = (double)CROWS * COLS / sl_gguf_block_elems(sl_quant_base_type(t));
         printf("%-8s %9.2f %11.2f | %10.1f %8.2fx\n", tname(t), (double)mb / bmv / 1e9,
                bmv * 1e9 * nth / blocks, (double)CROWS * COLS * BATCH / bmm / 1e9, BATCH * bmv / bmm);
         fflush(stdout);
@@ -425,7 +425,7 @@ int main(int argc, char **argv)
     for (int ti = 0; ti < ntypes; ti++) {
         int t = types[ti];
         if (!runs(k, t)) {
-            printf("%-8s  (%s)\n", tname(t), (t & R8 ? k->rows8[t & ~R8] != NULL : k->vec_dot[t] != NULL)
+            printf("%-8s  (%s)\n", tname(t), (t & R8 ? k->rows8[sl_quant_base_type(t)] != NULL : k->vec_dot[t] != NULL)
                                               ? "its blocks do not tile COLS" : "no kernel");
             continue;
         }

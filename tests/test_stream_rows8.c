@@ -34,17 +34,24 @@ static int pick_name(void *ctx, const sl_stream_tensor *t) { return !strcmp(t->n
 
 typedef int (*pick_fn)(void *, const sl_stream_tensor *);
 
-static sl_stream *open_mode(const char *path, int mode, pick_fn pick, void *ctx)
+/* Stream mode within 1 GiB: max_pinned 0 pins nothing, -1 every dense unit
+ * (the experts streamed into the cache). */
+static sl_stream *open_cfg(const char *path, int mode, pick_fn pick, void *ctx, int32_t max_pinned)
 {
     sl_stream_config c;
     sl_stream_config_init(&c);
     c.mode = mode;
     c.rows8 = pick;
     c.rows8_ctx = ctx;
-    if (mode == SL_MODE_STREAM) { c.mem_budget = 1ull << 30; c.max_pinned = 0; }
+    if (mode == SL_MODE_STREAM) { c.mem_budget = 1ull << 30; c.max_pinned = max_pinned; }
     sl_stream *s;
     st_open(&s, path, &c);
     return s;
+}
+
+static sl_stream *open_mode(const char *path, int mode, pick_fn pick, void *ctx)
+{
+    return open_cfg(path, mode, pick, ctx, 0);
 }
 
 /* Is a packed view of plain b expected? */
@@ -203,14 +210,7 @@ static int check_pinned_unit(sl_stream *s, sl_stream *ref, int32_t u)
 
 static sl_stream *open_pinned(const char *path, pick_fn pick)
 {
-    sl_stream_config c;
-    sl_stream_config_init(&c);
-    c.mode = SL_MODE_STREAM;
-    c.rows8 = pick;
-    c.mem_budget = 1ull << 30;   /* every dense unit pinned, experts streamed into the cache */
-    sl_stream *s;
-    st_open(&s, path, &c);
-    return s;
+    return open_cfg(path, SL_MODE_STREAM, pick, NULL, -1);
 }
 
 Test(stream_rows8, stream_packs_pinned_units_and_repacks_after_unpinning, .timeout = 120)
