@@ -182,6 +182,10 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
     bool head_all = um->n_head_chunks > 0 && !c->skip_head;
     for (int32_t u = um->n_layers; u < um->n_units && head_all; u++) head_all = um->units[u].info.pinned;
     p->head_pinned = head_all;
+    /* The expert cache before token_embd: a pinned table saves one row read
+     * a token, the same bytes as cache slots save a share of every layer's
+     * expert reads. */
+    if (mo->split) expert_cache(um, c, p, &used);
     /* token_embd: pinned when it fits in what is left (else one row read per token) */
     bool embd_is_head = um->embd && um->embd == um->head;
     if (um->embd && !embd_is_head && !c->skip_embd && used + sl_buf_round(p->embd_bytes) <= p->budget) {
@@ -192,7 +196,6 @@ int sl_plan_compute(sl_unit_map *um, const sl_gguf *g, const sl_stream_config *c
         if (!um->units[u].info.pinned && !um->units[u].unused) p->streamed_bytes_per_token += um->units[u].info.bytes;
     if (um->embd && !p->embd_pinned && !c->skip_embd) p->streamed_bytes_per_token += um->embd_row_bytes;
     p->streamed_bytes_per_token += um->ple_row_bytes;   /* a row per token, never pinned */
-    if (mo->split) expert_cache(um, c, p, &used);
     p->peak_bytes = used;
     p->fits = true;
     return 0;

@@ -375,6 +375,53 @@ static void rss_bound(int io)
 Test(stream_experts, peak_rss_within_budget_uring) { rss_bound(SL_IO_URING); }
 Test(stream_experts, peak_rss_within_budget_pread) { rss_bound(SL_IO_PREAD); }
 
+/* The expert cache takes the room before token_embd: under a budget that
+ * holds part of the experts the table is read a row at a time (each row
+ * equal to the file), and the cache has the bytes the table would have
+ * taken; with room for every expert the table is pinned as well. */
+Test(stream_experts, the_expert_cache_comes_before_the_embedding_table)
+{
+    char path[1100];
+    /* a 4 MiB embedding table beside 16 layers x 16 experts x 192 KiB */
+    const moe_spec sp = { .n_layers = 16, .n_expert = 16, .k = 4, .ne0 = 256, .ff = 64, .rows_q = 32,
+                          .n_vocab = 4096 };
+    make_moe(path, sizeof path, "xembd", &sp);
+    sl_stream_config c;
+    st_stream_cfg(&c, SL_IO_AUTO);
+    c.max_pinned = -1;
+    c.mem_budget = 24ull << 20;
+    sl_stream *s;
+    st_open(&s, path, &c);
+    const sl_stream_plan *p = sl_stream_get_plan(s);
+    const uint64_t total = (uint64_t)sp.n_layers * (uint64_t)sp.n_expert;
+    cr_assert(p->experts_split && p->fits);
+    cr_assert_lt((uint64_t)p->n_expert_slots, total, "the budget holds only part of the experts");
+    cr_assert_not(p->embd_pinned, "the table's bytes went to the cache");
+    /* what is left is less than a slot (+ one 2 MiB page of rounding): the table's room is in the cache */
+    cr_assert_leq(p->peak_bytes, p->budget);
+    cr_assert_lt(p->budget - p->peak_bytes, p->expert_slot_bytes + (2u << 20), "the cache has what the budget leaves");
+    const sl_gguf_tensor *e = sl_gguf_find_tensor(sl_stream_gguf(s), "token_embd.weight");
+    const uint64_t rb = e->nbytes / sp.n_vocab;
+    static uint8_t row[1024], ref[1024];
+    const uint64_t rows[3] = { 0, 1777, sp.n_vocab - 1 };
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(sl_stream_read_row(s, "token_embd.weight", rows[i], row, sizeof row), 0, "%s",
+                     sl_stream_errmsg(s));
+        cr_assert_eq(sl_gguf_read(sl_stream_gguf(s), ref, rb, e->file_offset + rows[i] * rb), 0);
+        cr_assert_eq(memcmp(row, ref, rb), 0, "row %llu", (unsigned long long)rows[i]);
+    }
+    run_tokens(s, &sp, 2, 5);
+    sl_stream_close(s);
+
+    c.mem_budget = 1ull << 30;
+    st_open(&s, path, &c);
+    p = sl_stream_get_plan(s);
+    cr_assert_eq((uint64_t)p->n_expert_slots, total);
+    cr_assert(p->embd_pinned, "room is left after every expert");
+    sl_stream_close(s);
+    unlink(path);
+}
+
 /* ---- the engine: resident vs expert-streamed, bitwise -------------------- */
 
 static sl_model *open_model(const char *path, int mode, int io)
