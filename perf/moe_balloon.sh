@@ -4,14 +4,16 @@
 # available, Sluice (expert streaming, O_DIRECT) against llama.cpp (mmap), in
 # the same run, alternated, median of REPS. Per free-memory level it also
 # measures the O_DIRECT bandwidth of the file twice, before and after its runs
-# (the mean is the level's figure), as build/iobench reads it in three ways:
+# (the mean is the level's figure), as build/iobench reads it in four ways:
 # in order in 1 MiB requests at queue depth QD; in the expert pattern
 # (`iobench --experts`: k uniformly drawn experts per layer, each slice one
-# read, as a token with no cache hit reads them) into 64 slots; and the same
+# read, as a token with no cache hit reads them) into 64 slots; the same
 # into as many slots as the engine's expert cache has at that level (`sluice
 # plan` under the balloon): the memory the engine's reads land in (on the
-# 2026-11 VM 640-800 slots read 0-7% slower than 64). It prints Sluice's ms/token
-# against the three bounds, bytes-read-per-token / bandwidth, the compute / stall
+# 2026-11 VM 640-800 slots read 0-7% slower than 64); and that again while
+# `kbench -t 2 -T CONTEND_TYPE` (mxfp4) streams weights from memory, as the
+# engine's compute does while its reads are in flight. It prints Sluice's ms/token
+# against the four bounds, bytes-read-per-token / bandwidth, the compute / stall
 # split, and the expert-cache hit rate (random weights route uniformly: a
 # floor).
 #   perf/moe_balloon.sh [MODEL] [FREE...]     default: the 30B file, 4G 2.5G 8G
@@ -26,9 +28,10 @@
 #   VARIANTS (Sluice runs per rep, "on off" = --moe-pregate on / off, "-" = no
 #   flag, "alt" = the binary ALT_SLUICE with no flag: another build, e.g. the
 #   one before a change; "alt2".."alt9": ALT2_SLUICE..ALT9_SLUICE), ALTERNATE (1: every other rep in reverse order),
-#   SLUICE_FLAGS (more flags), OUT (result dir, /tmp/moe_balloon),
+#   SLUICE_FLAGS (more flags), CONTEND_TYPE (kbench type of the fourth bandwidth, mxfp4),
+#   OUT (result dir, /tmp/moe_balloon),
 #   LOCK (/work/notes/mem.lock: each level runs under `flock LOCK`, released
-#   between levels; empty: the caller holds it). Needs build/sluice, build/balloon, build/iobench (make all).
+#   between levels; empty: the caller holds it). Needs build/sluice, build/balloon, build/iobench, build/kbench (make all).
 # Each page-cache copy of MODEL is dropped with posix_fadvise before every run
 # (both engines start cold), and each run waits until the level's one balloon
 # has re-grown to FREE. Kills only what it started.
@@ -77,10 +80,18 @@ if [ "${1:-}" = __level ]; then
         "$B/iobench" "$MODEL" --req 1M --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_$1.txt" 2>&1
         "$B/iobench" "$MODEL" --experts --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_x$1.txt" 2>&1
         "$B/iobench" "$MODEL" --experts --slots "$SLOTS" --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_s$1.txt" 2>&1
+        # the same beside two threads streaming weights from memory, as a decode's
+        # matvecs do (kbench CONTEND_TYPE): on the 2026-11 VM the disk loses ~30% to them
+        : >"$D/hog"
+        ( while [ -e "$D/hog" ]; do "$B/kbench" -t 2 -r 3 -T "${CONTEND_TYPE:-mxfp4}" >/dev/null 2>&1; done ) & HOG=$!
+        sleep 2
+        "$B/iobench" "$MODEL" --experts --slots "$SLOTS" --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_c$1.txt" 2>&1
+        rm -f "$D/hog"; wait $HOG
         echo "[$FREE] O_DIRECT bandwidth $1 (qd $QD): in order, 1 MiB requests" \
             "$(rows "$D/iobench_$1.txt" | head -n1) GB/s;" \
             "expert pattern $(rows "$D/iobench_x$1.txt" | head -n1) GB/s;" \
-            "into $SLOTS slots $(rows "$D/iobench_s$1.txt" | head -n1) GB/s"
+            "into $SLOTS slots $(rows "$D/iobench_s$1.txt" | head -n1) GB/s;" \
+            "the same beside a 2-thread matvec $(rows "$D/iobench_c$1.txt" | head -n1) GB/s"
     }
     iob before
     P="Once upon a time"
@@ -137,6 +148,7 @@ if [ "${1:-}" = __level ]; then
     mean "$D/iobench_before.txt" "$D/iobench_after.txt" >"$D/bw"
     mean "$D/iobench_xbefore.txt" "$D/iobench_xafter.txt" >"$D/xbw"
     mean "$D/iobench_sbefore.txt" "$D/iobench_safter.txt" >"$D/sbw"
+    mean "$D/iobench_cbefore.txt" "$D/iobench_cafter.txt" >"$D/cbw"
     exit 0
 fi
 
@@ -160,7 +172,9 @@ import json, os, re, statistics, sys
 out, levels = sys.argv[1], sys.argv[2:]
 med = lambda v: statistics.median(v) if v else float('nan')
 print("| free | Sluice | tok/s | llama.cpp tok/s | × | GB/s O_DIRECT in order / expert pattern / into the cache's slots "
-      "| MB read/token | ms/token | bound ms in order / experts / slots | ratio in order / experts / slots "
+      "/ the same beside a 2-thread matvec "
+      "| MB read/token | ms/token | bound ms in order / experts / slots / beside a matvec "
+      "| ratio in order / experts / slots / beside a matvec "
       "| compute ms | stall ms | expert hit | pregate guess | prefetched used |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for lv in levels:
@@ -169,7 +183,7 @@ for lv in levels:
     def rd(name):
         try: return float(open(os.path.join(d, name)).read())
         except Exception: return float('nan')
-    bw, xbw, sbw, slots = rd("bw"), rd("xbw"), rd("sbw"), rd("slots")
+    bw, xbw, sbw, cbw, slots = rd("bw"), rd("xbw"), rd("sbw"), rd("cbw"), rd("slots")
     ll = []
     for f in sorted(os.listdir(d)):
         if f.startswith("llama_") and f.endswith(".err"):
@@ -187,13 +201,13 @@ for lv in levels:
         g = lambda k: med([j[k] for j in js])
         tps, byt = g("decode_tok_s"), g("bytes_read_per_token")
         ms = 1e3 / tps if tps else float('nan')
-        bound, xbound, sbound = (byt / (b * 1e9) * 1e3 for b in (bw, xbw, sbw))
+        bound, xbound, sbound, cbound = (byt / (b * 1e9) * 1e3 for b in (bw, xbw, sbw, cbw))
         pf = med([j["expert_prefetch_used"] / j["expert_prefetched"] for j in js if j.get("expert_prefetched")])
-        print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f / %.2f / %.2f (%.0f slots) | %.0f | %.0f | %.0f / %.0f / %.0f | %.2f / %.2f / %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
+        print("| %s | %s (n=%d) | %.3f [%.3f-%.3f] | %s | %s | %.2f / %.2f / %.2f (%.0f slots) / %.2f | %.0f | %.0f | %.0f / %.0f / %.0f / %.0f | %.2f / %.2f / %.2f / %.2f | %.0f | %.0f | %.3f | %s | %s |" % (
             lv, {"-": "default (pregate on)"}.get(v, "ALT%s_SLUICE" % v[3:] if v.startswith("alt") else "pregate " + v), len(js), tps,
             min(j["decode_tok_s"] for j in js), max(j["decode_tok_s"] for j in js),
-            "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, xbw, sbw, slots,
-            byt / 1e6, ms, bound, xbound, sbound, ms / bound, ms / xbound, ms / sbound,
+            "%.3f (n=%d)" % (lt, len(ll)) if ll else "—", "%.1f" % (tps / lt) if ll else "—", bw, xbw, sbw, slots, cbw,
+            byt / 1e6, ms, bound, xbound, sbound, cbound, ms / bound, ms / xbound, ms / sbound, ms / cbound,
             g("compute_ms_per_token"), g("stall_ms_per_token"), g("expert_hit_rate"),
             "%.3f" % g("pregate_accuracy") if any(j.get("pregate_accuracy") for j in js) else "—",
             "%.3f" % pf if pf == pf else "—"))
