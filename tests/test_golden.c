@@ -231,7 +231,7 @@ static sl_model *open_in_mode(const char *path, int run_mode, int kv_type)
     mp.type_k = mp.type_v = kv_type;
     mp.n_threads = 2;
     sl_model *m = NULL;
-    int rc;
+    int rc = -1;   /* stays so when the file is too big for any budget tried */
     if (run_mode == RUN_STREAM || run_mode == RUN_PREAD) {
         mp.io = run_mode == RUN_PREAD ? SL_IO_PREAD : SL_IO_AUTO;
         size_t bytes;
