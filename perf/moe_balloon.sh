@@ -45,8 +45,12 @@ if [ "${1:-}" = __level ]; then
     VARIANTS=${VARIANTS:-on off}; QD=${QD:-16}
     D=$OUT/$FREE
     mkdir -p "$D"
-    BAL=
-    trap '[ -n "$BAL" ] && kill $BAL 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+    BAL=; HOG=
+    # on exit, the balloon and the contention loop of iob (its flag file first:
+    # the loop must not start another kbench once its shell is gone); a signal
+    # ends the level (once its foreground command returns) instead of running on
+    trap 'rm -f "$D/hog"; [ -n "$HOG" ] && { pkill -P $HOG; kill $HOG; } 2>/dev/null; [ -n "$BAL" ] && kill $BAL 2>/dev/null; wait 2>/dev/null' EXIT
+    trap 'exit 130' INT TERM
     evict() { python3 -c "import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$MODEL"; }
     avail() { awk '/^MemAvailable/ {printf "%.2f", $2 / 2^20}' /proc/meminfo; }
     # One balloon for the level, --track: its safety valve gives memory back
@@ -81,12 +85,12 @@ if [ "${1:-}" = __level ]; then
         "$B/iobench" "$MODEL" --experts --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_x$1.txt" 2>&1
         "$B/iobench" "$MODEL" --experts --slots "$SLOTS" --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_s$1.txt" 2>&1
         # the same beside two threads streaming weights from memory, as a decode's
-        # matvecs do (kbench CONTEND_TYPE): on the 2026-11 VM the disk loses ~30% to them
+        # matvecs do (kbench CONTEND_TYPE): on the 2026-11 VM the disk loses 5-12% to them
         : >"$D/hog"
         ( while [ -e "$D/hog" ]; do "$B/kbench" -t 2 -r 3 -T "${CONTEND_TYPE:-mxfp4}" >/dev/null 2>&1; done ) & HOG=$!
         sleep 2
         "$B/iobench" "$MODEL" --experts --slots "$SLOTS" --qd "$QD" --bytes 2G --reps 3 >"$D/iobench_c$1.txt" 2>&1
-        rm -f "$D/hog"; wait $HOG
+        rm -f "$D/hog"; wait $HOG; HOG=
         echo "[$FREE] O_DIRECT bandwidth $1 (qd $QD): in order, 1 MiB requests" \
             "$(rows "$D/iobench_$1.txt" | head -n1) GB/s;" \
             "expert pattern $(rows "$D/iobench_x$1.txt" | head -n1) GB/s;" \
